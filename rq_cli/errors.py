@@ -1,0 +1,78 @@
+"""One exception hierarchy for rq-cli; each class carries its process exit code.
+
+The command line maps these to a one-line message on stderr and the exit code in one
+place (``rq_cli.cli.main``). The library raises them too, so Python callers can catch
+``RqError`` for everything rq-cli itself decides is wrong.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes, documented in README.md ("Exit codes")."""
+
+    OK = 0
+    INTERNAL = 1  # a bug: please report it (RQ_CLI_DEBUG=1 shows the traceback)
+    USAGE = 2  # bad arguments or options (Typer/Click's own code)
+    NOTHING = 3  # lease found nothing in time; complete/fail/extend found no live item
+    LEASE_LOST = 4  # another session holds the lease, or the lease expired (extend)
+    DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
+    UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
+    CONFIG = 78  # config file error (EX_CONFIG)
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class RqError(Exception):
+    """Base of every error rq-cli raises on purpose. ``str(err)`` is the one-line message."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+
+class UsageError(RqError):
+    """Arguments that make no sense together, or out of range."""
+
+    exit_code = ExitCode.USAGE
+
+
+class BadInputError(RqError):
+    """Input data (stdin lines, ids, payloads) that cannot be accepted."""
+
+    exit_code = ExitCode.DATA
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+        self.line = line
+
+
+class ConfigError(RqError):
+    """The config file is unreadable, malformed or has unknown keys."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class ServerError(RqError):
+    """The server cannot be reached, refuses us (auth, ACL), or holds a key of the wrong type."""
+
+    exit_code = ExitCode.UNAVAILABLE
+
+
+class WrongTypeError(ServerError):
+    """A key of the queue holds a value of the wrong type (for example a string where a list is)."""
+
+
+class ClusterError(ServerError):
+    """The queue cannot be used on this cluster as configured (for example an untagged prefix)."""
+
+
+class NothingToDo(RqError):
+    """Nothing was available (lease) or no such live item (complete, fail, extend)."""
+
+    exit_code = ExitCode.NOTHING
+
+
+class LeaseLost(RqError):
+    """The lease is held by another session, or has expired."""
+
+    exit_code = ExitCode.LEASE_LOST
