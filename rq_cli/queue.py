@@ -1,17 +1,28 @@
 """WorkQueue: every queue operation of DESIGN.md section 3, one method each.
 
-Every state change is one Lua script (``lua/``), one round trip; bulk calls are batched
-into a few thousand elements per script call and pipelined. Methods return the plain
+Every state change is one Lua script (``lua/``), one round trip; bulk calls are cut into
+batches of a few thousand elements per script call and pipelined. Methods return the plain
 dataclasses of :mod:`rq_cli.types`. ``now_ms`` (milliseconds since the epoch) may be passed
-to any time-dependent method; by default the scripts read the server's clock (``TIME``).
+to any time-dependent method, for tests; by default the scripts read the server's clock.
 
 This module imports neither Typer nor rich.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Sequence
+import hashlib
+import json
+import os
+import random
+import socket
+import time
+from functools import lru_cache
+from importlib import resources
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from .errors import ClusterError, UsageError
+from .keys import LAYOUTS, Keys, has_hash_tag
 from .types import (
     CleanReport,
     ItemOutcome,
@@ -30,67 +41,359 @@ from .types import (
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
+#: Most items or ids one script call handles: keeps every call short, so the server goes on
+#: serving other clients during bulk work.
+BATCH = 1000
+#: Script calls sent per pipeline round trip in bulk pushes.
+PIPELINE_DEPTH = 4
+#: Longest single blocking wait, in seconds (the client's socket timeout must exceed it).
+BLOCK_CHUNK = 2.0
+#: Longest accepted id, in bytes.
+MAX_ID_BYTES = 4096
+
+_SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
+            "requeue_dead", "purge", "stats", "peek")
+STATES = ("pending", "processing", "delayed", "dead")
+PURGE_STATES = (*STATES, "all")
+
+
+@lru_cache(maxsize=None)
+def script_source(name: str) -> str:
+    """The Lua source of script ``name``, with the common prelude in front."""
+    lua = resources.files("rq_cli") / "lua"
+    return (lua / "_common.lua").read_text() + "\n" + (lua / f"{name}.lua").read_text()
+
+
+def make_session() -> str:
+    """A session id that tells who holds a lease: ``<host>:<pid>:<random>``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def data_id(data: bytes) -> str:
+    """The id ``--id-from-data`` gives: the SHA-256 of the data, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def _check_id(item_id: str) -> str:
+    if not item_id:
+        raise UsageError("an item id cannot be empty")
+    if len(item_id.encode()) > MAX_ID_BYTES:
+        raise UsageError(f"an item id is at most {MAX_ID_BYTES} bytes")
+    return item_id
+
+
+def _ref(ref: str | ItemRef) -> ItemRef:
+    return ItemRef(_check_id(ref)) if isinstance(ref, str) else ItemRef(_check_id(ref.id),
+                                                                         ref.session)
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def _now_arg(now_ms: int | None) -> str:
+    return "" if now_ms is None else str(int(now_ms))
+
+
+def _ms(seconds: float) -> int:
+    return int(round(seconds * 1000))
+
+
+def _s(ms: int | float) -> float:
+    return round(ms / 1000, 3)
+
+
+def _text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
 
 class WorkQueue:
     """One queue (a key prefix) on one server.
 
-    ``client`` is a ``redis.Redis`` or ``redis.RedisCluster``; ``session`` defaults to
-    ``<host>:<pid>:<random>``.
+    ``client`` is a ``redis.Redis`` or ``redis.RedisCluster`` returning bytes;
+    ``session`` names this worker in leases and defaults to ``<host>:<pid>:<random>``.
     """
 
-    def __init__(self, client, prefix: str, options: QueueOptions | None = None, *,
+    def __init__(self, client: Any, prefix: str, options: QueueOptions | None = None, *,
                  session: str | None = None) -> None:
-        raise NotImplementedError
+        if not prefix:
+            raise UsageError("a queue prefix cannot be empty")
+        self.client = client
+        self.prefix = prefix
+        self.options = options or QueueOptions()
+        if self.options.layout not in LAYOUTS:
+            raise UsageError(f"layout must be one of {', '.join(LAYOUTS)}, "
+                             f"not {self.options.layout!r}")
+        if self.options.requeue not in ("back", "front"):
+            raise UsageError(f"requeue must be back or front, not {self.options.requeue!r}")
+        self.session = session or make_session()
+        self.keys = Keys(prefix)
+        if _is_cluster(client) and not has_hash_tag(prefix):
+            raise ClusterError(
+                f"queue prefix {prefix!r} has no hash tag, so its keys would be spread over "
+                f"the cluster's slots; use a prefix like '{{{prefix}}}' or 'app:{{{prefix}}}'")
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"WorkQueue({self.prefix!r}, layout={self.options.layout!r})"
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _script(self, name: str) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self.client.register_script(script_source(name))
+        return script
+
+    def _run(self, name: str, args: Sequence[Any], now_ms: int | None = None,
+             client: Any = None) -> Any:
+        head = [self.prefix, _now_arg(now_ms), self.options.layout]
+        return self._script(name)(keys=self.keys.script_keys, args=head + list(args),
+                                  client=client or self.client)
+
+    @property
+    def _front_requeue(self) -> str:
+        return "1" if self.options.requeue == "front" else "0"
+
+    # -- push ----------------------------------------------------------------------------
+    def _pairs(self, items: Sequence[NewItem | bytes | str], id_from_data: bool) -> list[Any]:
+        args: list[Any] = []
+        for item in items:
+            if isinstance(item, NewItem):
+                data, item_id = _as_bytes(item.data), item.id
+            else:
+                data, item_id = _as_bytes(item), None
+            if item_id is None:
+                item_id = data_id(data) if id_from_data else os.urandom(16).hex()
+            else:
+                _check_id(item_id)
+            args.append(item_id)
+            args.append(data)
+        return args
 
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
              front: bool = False, delay: float = 0.0, expire: float | None = None,
              now_ms: int | None = None) -> list[PushResult]:
-        """Push items; returns one PushResult per item in order (added=False: duplicate id)."""
-        raise NotImplementedError
+        """Push items; returns one PushResult per item, in order (added=False: duplicate id)."""
+        results: list[PushResult] = []
+        for batch in self.push_batches(items, id_from_data=id_from_data, front=front,
+                                       delay=delay, expire=expire, now_ms=now_ms):
+            results.extend(batch)
+        return results
 
-    def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = 1000,
+    def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
                      id_from_data: bool = False, front: bool = False, delay: float = 0.0,
                      expire: float | None = None, now_ms: int | None = None,
                      ) -> Iterator[list[PushResult]]:
-        """Stream ``items`` in batches, yielding each batch's results once stored.
+        """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
-        If iterating ``items`` raises (a bad input line), the items taken before it are stored
+        Up to PIPELINE_DEPTH script calls of ``batch_size`` items share one round trip. If
+        iterating ``items`` raises (a bad input line), the items taken before it are stored
         and yielded first, then the exception propagates: nothing is half-applied silently.
         """
-        raise NotImplementedError
+        if delay < 0:
+            raise UsageError("delay cannot be negative")
+        if expire is not None and expire <= 0:
+            raise UsageError("expiry must be a positive number of seconds")
+        if not 1 <= batch_size <= 5000:
+            raise UsageError("batch size must be between 1 and 5000")
+        head = ["1" if front else "0", str(_ms(delay)), str(_ms(expire or 0))]
+        source = iter(items)
+        error: Exception | None = None
+        done = False
+        while not done:
+            chunks: list[list[Any]] = []
+            while len(chunks) < PIPELINE_DEPTH and not done:
+                chunk: list[Any] = []
+                try:
+                    for item in source:
+                        chunk.append(item)
+                        if len(chunk) >= batch_size:
+                            break
+                except Exception as exc:  # a bad input line: store what came before it
+                    error = exc
+                done = error is not None or len(chunk) < batch_size
+                if chunk:
+                    chunks.append(chunk)
+            if chunks:
+                yield from self._push_chunks(chunks, head, id_from_data, now_ms)
+        if error is not None:
+            raise error
+
+    def _push_chunks(self, chunks: list[list[Any]], head: list[str], id_from_data: bool,
+                     now_ms: int | None) -> Iterator[list[PushResult]]:
+        """Store chunks, one script call each, all in one round trip."""
+        pairs = [self._pairs(chunk, id_from_data) for chunk in chunks]
+        if len(pairs) == 1:
+            replies = [self._run("push", head + pairs[0], now_ms)]
+        else:
+            pipe = self.client.pipeline(transaction=False)
+            for args in pairs:
+                self._run("push", head + args, now_ms, client=pipe)
+            replies = pipe.execute()
+        for args, flags in zip(pairs, replies):
+            text = _text(flags) or ""
+            yield [PushResult(args[2 * i], flag == "1") for i, flag in enumerate(text)]
+
+    # -- lease ---------------------------------------------------------------------------
+    def _lease_once(self, count: int, lease_ms: int, now_ms: int | None
+                    ) -> tuple[list[LeasedItem], bool, int]:
+        reply = self._run("lease", [count, lease_ms, self.session, self.options.max_attempts],
+                          now_ms)
+        paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
+        items = [
+            LeasedItem(self.prefix, _text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
+                       _s(deadline), self.session)
+            for i in range(3, len(reply), 3)
+        ]
+        return items, paused, next_due
 
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
               now_ms: int | None = None) -> list[LeasedItem]:
         """Lease up to ``count`` items; wait up to ``wait`` seconds for the first one.
 
-        Returns [] when nothing is available in time or the queue is paused.
+        Returns [] when nothing is available in time or the queue is paused. Waiting blocks
+        on the queue without taking from it (BLMOVE P:queue P:queue), then leases atomically,
+        so no id ever sits in processing without a lease.
         """
-        raise NotImplementedError
+        lease_ms = self._lease_ms(lease_seconds)
+        _check_count(count)
+        deadline = time.monotonic() + max(wait, 0.0)
+        while True:
+            items, paused, next_due = self._lease_once(count, lease_ms, now_ms)
+            remaining = deadline - time.monotonic()
+            if items or remaining <= 0:
+                return items
+            self._wait(min(remaining, BLOCK_CHUNK), paused, next_due)
+
+    def _lease_ms(self, lease_seconds: float | None) -> int:
+        seconds = self.options.lease_seconds if lease_seconds is None else lease_seconds
+        if not seconds > 0:
+            raise UsageError("the lease time must be a positive number of seconds")
+        if seconds > 365 * 86400:
+            raise UsageError("the lease time must be at most a year")
+        return max(_ms(seconds), 1)
+
+    def _wait(self, seconds: float, paused: bool, next_due: int) -> None:
+        """Block up to ``seconds`` for an item to arrive, without taking it."""
+        if paused:
+            time.sleep(min(seconds, 0.5))
+            return
+        if next_due >= 0:  # a delayed item becomes due: wake up for it
+            seconds = min(seconds, max(next_due / 1000 - time.time(), 0.01))
+        seconds = max(round(seconds, 3), 0.01)
+        self.client.blmove(self.keys.queue, self.keys.queue, seconds, "RIGHT", "RIGHT")
+
+    # -- complete / fail / extend --------------------------------------------------------
+    @staticmethod
+    def _ref_args(refs: Iterable[str | ItemRef]) -> list[ItemRef]:
+        return [_ref(r) for r in refs]
+
+    def _per_batch(self, refs: list[ItemRef], name: str, head: list[Any],
+                   now_ms: int | None) -> list[Any]:
+        """Run script ``name`` over refs in batches; returns the concatenated replies."""
+        out: list[Any] = []
+        for batch in _batches(refs, BATCH):
+            args = list(head)
+            for ref in batch:
+                args.append(ref.id)
+                args.append(ref.session or "")
+            reply = self._run(name, args, now_ms)
+            out.extend(_text(reply) if isinstance(reply, bytes) else reply)
+        return out
 
     def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
                  ) -> list[ItemOutcome]:
-        """Complete items: outcome completed (exactly one caller per item), missing or conflict."""
-        raise NotImplementedError
+        """Complete items: ``completed`` for exactly one caller per item, else ``missing``
+        (not live) or ``conflict`` (given a session, another session holds the lease)."""
+        items = self._ref_args(refs)
+        codes = self._per_batch(items, "complete", [], now_ms)
+        names = {"C": "completed", "M": "missing", "X": "conflict"}
+        return [ItemOutcome(ref.id, names[code]) for ref, code in zip(items, codes)]  # type: ignore[arg-type]
 
     def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
              ) -> list[ItemOutcome]:
-        """Fail items: outcome retried (with retry_at) or dead; missing or conflict."""
-        raise NotImplementedError
+        """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
+        ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
+        if retry_in is not None and retry_in < 0:
+            raise UsageError("the retry delay cannot be negative")
+        items = self._ref_args(refs)
+        opts = self.options
+        head = [error or "", -1 if retry_in is None else _ms(retry_in), "1" if dead else "0",
+                opts.max_attempts, _ms(opts.retry_backoff), _ms(opts.retry_backoff_max),
+                repr(random.uniform(0.75, 1.25))]
+        reply = self._per_batch(items, "fail", head, now_ms)
+        names = {b"R": "retried", b"D": "dead", b"M": "missing", b"X": "conflict"}
+        out = []
+        for i, ref in enumerate(items):
+            code, due = reply[2 * i], int(reply[2 * i + 1])
+            outcome = names[code if isinstance(code, bytes) else code.encode()]
+            out.append(ItemOutcome(ref.id, outcome,  # type: ignore[arg-type]
+                                   retry_at=_s(due) if outcome == "retried" else None))
+        return out
 
     def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
-        """Extend leases: outcome extended (with lease_expires_at), lost, conflict or missing."""
-        raise NotImplementedError
+        """Extend leases: ``extended`` (with the new deadline), ``lost`` (the lease has
+        expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""
+        items = self._ref_args(refs)
+        reply = self._per_batch(items, "extend", [self._lease_ms(lease_seconds)], now_ms)
+        names = {b"E": "extended", b"L": "lost", b"X": "conflict", b"M": "missing"}
+        out = []
+        for i, ref in enumerate(items):
+            code, deadline = reply[2 * i], int(reply[2 * i + 1])
+            outcome = names[code if isinstance(code, bytes) else code.encode()]
+            out.append(ItemOutcome(ref.id, outcome,  # type: ignore[arg-type]
+                                   lease_expires_at=_s(deadline) if deadline else None))
+        return out
 
+    # -- clean ---------------------------------------------------------------------------
     def clean(self, *, deep: bool = False, grace_seconds: float | None = None,
               dry_run: bool = False, now_ms: int | None = None,
               progress: Progress | None = None) -> CleanReport:
-        """Recover abandoned items (light), and with ``deep`` also stray items found by SCAN."""
-        raise NotImplementedError
+        """Recover abandoned items (light), and with ``deep`` also stray items found by SCAN.
 
+        Light: ids in processing (and the v0.1 cleaning journal) without a lease are
+        re-queued once seen lease-less for the grace period; ghosts are dropped; items that
+        used max_attempts are dead-lettered; due delayed items are promoted. Safe to run from
+        several processes at once. Each script call looks at BATCH ids at most.
+        """
+        grace = self.options.grace_seconds if grace_seconds is None else grace_seconds
+        if grace < 0:
+            raise UsageError("the grace period cannot be negative")
+        report = CleanReport(dry_run=dry_run)
+        left = 0 if dry_run else -1
+        while True:
+            reply = self._run("clean", [BATCH, left, _ms(grace), self.options.max_attempts,
+                                        self._front_requeue, "1" if dry_run else "0"], now_ms)
+            left = int(reply[0])
+            report.recovered += int(reply[1])
+            report.dropped += int(reply[2])
+            report.dead += int(reply[3])
+            report.suspects += int(reply[4])
+            report.promoted += int(reply[5])
+            if progress:
+                progress(BATCH)
+            if left <= 0 and not int(reply[6]):
+                break
+        if deep:
+            from .deep import deep_clean  # the SCAN side lives on its own
+
+            deep_clean(self, report, grace=grace, dry_run=dry_run, now_ms=now_ms,
+                       progress=progress)
+        return report
+
+    # -- dead letters --------------------------------------------------------------------
     def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
-                     older_than: float | None = None, to: "WorkQueue | None" = None,
+                     older_than: float | None = None, to: WorkQueue | None = None,
                      dry_run: bool = False, now_ms: int | None = None,
                      progress: Progress | None = None) -> RequeueReport:
         """Move dead items back to the queue (or ``to`` another queue on the same server).
@@ -98,31 +401,191 @@ class WorkQueue:
         ``ids`` given: those; else all (optionally only the ``limit`` oldest, and only those
         dead for more than ``older_than`` seconds).
         """
-        raise NotImplementedError
+        target = to.prefix if to is not None else self.prefix
+        if to is not None and to.client is not self.client:
+            raise UsageError("requeue-dead --to needs a queue on the same server")
+        if to is not None and _is_cluster(self.client) and \
+                self.client.keyslot(to.keys.queue) != self.client.keyslot(self.keys.queue):
+            raise ClusterError("on a cluster, requeue-dead --to needs a queue with the same "
+                               "hash tag as the source queue")
+        if limit is not None and limit < 0:
+            raise UsageError("limit cannot be negative")
+        report = RequeueReport(dry_run=dry_run)
+        dry = "1" if dry_run else "0"
 
+        def take(reply: list[Any]) -> int:
+            report.requeued += int(reply[0])
+            report.skipped += int(reply[1])
+            report.missing += int(reply[2])
+            report.ids.extend(_text(r) or "" for r in reply[3:])
+            if progress:
+                progress(int(reply[0]))
+            return int(reply[0]) + int(reply[1]) + int(reply[2])
+
+        if ids is not None:
+            for batch in _batches([_check_id(i) for i in ids], BATCH):
+                take(self._run("requeue_dead", [target, dry, "ids", *batch], now_ms))
+            return report
+        if older_than is not None:
+            if older_than < 0:
+                raise UsageError("--older-than cannot be negative")
+            now = now_ms if now_ms is not None else _server_ms(self.client)
+            cutoff = str(now - _ms(older_than))
+        else:
+            cutoff = "+inf"
+        offset = 0
+        while limit is None or report.requeued < limit:
+            size = BATCH if limit is None else min(BATCH, limit - report.requeued)
+            before = report.requeued
+            seen = take(self._run("requeue_dead", [target, dry, "range", cutoff, size, offset],
+                                  now_ms))
+            # skipped items stay dead (and so, in a dry run, does everything): step over them
+            offset += seen - (0 if dry_run else report.requeued - before)
+            if seen < size:
+                break
+        return report
+
+    # -- purge ---------------------------------------------------------------------------
     def purge(self, state: PurgeState = "pending", *, dry_run: bool = False,
               progress: Progress | None = None) -> PurgeReport:
-        """Delete items in ``state`` (or all of the queue's keys) in bounded batches."""
-        raise NotImplementedError
+        """Delete the items in ``state``, or with ``all`` every key of the queue, in bounded
+        batches (UNLINK), so the server keeps serving other clients."""
+        if state not in PURGE_STATES:
+            raise UsageError(f"state must be one of {', '.join(PURGE_STATES)}, not {state!r}")
+        report = PurgeReport(dry_run=dry_run)
+        states = STATES if state == "all" else (state,)
+        if dry_run:
+            k = self.keys
+            pipe = self.client.pipeline(transaction=False)
+            pipe.llen(k.queue).llen(k.processing).zcard(k.delayed).zcard(k.dead)
+            counts = dict(zip(STATES, pipe.execute()))
+            for s in states:
+                setattr(report, s, int(counts[s]))
+            if state == "all":
+                report.strays = sum(1 for _ in self._scan_items()) - report.pending \
+                    - report.processing - report.delayed
+                report.strays = max(report.strays, 0)
+            return report
+        for s in states:
+            while n := int(self._run("purge", [s, BATCH])):
+                setattr(report, s, getattr(report, s) + n)
+                if progress:
+                    progress(n)
+        if state == "all":
+            for batch in _batches(self._scan_items(), BATCH):
+                report.strays += int(self._run("purge", ["strays", BATCH, *batch]))
+            self._run("purge", ["meta", BATCH])
+        return report
 
+    def _scan_items(self) -> Iterator[bytes]:
+        """Ids of every item data key of this queue, by SCAN (bounded per call)."""
+        offset = self.keys.item_key_offset
+        for key in self.client.scan_iter(match=self.keys.item_pattern, count=BATCH):
+            yield key[offset:]
+
+    # -- read-only -----------------------------------------------------------------------
     def stats(self, *, now_ms: int | None = None) -> Stats:
         """Counts, in one round trip whatever the queue's size."""
-        raise NotImplementedError
+        r = self._run("stats", [], now_ms)
+        pending, processing, leased, delayed, due, dead, oldest, paused, now = map(int, r[:9])
+        leased = min(leased, processing)
+        counters = {_text(r[i]) or "": int(r[i + 1]) for i in range(9, len(r), 2)}
+        return Stats(
+            queue=self.prefix, pending=pending, processing=processing, leased=leased,
+            abandoned=processing - leased, delayed=delayed, due=due, dead=dead,
+            oldest_pending_age_s=_s(max(now - oldest, 0)) if oldest >= 0 else None,
+            paused=bool(paused), counters=counters)
 
     def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
              from_end: str = "head", now_ms: int | None = None) -> list[PeekedItem]:
-        """Read items without changing anything. ``head`` = the next to be leased / oldest."""
-        raise NotImplementedError
+        """Read items without changing anything. ``head``: the next to be leased (pending),
+        the oldest lease (processing), the soonest due (delayed), the oldest death (dead)."""
+        if state not in STATES:
+            raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+        if from_end not in ("head", "tail"):
+            raise UsageError("from must be head or tail")
+        if count < 0 or offset < 0:
+            raise UsageError("count and offset cannot be negative")
+        out: list[PeekedItem] = []
+        while len(out) < count:
+            n = min(BATCH, count - len(out))
+            r = self._run("peek", [state, offset + len(out), n, from_end], now_ms)
+            for i in range(0, len(r), 9):
+                out.append(_peeked(state, r[i:i + 9]))
+            if len(r) < 9 * n:
+                break
+        return out
 
+    # -- pause ---------------------------------------------------------------------------
     def pause(self) -> None:
-        raise NotImplementedError
+        """Lease nothing from this queue (rq-cli workers) until resumed."""
+        self.client.set(self.keys.paused, b"1")
 
     def resume(self) -> None:
-        raise NotImplementedError
+        self.client.delete(self.keys.paused)
+
+    def is_paused(self) -> bool:
+        return bool(self.client.exists(self.keys.paused))
+
+
+def _peeked(state: State, f: list[Any]) -> PeekedItem:
+    item_id, data, attempts, enqueued, holder, deadline, score, info, error = f
+    dead_at = reason = None
+    if info:
+        meta = json.loads(info)
+        attempts = meta.get("attempts", attempts)
+        reason = meta.get("reason")
+        error = error or meta.get("error")
+    if state == "dead" and int(float(score)) >= 0:
+        dead_at = _s(float(score))
+    return PeekedItem(
+        id=_text(item_id) or "", state=state, data=data, attempts=int(attempts),
+        enqueued_at=_s(int(enqueued)) if int(enqueued) >= 0 else None,
+        lease_session=_text(holder) if holder else None,
+        lease_expires_at=_s(int(deadline)) if int(deadline) >= 0 else None,
+        due_at=_s(float(score)) if state == "delayed" else None,
+        dead_at=dead_at, dead_reason=reason, error=_text(error))
+
+
+def _check_count(count: int) -> None:
+    if not 1 <= count <= 10_000:
+        raise UsageError("count must be between 1 and 10000")
+
+
+def _is_cluster(client: Any) -> bool:
+    return type(client).__name__ in ("RedisCluster", "ValkeyCluster")
+
+
+def _server_ms(client: Any) -> int:
+    secs, micros = client.time()
+    return int(secs) * 1000 + int(micros) // 1000
 
 
 def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: float | None = None,
                wait: float = 0.0, order: str = "strict") -> list[LeasedItem]:
-    """Lease from several queues: ``strict`` takes the first non-empty queue in the given order,
-    ``fair`` a random order each time. Returns items from one queue."""
-    raise NotImplementedError
+    """Lease from several queues: ``strict`` takes from the first non-empty queue in the
+    given order, ``fair`` tries them in a random order each time. All items returned come
+    from one queue. Waits up to ``wait`` seconds, polling the queues in turn."""
+    if order not in ("strict", "fair"):
+        raise UsageError("order must be strict or fair")
+    if not queues:
+        raise UsageError("no queue to lease from")
+    if len(queues) == 1:
+        return queues[0].lease(count, lease_seconds=lease_seconds, wait=wait)
+    _check_count(count)
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        ordered = list(queues)
+        if order == "fair":
+            random.shuffle(ordered)
+        for q in ordered:
+            items, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None)
+            if items:
+                return items
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return []
+        # no multi-key "block without taking": wait on each queue briefly in turn
+        per_queue = max(min(remaining, 0.5) / len(ordered), 0.01)
+        for q in ordered:
+            q._wait(per_queue, False, -1)

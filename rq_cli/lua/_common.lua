@@ -1,0 +1,131 @@
+-- Prelude prepended to every rq-cli script (see queue.py, _load_scripts).
+--
+-- KEYS, the same fixed list for every script (rq_cli.keys.Keys.script_keys):
+--   1 P:queue  2 P:processing  3 P:cleaning  4 P:delayed  5 P:expires  6 P:attempts
+--   7 P:enqueued  8 P:errors  9 P:dead  10 P:dead_info  11 P:counters  12 P:paused
+--   13 P:suspects  14 P:leases
+-- ARGV, common head:
+--   1 prefix P (per-item keys P:item:<id>, P:lease:<id>, ... are derived from it; on a
+--     cluster the prefix carries a hash tag, so they live in the same slot as KEYS)
+--   2 now in ms since the epoch, or "" to read the server's clock (TIME)
+--   3 layout: "compat" | "v0.3" | "v0.1"
+-- Each script's own arguments start at ARGV[4].
+local K_QUEUE, K_PROCESSING, K_CLEANING, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_EXPIRES, K_ATTEMPTS, K_ENQUEUED, K_ERRORS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_DEAD, K_DEAD_INFO, K_COUNTERS, K_PAUSED = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local K_SUSPECTS, K_LEASES = KEYS[13], KEYS[14]
+
+local PREFIX = ARGV[1]
+local NOW = tonumber(ARGV[2])
+if not NOW then
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local LAYOUT = ARGV[3]
+local WRITE_V3 = LAYOUT ~= 'v0.1'
+local WRITE_V1 = LAYOUT ~= 'v0.3'
+
+local function item_key(id) return PREFIX .. ':item:' .. id end
+local function dead_item_key(id) return PREFIX .. ':dead_item:' .. id end
+local function lease_key(id) return PREFIX .. ':lease:' .. id end
+local function lbs_key(id) return PREFIX .. ':leased_by_session:' .. id end
+
+local function count(field, n)
+  if n and n ~= 0 then redis.call('HINCRBY', K_COUNTERS, field, n) end
+end
+
+-- The session holding id's lease, or false. compat honours either lease key.
+local function lease_holder(id)
+  local v = false
+  if WRITE_V3 then v = redis.call('GET', lease_key(id)) end
+  if not v and WRITE_V1 then v = redis.call('GET', lbs_key(id)) end
+  return v
+end
+
+-- Remaining lease time in ms (for adopting leases granted by peer clients), or -1.
+local function lease_pttl(id)
+  local t = -1
+  if WRITE_V3 then t = redis.call('PTTL', lease_key(id)) end
+  if t < 0 and WRITE_V1 then t = redis.call('PTTL', lbs_key(id)) end
+  return t
+end
+
+local function set_lease(id, session, ms)
+  if WRITE_V3 then redis.call('SET', lease_key(id), session, 'PX', ms) end
+  if WRITE_V1 then redis.call('SET', lbs_key(id), session, 'PX', ms) end
+  redis.call('ZADD', K_LEASES, NOW + ms, id)
+end
+
+local function del_lease(id)
+  redis.call('DEL', lease_key(id), lbs_key(id))
+  redis.call('ZREM', K_LEASES, id)
+end
+
+-- Forget rq-cli's bookkeeping of an item that no longer exists.
+local function drop_meta(id)
+  redis.call('HDEL', K_ATTEMPTS, id)
+  redis.call('HDEL', K_ENQUEUED, id)
+  redis.call('HDEL', K_ERRORS, id)
+  redis.call('HDEL', K_SUSPECTS, id)
+  redis.call('ZREM', K_EXPIRES, id)
+  redis.call('ZREM', K_LEASES, id)
+end
+
+-- Put a live id back in line: the back (LPUSH, as peers do) or the front (RPUSH).
+local function enqueue(id, front)
+  if front then redis.call('RPUSH', K_QUEUE, id) else redis.call('LPUSH', K_QUEUE, id) end
+end
+
+-- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).
+-- Processing is searched from the tail, where the oldest leases are; the queue only when the
+-- id was in neither of the others (rare: its lease expired and a cleaner re-queued it).
+local function unlist(id)
+  if redis.call('LREM', K_PROCESSING, -1, id) == 0 then
+    if redis.call('ZREM', K_DELAYED, id) == 0 then
+      redis.call('LREM', K_QUEUE, 1, id)
+    end
+  end
+end
+
+-- Move a live item to the dead letters. The caller has taken id out of every list.
+-- Returns false if the item no longer exists.
+local function dead_letter(id, reason, err)
+  local data = redis.call('GET', item_key(id))
+  if not data then return false end
+  local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
+  if not err or err == '' then err = redis.call('HGET', K_ERRORS, id) end
+  redis.call('SET', dead_item_key(id), data)
+  redis.call('DEL', item_key(id))
+  del_lease(id)
+  redis.call('ZADD', K_DEAD, NOW, id)
+  local info = {reason = reason, attempts = attempts, at = NOW / 1000}
+  if err then info.error = err end
+  redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
+  drop_meta(id)
+  count('dead', 1)
+  if reason == 'expired' then count('expired', 1) end
+  return true
+end
+
+-- Move up to `limit` due delayed items to the queue. Returns how many were moved, and
+-- whether more are due.
+local function promote_due(limit)
+  local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', NOW, 'LIMIT', 0, limit)
+  local moved = 0
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', K_DELAYED, id)
+    if redis.call('EXISTS', item_key(id)) == 1 then
+      redis.call('LPUSH', K_QUEUE, id)
+      moved = moved + 1
+    else
+      drop_meta(id)
+    end
+  end
+  return moved, #ids == limit
+end
+
+-- Attempts so far; at or past max_attempts (0 = unlimited) the item is not leased again.
+local function exhausted(id, max_attempts)
+  if max_attempts <= 0 then return false end
+  return (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) >= max_attempts
+end

@@ -1,0 +1,118 @@
+-- clean (light), one bounded step. Looks at up to `limit` ids from the tail of P:processing,
+-- rotating each one it keeps to the head (RPOPLPUSH), so successive calls visit the list
+-- once without ever reading it whole:
+--   * no data (ghost): dropped;
+--   * leased: kept (a lease granted by a peer client is noted in P:leases for stats);
+--   * no lease: noted in P:suspects on first sight; once it has been lease-less for the
+--     grace period it is dead-lettered if it has used max_attempts, else re-queued.
+-- Then ids left in the v0.1 cleaning journal (P:cleaning) by a crashed peer cleaner are
+-- recovered the same way, and due delayed items are promoted.
+-- ARGV[4] limit   ARGV[5] how many processing ids are left to visit (-1 = LLEN, first call)
+-- ARGV[6] grace ms   ARGV[7] max_attempts   ARGV[8] "1" = re-queue at the front
+-- ARGV[9] "1" = dry run: change nothing, report what would be done (ARGV[5] = offset)
+-- Returns {left, recovered, dropped, dead, suspects, promoted, more_due}
+local limit = tonumber(ARGV[4])
+local left = tonumber(ARGV[5])
+local grace = tonumber(ARGV[6])
+local max_attempts = tonumber(ARGV[7])
+local front = ARGV[8] == '1'
+local dry = ARGV[9] == '1'
+local recovered, dropped, dead, suspects, promoted, more_due = 0, 0, 0, 0, 0, 0
+
+-- Has id been lease-less for the grace period? Notes the first sighting.
+local function overdue(field)
+  local first = tonumber(redis.call('HGET', K_SUSPECTS, field))
+  if not first then
+    first = NOW
+    if not dry then redis.call('HSET', K_SUSPECTS, field, NOW) end
+  end
+  return NOW - first >= grace
+end
+
+local function recover(id)
+  if exhausted(id, max_attempts) then
+    if not dry then dead_letter(id, 'max_attempts') end
+    dead = dead + 1
+  else
+    if not dry then
+      enqueue(id, front)
+      redis.call('ZREM', K_LEASES, id)
+    end
+    recovered = recovered + 1
+  end
+end
+
+if dry then
+  -- Read-only pass over a window of the list, from the tail; `left` is the offset.
+  local ids = redis.call('LRANGE', K_PROCESSING, -(left + limit), -(left + 1))
+  for _, id in ipairs(ids) do
+    if redis.call('EXISTS', item_key(id)) == 0 then dropped = dropped + 1
+    elseif not lease_holder(id) then
+      if overdue(id) then recover(id) else suspects = suspects + 1 end
+    end
+  end
+  if #ids < limit then left = 0 else left = left + limit end
+else
+  if left < 0 then left = redis.call('LLEN', K_PROCESSING) end
+  local n = math.min(limit, left)
+  for _ = 1, n do
+    local id = redis.call('LINDEX', K_PROCESSING, -1)
+    if not id then left = 0; break end
+    left = left - 1
+    if redis.call('EXISTS', item_key(id)) == 0 then
+      redis.call('RPOP', K_PROCESSING)
+      drop_meta(id)
+      dropped = dropped + 1
+    elseif lease_holder(id) then
+      redis.call('RPOPLPUSH', K_PROCESSING, K_PROCESSING)
+      redis.call('HDEL', K_SUSPECTS, id)
+      if not redis.call('ZSCORE', K_LEASES, id) then
+        local ttl = lease_pttl(id)
+        if ttl > 0 then redis.call('ZADD', K_LEASES, NOW + ttl, id) end
+      end
+    elseif overdue(id) then
+      redis.call('RPOP', K_PROCESSING)
+      redis.call('HDEL', K_SUSPECTS, id)
+      recover(id)
+    else
+      redis.call('RPOPLPUSH', K_PROCESSING, K_PROCESSING)
+      suspects = suspects + 1
+    end
+  end
+end
+
+-- The v0.1 journal: a peer cleaner LPUSHes an id here, LREMs it from processing, LPUSHes it
+-- to the queue, then LREMs it from here. An id still here after the grace period, with no
+-- lease and in neither list, was dropped by a crashed cleaner. (Rare; LPOS is O(N).)
+if left <= 0 then
+  local ids = redis.call('LRANGE', K_CLEANING, -100, -1)
+  for _, id in ipairs(ids) do
+    local field = 'c:' .. id
+    if redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id) then
+      if not dry then
+        redis.call('LREM', K_CLEANING, 0, id)
+        redis.call('HDEL', K_SUSPECTS, field)
+      end
+    elseif overdue(field) then
+      if not dry then
+        redis.call('LREM', K_CLEANING, 0, id)
+        redis.call('HDEL', K_SUSPECTS, field)
+      end
+      if not redis.call('LPOS', K_QUEUE, id) and not redis.call('LPOS', K_PROCESSING, id) then
+        recover(id)
+      end
+    else
+      suspects = suspects + 1
+    end
+  end
+  if dry then
+    promoted = redis.call('ZCOUNT', K_DELAYED, '-inf', NOW)
+  else
+    local more
+    promoted, more = promote_due(limit)
+    if more then more_due = 1 end
+  end
+end
+
+count('cleaned', dry and 0 or recovered)
+return {left, recovered, dropped, dead, suspects, promoted, more_due}

@@ -1,0 +1,37 @@
+-- deep clean, confirm step: the caller found these ids by SCAN of P:item:* and saw them in
+-- none of the lists or sets. Each is checked again here, atomically: only an item that
+-- still exists, has no lease and is not delayed counts as stray; it is re-queued (or
+-- dead-lettered at max_attempts) once it has been seen stray for the grace period.
+-- ARGV[4] grace ms   ARGV[5] max_attempts   ARGV[6] "1" = front   ARGV[7] "1" = dry run
+-- ARGV[8], ... ids
+-- Returns {recovered, dead, suspects}
+local grace = tonumber(ARGV[4])
+local max_attempts = tonumber(ARGV[5])
+local front = ARGV[6] == '1'
+local dry = ARGV[7] == '1'
+local recovered, dead, suspects = 0, 0, 0
+for i = 8, #ARGV do
+  local id = ARGV[i]
+  if redis.call('EXISTS', item_key(id)) == 1 and not lease_holder(id)
+      and not redis.call('ZSCORE', K_DELAYED, id) then
+    local first = tonumber(redis.call('HGET', K_SUSPECTS, id))
+    if not first then
+      first = NOW
+      if not dry then redis.call('HSET', K_SUSPECTS, id, NOW) end
+    end
+    if NOW - first < grace then
+      suspects = suspects + 1
+    elseif exhausted(id, max_attempts) then
+      if not dry then dead_letter(id, 'max_attempts') end
+      dead = dead + 1
+    else
+      if not dry then
+        redis.call('HDEL', K_SUSPECTS, id)
+        enqueue(id, front)
+      end
+      recovered = recovered + 1
+    end
+  end
+end
+if not dry then count('cleaned', recovered) end
+return {recovered, dead, suspects}

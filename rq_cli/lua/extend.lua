@@ -1,0 +1,23 @@
+-- extend: push lease deadlines out, only while the lease exists (and, given a session, only
+-- if that session holds it).
+-- ARGV[4] lease ms   ARGV[5], ARGV[6], ... pairs id, session ("" = any)
+-- Returns {code1, deadline1, ...}: E extended, L lost (no lease), X conflict, M missing.
+local ms = tonumber(ARGV[4])
+local out = {}
+for i = 5, #ARGV, 2 do
+  local id, session = ARGV[i], ARGV[i + 1]
+  if redis.call('EXISTS', item_key(id)) == 0 then
+    out[#out + 1] = 'M'; out[#out + 1] = 0
+  else
+    local holder = lease_holder(id)
+    if not holder then
+      out[#out + 1] = 'L'; out[#out + 1] = 0
+    elseif session ~= '' and holder ~= session then
+      out[#out + 1] = 'X'; out[#out + 1] = 0
+    else
+      set_lease(id, holder, ms)
+      out[#out + 1] = 'E'; out[#out + 1] = NOW + ms
+    end
+  end
+end
+return out

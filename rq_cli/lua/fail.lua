@@ -1,0 +1,53 @@
+-- fail: release each item's lease; dead-letter it if asked or if it has used max_attempts,
+-- else re-queue it, after a delay (explicit, or exponential backoff with jitter).
+-- ARGV[4] error text ("" = none)   ARGV[5] retry delay ms (-1 = backoff)
+-- ARGV[6] "1" = dead-letter now    ARGV[7] max_attempts (0 = unlimited)
+-- ARGV[8] backoff base ms   ARGV[9] backoff max ms   ARGV[10] jitter factor (0.75..1.25)
+-- ARGV[11], ARGV[12], ... pairs id, session ("" = any)
+-- Returns {code1, due1, code2, due2, ...}: R retried (due = ms when leasable again),
+--   D dead, M missing, X conflict (another session holds the lease).
+local err = ARGV[4]
+local retry = tonumber(ARGV[5])
+local dead = ARGV[6] == '1'
+local max_attempts = tonumber(ARGV[7])
+local base, cap, jitter = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local out = {}
+local failed, retried = 0, 0
+for i = 11, #ARGV, 2 do
+  local id, session = ARGV[i], ARGV[i + 1]
+  local holder = lease_holder(id)
+  if session ~= '' and holder and holder ~= session then
+    out[#out + 1] = 'X'; out[#out + 1] = 0
+  elseif redis.call('EXISTS', item_key(id)) == 0 then
+    out[#out + 1] = 'M'; out[#out + 1] = 0
+  else
+    failed = failed + 1
+    unlist(id)
+    del_lease(id)
+    redis.call('HDEL', K_SUSPECTS, id)
+    if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
+    if dead or exhausted(id, max_attempts) then
+      dead_letter(id, dead and 'failed' or 'max_attempts', err)
+      out[#out + 1] = 'D'; out[#out + 1] = 0
+    else
+      local delay = retry
+      if delay < 0 then
+        local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 1
+        if attempts < 1 then attempts = 1 end
+        delay = base * 2 ^ math.min(attempts - 1, 40)
+        if delay > cap then delay = cap end
+        delay = math.floor(delay * jitter)
+      end
+      if delay > 0 then
+        redis.call('ZADD', K_DELAYED, NOW + delay, id)
+      else
+        redis.call('LPUSH', K_QUEUE, id)
+      end
+      retried = retried + 1
+      out[#out + 1] = 'R'; out[#out + 1] = NOW + delay
+    end
+  end
+end
+count('failed', failed)
+count('retried', retried)
+return out

@@ -1,0 +1,50 @@
+-- lease: take up to `count` items from the right of P:queue into P:processing, each with a
+-- lease held by `session`; all in one step, so no id is ever in processing without a lease.
+-- Due delayed items are promoted first. Ghost ids (no data) are dropped; a second copy of an
+-- id whose lease is held is dropped; expired items and items that have used max_attempts
+-- are dead-lettered.
+-- ARGV[4] count   ARGV[5] lease ms   ARGV[6] session   ARGV[7] max_attempts (0 = unlimited)
+-- Returns {status, lease_deadline_ms, next_due_ms, id1, data1, attempt1, id2, ...}
+--   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
+if redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1} end
+local want = tonumber(ARGV[4])
+local ms = tonumber(ARGV[5])
+local session = ARGV[6]
+local max_attempts = tonumber(ARGV[7])
+promote_due(1000)
+local out = {0, NOW + ms, -1}
+local taken = 0
+local budget = want + 1000 -- bounded: at most this many ids looked at per call
+while taken < want and budget > 0 do
+  budget = budget - 1
+  local id = redis.call('RPOP', K_QUEUE)
+  if not id then break end
+  local data = redis.call('GET', item_key(id))
+  if not data then
+    drop_meta(id)
+  elseif lease_holder(id) then
+    -- a duplicate entry of an item someone holds: it is in processing already
+  else
+    local exp = tonumber(redis.call('ZSCORE', K_EXPIRES, id))
+    if exp and exp <= NOW then
+      dead_letter(id, 'expired')
+    elseif exhausted(id, max_attempts) then
+      dead_letter(id, 'max_attempts')
+    else
+      local attempt = redis.call('HINCRBY', K_ATTEMPTS, id, 1)
+      redis.call('LPUSH', K_PROCESSING, id)
+      set_lease(id, session, ms)
+      redis.call('HDEL', K_SUSPECTS, id)
+      taken = taken + 1
+      out[#out + 1] = id
+      out[#out + 1] = data
+      out[#out + 1] = attempt
+    end
+  end
+end
+count('leased', taken)
+if taken == 0 then
+  local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  if first[2] then out[3] = tonumber(first[2]) end
+end
+return out

@@ -1,0 +1,51 @@
+-- peek: read up to `count` items of one state, changing nothing. Read-only.
+-- ARGV[4] state: pending | processing | delayed | dead   ARGV[5] offset   ARGV[6] count
+-- ARGV[7] from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
+-- Returns a flat list, 9 fields per item:
+--   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
+--   dead_info JSON, last error
+local state, offset, n, head = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == 'head'
+local ids, scores = {}, {}
+if state == 'pending' or state == 'processing' then
+  local key = state == 'pending' and K_QUEUE or K_PROCESSING
+  if head then
+    local got = redis.call('LRANGE', key, -(offset + n), -(offset + 1))
+    for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
+  else
+    ids = redis.call('LRANGE', key, offset, offset + n - 1)
+  end
+else
+  local key = state == 'delayed' and K_DELAYED or K_DEAD
+  local cmd = head and 'ZRANGE' or 'ZREVRANGE'
+  local got = redis.call(cmd, key, offset, offset + n - 1, 'WITHSCORES')
+  for i = 1, #got, 2 do
+    ids[#ids + 1] = got[i]
+    scores[#scores + 1] = got[i + 1]
+  end
+end
+local out = {}
+for i, id in ipairs(ids) do
+  local data, info = false, false
+  if state == 'dead' then
+    data = redis.call('GET', dead_item_key(id))
+    info = redis.call('HGET', K_DEAD_INFO, id)
+  else
+    data = redis.call('GET', item_key(id))
+  end
+  local holder, deadline = false, -1
+  if state == 'processing' then
+    holder = lease_holder(id)
+    local ttl = lease_pttl(id)
+    if ttl >= 0 then deadline = NOW + ttl end
+  end
+  out[#out + 1] = id
+  out[#out + 1] = data
+  out[#out + 1] = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
+  out[#out + 1] = tonumber(redis.call('HGET', K_ENQUEUED, id)) or -1
+  out[#out + 1] = holder
+  out[#out + 1] = deadline
+  out[#out + 1] = scores[i] or -1
+  out[#out + 1] = info
+  out[#out + 1] = redis.call('HGET', K_ERRORS, id)
+end
+return out

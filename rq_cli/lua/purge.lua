@@ -1,0 +1,53 @@
+-- purge, one bounded step: delete up to `batch` items of one state (UNLINK: memory is freed
+-- off the main thread).
+-- ARGV[4] state: pending | processing | delayed | dead | strays | meta
+-- ARGV[5] batch size   ARGV[6..] (strays) ids whose item keys SCAN found
+-- Returns how many entries this step removed (0 = that state is empty).
+local state = ARGV[4]
+local batch = tonumber(ARGV[5])
+local n = 0
+if state == 'pending' then
+  local ids = redis.call('RPOP', K_QUEUE, batch)
+  if not ids then return 0 end
+  for _, id in ipairs(ids) do
+    -- a second copy of an id someone holds: the leased item is not pending, keep it
+    if not lease_holder(id) then
+      redis.call('UNLINK', item_key(id))
+      drop_meta(id)
+    end
+  end
+  n = #ids
+elseif state == 'processing' then
+  local ids = redis.call('RPOP', K_PROCESSING, batch)
+  if not ids then return 0 end
+  for _, id in ipairs(ids) do
+    redis.call('UNLINK', item_key(id))
+    del_lease(id)
+    drop_meta(id)
+  end
+  n = #ids
+elseif state == 'delayed' then
+  local popped = redis.call('ZPOPMIN', K_DELAYED, batch)
+  for i = 1, #popped, 2 do
+    redis.call('UNLINK', item_key(popped[i]))
+    drop_meta(popped[i])
+  end
+  n = #popped / 2
+elseif state == 'dead' then
+  local popped = redis.call('ZPOPMIN', K_DEAD, batch)
+  for i = 1, #popped, 2 do
+    redis.call('UNLINK', dead_item_key(popped[i]))
+    redis.call('HDEL', K_DEAD_INFO, popped[i])
+  end
+  n = #popped / 2
+elseif state == 'strays' then
+  for i = 6, #ARGV do
+    n = n + redis.call('UNLINK', item_key(ARGV[i]))
+    del_lease(ARGV[i])
+  end
+elseif state == 'meta' then
+  -- the bookkeeping hashes and sets, whole: UNLINK frees big ones in the background
+  n = redis.call('UNLINK', K_CLEANING, K_EXPIRES, K_ATTEMPTS, K_ENQUEUED, K_ERRORS,
+                 K_DEAD_INFO, K_COUNTERS, K_PAUSED, K_SUSPECTS, K_LEASES)
+end
+return n

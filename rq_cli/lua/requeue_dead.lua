@@ -1,0 +1,42 @@
+-- requeue-dead: move dead items back to a queue (this one, or another with prefix T on the
+-- same server; on a cluster T must share this queue's hash tag).
+-- ARGV[4] target prefix T   ARGV[5] "1" = dry run
+-- ARGV[6] mode: "ids" (ARGV[9..] are ids) or "range" (the oldest dead, by time of death)
+-- ARGV[7] range: latest time of death (ms) to take   ARGV[8] range: batch size
+-- ARGV[9] range: offset (dead items skipped by earlier calls)
+-- Returns {requeued, skipped, missing, id1, id2, ...} (the requeued ids)
+-- skipped: an item with that id is live again in the target; it stays dead.
+local target = ARGV[4]
+local dry = ARGV[5] == '1'
+local ids
+if ARGV[6] == 'range' then
+  ids = redis.call('ZRANGEBYSCORE', K_DEAD, '-inf', ARGV[7], 'LIMIT', ARGV[9], ARGV[8])
+else
+  ids = {}
+  for i = 7, #ARGV do ids[#ids + 1] = ARGV[i] end
+end
+local out = {0, 0, 0}
+for _, id in ipairs(ids) do
+  local data = redis.call('GET', dead_item_key(id))
+  local target_item = target .. ':item:' .. id
+  if not data then
+    out[3] = out[3] + 1
+    if not dry and redis.call('ZREM', K_DEAD, id) == 1 then redis.call('HDEL', K_DEAD_INFO, id) end
+  elseif redis.call('EXISTS', target_item) == 1 then
+    out[2] = out[2] + 1
+  else
+    out[1] = out[1] + 1
+    out[#out + 1] = id
+    if not dry then
+      redis.call('SET', target_item, data)
+      redis.call('LPUSH', target .. ':queue', id)
+      redis.call('HSET', target .. ':enqueued', id, NOW)
+      redis.call('HDEL', target .. ':attempts', id)
+      redis.call('DEL', dead_item_key(id))
+      redis.call('ZREM', K_DEAD, id)
+      redis.call('HDEL', K_DEAD_INFO, id)
+    end
+  end
+end
+if not dry then count('requeued', out[1]) end
+return out
