@@ -1,0 +1,387 @@
+"""TOML config discovery and resolution: a queue name -> :class:`QueueSpec` (DESIGN.md section 5).
+
+The file used is the first found of ``--config PATH``, ``$RQ_CLI_CONFIG``, ``./rq-cli.toml``,
+``$XDG_CONFIG_HOME/rq-cli/config.toml`` (default ``~/.config/rq-cli/config.toml``); ``--no-config``
+uses none. The server of a queue is ``--url``, else ``$RQ_CLI_URL`` (both override every queue's
+server), else the queue's ``url``, else the file's top-level ``url``, else ``$REDIS_URL``, else
+``redis://localhost:6379/0``.
+
+Every environment variable rq-cli reads is named here, once. This module imports neither
+redis nor rich, and tomllib only when a file is actually read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .types import QueueOptions
+
+# -- environment variables: the one place they are named ---------------------------------------
+ENV_URL = "RQ_CLI_URL"  # server for every queue; overrides the config file
+ENV_CONFIG = "RQ_CLI_CONFIG"  # path of the config file
+ENV_NO_CONFIG = "RQ_CLI_NO_CONFIG"  # 1: read no config file
+ENV_JSON = "RQ_CLI_JSON"  # 1: JSON output even on a terminal
+ENV_DEBUG = "RQ_CLI_DEBUG"  # 1: show tracebacks
+ENV_REDIS_URL = "REDIS_URL"  # the conventional fallback server
+ENV_XDG_CONFIG_HOME = "XDG_CONFIG_HOME"
+
+DEFAULT_URL = "redis://localhost:6379/0"
+LOCAL_FILE = "rq-cli.toml"
+
+LAYOUTS = ("compat", "v0.3", "v0.1")
+REQUEUE_ENDS = ("back", "front")
+
+# Option keys allowed in [defaults] and [queues.NAME], with their checks.
+_NUMBER = "a number"
+_OPTION_RULES: dict[str, tuple[str, Any]] = {
+    "lease_seconds": (_NUMBER, lambda v: v > 0 or "must be greater than 0"),
+    "max_attempts": ("an integer", lambda v: v >= 0 or "must be 0 (unlimited) or more"),
+    "grace_seconds": (_NUMBER, lambda v: v >= 0 or "must be 0 or more"),
+    "retry_backoff": (_NUMBER, lambda v: v >= 0 or "must be 0 or more"),
+    "retry_backoff_max": (_NUMBER, lambda v: v >= 0 or "must be 0 or more"),
+    "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
+    "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
+}
+_QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
+TOP_LEVEL_KEYS = ("url", "password_env", "defaults", "queues")
+QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *_OPTION_RULES)
+SECRET_HINT = "(hidden)"
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """Everything needed to open one queue: where it lives and how it behaves."""
+
+    name: str  # as the user wrote it (a config name, or the prefix itself)
+    url: str
+    prefix: str
+    password: str | None = field(default=None, repr=False)
+    options: QueueOptions = field(default_factory=QueueOptions)
+    configured: bool = False  # the name is a [queues.NAME] of the config file
+    url_source: str = "default"  # flag | env:RQ_CLI_URL | queue | file | env:REDIS_URL | default
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A place where a config file is looked for (``rq-cli config path``)."""
+
+    path: Path
+    source: str  # --config | $RQ_CLI_CONFIG | ./rq-cli.toml | $XDG_CONFIG_HOME | ~/.config
+    exists: bool
+
+
+def candidates(explicit: str | os.PathLike[str] | None = None, *,
+               env: Mapping[str, str] | None = None, cwd: Path | None = None) -> list[Candidate]:
+    """The places searched, in order. An explicit path (flag or env) is the only candidate."""
+    env = os.environ if env is None else env
+    if explicit:
+        return [_candidate(Path(explicit), "--config")]
+    if env.get(ENV_CONFIG):
+        return [_candidate(Path(env[ENV_CONFIG]), f"${ENV_CONFIG}")]
+    found = [_candidate((cwd or Path.cwd()) / LOCAL_FILE, f"./{LOCAL_FILE}")]
+    xdg = env.get(ENV_XDG_CONFIG_HOME, "")
+    if xdg and os.path.isabs(xdg):  # the XDG spec says relative values are to be ignored
+        found.append(_candidate(Path(xdg) / "rq-cli" / "config.toml", f"${ENV_XDG_CONFIG_HOME}"))
+    else:
+        found.append(_candidate(Path.home() / ".config" / "rq-cli" / "config.toml", "~/.config"))
+    return found
+
+
+def _candidate(path: Path, source: str) -> Candidate:
+    return Candidate(path=path, source=source, exists=path.is_file())
+
+
+def find(explicit: str | os.PathLike[str] | None = None, *, no_config: bool = False,
+         env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path | None:
+    """The config file to use, or None. A path named explicitly must exist."""
+    if no_config:
+        return None
+    env = os.environ if env is None else env
+    for cand in candidates(explicit, env=env, cwd=cwd):
+        if cand.exists:
+            return cand.path
+        if cand.source in ("--config", f"${ENV_CONFIG}"):
+            raise ConfigError(f"config file {cand.path} (from {cand.source}) does not exist")
+    return None
+
+
+@dataclass
+class Config:
+    """A parsed, validated config file (or the empty config when there is none)."""
+
+    path: Path | None = None
+    url: str | None = None
+    password_env: str | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    # -- resolution -----------------------------------------------------------------------
+    def resolve(self, name: str, *, url: str | None = None, raw_prefix: bool = False,
+                env: Mapping[str, str] | None = None) -> QueueSpec:
+        """Resolve a QUEUE argument. ``url`` is the ``--url`` flag; ``raw_prefix`` is ``--prefix``.
+
+        A name the config does not know (or any name with ``raw_prefix``) is the key prefix.
+        """
+        env = os.environ if env is None else env
+        if not name:
+            raise ConfigError("a queue name cannot be empty")
+        section = None if raw_prefix else self.queues.get(name)
+        queue = section or {}
+        server, source, password_env = self._server(queue, url, env)
+        password = None
+        if password_env:
+            password = env.get(password_env)
+            if password is None:
+                where = f"[queues.{name}]" if queue.get("password_env") else "the top level"
+                raise ConfigError(
+                    f"{self._file()}: password_env = {password_env!r} (in {where}) names an "
+                    f"environment variable that is not set; export {password_env}"
+                )
+        return QueueSpec(
+            name=name,
+            url=server,
+            prefix=queue.get("prefix", name),
+            password=password,
+            options=self.options(None if section is None else name),
+            configured=section is not None,
+            url_source=source,
+        )
+
+    def _server(self, queue: Mapping[str, Any], url: str | None,
+                env: Mapping[str, str]) -> tuple[str, str, str | None]:
+        """(url, where it came from, the password variable that applies to it)."""
+        if url:
+            return url, "flag", None
+        if env.get(ENV_URL):
+            return env[ENV_URL], f"env:{ENV_URL}", None
+        if queue.get("url"):
+            return queue["url"], "queue", queue.get("password_env", self.password_env)
+        if self.url:
+            return self.url, "file", queue.get("password_env", self.password_env)
+        if env.get(ENV_REDIS_URL):
+            return env[ENV_REDIS_URL], f"env:{ENV_REDIS_URL}", queue.get("password_env")
+        return DEFAULT_URL, "default", queue.get("password_env")
+
+    def default_url(self, *, url: str | None = None, env: Mapping[str, str] | None = None) -> str:
+        """The server a name the config does not know would use."""
+        env = os.environ if env is None else env
+        return self._server({}, url, env)[0]
+
+    def options(self, name: str | None = None) -> QueueOptions:
+        """Built-in defaults < ``[defaults]`` < ``[queues.NAME]``."""
+        merged: dict[str, Any] = dict(self.defaults)
+        if name is not None:
+            merged.update({k: v for k, v in self.queues[name].items() if k in _OPTION_RULES})
+        known = {f.name for f in fields(QueueOptions)}
+        kwargs = {k: (float(v) if isinstance(v, int) and k != "max_attempts" else v)
+                  for k, v in merged.items() if k in known}
+        return QueueOptions(**kwargs)
+
+    # -- display --------------------------------------------------------------------------
+    def _file(self) -> str:
+        return str(self.path) if self.path else "config"
+
+    def show(self, *, url: str | None = None, raw_prefix: bool = False,
+             env: Mapping[str, str] | None = None, mask=lambda u: u) -> dict[str, Any]:
+        """The effective configuration, secrets hidden (``rq-cli config show``).
+
+        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``).
+        """
+        env = os.environ if env is None else env
+        queues = {}
+        for name in self.queues:
+            spec = self.resolve(name, url=url, env=env) if not raw_prefix else None
+            section = self.queues[name]
+            entry: dict[str, Any] = {
+                "prefix": section.get("prefix", name),
+                "url": mask(spec.url) if spec else mask(self.default_url(url=url, env=env)),
+                "url_source": spec.url_source if spec else "",
+            }
+            if section.get("password_env"):
+                entry["password_env"] = section["password_env"]
+                entry["password"] = SECRET_HINT if env.get(section["password_env"]) else None
+            entry.update(_options_dict(self.options(name)))
+            queues[name] = entry
+        shown: dict[str, Any] = {
+            "path": str(self.path) if self.path else None,
+            "url": mask(self.default_url(url=url, env=env)),
+            "defaults": _options_dict(self.options()),
+            "queues": queues,
+        }
+        if self.password_env:
+            shown["password_env"] = self.password_env
+        return shown
+
+
+def _options_dict(options: QueueOptions) -> dict[str, Any]:
+    return {f.name: getattr(options, f.name) for f in fields(QueueOptions)}
+
+
+# -- loading and validation ----------------------------------------------------------------------
+def load(explicit: str | os.PathLike[str] | None = None, *, no_config: bool = False,
+         env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
+    """Find and parse the config file; the empty Config when there is none."""
+    path = find(explicit, no_config=no_config, env=env, cwd=cwd)
+    return Config() if path is None else parse_file(path)
+
+
+def parse_file(path: Path) -> Config:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    return parse_text(text, path)
+
+
+def parse_text(text: str, path: Path | None = None) -> Config:
+    """Parse and validate TOML ``text``; errors name the file, the line and the key."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    where = str(path) if path else "config"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    return _Validator(text, where).config(data, path)
+
+
+class _Validator:
+    def __init__(self, text: str, where: str) -> None:
+        self.where = where
+        self.locate = _Locator(text)
+
+    def fail(self, table: tuple[str, ...], key: str | None, message: str) -> ConfigError:
+        line = self.locate(table, key)
+        at = f" line {line}" if line else ""
+        return ConfigError(f"{self.where}{at}: {message}")
+
+    def config(self, data: dict[str, Any], path: Path | None) -> Config:
+        self.unknown((), data, TOP_LEVEL_KEYS)
+        cfg = Config(path=path)
+        cfg.url = self.string((), data, "url")
+        cfg.password_env = self.string((), data, "password_env")
+        defaults = self.table((), data, "defaults")
+        self.unknown(("defaults",), defaults, tuple(_OPTION_RULES))
+        cfg.defaults = self.options(("defaults",), defaults)
+        queues = self.table((), data, "queues")
+        for name, section in queues.items():
+            table = ("queues", name)
+            if not isinstance(section, dict):
+                raise self.fail(("queues",), name, f"queues.{name} must be a table "
+                                                   f"([queues.{_quote(name)}])")
+            self.unknown(table, section, QUEUE_KEYS)
+            entry = self.options(table, section)
+            for key in _QUEUE_ONLY_KEYS:
+                value = self.string(table, section, key)
+                if value is not None:
+                    entry[key] = value
+            if entry.get("prefix") == "":
+                raise self.fail(table, "prefix", "prefix cannot be empty")
+            cfg.queues[name] = entry
+        return cfg
+
+    def unknown(self, table: tuple[str, ...], data: Mapping[str, Any],
+                allowed: tuple[str, ...]) -> None:
+        for key in data:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else \
+                    f"; valid keys: {', '.join(allowed)}"
+                raise self.fail(table, key, f"unknown key {key!r} in {_name(table)}{hint}")
+
+    def string(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> str | None:
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.fail(table, key, f"{key} in {_name(table)} must be a string, "
+                                        f"not {_toml_type(value)}")
+        return value
+
+    def table(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> dict[str, Any]:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(table, key, f"{key} must be a table ([{key}]), "
+                                        f"not {_toml_type(value)}")
+        return value
+
+    def options(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, (kind, check) in _OPTION_RULES.items():
+            if key not in data:
+                continue
+            value = data[key]
+            ok_type = (isinstance(value, str) if kind == "a string" else
+                       isinstance(value, int) if kind == "an integer" else
+                       isinstance(value, (int, float)))
+            if isinstance(value, bool) or not ok_type:
+                raise self.fail(table, key, f"{key} in {_name(table)} must be {kind}, "
+                                            f"not {_toml_type(value)}")
+            verdict = check(value)
+            if verdict is not True:
+                raise self.fail(table, key, f"{key} in {_name(table)} {verdict} "
+                                            f"(got {value!r})")
+            out[key] = value
+        return out
+
+
+def _name(table: tuple[str, ...]) -> str:
+    return "the top level" if not table else "[" + ".".join(_quote(t) for t in table) + "]"
+
+
+def _quote(part: str) -> str:
+    return part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else '"' + part.replace('"', '\\"') + '"'
+
+
+def _toml_type(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a float", str: "a string",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+class _Locator:
+    """Finds the line of ``key`` inside ``[table]`` in TOML text, for error messages.
+
+    tomllib keeps no positions, so this re-reads the text line by line: table headers and
+    ``key =`` / ``dotted.key =`` assignments. Good enough for error messages; when it cannot
+    tell (a key inside a multi-line value, an inline table) it falls back to the table header.
+    """
+
+    _HEADER = re.compile(r"\s*\[(?!\[)\s*(.+?)\s*\]\s*(#.*)?$")
+    _KEY = re.compile(r"""\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)"""
+                      r"""(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def __call__(self, table: tuple[str, ...], key: str | None) -> int | None:
+        current: tuple[str, ...] = ()
+        header_line = None
+        for number, line in enumerate(self.lines, 1):
+            header = self._HEADER.match(line)
+            if header:
+                current = _split_dotted(header.group(1))
+                if current == table:
+                    header_line = number
+                    if key is None:
+                        return number
+                continue
+            assign = self._KEY.match(line)
+            if assign and key is not None:
+                path = current + _split_dotted(assign.group(1))
+                if path == (*table, key):
+                    return number
+        return header_line
+
+
+def _split_dotted(text: str) -> tuple[str, ...]:
+    parts = re.findall(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""", text)
+    return tuple(a or b or c for a, b, c in parts)

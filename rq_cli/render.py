@@ -1,0 +1,370 @@
+"""Output: the one place that decides between a table for people and JSON lines for programs.
+
+- stdout is a terminal (and no ``--json``): a rich table. rich is imported here, lazily, only
+  when a table or progress bar is actually drawn (it costs ~70 ms of start-up).
+- otherwise: compact JSON, one object per line, written to stdout and flushed after every
+  batch of lines (a batch is what one core call returned: one write per batch, not per line).
+- messages, warnings and progress go to stderr; progress bars only when stderr is a terminal.
+
+Payload data (``bytes``) is written as follows, everywhere:
+
+- valid UTF-8 holding a valid JSON text (RFC 8259: no NaN/Infinity): embedded verbatim as
+  JSON under ``"data"`` (a line break, which valid JSON can only have as whitespace, becomes a
+  space so the output stays one object per line);
+- other valid UTF-8: a JSON string under ``"data"``;
+- not UTF-8: ``"data": null`` is *not* used; the bytes are base64 under ``"data_b64"``
+  instead of ``"data"``, so nothing is lost (``push --with-ids`` reads ``data_b64`` back);
+- ``--raw``: the bare bytes, one item per line.
+
+Whether stdout/stderr/stdin are terminals is decided by a :class:`Terminal`, which tests
+replace to force table mode or an interactive stdin.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from json.encoder import encode_basestring, encode_basestring_ascii
+from typing import Any, TextIO
+
+# -- terminals ------------------------------------------------------------------------------------
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or replaced stream
+        return False
+
+
+@dataclass
+class Terminal:
+    """Which standard streams are terminals. ``None`` = ask the stream (the default)."""
+
+    stdout: bool | None = None
+    stderr: bool | None = None
+    stdin: bool | None = None
+    width: int | None = None  # table width; None = the terminal's
+
+    def stdout_isatty(self) -> bool:
+        return _isatty(sys.stdout) if self.stdout is None else self.stdout
+
+    def stderr_isatty(self) -> bool:
+        return _isatty(sys.stderr) if self.stderr is None else self.stderr
+
+    def stdin_isatty(self) -> bool:
+        return _isatty(sys.stdin) if self.stdin is None else self.stdin
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _ignore_number(text: str) -> None:  # validation only: no int-size limit, no float cost
+    return None
+
+
+_VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_ignore_number,
+                              parse_float=_ignore_number)
+_scan = _VALIDATOR.scan_once
+
+
+def check_json(text: str) -> None:
+    """Raise ValueError unless ``text`` is one valid JSON text (surrounding whitespace allowed).
+
+    A fast path for the common case (a value right at the start) avoids the decoder's
+    whitespace regex; everything else goes through the full decoder.
+    """
+    try:
+        end = _scan(text, 0)[1]
+    except StopIteration:
+        _VALIDATOR.decode(text)  # leading whitespace, or not JSON: the full path decides
+        return
+    if end != len(text) and not text[end:].isspace():
+        _VALIDATOR.decode(text)  # raises "Extra data" with a position
+
+
+def is_json(text: str) -> bool:
+    try:
+        check_json(text)
+    except ValueError:
+        return False
+    return True
+
+
+def data_json(data: bytes) -> tuple[str, str]:
+    """(key suffix, JSON text) for payload ``data``: ("", embedded) or ("_b64", base64 string)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "_b64", '"' + base64.b64encode(data).decode("ascii") + '"'
+    if is_json(text):
+        if "\n" in text or "\r" in text:  # only possible as whitespace in valid JSON
+            text = text.replace("\r", " ").replace("\n", " ")
+        return "", text
+    return "", encode_basestring(text)
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return json.dumps(round(value, 3))
+    if isinstance(value, dict):
+        return "{" + ",".join(encode_basestring_ascii(str(k)) + ":" + _value(v)
+                              for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_value(v) for v in value) + "]"
+    return json.dumps(value, separators=(",", ":"))
+
+
+def json_line(row: dict[str, Any]) -> str:
+    """One compact JSON object. ``bytes`` values are payload data (see the module docstring)."""
+    parts = []
+    for key, value in row.items():
+        if isinstance(value, bytes):
+            suffix, text = data_json(value)
+            parts.append(f'"{key}{suffix}":{text}')
+        else:
+            parts.append(encode_basestring_ascii(key) + ":" + _value(value))
+    return "{" + ",".join(parts) + "}"
+
+
+def epoch(seconds: float | None) -> float | None:
+    """Epoch seconds with millisecond precision (DESIGN.md section 4)."""
+    return None if seconds is None else round(seconds, 3)
+
+
+# -- human formats (tables) -------------------------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+PREVIEW_CHARS = 200
+
+
+def _escape_control(text: str) -> str:
+    """Make control characters (ESC, CR, ...) visible, so a payload cannot drive the terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def human_data(data: bytes | None) -> str:
+    if data is None:
+        return "(no data)"
+    text = data[: PREVIEW_CHARS * 4].decode("utf-8", "backslashreplace")
+    text = _escape_control(text)
+    if len(text) > PREVIEW_CHARS or len(data) > PREVIEW_CHARS * 4:
+        text = text[:PREVIEW_CHARS] + "…"
+    return text
+
+
+def human_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    sign, seconds = ("-" if seconds < 0 else ""), abs(seconds)
+    if seconds < 60:
+        return f"{sign}{seconds:.1f}s" if seconds < 10 else f"{sign}{seconds:.0f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{sign}{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{sign}{hours}h{minutes:02d}m"
+    return f"{sign}{hours // 24}d{hours % 24:02d}h"
+
+
+def human_time(at: float | None, now: float | None = None) -> str:
+    if at is None:
+        return "-"
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    delta = at - now
+    relative = f"in {human_duration(delta)}" if delta >= 0 else f"{human_duration(-delta)} ago"
+    return f"{stamp} ({relative})"
+
+
+def human(value: Any, kind: str = "text") -> str:
+    if kind == "data":
+        return human_data(value)
+    if kind == "time":
+        return human_time(value)
+    if kind == "age":
+        return human_duration(value)
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_escape_control(str(v)) for v in value) or "-"
+    return _escape_control(str(value))
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str = ""
+    kind: str = "text"  # text | data | time | age | number
+
+    @property
+    def title(self) -> str:
+        return self.header or self.key.replace("_", " ")
+
+
+# -- output -----------------------------------------------------------------------------------------
+
+
+class Output:
+    """Where a command's results go. ``json`` is decided once, here."""
+
+    def __init__(self, terminal: Terminal | None = None, *, as_json: bool = False) -> None:
+        self.terminal = terminal or Terminal()
+        self.json = as_json or not self.terminal.stdout_isatty()
+
+    # bytes straight to stdout, flushed: the data channel
+    def write(self, chunk: bytes | str) -> None:
+        if not chunk:
+            return
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8", "surrogateescape")
+        stream = sys.stdout
+        stream.flush()
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:  # a text-only stream (some test harnesses)
+            stream.write(chunk.decode("utf-8", "replace"))
+            stream.flush()
+            return
+        buffer.write(chunk)
+        buffer.flush()
+
+    def lines(self, lines: Iterable[str]) -> None:
+        """Pre-encoded JSON lines, written in one go."""
+        text = "\n".join(lines)
+        if text:
+            self.write(text + "\n")
+
+    def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[Column],
+             title: str | None = None) -> None:
+        """JSON lines, or one table on a terminal."""
+        if self.json:
+            self.lines(json_line(row) for row in rows)
+        else:
+            self.table(rows, columns, title=title)
+
+    def record(self, row: dict[str, Any], title: str | None = None) -> None:
+        """One object: a JSON line, or a two-column table on a terminal."""
+        if self.json:
+            self.lines([json_line(row)])
+            return
+        kv = [{"field": k.replace("_", " "), "value": human(v)} for k, v in row.items()]
+        self.table(kv, [Column("field"), Column("value")], title=title, show_header=False)
+
+    def raw(self, items: Iterable[bytes]) -> None:
+        """Bare payloads, one per line (``--raw``)."""
+        self.write(b"".join(item + b"\n" for item in items))
+
+    def table(self, rows: Sequence[dict[str, Any]], columns: Sequence[Column],
+              title: str | None = None, show_header: bool = True) -> None:
+        from rich.table import Table
+
+        table = Table(title=title, show_header=show_header, header_style="bold",
+                      title_justify="left", box=_box())
+        for col in columns:
+            table.add_column(col.title, justify="right" if col.kind == "number" else "left",
+                             overflow="fold")
+        for row in rows:
+            table.add_row(*(human(row.get(col.key), col.kind) for col in columns))
+        self.console().print(table)
+
+    def text(self, text: str) -> None:
+        """Plain human text on stdout (terminal mode only)."""
+        self.write(text + "\n")
+
+    def console(self, stderr: bool = False) -> Any:
+        from rich.console import Console
+
+        return Console(file=sys.stderr if stderr else sys.stdout, markup=False, emoji=False,
+                       highlight=False, width=self.terminal.width)
+
+    # messages: stderr, never data
+    def message(self, text: str) -> None:
+        message(text)
+
+    @contextmanager
+    def progress(self, label: str, total: int | None = None) -> Iterator[Progress]:
+        """A progress bar on stderr when it is a terminal; otherwise a no-op."""
+        if not self.terminal.stderr_isatty():
+            yield _NoProgress()
+            return
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
+                                   SpinnerColumn, TextColumn, TimeElapsedColumn)
+
+        bar = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                           MofNCompleteColumn(), TimeElapsedColumn(),
+                           console=self.console(stderr=True), transient=True)
+        with bar:
+            task = bar.add_task(label, total=total)
+            yield _RichProgress(bar, task)
+
+
+def _box() -> Any:
+    from rich import box
+
+    return box.SIMPLE_HEAD
+
+
+class Progress:
+    def advance(self, n: int) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def total(self, total: int | None) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class _NoProgress(Progress):
+    def advance(self, n: int) -> None:
+        pass
+
+    def total(self, total: int | None) -> None:
+        pass
+
+
+class _RichProgress(Progress):
+    def __init__(self, bar: Any, task: Any) -> None:
+        self.bar, self.task = bar, task
+
+    def advance(self, n: int) -> None:
+        self.bar.advance(self.task, n)
+
+    def total(self, total: int | None) -> None:
+        self.bar.update(self.task, total=total)
+
+
+def message(text: str, stream: TextIO | None = None) -> None:
+    """One line on stderr."""
+    stream = stream or sys.stderr
+    stream.write(text.rstrip("\n") + "\n")
+    stream.flush()
+
+
+def debug_enabled() -> bool:
+    from .config import ENV_DEBUG
+
+    return os.environ.get(ENV_DEBUG, "") not in ("", "0", "false", "no")
