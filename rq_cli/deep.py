@@ -42,8 +42,8 @@ def _meta_ids(q: WorkQueue) -> Iterator[bytes]:
     """Ids named in rq-cli's bookkeeping hashes and sets (HSCAN/ZSCAN, bounded per call)."""
     client = q.client
     for name in _META_HASHES:
-        for field in client.hscan_iter(getattr(q.keys, name), count=1000, no_values=True):
-            yield field if isinstance(field, bytes) else field[0]
+        for field, _ in client.hscan_iter(getattr(q.keys, name), count=1000):
+            yield field
     for name in _META_ZSETS:
         for member, _ in client.zscan_iter(getattr(q.keys, name), count=1000):
             yield member
