@@ -211,6 +211,7 @@ class ServerProcess:
     ``config`` adds or overrides server options (``{"appendonly": "yes", "appendfsync":
     "always", "requirepass": "secret"}``); ``extra_args`` are appended verbatim. With
     ``unix_socket=True`` the server listens on ``directory/redis.sock`` only (``port 0``).
+    ``config_file`` is passed first (a sentinel needs one: ``extra_args=["--sentinel"]``).
     The log goes to ``directory/server.log``. Use as a context manager, or call
     :meth:`start` and :meth:`stop`.
     """
@@ -224,6 +225,7 @@ class ServerProcess:
         port: int | None = None,
         unix_socket: bool = False,
         binary: str | None = None,
+        config_file: str | os.PathLike[str] | None = None,
         startup_timeout: float = 20.0,
     ) -> None:
         if directory is None:
@@ -238,6 +240,7 @@ class ServerProcess:
         }
         self.extra_args = list(extra_args)
         self.binary = binary or find_server_binary()
+        self.config_file = None if config_file is None else Path(config_file)
         self.startup_timeout = startup_timeout
         self.unix_socket_path: Path | None = (
             self.directory / "redis.sock" if unix_socket else None
@@ -312,7 +315,9 @@ class ServerProcess:
         else:
             listen = {"port": self.port, "bind": "127.0.0.1"}
         fixed = {"dir": str(self.directory), "daemonize": "no", "logfile": ""}
-        return [self.binary, *config_args({**self.config, **listen, **fixed}), *self.extra_args]
+        first = [] if self.config_file is None else [str(self.config_file)]
+        options = config_args({**self.config, **listen, **fixed})
+        return [self.binary, *first, *options, *self.extra_args]
 
     def start(self) -> ServerProcess:
         """Start the server and wait until it answers PING; returns ``self``.

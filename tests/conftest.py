@@ -69,8 +69,9 @@ def make_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeServer
     """A factory for private servers: ``make_server(appendonly="yes", appendfsync="always")``.
 
     Keyword arguments are server options (underscores become hyphens). The reserved keywords
-    ``unix_socket=True``, ``port=``, ``directory=`` and ``extra_args=`` go to
-    :class:`ServerProcess` itself. Every server made is stopped when the test ends.
+    ``unix_socket=True``, ``port=``, ``directory=``, ``extra_args=`` and ``config_file=`` go
+    to :class:`ServerProcess`; ``start=False`` returns it unstarted. Every server made is
+    stopped when the test ends.
     """
     made: list[ServerProcess] = []
 
@@ -80,6 +81,7 @@ def make_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeServer
         port: int | None = None,
         directory: str | Path | None = None,
         extra_args: tuple[str, ...] = (),
+        config_file: str | Path | None = None,
         start: bool = True,
         **config: ConfigValue,
     ) -> ServerProcess:
@@ -89,6 +91,7 @@ def make_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeServer
             port=port,
             unix_socket=unix_socket,
             extra_args=extra_args,
+            config_file=config_file,
         )
         made.append(proc)
         return proc.start() if start else proc

@@ -1,0 +1,327 @@
+"""From a URL to a Redis client; masking secrets in URLs; redis-py errors to rq-cli errors.
+
+A library module: no Typer or rich, and redis-py is imported only inside the functions that
+need it, so ``rq-cli --help`` never loads it.
+
+URL forms accepted by :func:`connect`:
+
+=====================================================  =====================================
+``redis://[[user]:password@]host[:port][/db]``         TCP (redis-py's own URL syntax and
+``rediss://...``                                       query options, e.g. ``?ssl_cert_reqs=none``)
+``unix://[[user]:password@]/path/to.sock[?db=N]``      unix socket
+``redis+cluster://[[user]:password@]host:port``        Redis Cluster (``rediss+cluster://`` for
+                                                       TLS): a ``redis.RedisCluster``, any node
+                                                       as the seed
+``redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]``
+                                                       Sentinel: the current master of
+                                                       ``service``; the password is the master's,
+                                                       ``?sentinel_password=`` the sentinels'
+``embedded:`` or ``embedded:DIR``                      the embedded server of ``DIR``
+                                                       (default ``.rq-cli``, see embedded.py)
+=====================================================  =====================================
+
+Timeouts: connecting gives up after ``timeout`` seconds (default 5). Reads wait up to
+``timeout + BLOCKING_HEADROOM`` seconds, because the queue blocks on the server in chunks of at
+most :data:`BLOCKING_HEADROOM` seconds (``BLMOVE ... timeout``), and a blocking call must
+return before the socket gives up on it. Idle pooled connections are PINGed before reuse
+after :data:`HEALTH_CHECK_INTERVAL` seconds, so a restarted server is noticed before a
+command is sent. A broken connection is retried once at once (:func:`_retry_policy`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from .errors import ClusterError, RqError, ServerError, UsageError, WrongTypeError
+
+#: Longest single blocking call the queue makes, in seconds; reads wait this much longer.
+BLOCKING_HEADROOM = 5.0
+#: Seconds a pooled connection may idle before it is checked with PING on its next use.
+HEALTH_CHECK_INTERVAL = 30
+DEFAULT_EMBEDDED_DIR = ".rq-cli"
+
+CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}
+PLAIN_SCHEMES = ("redis", "rediss", "unix")
+_SUPPORTED = (
+    "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// or embedded:[DIR]"
+)
+
+# "scheme://user:password@" — the password runs to the last "@" before the path, so a
+# password with an unescaped "@" is still masked whole.
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/?#]*):(?P<pw>.*)@")
+# "?password=..." and friends in a query string (password, sentinel_password, ...).
+_SECRET_QUERY = re.compile(
+    r"(?P<key>[?&;](?:[^=&;#]*(?:pass|secret|token|credential)[^=&;#]*)=)(?P<value>[^&;#]*)",
+    re.IGNORECASE,
+)
+
+
+def mask_url(url: str) -> str:
+    """``url`` with every password replaced by ``***`` (userinfo and query string).
+
+    >>> mask_url("redis://user:hunter2@host:6379/0?password=x")
+    'redis://user:***@host:6379/0?password=***'
+    """
+    masked = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url, count=1)
+    return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", masked)
+
+
+def url_password(url: str) -> str | None:
+    """The password a URL carries (userinfo or ``?password=``), decoded; None if none."""
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            return unquote(parts.password)
+    except ValueError:
+        pass
+    match = _USERINFO.match(url)
+    if match and match["pw"]:
+        return unquote(match["pw"])
+    for key, value in parse_qsl(url.partition("?")[2]):
+        if key == "password" and value:
+            return value
+    return None
+
+
+def scheme_of(url: str) -> str:
+    """The URL's scheme in lower case (``embedded`` for ``embedded:DIR``); '' if none."""
+    head, sep, _ = url.partition(":")
+    return head.lower() if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", head) else ""
+
+
+def connect(url: str, *, password: str | None = None, timeout: float = 5.0) -> Any:
+    """A redis-py client for ``url`` (bytes responses); see the module docstring for the forms.
+
+    ``password`` overrides a password in the URL (it comes from ``password_env``, so it
+    stays out of config files). Returns a ``redis.Redis``, or a ``redis.RedisCluster`` for
+    ``redis+cluster://``. No command is sent except for a cluster, whose topology is read
+    at once; call within :func:`server_errors` to get rq-cli errors for every failure.
+    Raises :class:`~rq_cli.errors.UsageError` for a URL it cannot read.
+    """
+    scheme = scheme_of(url)
+    if scheme == "embedded":
+        return _connect_embedded(url, password=password, timeout=timeout)
+    if scheme in CLUSTER_SCHEMES:
+        return _connect_cluster(url, password=password, timeout=timeout)
+    if scheme in SENTINEL_SCHEMES:
+        return _connect_sentinel(url, password=password, timeout=timeout)
+    if scheme in PLAIN_SCHEMES:
+        return _connect_plain(url, password=password, timeout=timeout)
+    raise UsageError(f"cannot use server URL {mask_url(url)!r}: it must start with {_SUPPORTED}")
+
+
+def client_options(timeout: float) -> dict[str, Any]:
+    """The connection options every client gets (URL query options may override them)."""
+    return {
+        "decode_responses": False,
+        "socket_connect_timeout": timeout,
+        "socket_timeout": timeout + BLOCKING_HEADROOM,
+        "health_check_interval": HEALTH_CHECK_INTERVAL,
+        "retry": _retry_policy(),
+    }
+
+
+def _retry_policy() -> Any:
+    """Retry once, at once, when the connection breaks; never after a timeout.
+
+    redis-py 6+ retries three times with seconds of backoff by default, which makes an
+    unreachable server slow to report; a retry after a read timeout could also run a
+    non-idempotent script twice.
+    """
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.retry import Retry
+
+    return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
+
+
+def _with_password(url: str, password: str | None) -> tuple[str, dict[str, Any]]:
+    """(URL, extra options) so that an explicit ``password`` wins over one in the URL.
+
+    redis-py lets URL values override keyword arguments, so the URL's own password is
+    removed (the user name is kept) before the explicit one is passed.
+    """
+    if password is None:
+        return url, {}
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if at:
+        user = userinfo.partition(":")[0]
+        parts = parts._replace(netloc=f"{user}@{hostport}" if user else hostport)
+    if parts.query:
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        parts = parts._replace(query=urlencode([(k, v) for k, v in query if k != "password"]))
+    return urlunsplit(parts), {"password": password}
+
+
+def _connect_plain(url: str, *, password: str | None, timeout: float) -> Any:
+    import redis
+
+    url, extra = _with_password(url, password)
+    try:
+        return redis.Redis.from_url(url, **client_options(timeout), **extra)
+    except ValueError as err:
+        raise UsageError(f"cannot use server URL {mask_url(url)!r}: {err}") from None
+
+
+def _connect_cluster(url: str, *, password: str | None, timeout: float) -> Any:
+    from redis.cluster import RedisCluster
+
+    scheme = scheme_of(url)
+    url = CLUSTER_SCHEMES[scheme] + url[len(scheme) :]
+    url, extra = _with_password(url, password)
+    options = client_options(timeout)
+    # RedisCluster has its own retry loop around MOVED/ASK/connection errors.
+    options.pop("retry")
+    try:
+        with server_errors(url):
+            return RedisCluster.from_url(url, **options, **extra)
+    except ValueError as err:
+        raise UsageError(f"cannot use server URL {mask_url(url)!r}: {err}") from None
+
+
+def _parse_sentinel(url: str) -> tuple[list[tuple[str, int]], str, int, dict[str, Any]]:
+    """(sentinel addresses, service name, db, options) from a ``redis+sentinel://`` URL."""
+    usage = (
+        f"cannot use sentinel URL {mask_url(url)!r}: "
+        "write redis+sentinel://[[user]:password@]host:port[,host:port...]/service_name[/db]"
+    )
+    parts = urlsplit(url)
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    options: dict[str, Any] = {}
+    if at:
+        user, colon, pw = userinfo.partition(":")
+        if user:
+            options["username"] = unquote(user)
+        if colon:
+            options["password"] = unquote(pw)
+    segments = [s for s in parts.path.split("/") if s]
+    if not hosts or not segments or len(segments) > 2:
+        raise UsageError(usage)
+    addresses: list[tuple[str, int]] = []
+    for host in hosts.split(","):
+        name, colon, port = host.rpartition(":")
+        if not colon:
+            name, port = host, "26379"
+        if not name or not port.isdigit():
+            raise UsageError(f"{usage} (bad address {host!r})")
+        addresses.append((name.strip("[]"), int(port)))
+    db = segments[1] if len(segments) == 2 else "0"
+    if not db.isdigit():
+        raise UsageError(f"{usage} (bad database {db!r})")
+    for key, value in parse_qsl(parts.query):
+        if key in ("sentinel_password", "password"):
+            options[key] = value
+    return addresses, unquote(segments[0]), int(db), options
+
+
+def _connect_sentinel(url: str, *, password: str | None, timeout: float) -> Any:
+    from redis.sentinel import Sentinel
+
+    addresses, service, db, parsed = _parse_sentinel(url)
+    if password is not None:
+        parsed["password"] = password
+    options = client_options(timeout)
+    if SENTINEL_SCHEMES[scheme_of(url)]:
+        options["ssl"] = True
+    sentinel_options: dict[str, Any] = {
+        "socket_connect_timeout": timeout,
+        "socket_timeout": timeout,
+        "ssl": options.get("ssl", False),
+    }
+    if "sentinel_password" in parsed:
+        sentinel_options["password"] = parsed.pop("sentinel_password")
+    sentinel = Sentinel(addresses, sentinel_kwargs=sentinel_options, **options)
+    return sentinel.master_for(service, db=db, **options, **parsed)
+
+
+def _connect_embedded(url: str, *, password: str | None, timeout: float) -> Any:
+    import redis
+
+    from . import embedded
+
+    directory = url.partition(":")[2] or DEFAULT_EMBEDDED_DIR
+    socket_path = embedded.ensure_running(directory)
+    options = client_options(timeout)
+    if password is not None:
+        options["password"] = password
+    return redis.Redis(unix_socket_path=str(socket_path), **options)
+
+
+# --- errors --------------------------------------------------------------------------------
+
+_AUTH_CLASSES = frozenset(
+    {"AuthenticationError", "AuthenticationWrongNumberOfArgsError", "AuthorizationError"}
+)
+_AUTH_REPLIES = ("NOAUTH", "WRONGPASS", "INVALIDPASSWORD")
+
+
+@contextlib.contextmanager
+def server_errors(url: str, *, password: str | None = None) -> Iterator[None]:
+    """Translate redis-py exceptions raised inside into rq-cli errors naming the masked URL.
+
+    Usable as ``with server_errors(url):`` or as a decorator ``@server_errors(url)``.
+    ``password`` (if the caller knows it) is also scrubbed from messages. rq-cli's own
+    errors and exceptions that are not redis-py's pass through unchanged.
+    """
+    try:
+        yield
+    except RqError:
+        raise
+    except Exception as err:
+        translated = translate_error(err, url, password=password)
+        if translated is None:
+            raise
+        raise translated from err
+
+
+def translate_error(err: BaseException, url: str, *, password: str | None = None) -> RqError | None:
+    """The rq-cli error for a redis-py exception ``err`` (None if it is not redis-py's)."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    if "RedisError" not in names and "RedisClusterException" not in names:
+        return None
+    where = mask_url(url)
+    detail = _scrub(str(err), url, password)
+    code = detail.split(" ", 1)[0]
+    if names & _AUTH_CLASSES or code in _AUTH_REPLIES or "invalid username-password" in detail.lower():
+        return ServerError(f"authentication failed for {where}")
+    if "NoPermissionError" in names or code == "NOPERM" or "NOPERM" in detail:
+        return ServerError(
+            f"permission denied for {where}: the server's ACL does not allow this "
+            f"({_one_line(detail)})"
+        )
+    if "WRONGTYPE" in detail:
+        return WrongTypeError(
+            f"a key of this queue on {where} holds another type of value (WRONGTYPE): "
+            "the prefix is used by something else; choose another prefix, or inspect and "
+            "remove the conflicting key"
+        )
+    if "CROSSSLOT" in detail or "ClusterCrossSlotError" in names:
+        return ClusterError(
+            f"keys of one queue map to different cluster slots on {where}: give the prefix a "
+            "hash tag, for example {emails} or myapp:{emails}"
+        )
+    if names & {"ConnectionError", "TimeoutError"}:
+        return ServerError(f"cannot connect to {where}: {_one_line(detail) or type(err).__name__}")
+    if "ReadOnlyError" in names:
+        return ServerError(f"server {where} is read-only (a replica?): {_one_line(detail)}")
+    if "ResponseError" in names:
+        return ServerError(f"server error from {where}: {_one_line(detail)}")
+    return ServerError(f"Redis error with {where}: {_one_line(detail) or type(err).__name__}")
+
+
+def _scrub(text: str, url: str, password: str | None) -> str:
+    """``text`` with passwords (explicit, or the URL's) and any URLs in it masked."""
+    for secret in (password, url_password(url)):
+        if secret:
+            text = text.replace(secret, "***")
+    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", lambda m: mask_url(m.group(0)), text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
