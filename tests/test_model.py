@@ -209,6 +209,8 @@ class QueueModel(RuleBasedStateMachine):
             self.delayed = {}
         if state in ("dead", "all"):
             self.dead = {}
+        if state == "all":  # the counters go too
+            self.completed_true = {}
 
     @rule(ms=st.sampled_from([1_000, 6_000, 600_000, LEASE_MS]))
     def time_passes(self, ms):
