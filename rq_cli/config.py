@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -188,25 +188,21 @@ class Config:
     def _file(self) -> str:
         return str(self.path) if self.path else "config"
 
-    def show(self, *, url: str | None = None, raw_prefix: bool = False,
-             env: Mapping[str, str] | None = None, mask=lambda u: u) -> dict[str, Any]:
+    def show(self, *, url: str | None = None, env: Mapping[str, str] | None = None,
+             mask: Callable[[str], str] = str) -> dict[str, Any]:
         """The effective configuration, secrets hidden (``rq-cli config show``).
 
         ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``).
         """
         env = os.environ if env is None else env
         queues = {}
-        for name in self.queues:
-            spec = self.resolve(name, url=url, env=env) if not raw_prefix else None
-            section = self.queues[name]
-            entry: dict[str, Any] = {
-                "prefix": section.get("prefix", name),
-                "url": mask(spec.url) if spec else mask(self.default_url(url=url, env=env)),
-                "url_source": spec.url_source if spec else "",
-            }
-            if section.get("password_env"):
-                entry["password_env"] = section["password_env"]
-                entry["password"] = SECRET_HINT if env.get(section["password_env"]) else None
+        for name, section in self.queues.items():
+            server, source, password_env = self._server(section, url, env)
+            entry: dict[str, Any] = {"prefix": section.get("prefix", name),
+                                     "url": mask(server), "url_source": source}
+            if password_env:
+                entry["password_env"] = password_env
+                entry["password"] = SECRET_HINT if env.get(password_env) else "(not set)"
             entry.update(_options_dict(self.options(name)))
             queues[name] = entry
         shown: dict[str, Any] = {

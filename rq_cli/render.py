@@ -236,6 +236,7 @@ class Output:
 
     def __init__(self, terminal: Terminal | None = None, *, as_json: bool = False) -> None:
         self.terminal = terminal or Terminal()
+        self.forced_json = as_json  # --json given: JSON even where plain text would do
         self.json = as_json or not self.terminal.stdout_isatty()
 
     # bytes straight to stdout, flushed: the data channel
@@ -276,6 +277,10 @@ class Output:
         kv = [{"field": k.replace("_", " "), "value": human(v)} for k, v in row.items()]
         self.table(kv, [Column("field"), Column("value")], title=title, show_header=False)
 
+    def stream(self, columns: Sequence[Column], title: str | None = None) -> RowStream:
+        """Rows arriving in batches: JSON lines written per batch, or one table at the end."""
+        return RowStream(self, columns, title)
+
     def raw(self, items: Iterable[bytes]) -> None:
         """Bare payloads, one per line (``--raw``)."""
         self.write(b"".join(item + b"\n" for item in items))
@@ -313,15 +318,43 @@ class Output:
         if not self.terminal.stderr_isatty():
             yield _NoProgress()
             return
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
-                                   SpinnerColumn, TextColumn, TimeElapsedColumn)
+        from rich.progress import (BarColumn, SpinnerColumn, TaskProgressColumn, TextColumn,
+                                   TimeElapsedColumn)
+        from rich.progress import Progress as RichProgress
 
         bar = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                           MofNCompleteColumn(), TimeElapsedColumn(),
+                           TaskProgressColumn(), TimeElapsedColumn(),
                            console=self.console(stderr=True), transient=True)
         with bar:
             task = bar.add_task(label, total=total)
             yield _RichProgress(bar, task)
+
+
+class RowStream:
+    """See :meth:`Output.stream`. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, out: Output, columns: Sequence[Column], title: str | None) -> None:
+        self.out, self.columns, self.title = out, columns, title
+        self.rows: list[dict[str, Any]] = []
+        self.count = 0
+
+    def add(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.count += len(rows)
+        if self.out.json:
+            self.out.lines(json_line(row) for row in rows)
+        else:
+            self.rows.extend(rows)
+
+    def close(self) -> None:
+        if self.rows:
+            self.out.table(self.rows, self.columns, title=self.title)
+            self.rows = []
+
+    def __enter__(self) -> RowStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # also on errors: what was done is shown
 
 
 def _box() -> Any:
@@ -331,19 +364,17 @@ def _box() -> Any:
 
 
 class Progress:
-    def advance(self, n: int) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+    """What a command sees of a progress bar; a no-op when none is drawn."""
 
-    def total(self, total: int | None) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+    def advance(self, n: int) -> None:
+        """``n`` more units done (the core's ``progress`` callback)."""
+
+    def set(self, completed: int | None, description: str | None = None) -> None:
+        """Absolute position (for example bytes read of stdin), and a new label."""
 
 
 class _NoProgress(Progress):
-    def advance(self, n: int) -> None:
-        pass
-
-    def total(self, total: int | None) -> None:
-        pass
+    pass
 
 
 class _RichProgress(Progress):
@@ -353,8 +384,13 @@ class _RichProgress(Progress):
     def advance(self, n: int) -> None:
         self.bar.advance(self.task, n)
 
-    def total(self, total: int | None) -> None:
-        self.bar.update(self.task, total=total)
+    def set(self, completed: int | None, description: str | None = None) -> None:
+        changes: dict[str, Any] = {}
+        if completed is not None:
+            changes["completed"] = completed
+        if description is not None:
+            changes["description"] = description
+        self.bar.update(self.task, **changes)
 
 
 def message(text: str, stream: TextIO | None = None) -> None:

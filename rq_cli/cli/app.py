@@ -1,0 +1,172 @@
+"""The Typer app: global options, the command table, and the one place errors become exit codes.
+
+Errors: every exception a command raises ends in :func:`report`, which prints one line on
+stderr (``rq-cli: <message>``, URLs masked, secrets scrubbed) and picks the exit code:
+an :class:`~rq_cli.errors.RqError` carries its own; a redis-py error is translated first
+(:func:`rq_cli.connect.translate_error`, exit 69); Ctrl-C is 130; a closed stdout (``| head``)
+is 141 (128 + SIGPIPE, like any Unix tool killed by it) and silent; anything else is a bug:
+exit 1, and ``RQ_CLI_DEBUG=1`` shows its traceback. Commands never call ``sys.exit``.
+
+It runs inside :class:`RqGroup.invoke`, so ``rq-cli`` and ``CliRunner`` behave the same.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import traceback
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from .. import __version__
+from .. import config as configmod
+from ..errors import ExitCode, RqError
+from ..render import Terminal, debug_enabled, message
+from . import config_cmd, inspect, leasing, maintain, push, server_cmd
+from .common import JsonOpt, State
+
+#: A closed stdout (``rq-cli peek q | head -1``): 128 + SIGPIPE, what a shell reports for
+#: a process killed by it. (Requested as ExitCode.BROKEN_PIPE in rq_cli.errors.)
+BROKEN_PIPE = 141
+
+
+class RqGroup(TyperGroup):
+    """The root command group: maps every exception of a command to a message and exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException, SystemExit):
+            raise  # Typer's own: usage errors (exit 2), --help, explicit exits
+        except BaseException as exc:  # noqa: BLE001 - the one place that maps everything
+            raise typer.Exit(report(exc, ctx.obj if isinstance(ctx.obj, State) else None)) \
+                from None
+
+
+def report(exc: BaseException, st: State | None = None) -> int:
+    """Print the one-line message for ``exc`` on stderr; return the exit code."""
+    if isinstance(exc, BrokenPipeError):
+        _silence_stdout()
+        return BROKEN_PIPE
+    if isinstance(exc, KeyboardInterrupt):
+        message("rq-cli: interrupted")
+        return ExitCode.INTERRUPTED
+    err: BaseException = exc
+    if not isinstance(exc, RqError) and st is not None and st.urls_used:
+        from ..connect import translate_error
+
+        err = translate_error(exc, st.urls_used[-1]) or exc
+    if isinstance(err, RqError):
+        text, code = str(err), int(err.exit_code)
+    else:
+        text = (f"internal error: {type(exc).__name__}: {exc} "
+                f"(set {configmod.ENV_DEBUG}=1 to see the traceback)")
+        code = ExitCode.INTERNAL
+    if debug_enabled():
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    message("rq-cli: " + " ".join(scrub(text, st).split()))
+    return int(code)
+
+
+def scrub(text: str, st: State | None) -> str:
+    """Mask every URL in ``text`` and blank out every password we know of."""
+    from ..connect import mask_url, url_password
+
+    secrets = list(st.secrets) if st else []
+    for url in (st.urls_used if st else []) + ([st.url] if st and st.url else []):
+        secrets.append(url_password(url) or "")
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", lambda m: mask_url(m.group(0)), text)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests)
+        pass
+
+
+app = typer.Typer(
+    name="rq-cli",
+    cls=RqGroup,
+    help="A reliable work queue in Redis or Valkey: push, lease, complete, inspect, repair.\n\n"
+         "Tables on a terminal, JSON lines when piped. Exit codes: 0 ok, 1 internal error, "
+         "2 usage, 3 nothing to do, 4 lease lost, 65 bad input, 69 server unavailable, "
+         "78 config error, 130 interrupted.",
+    no_args_is_help=True,
+    rich_markup_mode=None,  # plain help: --help must not import rich (start-up budget)
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"rq-cli {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    url: Annotated[Optional[str], typer.Option(  # noqa: UP007 (typer)
+        "--url", envvar=configmod.ENV_URL, show_envvar=True, metavar="URL",
+        help="Server for every queue, overriding the config: redis://, rediss://, unix://, "
+             "redis+cluster://, redis+sentinel://, embedded:[DIR]. Default: the config, "
+             f"${configmod.ENV_REDIS_URL}, {configmod.DEFAULT_URL}.")] = None,
+    config: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--config", envvar=configmod.ENV_CONFIG, show_envvar=True, metavar="PATH",
+        help="Config file. Default: ./rq-cli.toml, then "
+             "$XDG_CONFIG_HOME/rq-cli/config.toml (~/.config/...).")] = None,
+    no_config: Annotated[bool, typer.Option(
+        "--no-config", envvar=configmod.ENV_NO_CONFIG, show_envvar=True,
+        help="Read no config file.")] = False,
+    prefix: Annotated[bool, typer.Option(
+        "--prefix", help="Treat every QUEUE as a raw key prefix, even a name the config "
+                         "file defines.")] = False,
+    as_json: JsonOpt = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, expose_value=True,
+        help="Print the version and exit.")] = False,
+) -> None:
+    """Global options, then a command."""
+    injected = ctx.obj  # tests pass a Terminal (or a State) as obj
+    if isinstance(injected, State):
+        ctx.obj = injected
+        return
+    st = State(url=url, config_path=config, no_config=no_config, raw_prefix=prefix,
+               as_json=as_json, terminal=injected if isinstance(injected, Terminal) else None)
+    ctx.obj = st
+    ctx.call_on_close(st.close)
+
+
+app.command("push")(push.push)
+app.command("lease")(leasing.lease)
+app.command("complete")(leasing.complete)
+app.command("fail")(leasing.fail)
+app.command("extend")(leasing.extend)
+app.command("stats")(inspect.stats)
+app.command("peek")(inspect.peek)
+app.command("queues")(inspect.queues)
+app.command("clean")(maintain.clean)
+app.command("requeue-dead")(maintain.requeue_dead)
+app.command("purge")(maintain.purge)
+app.command("pause")(maintain.pause)
+app.command("resume")(maintain.resume)
+app.add_typer(config_cmd.config_app, name="config")
+app.add_typer(server_cmd.server_app, name="server")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``rq-cli`` console script."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="rq-cli")
+    except Exception as exc:  # outside any command (should not happen): still one line
+        sys.exit(report(exc))

@@ -1,0 +1,217 @@
+"""What every command shares: the per-invocation state, option aliases, small helpers.
+
+Nothing here talks to the server at import time: the config is read and the connection made
+only when a command asks for a queue, so ``--help`` and completion never touch the network.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from functools import cached_property
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from .. import config as configmod
+from ..errors import LeaseLost, NothingToDo, UsageError
+from ..render import Output, Terminal
+
+if TYPE_CHECKING:
+    from ..queue import WorkQueue
+    from ..types import ItemOutcome
+
+#: Connect timeout, seconds (reads wait longer: see connect.client_options).
+SOCKET_TIMEOUT = 5.0
+
+
+class State:
+    """Global options of one invocation, and the lazily opened config and connections."""
+
+    def __init__(self, *, url: str | None = None, config_path: str | None = None,
+                 no_config: bool = False, raw_prefix: bool = False, as_json: bool = False,
+                 terminal: Terminal | None = None) -> None:
+        self.url = url
+        self.config_path = config_path
+        self.no_config = no_config
+        self.raw_prefix = raw_prefix
+        self.as_json = as_json
+        self.terminal = terminal or Terminal()
+        self._clients: dict[tuple[str, str | None], Any] = {}
+        self.urls_used: list[str] = []  # for error messages: the servers we talked to
+        self.secrets: list[str] = []  # passwords to scrub from any message
+
+    @cached_property
+    def config(self) -> configmod.Config:
+        return configmod.load(self.config_path, no_config=self.no_config)
+
+    def spec(self, name: str) -> configmod.QueueSpec:
+        spec = self.config.resolve(name, url=self.url, raw_prefix=self.raw_prefix)
+        if spec.password:
+            self.secrets.append(spec.password)
+        return spec
+
+    def client(self, url: str, password: str | None = None) -> Any:
+        """One client per server: queues on the same server share it."""
+        key = (url, password)
+        if key not in self._clients:
+            from ..connect import connect
+
+            self.urls_used.append(url)
+            self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT)
+        return self._clients[key]
+
+    def queue(self, name: str) -> WorkQueue:
+        from ..queue import WorkQueue
+
+        spec = self.spec(name)
+        return WorkQueue(self.client(spec.url, spec.password), spec.prefix, spec.options)
+
+    def queues(self, names: list[str]) -> list[WorkQueue]:
+        return [self.queue(name) for name in names]
+
+    def raw_queue(self, prefix: str, url: str, password: str | None) -> WorkQueue:
+        """A queue found on a server (not named by the user): default options."""
+        from ..queue import WorkQueue
+
+        return WorkQueue(self.client(url, password), prefix, self.config.options())
+
+    def servers(self) -> list[tuple[str, str | None]]:
+        """(url, password) of every server in play: the configured queues' and the default."""
+        found: list[tuple[str, str | None]] = []
+        specs = [self.spec(name) for name in self.config.queues]
+        specs.append(self.config.resolve("default", url=self.url, raw_prefix=True))
+        for spec in specs:
+            if (spec.url, spec.password) not in found:
+                found.append((spec.url, spec.password))
+        return found
+
+    def output(self, as_json: bool = False) -> Output:
+        return Output(self.terminal, as_json=as_json or self.as_json)
+
+    def default_url(self) -> str:
+        return self.config.default_url(url=self.url)
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            try:
+                client.close()
+            except Exception:  # closing is best effort
+                pass
+
+
+def state(ctx: typer.Context) -> State:
+    """The State of this invocation (made by the app callback)."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, State):  # a command invoked on its own (tests)
+        root.obj = State(terminal=root.obj if isinstance(root.obj, Terminal) else None)
+    return root.obj
+
+
+def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of QUEUE: the names of the config file. Never touches the network."""
+    params = ctx.find_root().params
+    try:
+        cfg = configmod.load(params.get("config"), no_config=bool(params.get("no_config")))
+    except Exception:  # completion must never fail loudly
+        return []
+    return [name for name in cfg.queues if name.startswith(incomplete)]
+
+
+# -- choices -----------------------------------------------------------------------------------
+class Order(str, Enum):
+    strict = "strict"
+    fair = "fair"
+
+
+class StateChoice(str, Enum):
+    pending = "pending"
+    processing = "processing"
+    delayed = "delayed"
+    dead = "dead"
+
+
+class PurgeChoice(str, Enum):
+    pending = "pending"
+    processing = "processing"
+    delayed = "delayed"
+    dead = "dead"
+    all = "all"
+
+
+class End(str, Enum):
+    head = "head"
+    tail = "tail"
+
+
+# -- option aliases, defined once ---------------------------------------------------------------
+QueueArg = Annotated[str, typer.Argument(
+    help="A queue name from the config file, or else the key prefix itself.",
+    autocompletion=complete_queue, show_default=False, metavar="QUEUE")]
+QueuesArg = Annotated[list[str], typer.Argument(
+    help="One or more queues (config names or key prefixes).",
+    autocompletion=complete_queue, show_default=False, metavar="QUEUE...")]
+OptQueuesArg = Annotated[Optional[list[str]], typer.Argument(  # noqa: UP007 (typer)
+    help="Queues (config names or key prefixes); default: every queue of the config file.",
+    autocompletion=complete_queue, show_default=False, metavar="[QUEUE]...")]
+IdsArg = Annotated[Optional[list[str]], typer.Argument(  # noqa: UP007 (typer)
+    help="Item ids; '-' (or no ids with stdin not a terminal) reads ids, or the JSON lines "
+         "lease/peek print, from stdin.", show_default=False, metavar="[ID]...")]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print JSON lines even on a terminal.", envvar=configmod.ENV_JSON,
+    show_envvar=True)]
+RawOpt = Annotated[bool, typer.Option(
+    "--raw", help="Print only the bare data of each item, one per line.")]
+DryRunOpt = Annotated[bool, typer.Option(
+    "--dry-run", help="Report what would be done, change nothing.")]
+LeaseOpt = Annotated[Optional[float], typer.Option(  # noqa: UP007 (typer)
+    "--lease", min=0.001, max=365 * 86400, metavar="SECONDS", show_default=False,
+    help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def read_stdin(args: list[str] | None, terminal: Terminal) -> bool:
+    """True when input comes from stdin: ``-``, or no arguments and stdin not a terminal."""
+    if args == ["-"]:
+        return True
+    if args and "-" in args:
+        raise UsageError("'-' (read stdin) cannot be mixed with other arguments")
+    return not args and not terminal.stdin_isatty()
+
+
+def outcome_rows(name: str, outcomes: list[ItemOutcome]) -> list[dict[str, Any]]:
+    rows = []
+    for o in outcomes:
+        row: dict[str, Any] = {"queue": name, "id": o.id, "outcome": o.outcome}
+        if o.retry_at is not None:
+            row["retry_at"] = o.retry_at
+        if o.lease_expires_at is not None:
+            row["lease_expires_at"] = o.lease_expires_at
+        rows.append(row)
+    return rows
+
+
+def check_outcomes(outcomes: list[ItemOutcome], verb: str) -> None:
+    """Raise the exit code of a complete/fail/extend call: 4 beats 3 beats success."""
+    lost = [o.id for o in outcomes if o.outcome in ("conflict", "lost")]
+    missing = [o.id for o in outcomes if o.outcome == "missing"]
+    if lost:
+        raise LeaseLost(f"could not {verb} {_some(lost)}: the lease is held by another "
+                        f"session or has expired{_also(missing)}")
+    if missing:
+        raise NothingToDo(f"could not {verb} {_some(missing)}: no such live item "
+                          f"(already completed, or never pushed)")
+
+
+def _some(ids: list[str], shown: int = 3) -> str:
+    head = ", ".join(repr(i) for i in ids[:shown])
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"{len(ids)} item{'s' if len(ids) != 1 else ''} ({head}{more})"
+
+
+def _also(missing: list[str]) -> str:
+    return f"; {len(missing)} more not live" if missing else ""
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false", "no")

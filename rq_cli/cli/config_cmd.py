@@ -1,0 +1,67 @@
+"""``rq-cli config path|show``: which config file is used, and what it amounts to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from .. import config as configmod
+from ..errors import NothingToDo
+from ..render import Column
+from .common import JsonOpt, state
+
+config_app = typer.Typer(name="config", help="Show which config file is used, and what it says.",
+                         no_args_is_help=True, rich_markup_mode=None)
+
+QUEUE_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("url_source", "from"),
+                 Column("password"), Column("lease_seconds", "lease s", kind="number"),
+                 Column("max_attempts", "attempts", kind="number"),
+                 Column("grace_seconds", "grace s", kind="number"), Column("layout"),
+                 Column("requeue")]
+
+
+@config_app.command("path")
+def path(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Print the path of the config file in use (exit 3 if there is none).
+
+    Example: $EDITOR "$(rq-cli config path)"
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    used = configmod.find(st.config_path, no_config=st.no_config)
+    searched = [] if st.no_config else configmod.candidates(st.config_path)
+    if out.forced_json:
+        out.record({"path": str(used) if used else None,
+                    "searched": [{"path": str(c.path), "source": c.source, "exists": c.exists}
+                                 for c in searched]})
+    elif used:
+        out.text(str(used))  # bare, so $(rq-cli config path) works
+    if used is None:
+        why = "--no-config" if st.no_config else "searched " + ", ".join(
+            str(c.path) for c in searched)
+        raise NothingToDo(f"no config file ({why})")
+
+
+@config_app.command("show")
+def show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Show the effective settings of every configured queue, secrets hidden.
+
+    Example: rq-cli config show --json
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    from ..connect import mask_url
+
+    shown = st.config.show(url=st.url, mask=mask_url)
+    if out.json:
+        out.record(shown)
+        return
+    out.text(f"config file: {shown['path'] or '(none)'}\n"
+             f"default server: {shown['url']}")
+    out.table([{"field": k, "value": v} for k, v in shown["defaults"].items()],
+              [Column("field"), Column("value")], title="defaults", show_header=False)
+    rows: list[dict[str, Any]] = [{"queue": name, **entry}
+                                  for name, entry in shown["queues"].items()]
+    if rows:
+        out.table(rows, QUEUE_COLUMNS, title="queues")

@@ -1,0 +1,37 @@
+"""Finding queues on a server by SCAN, for ``stats --discover`` and ``queues``.
+
+ADAPTER: this is the one piece of Redis logic in ``cli/``, kept here until the core offers
+``discover_queues(client) -> list[str]`` (requested); it only reads. A prefix is
+recognised by one of its marker keys (``keys.DISCOVERY_SUFFIXES``). SCAN is filtered by
+key TYPE on the server, so the (usually millions of) item strings never cross the wire; the
+walk is bounded per call (COUNT) like every bulk read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..keys import DISCOVERY_SUFFIXES
+
+# (SCAN TYPE, suffixes of that type)
+_BY_TYPE = (
+    ("list", (":queue", ":processing")),
+    ("zset", (":delayed", ":dead")),
+    ("hash", (":counters",)),
+)
+assert {s for _, group in _BY_TYPE for s in group} == set(DISCOVERY_SUFFIXES)
+
+
+def discover(client: Any) -> list[str]:
+    """Prefixes of the queues on the server behind ``client``, sorted."""
+    found: set[str] = set()
+    for key_type, suffixes in _BY_TYPE:
+        for key in client.scan_iter(match="*:*", count=1000, _type=key_type):
+            try:
+                name = key.decode("utf-8") if isinstance(key, bytes) else key
+            except UnicodeDecodeError:  # a prefix no command line could name: skip it
+                continue
+            for suffix in suffixes:
+                if name.endswith(suffix) and len(name) > len(suffix):
+                    found.add(name[: -len(suffix)])
+    return sorted(found)

@@ -1,0 +1,181 @@
+"""The worker's commands: ``lease``, ``complete``, ``fail``, ``extend``.
+
+``complete``/``fail``/``extend`` read ids from arguments, or from stdin the plain ids or the
+JSON lines ``lease`` printed (their ``id``, ``session`` and ``queue``), so
+``rq-cli lease q | worker | rq-cli complete q -`` works. A JSON line's ``queue`` field names
+the queue it came from (lines of ``lease a b`` complete where they were leased); QUEUE is
+used for lines without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..errors import BadInputError, NothingToDo, UsageError
+from ..render import Column
+from ..types import ItemOutcome, ItemRef, LeasedItem
+from . import reading
+from .common import (
+    IdsArg,
+    Order,
+    JsonOpt,
+    LeaseOpt,
+    QueueArg,
+    QueuesArg,
+    State,
+    check_outcomes,
+    outcome_rows,
+    read_stdin,
+    state,
+)
+
+LEASE_COLUMNS = [Column("queue"), Column("id"), Column("data", kind="data"),
+                 Column("attempt", kind="number"), Column("lease_expires_at", "lease until",
+                                                          kind="time"), Column("session")]
+OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),
+                   Column("retry_at", "retry at", kind="time"),
+                   Column("lease_expires_at", "lease until", kind="time")]
+REF_BATCH = 1000
+
+
+def lease(
+    ctx: typer.Context,
+    queues: QueuesArg,
+    lease_seconds: LeaseOpt = None,
+    count: Annotated[int, typer.Option(
+        "--count", "-n", min=1, max=10_000, help="Lease up to N items (returns as soon as it "
+                                                  "has at least one).")] = 1,
+    wait: Annotated[float, typer.Option(
+        "--wait", min=0, metavar="SECONDS",
+        help="Wait up to this long for an item (0: do not wait).")] = 0.0,
+    order: Annotated[Order, typer.Option(
+        "--order", help="With several queues: strict (the first non-empty queue in the order "
+                        "given) or fair (a random order each time).")] = Order.strict,
+    at_most_once: Annotated[bool, typer.Option(
+        "--at-most-once", help="Lease and complete in one step: the job never runs twice "
+                               "(if the worker dies, it is gone).")] = False,
+    raw: Annotated[bool, typer.Option(
+        "--raw", help="Print only each item's data, one per line.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Lease items to work on, printing one JSON line per item.
+
+    Example: rq-cli lease emails --count 10 --wait 30
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    from ..queue import lease_many
+
+    wqs = st.queues(queues)
+    items = lease_many(wqs, count, lease_seconds=lease_seconds, wait=wait, order=order.value)
+    names = {wq.prefix: name for wq, name in reversed(list(zip(wqs, queues)))}
+    if at_most_once and items:
+        items = _complete_leased(wqs, items)
+    if not items:
+        raise NothingToDo(f"nothing to lease from {', '.join(queues)}"
+                          f"{f' within {wait:g} s' if wait else ''} (empty, paused, or "
+                          f"every item is leased)")
+    if raw:
+        out.raw(item.data for item in items)
+        return
+    out.rows([_lease_row(names.get(i.queue, i.queue), i) for i in items], LEASE_COLUMNS)
+
+
+def _lease_row(name: str, item: LeasedItem) -> dict[str, Any]:
+    return {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt,
+            "lease_expires_at": item.lease_expires_at, "session": item.session}
+
+
+def _complete_leased(wqs: list[Any], items: list[LeasedItem]) -> list[LeasedItem]:
+    """--at-most-once: complete what was just leased; hand out only what this call completed."""
+    wq = next(q for q in wqs if q.prefix == items[0].queue)
+    done = wq.complete([ItemRef(i.id, i.session) for i in items])
+    completed = {o.id for o in done if o.outcome == "completed"}
+    return [i for i in items if i.id in completed]
+
+
+def complete(ctx: typer.Context, queue: QueueArg, ids: IdsArg = None,
+             as_json: JsonOpt = False) -> None:
+    """Mark leased items done, deleting them.
+
+    Example: rq-cli lease q | my-worker | rq-cli complete q -
+    """
+    _act(ctx, queue, ids, as_json, "complete", lambda wq, refs: wq.complete(refs))
+
+
+def fail(
+    ctx: typer.Context,
+    queue: QueueArg,
+    ids: IdsArg = None,
+    error: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--error", help="Why it failed; kept with the item (peek shows it).")] = None,
+    retry_in: Annotated[Optional[float], typer.Option(  # noqa: UP007
+        "--retry-in", min=0, metavar="SECONDS",
+        help="Retry after this long (default: the queue's exponential backoff).")] = None,
+    dead: Annotated[bool, typer.Option(
+        "--dead", help="Dead-letter now, without retrying.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Give leased items back, to be retried later or dead-lettered.
+
+    Example: rq-cli fail emails 3f2a9c --error "smtp timeout" --retry-in 60
+    """
+    if dead and retry_in is not None:
+        raise UsageError("--retry-in and --dead cannot be used together")
+    _act(ctx, queue, ids, as_json, "fail",
+         lambda wq, refs: wq.fail(refs, error=error, retry_in=retry_in, dead=dead))
+
+
+def extend(ctx: typer.Context, queue: QueueArg, ids: IdsArg = None,
+           lease_seconds: LeaseOpt = None, as_json: JsonOpt = False) -> None:
+    """Push out the lease deadline of items still being worked on.
+
+    Example: rq-cli extend emails 3f2a9c --lease 600
+    """
+    _act(ctx, queue, ids, as_json, "extend",
+         lambda wq, refs: wq.extend(refs, lease_seconds=lease_seconds))
+
+
+def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, verb: str,
+         call: Callable[[Any, list[ItemRef]], list[ItemOutcome]]) -> None:
+    """Run ``call`` over the refs in batches, print every outcome, then raise the exit code."""
+    st = state(ctx)
+    out = st.output(as_json)
+    outcomes: list[ItemOutcome] = []
+    with out.stream(OUTCOME_COLUMNS) as rows:
+        for name, refs in _ref_batches(st, queue, ids):
+            done = call(st.queue(name), refs)
+            rows.add(outcome_rows(name, done))
+            outcomes.extend(done)
+    if not outcomes:
+        raise UsageError(f"no ids to {verb}: give ids, or '-' to read them from stdin")
+    check_outcomes(outcomes, verb)
+
+
+def _ref_batches(st: State, queue: str, ids: list[str] | None
+                 ) -> Iterator[tuple[str, list[ItemRef]]]:
+    """(queue name, refs) batches. On a bad stdin line, the batches before it come first."""
+    if not read_stdin(ids, st.terminal):
+        try:
+            yield queue, [ItemRef(reading.check_id(i)) for i in ids or []]
+        except BadInputError as exc:
+            raise BadInputError(f"bad id argument: {exc}") from None
+        return
+    pending: dict[str, list[ItemRef]] = {}
+    size = 0
+    error: BadInputError | None = None
+    try:
+        for name, ref in reading.read_refs(reading.stdin_binary()):
+            pending.setdefault(name or queue, []).append(ref)
+            size += 1
+            if size >= REF_BATCH:
+                yield from pending.items()
+                pending, size = {}, 0
+    except BadInputError as exc:
+        error = exc
+    yield from pending.items()
+    if error is not None:
+        raise error

@@ -1,0 +1,195 @@
+"""Repair and housekeeping: ``clean``, ``requeue-dead``, ``purge``, ``pause``, ``resume``.
+
+``clean`` only recovers, so it never asks (it is made for cron); ``purge`` destroys, so it
+asks on a terminal and otherwise needs ``--yes``. Both offer ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..errors import NothingToDo, UsageError
+from ..render import Column
+from ..types import PurgeReport
+from . import reading
+from .common import (
+    DryRunOpt,
+    IdsArg,
+    JsonOpt,
+    OptQueuesArg,
+    PurgeChoice,
+    QueueArg,
+    State,
+    state,
+)
+
+CLEAN_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
+    "recovered", "dropped", "dead", "suspects", "promoted", "pruned", "scanned")] + [
+    Column("dry_run", "dry run")]
+REQUEUE_COLUMNS = [Column("queue"), Column("to")] + [
+    Column(k, kind="number") for k in ("requeued", "skipped", "missing")] + [
+    Column("dry_run", "dry run")]
+PURGE_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
+    "pending", "processing", "delayed", "dead", "strays", "total")] + [
+    Column("dry_run", "dry run")]
+SecondsOpt = Optional[float]  # noqa: UP007 (typer)
+
+
+def clean(
+    ctx: typer.Context,
+    queues: OptQueuesArg = None,
+    deep: Annotated[bool, typer.Option(
+        "--deep", help="Also find stray items (data with no list entry) by SCAN: O(N).")
+    ] = False,
+    grace: Annotated[SecondsOpt, typer.Option(
+        "--grace", min=0, metavar="SECONDS", show_default=False,
+        help="Re-queue a lease-less item only once seen so for this long "
+             "(default: the queue's grace_seconds, 5).")] = None,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Clean every queue of the config file (for cron).")] = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recover abandoned items: re-queue expired leases, drop ghosts, dead-letter the spent.
+
+    Example: rq-cli clean --all --deep
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    names = list(queues or [])
+    if every:
+        names += [n for n in st.config.queues if n not in names]
+    if not names:
+        raise UsageError("name the queues to clean, or use --all for every queue of the config "
+                         "file" + (" (it has none)" if every else ""))
+    with out.stream(CLEAN_COLUMNS) as rows:
+        for name in names:
+            wq = st.queue(name)
+            with out.progress(f"clean {name}") as bar:
+                report = wq.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
+                                  progress=bar.advance if deep else None)
+            rows.add([{"queue": name, **asdict(report)}])
+
+
+def requeue_dead(
+    ctx: typer.Context,
+    queue: QueueArg,
+    ids: IdsArg = None,
+    every: Annotated[bool, typer.Option("--all", help="Every dead item.")] = False,
+    limit: Annotated[Optional[int], typer.Option(  # noqa: UP007
+        "--limit", min=0, metavar="N", help="Only the N oldest dead items.")] = None,
+    older_than: Annotated[SecondsOpt, typer.Option(
+        "--older-than", min=0, metavar="SECONDS",
+        help="Only items dead for longer than this.")] = None,
+    to: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--to", metavar="QUEUE", help="Into this queue (same server) instead.")] = None,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move dead-lettered items back into the queue.
+
+    Example: rq-cli requeue-dead emails --older-than 3600 --limit 100
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    chosen = _dead_ids(st, ids)
+    if chosen is not None and (every or limit is not None or older_than is not None):
+        raise UsageError("give ids, or --all/--limit/--older-than, not both")
+    if chosen is None and not (every or limit is not None or older_than is not None):
+        raise UsageError("say which dead items: ids, '-' to read them from stdin, --all, "
+                         "--limit N or --older-than SECONDS")
+    wq = st.queue(queue)
+    target = st.queue(to) if to is not None else None
+    with out.progress(f"requeue-dead {queue}") as bar:
+        report = wq.requeue_dead(chosen, limit=limit, older_than=older_than, to=target,
+                                 dry_run=dry_run, progress=bar.advance)
+    out.rows([{"queue": queue, "to": to or queue, "requeued": report.requeued,
+               "skipped": report.skipped, "missing": report.missing,
+               "dry_run": report.dry_run}], REQUEUE_COLUMNS)
+    if chosen and not report.requeued and not dry_run:
+        raise NothingToDo(f"none of the {len(chosen)} ids is a dead item of {queue}")
+
+
+def _dead_ids(st: State, ids: list[str] | None) -> list[str] | None:
+    """Ids from arguments, or from stdin with an explicit '-' (never implicitly: this command
+    runs from cron, where stdin is not a terminal and no ids means --all/--limit)."""
+    if not ids:
+        return None
+    if ids == ["-"]:
+        return [ref.id for _, ref in reading.read_refs(reading.stdin_binary())]
+    if "-" in ids:
+        raise UsageError("'-' (read stdin) cannot be mixed with ids")
+    return [reading.check_id(i) for i in ids]
+
+
+def purge(
+    ctx: typer.Context,
+    queue: QueueArg,
+    which: Annotated[PurgeChoice, typer.Option(
+        "--state", "-s", help="Which items to delete; all = every key of the queue.")
+    ] = PurgeChoice.pending,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete items (pending ones unless --state says otherwise); asks first.
+
+    Example: rq-cli purge emails --state dead --yes
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    wq = st.queue(queue)
+    if not (yes or dry_run) and not st.terminal.stdin_isatty():
+        raise UsageError(f"refusing to purge {queue} without --yes: stdin is not a terminal to "
+                         f"confirm on (--dry-run shows what would go)")
+    total = None
+    if not yes and not dry_run:
+        preview = wq.purge(which.value, dry_run=True)
+        total = preview.total
+        if total and not _confirm(st, queue, which.value, preview):
+            raise NothingToDo(f"purge of {queue} cancelled: nothing deleted")
+        if not total:
+            report = preview
+            report.dry_run = False
+            out.rows([_purge_row(queue, report)], PURGE_COLUMNS)
+            return
+    with out.progress(f"purge {queue}", total=total) as bar:
+        report = wq.purge(which.value, dry_run=dry_run, progress=bar.advance)
+    out.rows([_purge_row(queue, report)], PURGE_COLUMNS)
+
+
+def _confirm(st: State, queue: str, which: str, preview: PurgeReport) -> bool:
+    counts = ", ".join(f"{getattr(preview, k)} {k}" for k in (
+        "pending", "processing", "delayed", "dead", "strays") if getattr(preview, k))
+    return typer.confirm(f"Delete {preview.total} items of queue {queue} ({counts})?",
+                         default=False, err=True)
+
+
+def _purge_row(queue: str, report: PurgeReport) -> dict[str, Any]:
+    return {"queue": queue, "pending": report.pending, "processing": report.processing,
+            "delayed": report.delayed, "dead": report.dead, "strays": report.strays,
+            "total": report.total, "dry_run": report.dry_run}
+
+
+def pause(ctx: typer.Context, queue: QueueArg, as_json: JsonOpt = False) -> None:
+    """Stop handing out items from a queue (rq-cli leases nothing) until resumed.
+
+    Example: rq-cli pause emails
+    """
+    st = state(ctx)
+    st.queue(queue).pause()
+    st.output(as_json).record({"queue": queue, "paused": True})
+
+
+def resume(ctx: typer.Context, queue: QueueArg, as_json: JsonOpt = False) -> None:
+    """Hand out items from a paused queue again.
+
+    Example: rq-cli resume emails
+    """
+    st = state(ctx)
+    st.queue(queue).resume()
+    st.output(as_json).record({"queue": queue, "paused": False})

@@ -1,0 +1,239 @@
+"""Reading items and ids from arguments and stdin (DESIGN.md section 4, "Contract details").
+
+- A line is the bytes up to ``\\n``; the terminator (``\\n`` or ``\\r\\n``) is not part of it.
+- Blank lines (empty or only whitespace) are skipped but counted, so line numbers in errors
+  are those of the file.
+- Items are stored exactly as given: the line's bytes are never re-serialised.
+- A bad line raises :class:`BadInputError` carrying its line number; the caller has already
+  handed everything before it to the core, which stores it (``WorkQueue.push_batches``).
+
+This is the hot path of ``push -``: one decode and one scan per line, no per-line objects
+beyond the bytes themselves.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from json.decoder import WHITESPACE, scanstring
+from typing import Any, BinaryIO
+
+from ..errors import BadInputError
+from ..render import check_json
+from ..types import ItemRef, NewItem
+
+MAX_ID_BYTES = 4096  # the core's limit (queue.MAX_ID_BYTES); checked here to report the line
+
+
+def stdin_binary() -> BinaryIO:
+    return getattr(sys.stdin, "buffer", sys.stdin)  # type: ignore[return-value]
+
+
+def arg_bytes(arg: str) -> bytes:
+    """A command-line argument as the bytes the shell passed (non-UTF-8 survives)."""
+    return os.fsencode(arg)
+
+
+def _strip(line: bytes) -> bytes:
+    if line[-1:] == b"\n":
+        line = line[:-1]
+        if line[-1:] == b"\r":
+            line = line[:-1]
+    return line
+
+
+def _json_error(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON: {exc.msg} (column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 (byte {exc.start + 1}); use --raw to push opaque bytes"
+    return f"not valid JSON: {exc}"
+
+
+def check_data(data: bytes, raw: bool, where: str) -> bytes:
+    """Validate one item given as an argument."""
+    if not raw:
+        try:
+            check_json(data.decode("utf-8"))
+        except ValueError as exc:
+            raise BadInputError(f"{where}: {_json_error(exc)}; use --raw for non-JSON data") \
+                from None
+    return data
+
+
+def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]:
+    """Items of ``push -``: each non-blank line, validated as JSON unless ``raw``."""
+    check = check_json
+    number = 0
+    for number, line in enumerate(stream, 1):  # noqa: B007 (number is used after errors)
+        if line[-1:] == b"\n":
+            line = line[:-1]
+            if line[-1:] == b"\r":
+                line = line[:-1]
+        if raw:
+            if not line or line.isspace():
+                continue
+            yield line
+            continue
+        try:
+            check(line.decode("utf-8"))
+        except ValueError as exc:  # also UnicodeDecodeError
+            if not line or line.isspace():
+                continue  # blank: skipped, still counted
+            raise BadInputError(_json_error(exc), line=number) from None
+        yield line
+
+
+def push_objects(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[NewItem]:
+    """Items of ``push --with-ids -``: lines ``{"id": ..., "data": ...}`` as lease/peek print.
+
+    ``data`` is stored as the exact JSON text of the value; with ``--raw`` a string value is
+    stored as the string itself. ``data_b64`` (what peek prints for non-UTF-8 data) is
+    decoded. A missing or null ``id`` gets a new one (or the data's hash, --id-from-data).
+    """
+    for number, line in enumerate(stream, 1):
+        line = _strip(line)
+        if not line or line.isspace():
+            continue
+        try:
+            yield object_item(line, raw)
+        except BadInputError as exc:
+            raise BadInputError(str(exc), line=number) from None
+
+
+def object_item(line: bytes, raw: bool) -> NewItem:
+    try:
+        text = line.decode("utf-8")
+        fields = split_object(text)
+    except ValueError as exc:
+        raise BadInputError(_json_error(exc)) from None
+    item_id = fields.get("id", (None, ""))[0]
+    if item_id is not None:
+        check_id(item_id)
+    if "data" in fields and "data_b64" in fields:
+        raise BadInputError('give "data" or "data_b64", not both')
+    if "data_b64" in fields:
+        value = fields["data_b64"][0]
+        try:
+            data = base64.b64decode(value, validate=True) if isinstance(value, str) else None
+        except (binascii.Error, ValueError):
+            data = None
+        if data is None:
+            raise BadInputError('"data_b64" must be a base64 string')
+    elif "data" in fields:
+        value, source = fields["data"]
+        if raw and isinstance(value, str):
+            try:
+                data = value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadInputError('"data" holds a lone surrogate escape') from None
+        else:
+            data = source.encode("utf-8")
+    else:
+        raise BadInputError('expected an object {"id": ..., "data": ...} (no "data" field)')
+    return NewItem(data=data, id=item_id)
+
+
+def check_id(item_id: Any) -> str:
+    if not isinstance(item_id, str):
+        raise BadInputError(f'"id" must be a string, not {type(item_id).__name__}')
+    if not item_id:
+        raise BadInputError("an item id cannot be empty")
+    if len(item_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        raise BadInputError(f"an item id is at most {MAX_ID_BYTES} bytes")
+    return item_id
+
+
+# -- ids and refs -------------------------------------------------------------------------------
+def read_refs(stream: Iterable[bytes]) -> Iterator[tuple[str | None, ItemRef]]:
+    """(queue or None, ref) for each line: a plain id, a JSON string, or a JSON object with
+    ``id`` and optionally ``session`` and ``queue`` (the lines lease and peek print)."""
+    for number, line in enumerate(stream, 1):
+        line = _strip(line)
+        if not line or line.isspace():
+            continue
+        try:
+            yield parse_ref(line)
+        except BadInputError as exc:
+            raise BadInputError(str(exc), line=number) from None
+
+
+def parse_ref(line: bytes) -> tuple[str | None, ItemRef]:
+    first = line.lstrip()[:1]
+    if first not in (b"{", b'"'):
+        try:
+            return None, ItemRef(check_id(line.decode("utf-8")))
+        except UnicodeDecodeError:
+            raise BadInputError("an id must be UTF-8 text") from None
+    try:
+        text = line.decode("utf-8")
+        if first == b'"':
+            return None, ItemRef(check_id(json.loads(text)))
+        fields = split_object(text)
+    except ValueError as exc:
+        raise BadInputError(_json_error(exc)) from None
+    if "id" not in fields:
+        raise BadInputError('a JSON line needs an "id" field')
+    item_id = check_id(fields["id"][0])
+    session = fields.get("session", (None, ""))[0]
+    queue = fields.get("queue", (None, ""))[0]
+    if session is not None and not isinstance(session, str):
+        raise BadInputError('"session" must be a string')
+    if queue is not None and not isinstance(queue, str):
+        raise BadInputError('"queue" must be a string')
+    return queue or None, ItemRef(item_id, session or None)
+
+
+# -- a JSON object, keeping each value's exact text -----------------------------------------------
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ws = WHITESPACE.match
+
+
+def split_object(text: str) -> dict[str, tuple[Any, str]]:
+    """Parse a JSON object into {key: (value, the value's exact source text)}.
+
+    Raises ValueError (JSONDecodeError) like ``json.loads`` for anything that is not one
+    JSON object. The source text lets ``push --with-ids`` store data exactly as written.
+    """
+    scan = _DECODER.scan_once
+    i = _ws(text, 0).end()
+    if text[i:i + 1] != "{":
+        raise json.JSONDecodeError('expected a JSON object {"id": ..., "data": ...}', text, i)
+    i = _ws(text, i + 1).end()
+    out: dict[str, tuple[Any, str]] = {}
+    if text[i:i + 1] == "}":
+        i += 1
+    else:
+        while True:
+            if text[i:i + 1] != '"':
+                raise json.JSONDecodeError("expected a property name in double quotes", text, i)
+            key, i = scanstring(text, i + 1)
+            i = _ws(text, i).end()
+            if text[i:i + 1] != ":":
+                raise json.JSONDecodeError("expected ':'", text, i)
+            i = _ws(text, i + 1).end()
+            try:
+                value, end = scan(text, i)
+            except StopIteration:
+                raise json.JSONDecodeError("expected a value", text, i) from None
+            out[key] = (value, text[i:end])
+            i = _ws(text, end).end()
+            sep = text[i:i + 1]
+            if sep == ",":
+                i = _ws(text, i + 1).end()
+            elif sep == "}":
+                i += 1
+                break
+            else:
+                raise json.JSONDecodeError("expected ',' or '}'", text, i)
+    if _ws(text, i).end() != len(text):
+        raise json.JSONDecodeError("extra data after the object", text, i)
+    return out
