@@ -47,9 +47,7 @@ DEFAULT_EMBEDDED_DIR = ".rq-cli"
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}
 PLAIN_SCHEMES = ("redis", "rediss", "unix")
-_SUPPORTED = (
-    "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// or embedded:[DIR]"
-)
+_SUPPORTED = "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// or embedded:[DIR]"
 
 # "scheme://user:password@" — the password runs to the last "@" before the path, so a
 # password with an unescaped "@" is still masked whole.
@@ -236,8 +234,8 @@ def _connect_sentinel(url: str, *, password: str | None, timeout: float) -> Any:
     }
     if "sentinel_password" in parsed:
         sentinel_options["password"] = parsed.pop("sentinel_password")
-    sentinel = Sentinel(addresses, sentinel_kwargs=sentinel_options, **options)
-    return sentinel.master_for(service, db=db, **options, **parsed)
+    sentinel = Sentinel(addresses, sentinel_kwargs=sentinel_options, **options)  # type: ignore[no-untyped-call,unused-ignore]
+    return sentinel.master_for(service, db=db, **options, **parsed)  # type: ignore[no-untyped-call,unused-ignore]
 
 
 def _connect_embedded(url: str, *, password: str | None, timeout: float) -> Any:
@@ -288,7 +286,11 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
     where = mask_url(url)
     detail = _scrub(str(err), url, password)
     code = detail.split(" ", 1)[0]
-    if names & _AUTH_CLASSES or code in _AUTH_REPLIES or "invalid username-password" in detail.lower():
+    if (
+        names & _AUTH_CLASSES
+        or code in _AUTH_REPLIES
+        or "invalid username-password" in detail.lower()
+    ):
         return ServerError(f"authentication failed for {where}")
     if "NoPermissionError" in names or code == "NOPERM" or "NOPERM" in detail:
         return ServerError(

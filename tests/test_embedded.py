@@ -170,9 +170,7 @@ def test_too_long_path_is_refused(tmp_path: Path) -> None:
         embedded.ensure_running(tmp_path / ("x" * 120))
 
 
-def test_no_binary_gives_an_install_hint(
-    monkeypatch: pytest.MonkeyPatch, data_dir: Path
-) -> None:
+def test_no_binary_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
     monkeypatch.setenv("RQ_CLI_SERVER_BIN", "/nonexistent/valkey-server")
     with pytest.raises(ServerError, match="RQ_CLI_SERVER_BIN"):
         embedded.ensure_running(data_dir)
@@ -224,4 +222,3 @@ def _socket_inodes(pid: int) -> set[str]:
         if target.startswith("socket:["):
             inodes.add(target[len("socket:[") : -1])
     return inodes
-
