@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, is_dataclass
-from typing import Annotated, Any, Optional
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
@@ -29,17 +29,6 @@ def _directory(st: State, directory: str | None) -> str:
     return DEFAULT_EMBEDDED_DIR
 
 
-def _as_row(value: Any) -> dict[str, Any]:
-    if is_dataclass(value) and not isinstance(value, type):
-        row = asdict(value)
-    elif isinstance(value, dict):
-        row = dict(value)
-    else:
-        row = {"result": value}
-    return {k: (str(v) if not isinstance(v, (str, int, float, bool, type(None))) else v)
-            for k, v in row.items()}
-
-
 @server_app.command("status")
 def status(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = False) -> None:
     """Show whether the embedded server of DIR runs (exit 3 if not).
@@ -49,24 +38,23 @@ def status(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = Fals
     st = state(ctx)
     from .. import embedded
 
-    where = _directory(st, directory)
-    info = _as_row(embedded.status(where))
-    st.output(as_json).record({"dir": where, **info}, title="embedded server")
-    if not info.get("running", True):
-        raise NothingToDo(f"no embedded server runs in {where}")
+    info = embedded.status(_directory(st, directory))
+    st.output(as_json).record(info, title="embedded server")
+    if not info["running"]:
+        raise NothingToDo(f"no embedded server runs in {info['dir']}")
 
 
 @server_app.command("stop")
 def stop(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = False) -> None:
-    """Stop the embedded server of DIR (its data stays on disk).
+    """Stop the embedded server of DIR; its data stays on disk (exit 3 if none ran).
 
     Example: rq-cli server stop
     """
     st = state(ctx)
     from .. import embedded
 
-    where = _directory(st, directory)
-    result = embedded.stop(where)
-    info = _as_row(result) if result is not None else {}
-    st.output(as_json).record({"dir": where, "stopped": bool(result) if not info else True,
-                               **info}, title="embedded server")
+    where = str(Path(_directory(st, directory)).resolve())
+    stopped = embedded.stop(where)
+    st.output(as_json).record({"dir": where, "stopped": stopped}, title="embedded server")
+    if not stopped:
+        raise NothingToDo(f"no embedded server was running in {where}")

@@ -1,0 +1,58 @@
+"""rq-cli peek: read-only, every state, --from, -n, --raw."""
+
+from __future__ import annotations
+
+from cli_helpers import cli  # noqa: F401
+
+from rq_cli.queue import WorkQueue
+
+
+def test_peek_pending_changes_nothing(cli, r):
+    cli("push", "q", "--id", "a", '{"n": 1}')
+    cli("push", "q", "--id", "b", '{"n": 2}')
+    before = WorkQueue(r, "q").stats()
+    rows = cli("peek", "q").json
+    assert [row["id"] for row in rows] == ["a", "b"]  # head: the next to be leased first
+    assert rows[0]["data"] == {"n": 1} and rows[0]["state"] == "pending"
+    assert {"id", "state", "data", "attempts", "enqueued_at"} <= set(rows[0])
+    after = WorkQueue(r, "q").stats()
+    assert (before.pending, before.processing) == (after.pending, after.processing)
+
+
+def test_peek_from_tail_and_count(cli):
+    for i in range(5):
+        cli("push", "q", "--id", str(i), "{}")
+    assert [row["id"] for row in cli("peek", "q", "--from", "tail", "-n", "2").json] == ["4", "3"]
+
+
+def test_peek_processing_shows_the_lease(cli):
+    cli("push", "q", "--id", "a", "{}")
+    leased = cli("lease", "q").one
+    row = cli("peek", "q", "--state", "processing").one
+    assert row["lease_session"] == leased["session"]
+    assert row["lease_expires_at"] == leased["lease_expires_at"]
+
+
+def test_peek_delayed_and_dead(cli):
+    cli("push", "q", "--id", "later", "--delay", "100", "{}")
+    assert "due_at" in cli("peek", "q", "--state", "delayed").one
+    cli("push", "q", "--id", "d", "{}")
+    cli("lease", "q")
+    cli("fail", "q", "d", "--dead", "--error", "boom")
+    row = cli("peek", "q", "--state", "dead").one
+    assert row["id"] == "d" and row["dead_reason"] and "dead_at" in row
+
+
+def test_peek_raw(cli):
+    cli("push", "q", "--raw", "hello")
+    assert cli("peek", "q", "--raw").stdout == "hello\n"
+
+
+def test_peek_bad_state_is_a_usage_error(cli):
+    assert cli("peek", "q", "--state", "lost").exit_code == 2
+
+
+def test_peek_table(cli):
+    cli("push", "q", "--id", "a", '{"n": 1}')
+    run = cli("peek", "q", tty=True)
+    assert "a" in run.stdout and '{"n": 1}' in run.stdout

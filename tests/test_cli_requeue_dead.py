@@ -1,0 +1,62 @@
+"""rq-cli requeue-dead: by id, --all, --limit, --to, --dry-run."""
+
+from __future__ import annotations
+
+from cli_helpers import cli  # noqa: F401
+
+from rq_cli.queue import WorkQueue
+
+
+def kill(cli, *ids: str, prefix: str = "q") -> None:
+    for item_id in ids:
+        cli("push", prefix, "--id", item_id, "{}")
+    cli("lease", prefix, "--count", str(len(ids)))
+    cli("fail", prefix, *ids, "--dead")
+
+
+def test_requeue_dead_by_id(cli, r):
+    kill(cli, "a", "b")
+    row = cli("requeue-dead", "q", "a").one
+    assert row["requeued"] == 1
+    stats = WorkQueue(r, "q").stats()
+    assert (stats.pending, stats.dead) == (1, 1)
+
+
+def test_requeue_dead_all(cli, r):
+    kill(cli, "a", "b", "c")
+    assert cli("requeue-dead", "q", "--all").one["requeued"] == 3
+    assert WorkQueue(r, "q").stats().dead == 0
+
+
+def test_requeue_dead_limit_and_dry_run(cli, r):
+    kill(cli, "a", "b", "c")
+    row = cli("requeue-dead", "q", "--limit", "2", "--dry-run").one
+    assert row["requeued"] == 2 and row["dry_run"] is True
+    assert WorkQueue(r, "q").stats().dead == 3
+    assert cli("requeue-dead", "q", "--limit", "2").one["requeued"] == 2
+
+
+def test_requeue_dead_to_another_queue(cli, r):
+    kill(cli, "a")
+    row = cli("requeue-dead", "q", "--all", "--to", "retry").one
+    assert row["to"] == "retry" and row["requeued"] == 1
+    assert WorkQueue(r, "retry").stats().pending == 1
+
+
+def test_requeue_dead_ids_from_peek(cli, r):
+    kill(cli, "a", "b")
+    dead = cli("peek", "q", "--state", "dead").stdout
+    assert cli("requeue-dead", "q", "-", input=dead).one["requeued"] == 2
+
+
+def test_requeue_dead_needs_a_selection(cli, r):
+    kill(cli, "a")
+    assert cli("requeue-dead", "q").exit_code == 2
+    assert cli("requeue-dead", "q", "a", "--all").exit_code == 2
+    assert WorkQueue(r, "q").stats().dead == 1
+
+
+def test_requeue_dead_unknown_id_exits_3(cli):
+    run = cli("requeue-dead", "q", "not-dead")
+    assert run.exit_code == 3
+    assert run.one["missing"] == 1

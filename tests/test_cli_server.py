@@ -1,0 +1,32 @@
+"""rq-cli server status|stop, and the embedded: URL end to end."""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import cli  # noqa: F401
+
+
+@pytest.fixture
+def data_dir(tmp_path_factory):
+    # unix socket paths are short: keep the directory name small
+    directory = tmp_path_factory.mktemp("emb")
+    yield directory
+    from rq_cli import embedded
+
+    embedded.stop(directory)
+
+
+def test_embedded_server_life_cycle(cli, data_dir):
+    url = f"embedded:{data_dir}"
+    status = cli("server", "status", str(data_dir))
+    assert status.exit_code == 3 and status.one["running"] is False
+    assert cli("push", "q", "--id", "a", "{}", url=url).exit_code == 0
+    status = cli("server", "status", url=url)
+    assert status.exit_code == 0, status
+    assert status.one["running"] is True
+    assert cli("stats", "q", url=url).one["pending"] == 1
+    stop = cli("server", "stop", str(data_dir))
+    assert stop.exit_code == 0 and stop.one["stopped"] is True
+    assert cli("server", "stop", str(data_dir)).exit_code == 3
+    # the data survives a stop: the next command starts the server again
+    assert cli("stats", "q", url=url).one["pending"] == 1

@@ -1,0 +1,103 @@
+"""rq_cli.render: the JSON encoding of payloads, the format decision, human formats."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rq_cli import render
+from rq_cli.render import Column, Output, Terminal
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b'{"a": 1}', {"data": {"a": 1}}),
+    (b"[1,2]", {"data": [1, 2]}),
+    (b'"s"', {"data": "s"}),
+    (b"plain text", {"data": "plain text"}),
+    (b"NaN", {"data": "NaN"}),  # not JSON (RFC 8259): a string
+    (b"\xef\xbb\xbf{}", {"data": "\ufeff{}"}),  # a BOM is not JSON either
+    (b"\xff\xfe", {"data_b64": "//4="}),
+    (b"", {"data": ""}),
+    (b'{"a":\n1}', {"data": {"a": 1}}),
+])
+def test_data_encoding(data, expected):
+    line = render.json_line({"data": data})
+    assert "\n" not in line
+    assert json.loads(line) == expected
+
+
+def test_valid_json_is_embedded_verbatim():
+    assert render.json_line({"data": b'{"b": 1.50, "a": [ ]}'}) == '{"data":{"b": 1.50, "a": [ ]}}'
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_give_one_valid_json_line(data):
+    line = render.json_line({"id": "x", "data": data})
+    assert "\n" not in line and "\r" not in line
+    obj = json.loads(line)
+    if "data_b64" in obj:
+        import base64
+
+        assert base64.b64decode(obj["data_b64"]) == data
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+                    max_leaves=10))
+def test_json_values_round_trip(value):
+    data = json.dumps(value, indent=1).encode()
+    assert json.loads(render.json_line({"data": data}))["data"] == value
+
+
+def test_times_have_millisecond_precision():
+    assert render.json_line({"t": 1763767302.0123456}) == '{"t":1763767302.012}'
+
+
+def test_check_json():
+    render.check_json('  {"a": 1}  ')
+    for bad in ("", " ", "{", "1 2", "Infinity", "-Infinity", "NaN", "[1,]"):
+        with pytest.raises(ValueError):
+            render.check_json(bad)
+    render.check_json("1" * 5000)  # no int-size limit on validation
+
+
+def test_format_decision():
+    assert Output(Terminal(stdout=False)).json
+    assert not Output(Terminal(stdout=True)).json
+    assert Output(Terminal(stdout=True), as_json=True).json
+
+
+def test_table_and_lines(monkeypatch):
+    buf = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", buf)
+    Output(Terminal(stdout=False)).rows([{"id": "a", "n": 1}], [Column("id"), Column("n")])
+    Output(Terminal(stdout=True, width=80)).rows([{"id": "a", "n": 1}],
+                                                  [Column("id"), Column("n")])
+    buf.flush()
+    text = buf.buffer.getvalue().decode()
+    first, rest = text.split("\n", 1)
+    assert json.loads(first) == {"id": "a", "n": 1}
+    assert "id" in rest and "a" in rest
+
+
+def test_human_formats():
+    assert render.human_duration(5) == "5.0s"
+    assert render.human_duration(125) == "2m05s"
+    assert render.human_duration(7200) == "2h00m"
+    assert render.human_data(b"\x1b[31m") == "\\x1b[31m"
+    assert render.human_data(b"x" * 1000).endswith("…")
+    assert render.human_data(None) == "(no data)"
+    assert "ago" in render.human_time(0)
+
+
+def test_progress_is_a_no_op_without_a_terminal():
+    out = Output(Terminal(stderr=False))
+    with out.progress("x") as bar:
+        bar.advance(5)
+        bar.set(3, "y")
+    assert "rich" not in type(bar).__module__
