@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -180,7 +181,7 @@ class Config:
         if name is not None:
             merged.update({k: v for k, v in self.queues[name].items() if k in _OPTION_RULES})
         known = {f.name for f in fields(QueueOptions)}
-        kwargs = {k: (float(v) if isinstance(v, int) and k != "max_attempts" else v)
+        kwargs: dict[str, Any] = {k: (float(v) if isinstance(v, int) and k != "max_attempts" else v)
                   for k, v in merged.items() if k in known}
         return QueueOptions(**kwargs)
 
@@ -240,10 +241,10 @@ def parse_file(path: Path) -> Config:
 
 def parse_text(text: str, path: Path | None = None) -> Config:
     """Parse and validate TOML ``text``; errors name the file, the line and the key."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
     where = str(path) if path else "config"
     try:
         data = tomllib.loads(text)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, TextIO
 
-# -- terminals ------------------------------------------------------------------------------------
+# -- terminals ---------------------------------------------------------------------------------
 
 
 def _isatty(stream: Any) -> bool:
@@ -63,7 +63,7 @@ class Terminal:
         return _isatty(sys.stdin) if self.stdin is None else self.stdin
 
 
-# -- JSON ----------------------------------------------------------------------------------------
+# -- JSON --------------------------------------------------------------------------------------
 
 
 def _reject_constant(name: str) -> None:
@@ -76,7 +76,7 @@ def _ignore_number(text: str) -> None:  # validation only: no int-size limit, no
 
 _VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_ignore_number,
                               parse_float=_ignore_number)
-_scan = _VALIDATOR.scan_once
+_scan: Any = _VALIDATOR.scan_once  # type: ignore[attr-defined]  # the C scanner
 
 
 def check_json(text: str) -> None:
@@ -153,7 +153,7 @@ def epoch(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 3)
 
 
-# -- human formats (tables) -------------------------------------------------------------------------
+# -- human formats (tables) --------------------------------------------------------------------
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 PREVIEW_CHARS = 200
@@ -228,7 +228,7 @@ class Column:
         return self.header or self.key.replace("_", " ")
 
 
-# -- output -----------------------------------------------------------------------------------------
+# -- output ------------------------------------------------------------------------------------
 
 
 class Output:
@@ -318,8 +318,13 @@ class Output:
         if not self.terminal.stderr_isatty():
             yield _NoProgress()
             return
-        from rich.progress import (BarColumn, SpinnerColumn, TaskProgressColumn, TextColumn,
-                                   TimeElapsedColumn)
+        from rich.progress import (
+            BarColumn,
+            SpinnerColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
         from rich.progress import Progress as RichProgress
 
         bar = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

@@ -5,7 +5,7 @@ writes one (the working directory and $XDG_CONFIG_HOME are a temporary directory
 rq-cli environment variables are cleared, and ``--url`` points at the test server.
 stdout and stderr are kept apart; ``run.json`` parses stdout line by line.
 
-Test modules import the fixture: ``from cli_helpers import cli  # noqa: F401``.
+Test modules load it as a plugin: ``pytest_plugins = ["cli_helpers"]``.
 """
 
 from __future__ import annotations

@@ -9,12 +9,13 @@ import sys
 
 import pytest
 import typer
-from cli_helpers import cli  # noqa: F401
 
 from rq_cli import __version__
 from rq_cli.cli import app
 from rq_cli.queue import WorkQueue
 from rq_cli.servers import free_port
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 
 def all_commands():
@@ -76,7 +77,7 @@ def test_unknown_command_is_exit_2(cli):
     assert cli("frobnicate").exit_code == 2
 
 
-# -- errors ------------------------------------------------------------------------------------------
+# -- errors ------------------------------------------------------------------------------------
 def test_unreachable_server_exit_69_masked(cli):
     url = f"redis://admin:hunter2@127.0.0.1:{free_port()}/0"
     run = cli("push", "q", "{}", url=url)
@@ -158,7 +159,7 @@ def test_ctrl_c_is_130(cli, monkeypatch):
     assert "interrupted" in run.stderr
 
 
-# -- output mode ---------------------------------------------------------------------------------
+# -- output mode -------------------------------------------------------------------------------
 def test_json_flag_and_env_on_a_terminal(cli):
     cli("push", "q", "{}")
     assert cli("--json", "stats", "q", tty=True).one["pending"] == 1
@@ -173,7 +174,7 @@ def test_payload_is_never_read_as_markup(cli):
     assert "[bold]x[/bold] :smile:" in run.stdout
 
 
-# -- start-up budget ---------------------------------------------------------------------------------
+# -- start-up budget ---------------------------------------------------------------------------
 def imported_modules(args, url=None):
     code = (
         "import json, sys\n"

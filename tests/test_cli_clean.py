@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 
-from cli_helpers import cli, write_config  # noqa: F401
+from cli_helpers import write_config
 
 from rq_cli.queue import WorkQueue
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 REPORT = {"queue", "recovered", "dropped", "dead", "suspects", "promoted", "pruned", "scanned",
           "dry_run"}

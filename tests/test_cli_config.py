@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from cli_helpers import cli, write_config  # noqa: F401
+from cli_helpers import write_config
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 
 def test_config_path_prints_the_file(cli, tmp_path):

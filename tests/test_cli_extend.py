@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from cli_helpers import cli  # noqa: F401
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
+
 
 
 def test_extend_pushes_the_deadline(cli):

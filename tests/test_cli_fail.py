@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from cli_helpers import cli  # noqa: F401
-
 from rq_cli.queue import WorkQueue
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 
 def test_fail_retries_with_a_delay(cli, r):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cli_helpers import cli  # noqa: F401
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
+
 
 
 def test_pause_and_resume(cli):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cli_helpers import cli  # noqa: F401
-
 from rq_cli.queue import WorkQueue
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 
 def fill(cli) -> None:

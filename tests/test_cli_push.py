@@ -6,10 +6,11 @@ import hashlib
 import json
 
 import pytest
-from cli_helpers import cli  # noqa: F401
 
 from rq_cli.queue import WorkQueue
 from rq_cli.types import NewItem
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 
 def stored(r, prefix: str = "q") -> dict[str, bytes]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cli_helpers import cli  # noqa: F401
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-# -- discovery ------------------------------------------------------------------------------------
+# -- discovery ---------------------------------------------------------------------------------
 def test_discovery_order(tmp_path):
     env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     assert config.find(env=env, cwd=tmp_path) is None
@@ -46,9 +46,10 @@ def test_explicit_path_must_exist(tmp_path):
         config.find(env={"RQ_CLI_CONFIG": str(tmp_path / "nope.toml")}, cwd=tmp_path)
 
 
-# -- URL precedence -----------------------------------------------------------------------------------
+# -- URL precedence ----------------------------------------------------------------------------
 def test_url_precedence():
-    cfg = config.parse_text('url = "redis://top/0"\n[queues.a]\nurl = "redis://queue/0"\n[queues.b]\n')
+    cfg = config.parse_text('url = "redis://top/0"\n'
+                            '[queues.a]\nurl = "redis://queue/0"\n[queues.b]\n')
     env = {"REDIS_URL": "redis://env/0"}
     assert cfg.resolve("a", env=env).url == "redis://queue/0"
     assert cfg.resolve("b", env=env).url == "redis://top/0"
@@ -91,7 +92,7 @@ def test_password_env():
     assert cfg.resolve("q", url="redis://other/0", env={}).password is None
 
 
-# -- errors -----------------------------------------------------------------------------------------
+# -- errors ------------------------------------------------------------------------------------
 def test_unknown_key_names_file_line_and_closest_key(tmp_path):
     path = write(tmp_path / "c.toml", '[defaults]\nlease_seconds = 5\n\n[queues.emails]\n'
                                       'prefix = "e"\nmax_attempt = 3\n')
@@ -116,7 +117,8 @@ def test_unknown_key_in_dotted_form(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("[defaults]\nlease_seconds = \"5\"\n", "line 2: lease_seconds in [defaults] must be a number, not a string"),
+    ("[defaults]\nlease_seconds = \"5\"\n",
+     "line 2: lease_seconds in [defaults] must be a number, not a string"),
     ("[defaults]\nmax_attempts = 2.5\n", "line 2: max_attempts in [defaults] must be an integer"),
     ("[defaults]\nmax_attempts = true\n", "must be an integer, not a boolean"),
     ("[defaults]\nlease_seconds = 0\n", "must be greater than 0"),
@@ -148,7 +150,7 @@ def test_not_utf8(tmp_path):
         config.parse_file(path)
 
 
-# -- show --------------------------------------------------------------------------------------------
+# -- show --------------------------------------------------------------------------------------
 def test_show_hides_secrets():
     cfg = config.parse_text('url = "redis://u:topsecret@h/0"\n'
                             '[queues.q]\npassword_env = "Q_PW"\n')

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import traceback
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -41,7 +41,7 @@ class RqGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException, SystemExit):
             raise  # Typer's own: usage errors (exit 2), --help, explicit exits
-        except BaseException as exc:  # noqa: BLE001 - the one place that maps everything
+        except BaseException as exc:
             raise typer.Exit(report(exc, ctx.obj if isinstance(ctx.obj, State) else None)) \
                 from None
 
@@ -115,12 +115,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    url: Annotated[Optional[str], typer.Option(  # noqa: UP007 (typer)
+    url: Annotated[str | None, typer.Option(
         "--url", envvar=configmod.ENV_URL, show_envvar=True, metavar="URL",
         help="Server for every queue, overriding the config: redis://, rediss://, unix://, "
              "redis+cluster://, redis+sentinel://, embedded:[DIR]. Default: the config, "
              f"${configmod.ENV_REDIS_URL}, {configmod.DEFAULT_URL}.")] = None,
-    config: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    config: Annotated[str | None, typer.Option(
         "--config", envvar=configmod.ENV_CONFIG, show_envvar=True, metavar="PATH",
         help="Config file. Default: ./rq-cli.toml, then "
              "$XDG_CONFIG_HOME/rq-cli/config.toml (~/.config/...).")] = None,

@@ -6,10 +6,11 @@ only when a command asks for a queue, so ``--help`` and completion never touch t
 
 from __future__ import annotations
 
+import contextlib
 import os
 from enum import Enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -94,10 +95,8 @@ class State:
 
     def close(self) -> None:
         for client in self._clients.values():
-            try:
+            with contextlib.suppress(Exception):  # closing is best effort
                 client.close()
-            except Exception:  # closing is best effort
-                pass
 
 
 def state(ctx: typer.Context) -> State:
@@ -151,10 +150,10 @@ QueueArg = Annotated[str, typer.Argument(
 QueuesArg = Annotated[list[str], typer.Argument(
     help="One or more queues (config names or key prefixes).",
     autocompletion=complete_queue, show_default=False, metavar="QUEUE...")]
-OptQueuesArg = Annotated[Optional[list[str]], typer.Argument(  # noqa: UP007 (typer)
+OptQueuesArg = Annotated[list[str] | None, typer.Argument(
     help="Queues (config names or key prefixes); default: every queue of the config file.",
     autocompletion=complete_queue, show_default=False, metavar="[QUEUE]...")]
-IdsArg = Annotated[Optional[list[str]], typer.Argument(  # noqa: UP007 (typer)
+IdsArg = Annotated[list[str] | None, typer.Argument(
     help="Item ids; '-' (or no ids with stdin not a terminal) reads ids, or the JSON lines "
          "lease/peek print, from stdin.", show_default=False, metavar="[ID]...")]
 JsonOpt = Annotated[bool, typer.Option(
@@ -164,7 +163,7 @@ RawOpt = Annotated[bool, typer.Option(
     "--raw", help="Print only the bare data of each item, one per line.")]
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Report what would be done, change nothing.")]
-LeaseOpt = Annotated[Optional[float], typer.Option(  # noqa: UP007 (typer)
+LeaseOpt = Annotated[float | None, typer.Option(
     "--lease", min=0.001, max=365 * 86400, metavar="SECONDS", show_default=False,
     help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
 

@@ -10,7 +10,7 @@ used for lines without one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -20,9 +20,9 @@ from ..types import ItemOutcome, ItemRef, LeasedItem
 from . import reading
 from .common import (
     IdsArg,
-    Order,
     JsonOpt,
     LeaseOpt,
+    Order,
     QueueArg,
     QueuesArg,
     State,
@@ -71,7 +71,7 @@ def lease(
 
     wqs = st.queues(queues)
     items = lease_many(wqs, count, lease_seconds=lease_seconds, wait=wait, order=order.value)
-    names = {wq.prefix: name for wq, name in reversed(list(zip(wqs, queues)))}
+    names = {wq.prefix: name for wq, name in reversed(list(zip(wqs, queues, strict=True)))}
     if at_most_once and items:
         items = _complete_leased(wqs, items)
     if not items:
@@ -110,9 +110,9 @@ def fail(
     ctx: typer.Context,
     queue: QueueArg,
     ids: IdsArg = None,
-    error: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    error: Annotated[str | None, typer.Option(
         "--error", help="Why it failed; kept with the item (peek shows it).")] = None,
-    retry_in: Annotated[Optional[float], typer.Option(  # noqa: UP007
+    retry_in: Annotated[float | None, typer.Option(
         "--retry-in", min=0, metavar="SECONDS",
         help="Retry after this long (default: the queue's exponential backoff).")] = None,
     dead: Annotated[bool, typer.Option(

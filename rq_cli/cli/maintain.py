@@ -7,7 +7,7 @@ asks on a terminal and otherwise needs ``--yes``. Both offer ``--dry-run``.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -35,7 +35,7 @@ REQUEUE_COLUMNS = [Column("queue"), Column("to")] + [
 PURGE_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
     "pending", "processing", "delayed", "dead", "strays", "total")] + [
     Column("dry_run", "dry run")]
-SecondsOpt = Optional[float]  # noqa: UP007 (typer)
+SecondsOpt = float | None
 
 
 def clean(
@@ -79,12 +79,12 @@ def requeue_dead(
     queue: QueueArg,
     ids: IdsArg = None,
     every: Annotated[bool, typer.Option("--all", help="Every dead item.")] = False,
-    limit: Annotated[Optional[int], typer.Option(  # noqa: UP007
+    limit: Annotated[int | None, typer.Option(
         "--limit", min=0, metavar="N", help="Only the N oldest dead items.")] = None,
     older_than: Annotated[SecondsOpt, typer.Option(
         "--older-than", min=0, metavar="SECONDS",
         help="Only items dead for longer than this.")] = None,
-    to: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    to: Annotated[str | None, typer.Option(
         "--to", metavar="QUEUE", help="Into this queue (same server) instead.")] = None,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,

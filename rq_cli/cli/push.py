@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -15,7 +16,7 @@ from ..types import NewItem, PushResult
 from . import reading
 from .common import JsonOpt, QueueArg, read_stdin, state
 
-DataArg = Annotated[Optional[list[str]], typer.Argument(  # noqa: UP007 (typer)
+DataArg = Annotated[list[str] | None, typer.Argument(
     help="Items, each a JSON text (any bytes with --raw). '-' (or none, with stdin not a "
          "terminal) reads one item per line from stdin.", show_default=False,
     metavar="[DATA]...")]
@@ -25,7 +26,7 @@ def push(
     ctx: typer.Context,
     queue: QueueArg,
     data: DataArg = None,
-    item_id: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    item_id: Annotated[str | None, typer.Option(
         "--id", help="The item's id (one DATA argument only). Default: a random id.")] = None,
     id_from_data: Annotated[bool, typer.Option(
         "--id-from-data", help="Use the SHA-256 of the data as the id, so equal items "
@@ -35,7 +36,7 @@ def push(
     delay: Annotated[float, typer.Option(
         "--delay", min=0, metavar="SECONDS", help="Make the items due only after this long.")
     ] = 0.0,
-    expire: Annotated[Optional[float], typer.Option(  # noqa: UP007
+    expire: Annotated[float | None, typer.Option(
         "--expire", min=0.001, metavar="SECONDS",
         help="Dead-letter the items (reason expired) if not leased within this long.")] = None,
     with_ids: Annotated[bool, typer.Option(
@@ -62,7 +63,8 @@ def push(
         raise UsageError("--with-ids reads stdin: use '-'")
     if not from_stdin and not data:
         raise UsageError("nothing to push: give DATA arguments, or '-' to read stdin")
-    options = {"id_from_data": id_from_data, "front": front, "delay": delay, "expire": expire}
+    options: dict[str, Any] = {"id_from_data": id_from_data, "front": front, "delay": delay,
+                               "expire": expire}
     wq = st.queue(queue)
     if not from_stdin:
         items = [NewItem(reading.check_data(reading.arg_bytes(d), raw, f"argument {n}"),
@@ -73,12 +75,12 @@ def push(
         tally.finish(table=True)
         return
     stream = reading.stdin_binary()
-    items = (reading.push_objects(stream, raw=raw) if with_ids
-             else reading.push_lines(stream, raw=raw))
+    lines: Iterator[Any] = (reading.push_objects(stream, raw=raw) if with_ids
+                            else reading.push_lines(stream, raw=raw))
     tally = _Tally(queue, out, summary or not out.json)
     with out.progress(f"push {queue}", total=_size(stream)) as bar:
         try:
-            for batch in wq.push_batches(items, **options):
+            for batch in wq.push_batches(lines, **options):
                 tally.add(batch)
                 bar.set(_tell(stream), f"push {queue}: {tally.items} items")
         except BaseException:

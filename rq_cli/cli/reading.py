@@ -19,7 +19,6 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from json.decoder import WHITESPACE, scanstring
 from typing import Any, BinaryIO
 
 from ..errors import BadInputError
@@ -30,7 +29,8 @@ MAX_ID_BYTES = 4096  # the core's limit (queue.MAX_ID_BYTES); checked here to re
 
 
 def stdin_binary() -> BinaryIO:
-    return getattr(sys.stdin, "buffer", sys.stdin)  # type: ignore[return-value]
+    stream: Any = sys.stdin
+    return getattr(stream, "buffer", stream)  # type: ignore[no-any-return]
 
 
 def arg_bytes(arg: str) -> bytes:
@@ -69,7 +69,7 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
     """Items of ``push -``: each non-blank line, validated as JSON unless ``raw``."""
     check = check_json
     number = 0
-    for number, line in enumerate(stream, 1):  # noqa: B007 (number is used after errors)
+    for number, line in enumerate(stream, 1):
         if line[-1:] == b"\n":
             line = line[:-1]
             if line[-1:] == b"\r":
@@ -194,7 +194,9 @@ def _reject_constant(name: str) -> None:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-_ws = WHITESPACE.match
+# json.decoder's own helpers (public names, missing from typeshed)
+_ws: Any = json.decoder.WHITESPACE.match  # type: ignore[attr-defined]
+scanstring: Any = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 def split_object(text: str) -> dict[str, tuple[Any, str]]:
@@ -203,7 +205,7 @@ def split_object(text: str) -> dict[str, tuple[Any, str]]:
     Raises ValueError (JSONDecodeError) like ``json.loads`` for anything that is not one
     JSON object. The source text lets ``push --with-ids`` store data exactly as written.
     """
-    scan = _DECODER.scan_once
+    scan = _DECODER.scan_once  # type: ignore[attr-defined]
     i = _ws(text, 0).end()
     if text[i:i + 1] != "{":
         raise json.JSONDecodeError('expected a JSON object {"id": ..., "data": ...}', text, i)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,7 +13,7 @@ from .common import JsonOpt, State, state
 server_app = typer.Typer(name="server", help="Manage the embedded server (--url embedded:DIR).",
                          no_args_is_help=True, rich_markup_mode=None)
 
-DirArg = Annotated[Optional[str], typer.Argument(  # noqa: UP007 (typer)
+DirArg = Annotated[str | None, typer.Argument(
     help="The server's data directory. Default: DIR of an embedded: URL given by --url or "
          "the config, else ./.rq-cli.", show_default=False, metavar="[DIR]")]
 
