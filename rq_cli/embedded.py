@@ -188,7 +188,7 @@ def server_args(binary: str, data_dir: Path) -> list[str]:
         "unixsocketperm": 700,
         "dir": str(data_dir),
         "appendonly": "yes",
-        "appendfsync": "everysec",
+        "appendfsync": "always",  # an acknowledged push is on disk: a queue must not lose work
         "save": "",
         "daemonize": "yes",
         "pidfile": str(data_dir / PID_NAME),
