@@ -12,7 +12,6 @@ redis nor rich, and tomllib only when a file is actually read.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -292,6 +291,8 @@ class _Validator:
                 allowed: tuple[str, ...]) -> None:
         for key in data:
             if key not in allowed:
+                import difflib
+
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else \
                     f"; valid keys: {', '.join(allowed)}"
@@ -352,9 +353,9 @@ class _Locator:
     tell (a key inside a multi-line value, an inline table) it falls back to the table header.
     """
 
-    _HEADER = re.compile(r"\s*\[(?!\[)\s*(.+?)\s*\]\s*(#.*)?$")
-    _KEY = re.compile(r"""\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)"""
-                      r"""(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
+    _HEADER = r"\s*\[(?!\[)\s*(.+?)\s*\]\s*(#.*)?$"
+    _KEY = (r"""\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)"""
+            r"""(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
 
     def __init__(self, text: str) -> None:
         self.lines = text.splitlines()
@@ -363,7 +364,7 @@ class _Locator:
         current: tuple[str, ...] = ()
         header_line = None
         for number, line in enumerate(self.lines, 1):
-            header = self._HEADER.match(line)
+            header = re.match(self._HEADER, line)
             if header:
                 current = _split_dotted(header.group(1))
                 if current == table:
@@ -371,7 +372,7 @@ class _Locator:
                     if key is None:
                         return number
                 continue
-            assign = self._KEY.match(line)
+            assign = re.match(self._KEY, line)
             if assign and key is not None:
                 path = current + _split_dotted(assign.group(1))
                 if path == (*table, key):

@@ -155,13 +155,13 @@ def epoch(seconds: float | None) -> float | None:
 
 # -- human formats (tables) --------------------------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = r"[\x00-\x1f\x7f-\x9f]"  # compiled (and cached) by re on first use
 PREVIEW_CHARS = 200
 
 
 def _escape_control(text: str) -> str:
     """Make control characters (ESC, CR, ...) visible, so a payload cannot drive the terminal."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return re.sub(_CONTROL, lambda m: repr(m.group())[1:-1], text)
 
 
 def human_data(data: bytes | None) -> str:

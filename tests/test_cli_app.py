@@ -24,8 +24,9 @@ def all_commands():
 
     def walk(command, path):
         yield path, command
-        for name, sub in getattr(command, "commands", {}).items():
-            yield from walk(sub, (*path, name))
+        ctx = typer.Context(command)
+        for name in getattr(command, "list_commands", lambda ctx: [])(ctx):
+            yield from walk(command.get_command(ctx, name), (*path, name))
 
     return list(walk(root, ()))
 
@@ -199,4 +200,38 @@ def test_help_and_version_import_neither_redis_nor_rich(args):
 def test_push_does_not_import_rich(server_url, r):
     mods = imported_modules(["--url", server_url, "push", "q", "{}"])
     assert "redis" in mods and "rich" not in mods
+    assert "pydantic" not in mods  # cli/fastparams.py: plain parameters skip Typer's adapters
     assert r.llen("q:queue") == 1
+
+
+# -- cli/fastparams.py: the light converters behave like Typer's -----------------------------
+@pytest.mark.parametrize("args, message", [
+    (("lease", "q", "--lease", "abc"), "'abc' is not a number"),
+    (("lease", "q", "--lease", "0"), "not in the range 0.001<=x"),
+    (("lease", "q", "--count", "1.5"), "'1.5' is not an integer"),
+    (("lease", "q", "--wait", "nan"), "not a finite number"),
+    (("lease", "q", "--order", "sideways"), "is not one of 'strict', 'fair'"),
+    (("peek", "q", "--state", "gone"), "is not one of 'pending'"),
+])
+def test_bad_option_values_are_usage_errors(cli, args, message):
+    run = cli(*args)
+    assert run.exit_code == 2
+    assert "Invalid value" in run.stderr and message in run.stderr
+
+
+def test_bool_from_the_environment(cli):
+    cli("push", "q", "{}")
+    assert cli("stats", "q", tty=True, env={"RQ_CLI_JSON": "yes"}).one["pending"] == 1
+    assert not cli("stats", "q", tty=True, env={"RQ_CLI_JSON": "0"}).stdout.startswith("{")
+    assert cli("stats", "q", env={"RQ_CLI_JSON": "perhaps"}).exit_code == 2
+
+
+def test_commands_are_built_lazily():
+    command = typer.main.get_command(app)
+    assert dict.__getitem__(command.commands, "purge") is None  # not built yet
+    assert command.commands["purge"].name == "purge"
+    assert list(command.commands) == sorted(command.commands, key=list(EXPECTED_ORDER).index)
+
+
+EXPECTED_ORDER = ("push", "lease", "complete", "fail", "extend", "stats", "peek", "queues",
+                  "clean", "requeue-dead", "purge", "pause", "resume", "config", "server")

@@ -5,6 +5,6 @@ Modules by command family: push, leasing (lease/complete/fail/extend), inspect (
 queues), maintain (clean/requeue-dead/purge/pause/resume), config_cmd, server_cmd.
 """
 
-from .app import app, main
+from .root import app, main
 
 __all__ = ["app", "main"]

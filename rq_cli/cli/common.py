@@ -149,13 +149,13 @@ QueueArg = Annotated[str, typer.Argument(
     autocompletion=complete_queue, show_default=False, metavar="QUEUE")]
 QueuesArg = Annotated[list[str], typer.Argument(
     help="One or more queues (config names or key prefixes).",
-    autocompletion=complete_queue, show_default=False, metavar="QUEUE...")]
+    autocompletion=complete_queue, show_default=False, metavar="QUEUE")]
 OptQueuesArg = Annotated[list[str] | None, typer.Argument(
     help="Queues (config names or key prefixes); default: every queue of the config file.",
-    autocompletion=complete_queue, show_default=False, metavar="[QUEUE]...")]
+    autocompletion=complete_queue, show_default=False, metavar="QUEUE")]
 IdsArg = Annotated[list[str] | None, typer.Argument(
     help="Item ids; '-' (or no ids with stdin not a terminal) reads ids, or the JSON lines "
-         "lease/peek print, from stdin.", show_default=False, metavar="[ID]...")]
+         "lease/peek print, from stdin.", show_default=False, metavar="ID")]
 JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print JSON lines even on a terminal.", envvar=configmod.ENV_JSON,
     show_envvar=True)]

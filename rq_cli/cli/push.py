@@ -19,7 +19,7 @@ from .common import JsonOpt, QueueArg, read_stdin, state
 DataArg = Annotated[list[str] | None, typer.Argument(
     help="Items, each a JSON text (any bytes with --raw). '-' (or none, with stdin not a "
          "terminal) reads one item per line from stdin.", show_default=False,
-    metavar="[DATA]...")]
+    metavar="DATA")]
 
 
 def push(
@@ -27,7 +27,8 @@ def push(
     queue: QueueArg,
     data: DataArg = None,
     item_id: Annotated[str | None, typer.Option(
-        "--id", help="The item's id (one DATA argument only). Default: a random id.")] = None,
+        "--id", metavar="ID",
+        help="The item's id (one DATA argument only). Default: a random id.")] = None,
     id_from_data: Annotated[bool, typer.Option(
         "--id-from-data", help="Use the SHA-256 of the data as the id, so equal items "
                                "collapse into one.")] = False,

@@ -15,7 +15,7 @@ server_app = typer.Typer(name="server", help="Manage the embedded server (--url 
 
 DirArg = Annotated[str | None, typer.Argument(
     help="The server's data directory. Default: DIR of an embedded: URL given by --url or "
-         "the config, else ./.rq-cli.", show_default=False, metavar="[DIR]")]
+         "the config, else ./.rq-cli.", show_default=False, metavar="DIR")]
 
 
 def _directory(st: State, directory: str | None) -> str:
