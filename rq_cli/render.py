@@ -193,7 +193,8 @@ def human_time(at: float | None, now: float | None = None) -> str:
     if at is None:
         return "-"
     now = time.time() if now is None else now
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    same_day = time.localtime(at)[:3] == time.localtime(now)[:3]
+    stamp = time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", time.localtime(at))
     delta = at - now
     relative = f"in {human_duration(delta)}" if delta >= 0 else f"{human_duration(-delta)} ago"
     return f"{stamp} ({relative})"

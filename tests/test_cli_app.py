@@ -235,3 +235,27 @@ def test_commands_are_built_lazily():
 
 EXPECTED_ORDER = ("push", "lease", "complete", "fail", "extend", "stats", "peek", "queues",
                   "clean", "requeue-dead", "purge", "pause", "resume", "config", "server")
+
+
+def test_url_from_the_environment(cli, server_url):
+    assert cli("push", "q", "{}", url=None, env={"RQ_CLI_URL": server_url}).exit_code == 0
+    shown = cli("config", "show", url=None, env={"RQ_CLI_URL": server_url}).one
+    assert shown["url"] == server_url
+    assert cli("stats", "q", url=None, env={"REDIS_URL": server_url}).one["pending"] == 1
+
+
+def test_password_in_environment_url_is_masked(cli):
+    url = f"redis://:envpass@127.0.0.1:{free_port()}/0"
+    run = cli("stats", "q", url=None, env={"RQ_CLI_URL": url})
+    assert run.exit_code == 69 and "envpass" not in run.stderr
+
+
+def test_queue_names_complete_from_the_config(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rq-cli.toml").write_text("[queues.emails]\n[queues.events]\n[queues.sms]\n")
+    env = {"_RQ_CLI_COMPLETE": "complete_bash", "COMP_WORDS": "rq-cli push e",
+           "COMP_CWORD": "2", "RQ_CLI_CONFIG": None, "XDG_CONFIG_HOME": str(tmp_path)}
+    result = CliRunner().invoke(app, [], env=env, prog_name="rq-cli")
+    assert result.stdout.split() == ["emails", "events"]

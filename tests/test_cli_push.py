@@ -190,3 +190,20 @@ def test_push_progress_bar_only_on_a_terminal(cli, r):
     shown = cli("push", "q", "-", input="1\n", stderr_tty=True)
     assert shown.exit_code == 0
     assert shown.json[0]["added"] is True
+
+
+def test_push_server_killed_part_way(cli, make_server):
+    import threading
+
+    server = make_server()
+    lines = "".join(f'{{"n": {i}}}\n' for i in range(300_000)).encode()
+    killer = threading.Timer(0.3, server.kill)
+    killer.start()
+    try:
+        run = cli("push", "q", "--id-from-data", "--summary", "-", input=lines, url=server.url)
+    finally:
+        killer.cancel()
+    assert run.exit_code == 69, run
+    assert "cannot connect" in run.stderr or "Connection" in run.stderr
+    assert "confirmed before the error" in run.stderr
+    assert run.stderr.count("\n") == 2  # the count, then the error: one line each

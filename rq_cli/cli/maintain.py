@@ -165,7 +165,8 @@ def purge(
 def _confirm(st: State, queue: str, which: str, preview: PurgeReport) -> bool:
     counts = ", ".join(f"{getattr(preview, k)} {k}" for k in (
         "pending", "processing", "delayed", "dead", "strays") if getattr(preview, k))
-    return typer.confirm(f"Delete {preview.total} items of queue {queue} ({counts})?",
+    items = "item" if preview.total == 1 else "items"
+    return typer.confirm(f"Delete {preview.total} {items} of queue {queue} ({counts})?",
                          default=False, err=True)
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import UsageError
+from ..errors import BadInputError, UsageError
 from ..render import Column, Output
 from ..types import NewItem, PushResult
 from . import reading
@@ -84,10 +84,16 @@ def push(
             for batch in wq.push_batches(lines, **options):
                 tally.add(batch)
                 bar.set(_tell(stream), f"push {queue}: {tally.items} items")
+        except BadInputError:
+            # exact: everything before the bad line was stored and printed, nothing after
+            out.message(f"rq-cli: push: {tally.describe()} before the bad line; "
+                        f"nothing after it")
+            raise
         except BaseException:
-            if tally.items:
-                out.message(f"rq-cli: push: {tally.describe()} before the error; "
-                            f"nothing after it")
+            # the server went away or Ctrl-C: batches in flight may or may not have landed
+            out.message(f"rq-cli: push: {tally.describe()} and confirmed before the error "
+                        f"(a batch in flight may also have been stored; re-run with ids or "
+                        f"--id-from-data to add the rest without duplicates)")
             raise
     tally.finish(table=False)
 

@@ -95,8 +95,10 @@ def scrub(text: str, st: State | None) -> str:
     from ..connect import mask_url, url_password
 
     secrets = list(st.secrets) if st else []
-    for url in (st.urls_used if st else []) + ([st.url] if st and st.url else []):
-        secrets.append(url_password(url) or "")
+    urls = [os.environ.get(configmod.ENV_URL, ""), os.environ.get(configmod.ENV_REDIS_URL, "")]
+    urls += (st.urls_used + [st.url or ""]) if st else []
+    for url in urls:
+        secrets.append(url_password(url) or "" if url else "")
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", lambda m: mask_url(m.group(0)), text)
@@ -159,6 +161,8 @@ def root(
     if isinstance(injected, State):
         ctx.obj = injected
         return
+    if getattr(ctx.get_parameter_source("url"), "name", "") == "ENVIRONMENT":
+        url = None  # config resolution reads $RQ_CLI_URL itself (and says so in config show)
     st = State(url=url, config_path=config, no_config=no_config, raw_prefix=prefix,
                as_json=as_json, terminal=injected if isinstance(injected, Terminal) else None)
     ctx.obj = st
