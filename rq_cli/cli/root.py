@@ -96,7 +96,7 @@ def scrub(text: str, st: State | None) -> str:
 
     secrets = list(st.secrets) if st else []
     urls = [os.environ.get(configmod.ENV_URL, ""), os.environ.get(configmod.ENV_REDIS_URL, "")]
-    urls += (st.urls_used + [st.url or ""]) if st else []
+    urls += [*st.urls_used, st.url or ""] if st else []
     for url in urls:
         secrets.append(url_password(url) or "" if url else "")
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
