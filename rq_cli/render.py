@@ -12,8 +12,9 @@ Payload data (``bytes``) is written as follows, everywhere:
   JSON under ``"data"`` (a line break, which valid JSON can only have as whitespace, becomes a
   space so the output stays one object per line);
 - other valid UTF-8: a JSON string under ``"data"``;
-- not UTF-8: ``"data": null`` is *not* used; the bytes are base64 under ``"data_b64"``
-  instead of ``"data"``, so nothing is lost (``push --with-ids`` reads ``data_b64`` back);
+- not UTF-8: base64 under ``"data_b64"`` instead of ``"data"``, so nothing is lost
+  (``push --with-ids`` reads ``data_b64`` back);
+- no data at all (``peek`` of a ghost: an id whose data key is gone): ``"data": null``;
 - ``--raw``: the bare bytes, one item per line.
 
 Whether stdout/stderr/stdin are terminals is decided by a :class:`Terminal`, which tests
