@@ -1,17 +1,15 @@
 """Finding queues on a server by SCAN, for ``stats --discover`` and ``queues``.
 
-ADAPTER: this is the one piece of Redis logic in ``cli/``, kept here until the core offers
-``discover_queues(client) -> list[str]`` (requested); it only reads. A prefix is
-recognised by one of its marker keys (``keys.DISCOVERY_SUFFIXES``). SCAN is filtered by
-key TYPE on the server, so the (usually millions of) item strings never cross the wire; the
-walk is bounded per call (COUNT) like every bulk read.
+Read-only. A prefix is recognised by one of its marker keys (``keys.DISCOVERY_SUFFIXES``).
+SCAN is filtered by key TYPE on the server, so the (usually millions of) item strings never
+cross the wire; the walk is bounded per call (COUNT) like every bulk read.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..keys import DISCOVERY_SUFFIXES
+from .keys import DISCOVERY_SUFFIXES
 
 # (SCAN TYPE, suffixes of that type)
 _BY_TYPE = (
@@ -22,7 +20,7 @@ _BY_TYPE = (
 assert {s for _, group in _BY_TYPE for s in group} == set(DISCOVERY_SUFFIXES)
 
 
-def discover(client: Any) -> list[str]:
+def discover_queues(client: Any) -> list[str]:
     """Prefixes of the queues on the server behind ``client``, sorted."""
     found: set[str] = set()
     for key_type, suffixes in _BY_TYPE:

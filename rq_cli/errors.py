@@ -21,6 +21,7 @@ class ExitCode(enum.IntEnum):
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
     CONFIG = 78  # config file error (EX_CONFIG)
+    BROKEN_PIPE = 141  # stdout was closed early (``| head``): silent, like any Unix tool
     INTERRUPTED = 130  # Ctrl-C
 
 

@@ -16,10 +16,11 @@ import os
 import random
 import socket
 import time
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cache
 from importlib import resources
 from itertools import islice
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from .errors import ClusterError, UsageError
 from .keys import LAYOUTS, Keys, has_hash_tag
@@ -57,7 +58,7 @@ STATES = ("pending", "processing", "delayed", "dead")
 PURGE_STATES = (*STATES, "all")
 
 
-@lru_cache(maxsize=None)
+@cache
 def script_source(name: str) -> str:
     """The Lua source of script ``name``, with the common prelude in front."""
     lua = resources.files("rq_cli") / "lua"
@@ -102,7 +103,7 @@ def _now_arg(now_ms: int | None) -> str:
 
 
 def _ms(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 def _s(ms: int | float) -> float:
@@ -238,15 +239,15 @@ class WorkQueue:
             for args in pairs:
                 self._run("push", head + args, now_ms, client=pipe)
             replies = pipe.execute()
-        for args, flags in zip(pairs, replies):
+        for args, flags in zip(pairs, replies, strict=True):
             text = _text(flags) or ""
             yield [PushResult(args[2 * i], flag == "1") for i, flag in enumerate(text)]
 
     # -- lease ---------------------------------------------------------------------------
-    def _lease_once(self, count: int, lease_ms: int, now_ms: int | None
-                    ) -> tuple[list[LeasedItem], bool, int]:
-        reply = self._run("lease", [count, lease_ms, self.session, self.options.max_attempts],
-                          now_ms)
+    def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
+                    at_most_once: bool = False) -> tuple[list[LeasedItem], bool, int]:
+        reply = self._run("lease", [count, lease_ms, self.session, self.options.max_attempts,
+                                    "1" if at_most_once else "0"], now_ms)
         paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
         items = [
             LeasedItem(self.prefix, _text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
@@ -256,18 +257,19 @@ class WorkQueue:
         return items, paused, next_due
 
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
-              now_ms: int | None = None) -> list[LeasedItem]:
+              at_most_once: bool = False, now_ms: int | None = None) -> list[LeasedItem]:
         """Lease up to ``count`` items; wait up to ``wait`` seconds for the first one.
 
         Returns [] when nothing is available in time or the queue is paused. Waiting blocks
         on the queue without taking from it (BLMOVE P:queue P:queue), then leases atomically,
-        so no id ever sits in processing without a lease.
+        so no id ever sits in processing without a lease. ``at_most_once`` completes each
+        item in the same step: it is never handed out again, even if this worker dies.
         """
         lease_ms = self._lease_ms(lease_seconds)
         _check_count(count)
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
-            items, paused, next_due = self._lease_once(count, lease_ms, now_ms)
+            items, paused, next_due = self._lease_once(count, lease_ms, now_ms, at_most_once)
             remaining = deadline - time.monotonic()
             if items or remaining <= 0:
                 return items
@@ -306,7 +308,7 @@ class WorkQueue:
                 args.append(ref.id)
                 args.append(ref.session or "")
             reply = self._run(name, args, now_ms)
-            out.extend(_text(reply) if isinstance(reply, bytes) else reply)
+            out.extend(reply.decode() if isinstance(reply, bytes) else reply)
         return out
 
     def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
@@ -316,7 +318,7 @@ class WorkQueue:
         items = self._ref_args(refs)
         codes = self._per_batch(items, "complete", [], now_ms)
         names = {"C": "completed", "M": "missing", "X": "conflict"}
-        return [ItemOutcome(ref.id, names[code]) for ref, code in zip(items, codes)]  # type: ignore[arg-type]
+        return [ItemOutcome(ref.id, names[code]) for ref, code in zip(items, codes, strict=True)]  # type: ignore[arg-type]
 
     def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
@@ -458,7 +460,7 @@ class WorkQueue:
             k = self.keys
             pipe = self.client.pipeline(transaction=False)
             pipe.llen(k.queue).llen(k.processing).zcard(k.delayed).zcard(k.dead)
-            counts = dict(zip(STATES, pipe.execute()))
+            counts = dict(zip(STATES, pipe.execute(), strict=True))
             for s in states:
                 setattr(report, s, int(counts[s]))
             if state == "all":
@@ -562,7 +564,8 @@ def _server_ms(client: Any) -> int:
 
 
 def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: float | None = None,
-               wait: float = 0.0, order: str = "strict") -> list[LeasedItem]:
+               wait: float = 0.0, order: str = "strict", at_most_once: bool = False,
+               ) -> list[LeasedItem]:
     """Lease from several queues: ``strict`` takes from the first non-empty queue in the
     given order, ``fair`` tries them in a random order each time. All items returned come
     from one queue. Waits up to ``wait`` seconds, polling the queues in turn."""
@@ -571,7 +574,8 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
     if not queues:
         raise UsageError("no queue to lease from")
     if len(queues) == 1:
-        return queues[0].lease(count, lease_seconds=lease_seconds, wait=wait)
+        return queues[0].lease(count, lease_seconds=lease_seconds, wait=wait,
+                               at_most_once=at_most_once)
     _check_count(count)
     deadline = time.monotonic() + max(wait, 0.0)
     while True:
@@ -579,7 +583,7 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         if order == "fair":
             random.shuffle(ordered)
         for q in ordered:
-            items, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None)
+            items, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None, at_most_once)
             if items:
                 return items
         remaining = deadline - time.monotonic()

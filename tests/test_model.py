@@ -79,7 +79,7 @@ class QueueModel(RuleBasedStateMachine):
             items.append(NewItem(f"{i}-{self.serial}".encode(), i))
         results = self.q.push(items, delay=delay / 1000, front=front, now_ms=self.now)
         added = []
-        for item, res in zip(items, results):
+        for item, res in zip(items, results, strict=True):
             expect = item.id not in self.data
             assert res.added == expect, (item.id, res)
             if expect:

@@ -287,7 +287,7 @@ def test_fail_retries_with_exponential_backoff_and_keeps_the_error(r):
         q.promote_for_test = None
         # make it due now
         r.zadd(q.keys.delayed, {"a": T0})
-    for delay, base in zip(delays, (2, 4, 8)):
+    for delay, base in zip(delays, (2, 4, 8), strict=True):
         assert base * 0.75 <= delay <= base * 1.25
     assert q.peek("delayed")[0].error == "boom"
 
@@ -467,7 +467,7 @@ def test_requeue_dead_by_id_all_limit_and_age(q, r):
     assert q.requeue_dead(["new2", "nope"]).missing == 1
     assert q.requeue_dead(limit=5).ids == ["new1"]
     assert r.zcard(q.keys.dead) == 0 and r.llen(q.keys.queue) == 4
-    item = [i for i in q.lease(4) if i.id == "old1"][0]
+    item = next(i for i in q.lease(4) if i.id == "old1")
     assert item.data == b"old1" and item.attempt == 1  # attempts start afresh
 
 
@@ -606,8 +606,8 @@ def test_the_core_imports_neither_typer_nor_rich():
     import subprocess
     import sys
 
-    code = ("import sys, rq_cli.queue, rq_cli.deep; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'rich', 'click')))")
+    code = ("import sys, rq_cli.queue, rq_cli.deep; print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('typer', 'rich', 'click')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -622,3 +622,13 @@ def test_lua_and_keys_agree_on_key_names(q, r):
             q.keys.leases} == names
     q.fail(["a"], dead=True)
     assert r.exists(q.keys.dead_item("a"), q.keys.dead, q.keys.dead_info) == 3
+
+
+def test_lease_at_most_once_completes_in_the_same_step(q, r):
+    q.push([NewItem(b"x", "a"), NewItem(b"y", "b")])
+    (item,) = q.lease(at_most_once=True)
+    assert (item.id, item.data, item.attempt) == ("a", b"x", 1)
+    assert not r.exists(q.keys.item("a")) and r.llen(q.keys.processing) == 0
+    assert q.complete(["a"])[0].outcome == "missing"  # it is never handed out again
+    assert q.stats().counters["completed"] == 1
+    assert [i.id for i in lease_many([q], at_most_once=True)] == ["b"]

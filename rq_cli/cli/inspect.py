@@ -54,7 +54,7 @@ def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, Wor
         seen = {(id(wq.client), wq.prefix) for _, wq in targets}
         for url, password in st.servers():
             client = st.client(url, password)
-            from .discover import discover as find
+            from ..discover import discover_queues as find
 
             for prefix in find(client):
                 if (id(client), prefix) not in seen:
@@ -136,7 +136,7 @@ def queues(
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
     if discover:
-        from .discover import discover as find
+        from ..discover import discover_queues as find
 
         for url, password in st.servers():
             for prefix in find(st.client(url, password)):

@@ -70,10 +70,9 @@ def lease(
     from ..queue import lease_many
 
     wqs = st.queues(queues)
-    items = lease_many(wqs, count, lease_seconds=lease_seconds, wait=wait, order=order.value)
+    items = lease_many(wqs, count, lease_seconds=lease_seconds, wait=wait, order=order.value,
+                       at_most_once=at_most_once)
     names = {wq.prefix: name for wq, name in reversed(list(zip(wqs, queues, strict=True)))}
-    if at_most_once and items:
-        items = _complete_leased(wqs, items)
     if not items:
         raise NothingToDo(f"nothing to lease from {', '.join(queues)}"
                           f"{f' within {wait:g} s' if wait else ''} (empty, paused, or "
@@ -87,14 +86,6 @@ def lease(
 def _lease_row(name: str, item: LeasedItem) -> dict[str, Any]:
     return {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt,
             "lease_expires_at": item.lease_expires_at, "session": item.session}
-
-
-def _complete_leased(wqs: list[Any], items: list[LeasedItem]) -> list[LeasedItem]:
-    """--at-most-once: complete what was just leased; hand out only what this call completed."""
-    wq = next(q for q in wqs if q.prefix == items[0].queue)
-    done = wq.complete([ItemRef(i.id, i.session) for i in items])
-    completed = {o.id for o in done if o.outcome == "completed"}
-    return [i for i in items if i.id in completed]
 
 
 def complete(ctx: typer.Context, queue: QueueArg, ids: IdsArg = None,

@@ -29,10 +29,6 @@ from ..render import Terminal, debug_enabled, message
 from . import config_cmd, fastparams, inspect, leasing, maintain, push, server_cmd
 from .common import JsonOpt, State
 
-#: A closed stdout (``rq-cli peek q | head -1``): 128 + SIGPIPE, what a shell reports for
-#: a process killed by it. (Requested as ExitCode.BROKEN_PIPE in rq_cli.errors.)
-BROKEN_PIPE = 141
-
 
 class RqGroup(TyperGroup):
     """The root command group: maps every exception of a command to a message and exit code.
@@ -69,7 +65,7 @@ def report(exc: BaseException, st: State | None = None) -> int:
     """Print the one-line message for ``exc`` on stderr; return the exit code."""
     if isinstance(exc, BrokenPipeError):
         _silence_stdout()
-        return BROKEN_PIPE
+        return ExitCode.BROKEN_PIPE
     if isinstance(exc, KeyboardInterrupt):
         message("rq-cli: interrupted")
         return ExitCode.INTERRUPTED

@@ -4,6 +4,8 @@
 -- id whose lease is held is dropped; expired items and items that have used max_attempts
 -- are dead-lettered.
 -- ARGV[4] count   ARGV[5] lease ms   ARGV[6] session   ARGV[7] max_attempts (0 = unlimited)
+-- ARGV[8] "1" = at most once: complete each item as it is taken (its data is returned and
+--         the item deleted in the same step; a worker that dies loses the job, by request)
 -- Returns {status, lease_deadline_ms, next_due_ms, id1, data1, attempt1, id2, ...}
 --   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
 if redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1} end
@@ -11,6 +13,7 @@ local want = tonumber(ARGV[4])
 local ms = tonumber(ARGV[5])
 local session = ARGV[6]
 local max_attempts = tonumber(ARGV[7])
+local at_most_once = ARGV[8] == '1'
 promote_due(1000)
 local out = {0, NOW + ms, -1}
 local taken = 0
@@ -30,6 +33,15 @@ while taken < want and budget > 0 do
       dead_letter(id, 'expired')
     elseif exhausted(id, max_attempts) then
       dead_letter(id, 'max_attempts')
+    elseif at_most_once then
+      local attempt = (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) + 1
+      redis.call('DEL', item_key(id))
+      drop_meta(id)
+      count('completed', 1)
+      taken = taken + 1
+      out[#out + 1] = id
+      out[#out + 1] = data
+      out[#out + 1] = attempt
     else
       local attempt = redis.call('HINCRBY', K_ATTEMPTS, id, 1)
       redis.call('LPUSH', K_PROCESSING, id)
