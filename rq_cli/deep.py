@@ -11,7 +11,8 @@ ids stray both times are confirmed. Every server call handles a bounded batch.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
