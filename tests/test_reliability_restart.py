@@ -1,0 +1,387 @@
+"""Reliability: the server crashes, restarts or hangs (issue 5).
+
+- :func:`test_acknowledged_pushes_survive_server_sigkill_with_aof`: with ``appendonly yes``
+  and ``appendfsync always``, every push acknowledged before a SIGKILL of the server is
+  there after the restart, with its data; the batch in flight is all or nothing; the same
+  client works again after the restart.
+- :func:`test_commands_fail_fast_while_the_server_is_down`: every command run while the
+  server is down exits 69 within seconds with one line on stderr, and works after restart.
+- :func:`test_commands_give_up_on_a_hung_server`: a server that accepts connections but
+  never answers (SIGSTOP) makes commands exit 69 in bounded time, not hang.
+- :func:`test_bulk_push_killed_part_way_resumes_without_duplicates`: ``rq-cli push q -``
+  from a big file whose server is killed part-way exits 69, says on stderr how many items
+  were stored (and those are there after the restart), and re-running the same input with
+  ``--id-from-data`` or ``--with-ids`` stores the rest without duplicates.
+
+The CLI runs as ``python -m rq_cli`` in a subprocess, with pipes, as a script would run it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rq_cli.connect import connect
+from rq_cli.keys import Keys
+from rq_cli.queue import WorkQueue
+from rq_cli.servers import ServerProcess
+from rq_cli.types import NewItem
+
+MakeServer = Callable[..., ServerProcess]
+AOF = {"appendonly": "yes", "appendfsync": "always"}
+
+
+def rq(url: str, *args: str, stdin: bytes | None = None, stdin_file: Path | None = None,
+       timeout: float = 60.0) -> subprocess.CompletedProcess[bytes]:
+    """Run ``python -m rq_cli --url URL --no-config ARGS`` with pipes; bounded in time."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RQ_CLI_", "REDIS_URL"))}
+    cmd = [sys.executable, "-m", "rq_cli", "--url", url, "--no-config", *args]
+    if stdin_file is not None:
+        with open(stdin_file, "rb") as f:
+            return subprocess.run(cmd, stdin=f, capture_output=True, timeout=timeout, env=env)
+    return subprocess.run(cmd, input=stdin if stdin is not None else b"", capture_output=True,
+                          timeout=timeout, env=env)
+
+
+PUSH_COUNT = re.compile(r"^rq-cli: push: \d+ items stored")
+
+
+def one_line_error(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """The error of a failed command: one line starting with 'rq-cli: ', no traceback.
+
+    ``push -`` first says how many items it stored (on purpose, even 0): that line is allowed.
+    """
+    err = proc.stderr.decode()
+    lines = [line for line in err.splitlines() if not PUSH_COUNT.match(line)]
+    assert len(lines) == 1 and lines[0].startswith("rq-cli: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# =============================================================================================
+# 2. Server SIGKILL and restart with AOF
+# =============================================================================================
+CYCLES = 3
+
+
+@pytest.mark.timeout(90)
+def test_acknowledged_pushes_survive_server_sigkill_with_aof(make_server: MakeServer) -> None:
+    srv = make_server(**AOF)
+    client = connect(srv.url, timeout=2.0)  # the CLI's own client options (retry once)
+    wq = WorkQueue(client, "aof")
+    k = wq.keys
+    rng = random.Random(5)
+    acked: dict[str, bytes] = {}
+    in_doubt: list[list[str]] = []
+    serial = 0
+
+    for cycle in range(CYCLES):
+        stop = threading.Event()
+        failure: list[BaseException] = []
+
+        def pusher(cycle: int, stop: threading.Event, failure: list[BaseException]) -> None:
+            nonlocal serial
+            deadline = time.monotonic() + 20.0
+            while not stop.is_set() and time.monotonic() < deadline:
+                batch = []
+                for _ in range(rng.randint(1, 300)):  # at most one script call
+                    serial += 1
+                    item_id = f"c{cycle}-{serial:07d}"
+                    batch.append(NewItem(f'{{"n":{serial}}}'.encode(), item_id))
+                try:
+                    results = wq.push(batch)
+                except Exception as exc:  # the server went away: this batch is in doubt
+                    in_doubt.append([i.id for i in batch])
+                    failure.append(exc)
+                    return
+                assert all(p.added for p in results)
+                acked.update((i.id, i.data) for i in batch)
+
+        before = len(acked)
+        thread = threading.Thread(target=pusher, args=(cycle, stop, failure), daemon=True)
+        thread.start()
+        time.sleep(rng.uniform(0.3, 0.8))
+        srv.kill()  # SIGKILL: no shutdown, no final AOF rewrite
+        thread.join(10)
+        assert not thread.is_alive(), "the pusher hangs on a dead server"
+        assert failure, "the pusher never noticed the server died"
+        assert len(acked) > before + 100, "too few pushes acknowledged to mean anything"
+
+        srv.start()  # same port, same directory: the AOF is replayed
+        # The same client (and WorkQueue) works again after the restart.
+        assert wq.push([NewItem(b'"probe"', f"probe-{cycle}")])[0].added
+        assert wq.complete([f"probe-{cycle}"])[0].outcome == "completed"
+
+        stored_ids = {key[k.item_key_offset:].decode()
+                      for key in client.scan_iter(match=k.item_pattern, count=1000)}
+        missing = [i for i in acked if i not in stored_ids]
+        assert not missing, f"{len(missing)} acknowledged pushes lost, e.g. {missing[:3]}"
+        pipe = client.pipeline(transaction=False)
+        for item_id in acked:
+            pipe.get(k.item(item_id))
+        assert pipe.execute() == list(acked.values()), "stored data differs from pushed data"
+        doubt = in_doubt[-1]
+        kept = [i for i in doubt if i in stored_ids]
+        assert len(kept) in (0, len(doubt)), \
+            f"a batch (one script) was half applied: {len(kept)} of {len(doubt)} stored"
+        if kept:
+            acked.update((i, client.get(k.item(i))) for i in kept)
+        # Lists and counters agree with the items: nothing duplicated, nothing unlisted.
+        queue = client.lrange(k.queue, 0, -1)
+        assert len(queue) == len(set(queue)) == len(stored_ids) == len(acked)
+        assert {q.decode() for q in queue} == stored_ids
+        pushed = int(client.hget(k.counters, "pushed"))
+        assert pushed == len(acked) + cycle + 1  # + the probes, completed since
+
+    print(f"\n{len(acked)} items pushed over {CYCLES} server kills; in-doubt batches "
+          f"{[len(d) for d in in_doubt]}, kept {sum(1 for d in in_doubt for i in d if i in acked)}")
+    client.close()
+
+
+# Every command, while the server is down; (args, stdin).
+DOWN_COMMANDS: list[tuple[list[str], bytes | None]] = [
+    (["push", "q", '{"a": 1}'], None),
+    (["push", "q", "-"], b'{"a": 1}\n{"a": 2}\n'),
+    (["lease", "q"], None),
+    (["lease", "q", "--wait", "2"], None),
+    (["complete", "q", "some-id"], None),
+    (["fail", "q", "some-id"], None),
+    (["extend", "q", "some-id"], None),
+    (["stats", "q"], None),
+    (["stats"], None),
+    (["peek", "q"], None),
+    (["queues"], None),
+    (["clean", "q"], None),
+    (["clean", "q", "--deep"], None),
+    (["requeue-dead", "q", "--all"], None),
+    (["purge", "q", "--yes"], None),
+    (["pause", "q"], None),
+    (["resume", "q"], None),
+]
+
+
+@pytest.mark.timeout(90)
+def test_commands_fail_fast_while_the_server_is_down(make_server: MakeServer) -> None:
+    srv = make_server(**AOF)
+    assert rq(srv.url, "push", "q", "--id", "keep", '"kept"').returncode == 0
+    srv.kill()
+    for args, stdin in DOWN_COMMANDS:
+        started = time.monotonic()
+        proc = rq(srv.url, *args, stdin=stdin, timeout=30)
+        took = time.monotonic() - started
+        assert proc.returncode == 69, (args, proc.returncode, proc.stderr)
+        line = one_line_error(proc)
+        assert "cannot connect" in line and srv.url in line, (args, line)
+        assert proc.stdout == b"", (args, proc.stdout)
+        assert took < 5.0, f"{args} took {took:.1f} s to report a dead server"
+
+    srv.start()
+    assert rq(srv.url, "stats", "q").returncode == 0
+    leased = rq(srv.url, "lease", "q")
+    assert leased.returncode == 0
+    row = json.loads(leased.stdout)
+    assert (row["id"], row["data"]) == ("keep", "kept")  # acknowledged before the crash
+    done = rq(srv.url, "complete", "q", "-", stdin=leased.stdout)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"] == "completed"
+
+
+@pytest.mark.timeout(90)
+def test_commands_give_up_on_a_hung_server(make_server: MakeServer) -> None:
+    srv = make_server()
+    assert rq(srv.url, "push", "q", "1").returncode == 0
+    assert srv.pid is not None
+    os.kill(srv.pid, signal.SIGSTOP)  # accepts connections (the kernel does), never answers
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
+        started = time.monotonic()
+        procs = [subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", srv.url,
+                                   "--no-config", *args], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                 for args in (["stats", "q"], ["push", "q", "2"], ["lease", "q"])]
+        outs = []
+        for proc in procs:
+            try:
+                _, err = proc.communicate(timeout=40)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise AssertionError("a command hangs on a server that does not answer") \
+                    from None
+            outs.append((proc.returncode, err.decode()))
+        took = time.monotonic() - started
+    finally:
+        os.kill(srv.pid, signal.SIGCONT)
+    for code, err in outs:
+        assert code == 69, (code, err)
+        assert len(err.splitlines()) == 1 and err.startswith("rq-cli: "), err
+        assert "Timeout" in err or "timed out" in err, err
+    assert took < 30, f"took {took:.1f} s"
+    # The push may or may not have happened (the reply was lost); nothing else changed.
+    client = srv.client()
+    assert client.llen("q:queue") in (1, 2)
+    assert client.llen("q:processing") in (0, 1)
+    client.close()
+
+
+# =============================================================================================
+# 4. A bulk push from a file, server killed part-way, then re-run
+# =============================================================================================
+BULK_LINES = 300_000
+KILL_AFTER = 40_000  # items in the queue when the server is killed
+
+
+def write_input(path: Path, mode: str) -> list[tuple[str, bytes]]:
+    """The input file; returns (id, data) per line as the queue should store it."""
+    rows = []
+    with open(path, "wb") as f:
+        for n in range(BULK_LINES):
+            data = json.dumps({"n": n, "to": f"user{n}@example.com"}).encode()
+            if mode == "with-ids":
+                item_id = f"job-{n:06d}"
+                f.write(b'{"id": "' + item_id.encode() + b'", "data": ' + data + b"}\n")
+            else:
+                item_id = hashlib.sha256(data).hexdigest()
+                f.write(data + b"\n")
+            rows.append((item_id, data))
+    return rows
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["id-from-data", "with-ids"])
+def test_bulk_push_killed_part_way_resumes_without_duplicates(
+        make_server: MakeServer, tmp_path: Path, mode: str) -> None:
+    srv = make_server(**AOF)
+    source = tmp_path / "items.jsonl"
+    rows = write_input(source, mode)
+    flag = "--id-from-data" if mode == "id-from-data" else "--with-ids"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
+    watcher = srv.client()
+    out_path, err_path = tmp_path / "out.jsonl", tmp_path / "err.txt"
+    with open(source, "rb") as stdin, open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", srv.url,
+                                 "--no-config", "push", "bulk", "-", flag],
+                                stdin=stdin, stdout=out, stderr=err, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and proc.poll() is None:
+                if watcher.llen("bulk:queue") >= KILL_AFTER:
+                    break
+                time.sleep(0.005)
+            assert proc.poll() is None, "the push finished before the server could be killed"
+            srv.kill()
+            code = proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    watcher.close()
+    stderr = err_path.read_text()
+    assert code == 69, (code, stderr)
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    assert all(line.startswith("rq-cli: ") for line in lines), stderr
+    assert "cannot connect" in lines[-1] or "Connection" in lines[-1], stderr
+    match = re.search(r"(\d+) items stored", stderr)
+    assert match, f"stderr does not say how many items were stored: {stderr!r}"
+    reported = int(match.group(1))
+    printed = [json.loads(line) for line in out_path.read_bytes().splitlines()]
+    assert len(printed) == reported, (len(printed), reported)
+    assert all(p["added"] for p in printed)
+    assert [p["id"] for p in printed] == [i for i, _ in rows[:reported]]
+
+    srv.start()
+    client = srv.client()
+    k = Keys("bulk")
+    stored = client.llen(k.queue)
+    assert stored >= reported > 0, (stored, reported)
+    # Every item reported stored is there, with its data, after the crash and restart.
+    pipe = client.pipeline(transaction=False)
+    for item_id, _ in rows[:reported]:
+        pipe.get(k.item(item_id))
+    assert pipe.execute() == [d for _, d in rows[:reported]]
+    # What is stored is a prefix of the input: batches are applied in order, whole.
+    assert {q.decode() for q in client.lrange(k.queue, 0, -1)} == {i for i, _ in rows[:stored]}
+
+    again = rq(srv.url, "push", "bulk", "-", flag, stdin_file=source, timeout=90)
+    assert again.returncode == 0, again.stderr
+    results = [json.loads(line) for line in again.stdout.splitlines()]
+    assert len(results) == BULK_LINES
+    assert [r["id"] for r in results] == [i for i, _ in rows]
+    assert sum(1 for r in results if not r["added"]) == stored  # the first run's items
+    queue = client.lrange(k.queue, 0, -1)
+    assert len(queue) == len(set(queue)) == BULK_LINES, "duplicates or missing items"
+    assert client.dbsize() == BULK_LINES + 3  # items + queue list + enqueued hash + counters
+    counters = {f.decode(): int(v) for f, v in client.hgetall(k.counters).items()}
+    assert counters == {"pushed": BULK_LINES, "duplicates": stored}
+    sample = random.Random(1).sample(rows, 500)
+    assert [client.get(k.item(i)) for i, _ in sample] == [d for _, d in sample]
+    client.close()
+    print(f"\n{mode}: {reported} reported stored, {stored} actually stored at the kill")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_bulk_push_interrupted_or_killed_resumes_without_duplicates(
+        server: ServerProcess, server_url: str, tmp_path: Path, sig: signal.Signals) -> None:
+    """rq-cli itself dies (SIGKILL) or is interrupted (Ctrl-C) part-way through a bulk push."""
+    source = tmp_path / "items.jsonl"
+    rows = write_input(source, "id-from-data")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
+    client = server.client()
+    k = Keys("bulk")
+    out_path, err_path = tmp_path / "out.jsonl", tmp_path / "err.txt"
+    with open(source, "rb") as stdin, open(out_path, "wb") as out_f, \
+            open(err_path, "wb") as err_f:
+        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", server_url,
+                                 "--no-config", "push", "bulk", "-", "--id-from-data"],
+                                stdin=stdin, stdout=out_f, stderr=err_f, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and client.llen(k.queue) < KILL_AFTER:
+                assert proc.poll() is None, "the push finished before it could be stopped"
+                time.sleep(0.005)
+            assert client.llen(k.queue) >= KILL_AFTER, "the push did not get going"
+            proc.send_signal(sig)
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    out, err = out_path.read_bytes(), err_path.read_bytes()
+    stored = client.llen(k.queue)
+    assert 0 < stored < BULK_LINES
+    # complete lines only: a SIGKILL may cut the last one short
+    printed = [json.loads(line) for line in out.split(b"\n")[:-1]]
+    assert len(printed) <= stored  # what it confirmed is stored (maybe more, in flight)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, (proc.returncode, err)
+        text = err.decode()
+        assert "Traceback" not in text
+        match = re.search(r"(\d+) items stored", text)
+        assert match and int(match.group(1)) == len(printed), text
+        assert text.splitlines()[-1] == "rq-cli: interrupted", text
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    again = rq(server_url, "push", "bulk", "-", "--id-from-data", "--summary",
+               stdin_file=source, timeout=90)
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert (summary["items"], summary["added"], summary["duplicates"]) == (
+        BULK_LINES, BULK_LINES - stored, stored)
+    queue = client.lrange(k.queue, 0, -1)
+    assert len(queue) == len(set(queue)) == BULK_LINES
+    assert {q.decode() for q in queue} == {i for i, _ in rows}
+    client.close()
