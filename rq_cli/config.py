@@ -12,6 +12,7 @@ redis nor rich, and tomllib only when a file is actually read.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -38,14 +39,40 @@ LOCAL_FILE = "rq-cli.toml"
 LAYOUTS = ("compat", "v0.3", "v0.1")
 REQUEUE_ENDS = ("back", "front")
 
+# Bounds of the durations (seconds) and counts a config file may set. A lease is at most a
+# year, like the CLI's --lease; a delay at most ten years, which keeps every deadline in
+# milliseconds far inside the integers Redis and Lua handle exactly. nan and inf are refused
+# (tomllib reads both as floats).
+YEAR = 365 * 86400
+MAX_LEASE_SECONDS = YEAR
+MAX_DELAY_SECONDS = 10 * YEAR
+MAX_ATTEMPTS = 1_000_000_000
+
+
+def _between(lo: float, hi: float, hi_name: str, *,
+             low_open: bool = False) -> Callable[[float], Any]:
+    """A check: ``lo <= v <= hi`` (``lo < v`` with ``low_open``), else why it fails."""
+    def check(value: float) -> Any:
+        if not math.isfinite(value):
+            return "must be a finite number"
+        if value < lo or (low_open and value == lo):
+            return f"must be greater than {lo:g}" if low_open else f"must be {lo:g} or more"
+        if value > hi:
+            return f"must be at most {hi:.0f} seconds ({hi_name})"
+        return True
+    return check
+
+
 # Option keys allowed in [defaults] and [queues.NAME], with their checks.
 _NUMBER = "a number"
+_DELAY = _between(0, MAX_DELAY_SECONDS, "ten years")
 _OPTION_RULES: dict[str, tuple[str, Any]] = {
-    "lease_seconds": (_NUMBER, lambda v: v > 0 or "must be greater than 0"),
-    "max_attempts": ("an integer", lambda v: v >= 0 or "must be 0 (unlimited) or more"),
-    "grace_seconds": (_NUMBER, lambda v: v >= 0 or "must be 0 or more"),
-    "retry_backoff": (_NUMBER, lambda v: v >= 0 or "must be 0 or more"),
-    "retry_backoff_max": (_NUMBER, lambda v: v >= 0 or "must be 0 or more"),
+    "lease_seconds": (_NUMBER, _between(0, MAX_LEASE_SECONDS, "a year", low_open=True)),
+    "max_attempts": ("an integer", lambda v: (0 <= v <= MAX_ATTEMPTS) or
+                     f"must be 0 (unlimited) or more, and at most {MAX_ATTEMPTS}"),
+    "grace_seconds": (_NUMBER, _DELAY),
+    "retry_backoff": (_NUMBER, _DELAY),
+    "retry_backoff_max": (_NUMBER, _DELAY),
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
 }
