@@ -49,9 +49,11 @@ SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}
 PLAIN_SCHEMES = ("redis", "rediss", "unix")
 _SUPPORTED = "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// or embedded:[DIR]"
 
-# "scheme://user:password@" — the password runs to the last "@" before the path, so a
-# password with an unescaped "@" is still masked whole.
-_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/?#]*):(?P<pw>.*)@")
+# The start of a URL's userinfo: after a scheme and its slashes, however mistyped
+# ("redis://", "redis//", "redis:/"). "redis:pw@host" has none: its "redis:" reads as "user:".
+_SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:?/+")
+# URL-ish words in a message: a scheme (possibly mistyped) and slashes, then anything.
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:?/+\S+")
 # "?password=..." and friends in a query string (password, sentinel_password, ...).
 _SECRET_QUERY = re.compile(
     r"(?P<key>[?&;](?:[^=&;#]*(?:pass|secret|token|credential)[^=&;#]*)=)(?P<value>[^&;#]*)",
@@ -59,27 +61,52 @@ _SECRET_QUERY = re.compile(
 )
 
 
+def _password_span(url: str) -> tuple[int, int] | None:
+    """Where the userinfo password of ``url`` is (start, end), or None if it has none.
+
+    Deliberately loose, because it guards error messages about URLs that do not parse:
+    the password runs from the first ":" after the scheme to the *last* "@", so one with an
+    unescaped "@", "/" or "?" is still hidden whole, and so is the password of a mistyped
+    URL (``redis//:pw@host``, ``redis:/:pw@host``, ``redis:pw@host``, ``user:pw@host``).
+    The price: an "@" in the query of a URL without a password (``redis://h:1/0?x=a@b``)
+    hides more than it needs to.
+    """
+    at = url.rfind("@")
+    if at < 0 or scheme_of(url) == "embedded":  # embedded:DIR has no userinfo
+        return None
+    prefix = _SCHEME_PREFIX.match(url)
+    colon = url.find(":", prefix.end() if prefix else 0, at)
+    return None if colon < 0 else (colon + 1, at)
+
+
 def mask_url(url: str) -> str:
     """``url`` with every password replaced by ``***`` (userinfo and query string).
 
     >>> mask_url("redis://user:hunter2@host:6379/0?password=x")
     'redis://user:***@host:6379/0?password=***'
+    >>> mask_url("redis//:hunter2@host")
+    'redis//:***@host'
     """
-    masked = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url, count=1)
-    return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", masked)
+    span = _password_span(url)
+    if span:
+        url = url[: span[0]] + "***" + url[span[1] :]
+    return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", url)
+
+
+def mask_urls_in(text: str) -> str:
+    """``text`` (a message) with every password of the URLs in it masked."""
+    return _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
 
 
 def url_password(url: str) -> str | None:
-    """The password a URL carries (userinfo or ``?password=``), decoded; None if none."""
-    try:
-        parts = urlsplit(url)
-        if parts.password:
-            return unquote(parts.password)
-    except ValueError:
-        pass
-    match = _USERINFO.match(url)
-    if match and match["pw"]:
-        return unquote(match["pw"])
+    """The password a URL carries (userinfo or ``?password=``), decoded; None if none.
+
+    This is what :func:`mask_url` hides, so that a password with an unescaped "@" or "/",
+    or one in a mistyped URL, can be scrubbed from messages whole.
+    """
+    span = _password_span(url)
+    if span and span[1] > span[0]:
+        return unquote(url[span[0] : span[1]])
     for key, value in parse_qsl(url.partition("?")[2]):
         if key == "password" and value:
             return value
@@ -322,7 +349,7 @@ def _scrub(text: str, url: str, password: str | None) -> str:
     for secret in (password, url_password(url)):
         if secret:
             text = text.replace(secret, "***")
-    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", lambda m: mask_url(m.group(0)), text)
+    return mask_urls_in(text)
 
 
 def _one_line(text: str) -> str:

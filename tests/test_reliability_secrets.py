@@ -197,8 +197,6 @@ def test_no_password_in_any_output_error_or_log(make_server: MakeServer,
     admin.close()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a URL whose scheme is mistyped (redis//, redis:/) "
-                   "is echoed unmasked in the usage error: mask_url only masks scheme://")
 @pytest.mark.parametrize("url", [
     f"redis//:{PW_DEFAULT}@127.0.0.1:6390/0",
     f"redis:/:{PW_DEFAULT}@127.0.0.1:6390/0",

@@ -13,7 +13,6 @@ It runs inside :class:`RqGroup.invoke`, so ``rq-cli`` and ``CliRunner`` behave t
 from __future__ import annotations
 
 import os
-import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping
@@ -88,7 +87,7 @@ def report(exc: BaseException, st: State | None = None) -> int:
 
 def scrub(text: str, st: State | None) -> str:
     """Mask every URL in ``text`` and blank out every password we know of."""
-    from ..connect import mask_url, url_password
+    from ..connect import mask_urls_in, url_password
 
     secrets = list(st.secrets) if st else []
     urls = [os.environ.get(configmod.ENV_URL, ""), os.environ.get(configmod.ENV_REDIS_URL, "")]
@@ -97,7 +96,7 @@ def scrub(text: str, st: State | None) -> str:
         secrets.append(url_password(url) or "" if url else "")
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", lambda m: mask_url(m.group(0)), text)
+    return mask_urls_in(text)
 
 
 def _silence_stdout() -> None:
