@@ -1,0 +1,20 @@
+"""The cases of issue 4, in the order a full run takes them (short ones first)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..harness import CaseResult, Ctx
+from . import clean, deep, lease, profile, push, startup, stats
+
+CASES: dict[str, Callable[[Ctx], CaseResult]] = {
+    "startup": startup.run,  # 6
+    "stats": stats.run,  # 5
+    "clean": clean.run,  # 3
+    "lease": lease.run,  # 2
+    "push": push.run,  # 1
+    "deep": deep.run,  # 4
+    "profile": profile.run,  # the bulk push profile
+}
+#: Cases that run the rq-cli command (the others use the library).
+NEEDS_CLI = ("startup", "stats", "push", "profile")
