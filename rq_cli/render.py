@@ -243,6 +243,11 @@ class Output:
 
     # bytes straight to stdout, flushed: the data channel
     def write(self, chunk: bytes | str) -> None:
+        """Write all of ``chunk`` to stdout and flush it.
+
+        A reader that has gone away (``| head``) raises BrokenPipeError, here or on the
+        next write, whatever the buffering; the command ends with exit 141 (cli/root.py).
+        """
         if not chunk:
             return
         if isinstance(chunk, str):
@@ -254,7 +259,7 @@ class Output:
             stream.write(chunk.decode("utf-8", "replace"))
             stream.flush()
             return
-        buffer.write(chunk)
+        write_all(buffer, chunk)
         buffer.flush()
 
     def lines(self, lines: Iterable[str]) -> None:
@@ -398,6 +403,36 @@ class _RichProgress(Progress):
         if description is not None:
             changes["description"] = description
         self.bar.update(self.task, **changes)
+
+
+def write_all(buffer: Any, chunk: bytes) -> None:
+    """``buffer.write(chunk)`` until every byte is written.
+
+    Unbuffered (``python -u``, ``PYTHONUNBUFFERED=1``), ``sys.stdout.buffer`` is a raw
+    ``FileIO``, whose ``write`` is one system call and may write only part of the chunk --
+    for example when the reader closes the pipe part-way through; the next call then
+    raises BrokenPipeError. A non-blocking stdout may write nothing (None, or
+    BlockingIOError): wait until it can take more.
+    """
+    view = memoryview(chunk)
+    while view:
+        try:
+            written = buffer.write(view)
+        except BlockingIOError as exc:
+            written = exc.characters_written
+        if not written:
+            _wait_writable(buffer)
+            continue
+        view = view[written:]
+
+
+def _wait_writable(buffer: Any) -> None:
+    import select
+
+    try:
+        select.select([], [buffer.fileno()], [], 1.0)
+    except (AttributeError, OSError, ValueError):  # no file descriptor: just retry
+        time.sleep(0.01)
 
 
 def message(text: str, stream: TextIO | None = None) -> None:

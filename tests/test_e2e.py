@@ -307,10 +307,6 @@ def test_reader_closing_the_pipe_early(sh: Shell) -> None:
     assert (code, err) == (ExitCode.BROKEN_PIPE, b"")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: with PYTHONUNBUFFERED=1 (or python -u) "
-                   "sys.stdout.buffer is a raw FileIO whose write() may write only part of "
-                   "the chunk; render.Output.write ignores the count, so when the reader "
-                   "closes early the rest is dropped silently and the exit code is 0, not 141")
 def test_reader_closing_the_pipe_early_unbuffered(sh: Shell) -> None:
     assert sh.run("push", "q", "-", stdin=b"\n".join(varied_lines(5000))).returncode == 0
     env = {**sh.env, "PYTHONUNBUFFERED": "1"}
