@@ -44,10 +44,17 @@ def _meta_ids(q: WorkQueue) -> Iterator[bytes]:
     client = q.client
     for name in _META_HASHES:
         for field, _ in client.hscan_iter(getattr(q.keys, name), count=1000):
-            yield field
+            # P:suspects fields carry the kind of sighting: "p:<id>", "c:<id>", "d:<id>"
+            yield field[2:] if name == "suspects" else field
     for name in _META_ZSETS:
         for member, _ in client.zscan_iter(getattr(q.keys, name), count=1000):
             yield member
+
+
+def _stray_sightings(q: WorkQueue) -> Iterator[bytes]:
+    """Ids with a deep-clean stray sighting ("d:<id>") in P:suspects."""
+    for field, _ in q.client.hscan_iter(q.keys.suspects, match="d:*", count=1000):
+        yield field[2:]
 
 
 def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool,
@@ -80,11 +87,12 @@ def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool
         waiting = confirm(candidates)
     report.suspects += waiting
 
-    dead_ids = set()
-    for member, _ in q.client.zscan_iter(q.keys.dead, count=1000):
-        dead_ids.add(member)
+    # Sightings of ids that are no longer stray (listed again, or gone) are forgotten.
+    dry = "1" if dry_run else "0"
+    for batch in _batches(sorted(set(_stray_sightings(q)) - candidates), BATCH):
+        q._run("prune", [dry, "strays", *batch], now_ms)
+
+    dead_ids = {member for member, _ in q.client.zscan_iter(q.keys.dead, count=1000)}
     stale = {i for i in _meta_ids(q) if i not in items and i not in dead_ids}
     for batch in _batches(sorted(stale), BATCH):
-        report.pruned += int(q._run("prune", ["1" if dry_run else "0", *batch], now_ms))
-
-
+        report.pruned += int(q._run("prune", [dry, "meta", *batch], now_ms))

@@ -49,6 +49,10 @@ BATCH = 1000
 PIPELINE_DEPTH = 4
 #: Longest single blocking wait, in seconds (the client's socket timeout must exceed it).
 BLOCK_CHUNK = 2.0
+#: Longest grace period that clean waits out itself to look again (seconds).
+MAX_CLEAN_WAIT = 60.0
+#: Longest delay, expiry or retry delay accepted, in seconds (ten years).
+MAX_DELAY = 10 * 366 * 86400.0
 #: Longest accepted id, in bytes.
 MAX_ID_BYTES = 4096
 
@@ -199,10 +203,10 @@ class WorkQueue:
         iterating ``items`` raises (a bad input line), the items taken before it are stored
         and yielded first, then the exception propagates: nothing is half-applied silently.
         """
-        if delay < 0:
-            raise UsageError("delay cannot be negative")
-        if expire is not None and expire <= 0:
-            raise UsageError("expiry must be a positive number of seconds")
+        if not 0 <= delay <= MAX_DELAY:
+            raise UsageError("the delay must be between 0 and ten years (in seconds)")
+        if expire is not None and not 0 < expire <= MAX_DELAY:
+            raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
         if not 1 <= batch_size <= 5000:
             raise UsageError("batch size must be between 1 and 5000")
         head = ["1" if front else "0", str(_ms(delay)), str(_ms(expire or 0))]
@@ -277,7 +281,7 @@ class WorkQueue:
 
     def _lease_ms(self, lease_seconds: float | None) -> int:
         seconds = self.options.lease_seconds if lease_seconds is None else lease_seconds
-        if not seconds > 0:
+        if not seconds > 0:  # also refuses NaN
             raise UsageError("the lease time must be a positive number of seconds")
         if seconds > 365 * 86400:
             raise UsageError("the lease time must be at most a year")
@@ -325,8 +329,8 @@ class WorkQueue:
              ) -> list[ItemOutcome]:
         """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
         ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
-        if retry_in is not None and retry_in < 0:
-            raise UsageError("the retry delay cannot be negative")
+        if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
+            raise UsageError("the retry delay must be between 0 and ten years (in seconds)")
         items = self._ref_args(refs)
         opts = self.options
         head = [error or "", -1 if retry_in is None else _ms(retry_in), "1" if dead else "0",
@@ -365,18 +369,38 @@ class WorkQueue:
 
         Light: ids in processing (and the v0.1 cleaning journal) without a lease are
         re-queued once seen lease-less for the grace period; ghosts are dropped; items that
-        used max_attempts are dead-lettered; due delayed items are promoted. Safe to run from
-        several processes at once. Each script call looks at BATCH ids at most.
+        used max_attempts are dead-lettered; due delayed items are promoted. When a pass sees
+        lease-less ids for the first time, clean waits the grace period (up to
+        MAX_CLEAN_WAIT seconds; not with an injected ``now_ms``) and looks again. Safe to run
+        from several processes at once. Each script call looks at BATCH ids at most.
         """
         grace = self.options.grace_seconds if grace_seconds is None else grace_seconds
-        if grace < 0:
-            raise UsageError("the grace period cannot be negative")
+        if not 0 <= grace <= MAX_DELAY:
+            raise UsageError("the grace period must be between 0 and ten years (in seconds)")
         report = CleanReport(dry_run=dry_run)
-        left = 0 if dry_run else -1
+        self._clean_pass(report, grace, dry_run, now_ms, progress)
+        if report.suspects and not dry_run and now_ms is None and grace <= MAX_CLEAN_WAIT:
+            # Lease-less ids seen for the first time: look again once the grace period is
+            # over, so one run recovers them (a cron need not run twice).
+            time.sleep(grace)
+            report.suspects = 0
+            self._clean_pass(report, grace, dry_run, now_ms, progress)
+        if deep:
+            from .deep import deep_clean  # the SCAN side lives on its own
+
+            deep_clean(self, report, grace=grace, dry_run=dry_run, now_ms=now_ms,
+                       progress=progress)
+        return report
+
+    def _clean_pass(self, report: CleanReport, grace: float, dry_run: bool,
+                    now_ms: int | None, progress: Progress | None) -> None:
+        """One pass of light clean over processing, in bounded script calls."""
+        left, pass_start = -1, 0
         while True:
             reply = self._run("clean", [BATCH, left, _ms(grace), self.options.max_attempts,
-                                        self._front_requeue, "1" if dry_run else "0"], now_ms)
-            left = int(reply[0])
+                                        self._front_requeue, "1" if dry_run else "0",
+                                        pass_start], now_ms)
+            left, pass_start = int(reply[0]), int(reply[7])
             report.recovered += int(reply[1])
             report.dropped += int(reply[2])
             report.dead += int(reply[3])
@@ -386,12 +410,6 @@ class WorkQueue:
                 progress(BATCH)
             if left <= 0 and not int(reply[6]):
                 break
-        if deep:
-            from .deep import deep_clean  # the SCAN side lives on its own
-
-            deep_clean(self, report, grace=grace, dry_run=dry_run, now_ms=now_ms,
-                       progress=progress)
-        return report
 
     # -- dead letters --------------------------------------------------------------------
     def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
@@ -429,8 +447,8 @@ class WorkQueue:
                 take(self._run("requeue_dead", [target, dry, "ids", *batch], now_ms))
             return report
         if older_than is not None:
-            if older_than < 0:
-                raise UsageError("--older-than cannot be negative")
+            if not 0 <= older_than <= MAX_DELAY:
+                raise UsageError("--older-than must be between 0 and ten years (in seconds)")
             now = now_ms if now_ms is not None else _server_ms(self.client)
             cutoff = str(now - _ms(older_than))
         else:

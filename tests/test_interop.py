@@ -293,19 +293,10 @@ def _cleaner_thread(url: str, kind: str, stop: threading.Event,
     r.close()
 
 
-BUG_STALE_SUSPECT = (
-    "core bug: clean keeps a stale first sighting in P:suspects after a peer's light_clean "
-    "re-queued the item, then re-queues a later peer lease caught between RPOPLPUSH and "
-    "SETEX at once (no grace); lease drops the queue copy since the id is held, and the "
-    "v0.1 peer's complete (LREM processing = 0) returns False and leaves the data: the item "
-    "is lost (see test_clean_grace_restarts_after_a_peer_light_clean). Hits ~1 run in 3.")
-
-
 @pytest.mark.parametrize("workers", [
     pytest.param(("rq", "rq", "rq", "rq"), id="rq-workers"),
     pytest.param(("peer", "peer", "peer", "peer"), id="peer-workers"),
-    pytest.param(("rq", "rq", "peer", "peer"), id="mixed-workers",
-                 marks=pytest.mark.xfail(strict=False, reason=BUG_STALE_SUSPECT)),
+    pytest.param(("rq", "rq", "peer", "peer"), id="mixed-workers"),
 ])
 def test_light_clean_and_clean_concurrently_with_workers(r: redis.Redis, server_url: str,
                                                          workers: tuple[str, ...]) -> None:
@@ -679,7 +670,6 @@ def test_mixed_v01_v03_and_rq_cli_workers_process_each_item_once(r: redis.Redis,
 
 
 # -- core bugs found by these tests (kept failing until fixed) ------------------------------
-@pytest.mark.xfail(strict=True, reason=BUG_STALE_SUSPECT)
 def test_clean_grace_restarts_after_a_peer_light_clean(r: redis.Redis) -> None:
     """A lease-less sighting is forgotten once the item has left processing: a peer lease
     caught between its RPOPLPUSH and its SETEX is a fresh suspect, not an overdue one."""
@@ -698,10 +688,6 @@ def test_clean_grace_restarts_after_a_peer_light_clean(r: redis.Redis) -> None:
     assert where(r)["processing"][x] == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: lease drops a queued id whose lease is held as a 'duplicate in processing' "
-    "without checking that it is in processing; when it is not (a peer cleaner's race), the "
-    "id ends up in no list and the v0.1 holder's complete (LREM processing) leaves it live"))
 def test_lease_does_not_lose_a_held_item_that_is_only_in_the_queue(r: redis.Redis) -> None:
     p, q = peer(), WorkQueue(r, P)
     x = q.push([b"x"])[0].id
@@ -720,10 +706,6 @@ def test_lease_does_not_lose_a_held_item_that_is_only_in_the_queue(r: redis.Redi
     assert not r.exists(f"{P}:item:{x}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: a v0.1 peer's complete of an item rq-cli leased deletes only "
-    "leased_by_session, so compat leaves P:lease:<id> live; the same id pushed again is "
-    "dropped by lease as 'held' and stranded in no list"))
 def test_an_id_reused_after_a_peer_completed_it_is_leased(r: redis.Redis) -> None:
     p, q = peer(), WorkQueue(r, P)
     q.push([NewItem(b"v1", id="job-1")])
@@ -734,9 +716,6 @@ def test_an_id_reused_after_a_peer_completed_it_is_leased(r: redis.Redis) -> Non
     assert [(i.id, i.data) for i in leased] == [("job-1", b"v2")]  # actual: []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: P:attempts survives a peer's complete, so a new item pushed with the same id "
-    "inherits the old attempts and is dead-lettered (max_attempts) on its first lease"))
 def test_a_new_item_with_a_reused_id_starts_at_attempt_one(r: redis.Redis) -> None:
     p = peer()
     q = WorkQueue(r, P, QueueOptions(max_attempts=1))
@@ -750,11 +729,6 @@ def test_a_new_item_with_a_reused_id_starts_at_attempt_one(r: redis.Redis) -> No
     assert q.peek("dead") == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: clean keeps a stale first sighting of an id in the cleaning journal "
-    "(suspects field c:<id>) after the peer cleaner finished with it; when the id is in "
-    "the journal again, clean recovers it at once, racing the live peer cleaner: the id is "
-    "queued twice"))
 def test_clean_does_not_race_a_live_peer_cleaner_with_a_stale_journal_sighting(
         r: redis.Redis) -> None:
     q = WorkQueue(r, P)
@@ -776,10 +750,6 @@ def test_clean_does_not_race_a_live_peer_cleaner_with_a_stale_journal_sighting(
     assert_each_once(r, [x])  # actual: queued twice
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: complete removes one copy of the id from processing (LREM -1); with two "
-    "copies (an id queued twice by a peer cleaner's race, leased by rq-cli and by a v0.1 "
-    "peer), the peer's complete still finds one and also returns True"))
 def test_complete_is_true_once_when_an_id_was_leased_twice(r: redis.Redis) -> None:
     p, q = peer(), WorkQueue(r, P)
     x = q.push([b"x"])[0].id

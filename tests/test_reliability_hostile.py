@@ -345,8 +345,6 @@ def test_foreign_key_where_the_queue_list_should_be(
         request: pytest.FixtureRequest, server_url: str, r: redis.Redis, kind: str, role: str,
         name: str, args: list[str], stdin: bytes, needs: set[str]) -> None:
     """Another application owns ``w:queue`` (or ``w:processing``): a prefix collision."""
-    if name.startswith("push") and role == "queue":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=FOREIGN_PUSH))
     key = getattr(Keys("w"), role)
     FOREIGN[kind](r, key)
     before = snapshot(r)
@@ -369,27 +367,11 @@ CLOBBERED = [
     ("purge-all", "processing", ["purge", "w", "--state", "all", "--yes"], b""),
 ]
 # Scripts are not transactions: Redis keeps the writes a script made before a command in it
-# failed. These cases write first and hit the wrong type after (see the report of issue 5).
-PARTIAL_WRITES = {
-    ("push", "queue"): "push.lua SETs the item and HSETs enqueued, then LPUSH fails with "
-                       "WRONGTYPE: exit 69, yet a stray item is left",
-    ("push-stdin", "queue"): "push.lua SETs the items, then LPUSH fails: stray items left",
-    ("lease", "processing"): "lease.lua RPOPs the id and HINCRBYs attempts, then LPUSH to "
-                             "processing fails: the id leaves the queue (a stray)",
-    ("complete", "processing"): "complete.lua DELs the data and the lease, then LREM fails: "
-                                "the item is deleted though the command exits 69",
-    ("purge-all", "processing"): "purge --state all deletes the pending items, then fails "
-                                 "on processing with exit 69",
-}
-FOREIGN_PUSH = "bug: push.lua SETs the item and HSETs enqueued before LPUSH fails with " \
-               "WRONGTYPE: exit 69, yet a stray item is left"
+# failed, so every writing script checks the types of the queue's keys before writing.
 
 
 @pytest.mark.parametrize("name, role, args, stdin", [
-    pytest.param(*c, id=f"{c[0]}-{c[1]}", marks=pytest.mark.xfail(
-        strict=True, reason="bug: " + PARTIAL_WRITES[(c[0], c[1])]))
-    if (c[0], c[1]) in PARTIAL_WRITES else pytest.param(*c, id=f"{c[0]}-{c[1]}")
-    for c in CLOBBERED])
+    pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in CLOBBERED])
 def test_clobbered_queue_list_is_refused_without_partial_writes(
         server_url: str, r: redis.Redis, name: str, role: str, args: list[str],
         stdin: bytes) -> None:
@@ -474,8 +456,6 @@ def test_tiny_lease_is_a_real_lease_that_runs_out(server_url: str, r: redis.Redi
     assert json.loads(again.stdout)["attempt"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="bug: fail.lua returns NOW + delay as an integer "
-                   "reply; a delay of 1e300 s overflows it to -2**63 ms (retry_at negative)")
 def test_huge_but_finite_retry_delay_reports_a_sane_time(
         server_url: str, r: redis.Redis, leased_queue: tuple[str, dict[bytes, bytes]]) -> None:
     item_id, before = leased_queue

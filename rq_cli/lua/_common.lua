@@ -30,6 +30,27 @@ local function dead_item_key(id) return PREFIX .. ':dead_item:' .. id end
 local function lease_key(id) return PREFIX .. ':lease:' .. id end
 local function lbs_key(id) return PREFIX .. ':leased_by_session:' .. id end
 
+-- The type each fixed key must have. Writing scripts check them first: a script stopped by
+-- WRONGTYPE half-way would leave its earlier writes behind.
+local EXPECTED_TYPES = {
+  {K_QUEUE, 'list'}, {K_PROCESSING, 'list'}, {K_CLEANING, 'list'}, {K_DELAYED, 'zset'},
+  {K_EXPIRES, 'zset'}, {K_ATTEMPTS, 'hash'}, {K_ENQUEUED, 'hash'}, {K_ERRORS, 'hash'},
+  {K_DEAD, 'zset'}, {K_DEAD_INFO, 'hash'}, {K_COUNTERS, 'hash'}, {K_SUSPECTS, 'hash'},
+  {K_LEASES, 'zset'},
+}
+
+-- An error reply naming the first fixed key of the wrong type, or nil.
+local function wrong_type()
+  for _, e in ipairs(EXPECTED_TYPES) do
+    local t = redis.call('TYPE', e[1])['ok']
+    if t ~= 'none' and t ~= e[2] then
+      return redis.error_reply('WRONGTYPE key ' .. e[1] .. ' holds a ' .. t .. ', not a ' ..
+        e[2] .. ': something other than this queue uses the prefix; nothing was changed')
+    end
+  end
+  return nil
+end
+
 local function count(field, n)
   if n and n ~= 0 then redis.call('HINCRBY', K_COUNTERS, field, n) end
 end
@@ -61,12 +82,18 @@ local function del_lease(id)
   redis.call('ZREM', K_LEASES, id)
 end
 
+-- Forget that clean has seen id without a lease. P:suspects fields name the kind of
+-- sighting: "p:<id>" in processing, "c:<id>" in the v0.1 cleaning journal, "d:<id>" stray.
+local function forget_suspect(id)
+  redis.call('HDEL', K_SUSPECTS, 'p:' .. id, 'c:' .. id, 'd:' .. id)
+end
+
 -- Forget rq-cli's bookkeeping of an item that no longer exists.
 local function drop_meta(id)
   redis.call('HDEL', K_ATTEMPTS, id)
   redis.call('HDEL', K_ENQUEUED, id)
   redis.call('HDEL', K_ERRORS, id)
-  redis.call('HDEL', K_SUSPECTS, id)
+  forget_suspect(id)
   redis.call('ZREM', K_EXPIRES, id)
   redis.call('ZREM', K_LEASES, id)
 end
@@ -77,10 +104,11 @@ local function enqueue(id, front)
 end
 
 -- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).
--- Processing is searched from the tail, where the oldest leases are; the queue only when the
--- id was in neither of the others (rare: its lease expired and a cleaner re-queued it).
+-- Every copy leaves processing (a peer client decides "completed" by its own LREM there, so
+-- no copy may stay behind); the queue is searched only when the id was in neither of the
+-- others (rare: its lease expired and a cleaner re-queued it).
 local function unlist(id)
-  if redis.call('LREM', K_PROCESSING, -1, id) == 0 then
+  if redis.call('LREM', K_PROCESSING, 0, id) == 0 then
     if redis.call('ZREM', K_DELAYED, id) == 0 then
       redis.call('LREM', K_QUEUE, 1, id)
     end

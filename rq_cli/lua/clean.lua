@@ -1,31 +1,49 @@
 -- clean (light), one bounded step. Looks at up to `limit` ids from the tail of P:processing,
 -- rotating each one it keeps to the head (RPOPLPUSH), so successive calls visit the list
--- once without ever reading it whole:
+-- once without ever reading it whole (one "pass"):
 --   * no data (ghost): dropped;
 --   * leased: kept (a lease granted by a peer client is noted in P:leases for stats);
 --   * no lease: noted in P:suspects on first sight; once it has been lease-less for the
 --     grace period it is dead-lettered if it has used max_attempts, else re-queued.
--- Then ids left in the v0.1 cleaning journal (P:cleaning) by a crashed peer cleaner are
--- recovered the same way, and due delayed items are promoted.
--- ARGV[4] limit   ARGV[5] how many processing ids are left to visit (-1 = LLEN, first call)
+-- At the end of a pass, ids left in the v0.1 cleaning journal (P:cleaning) by a crashed peer
+-- cleaner are recovered the same way, due delayed items are promoted, and sightings that
+-- this pass did not renew are forgotten: an id that left processing (a peer cleaner
+-- re-queued it) and came back later starts its grace period afresh.
+-- A sighting is stored as "<first seen ms>:<last seen ms>".
+-- ARGV[4] limit   ARGV[5] how many processing ids are left to visit (-1 = start a pass)
 -- ARGV[6] grace ms   ARGV[7] max_attempts   ARGV[8] "1" = re-queue at the front
 -- ARGV[9] "1" = dry run: change nothing, report what would be done (ARGV[5] = offset)
--- Returns {left, recovered, dropped, dead, suspects, promoted, more_due}
+-- ARGV[10] when the pass started (ms; ignored when starting a pass)
+-- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start}
+do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(ARGV[4])
 local left = tonumber(ARGV[5])
 local grace = tonumber(ARGV[6])
 local max_attempts = tonumber(ARGV[7])
 local front = ARGV[8] == '1'
 local dry = ARGV[9] == '1'
+local pass_start = tonumber(ARGV[10])
 local recovered, dropped, dead, suspects, promoted, more_due = 0, 0, 0, 0, 0, 0
 
--- Has id been lease-less for the grace period? Notes the first sighting.
+if left < 0 then
+  pass_start = NOW
+  left = dry and 0 or redis.call('LLEN', K_PROCESSING)
+end
+
+-- Has `field`'s id been lease-less for the grace period? Notes (or renews) the sighting.
+-- An earlier sighting counts only if it was renewed recently (within a minute, or twice
+-- the grace period): an id that left processing and came back later is a new suspect.
+-- (Sightings that a whole pass did not renew are forgotten at its end, below.)
+local window = math.max(2 * grace, 60000)
 local function overdue(field)
-  local first = tonumber(redis.call('HGET', K_SUSPECTS, field))
-  if not first then
-    first = NOW
-    if not dry then redis.call('HSET', K_SUSPECTS, field, NOW) end
+  local first
+  local seen = redis.call('HGET', K_SUSPECTS, field)
+  if seen then
+    local f, l = string.match(seen, '^(%d+):(%d+)$')
+    if f and NOW - tonumber(l) <= window then first = tonumber(f) end
   end
+  first = first or NOW
+  if not dry then redis.call('HSET', K_SUSPECTS, field, first .. ':' .. NOW) end
   return NOW - first >= grace
 end
 
@@ -48,12 +66,11 @@ if dry then
   for _, id in ipairs(ids) do
     if redis.call('EXISTS', item_key(id)) == 0 then dropped = dropped + 1
     elseif not lease_holder(id) then
-      if overdue(id) then recover(id) else suspects = suspects + 1 end
+      if overdue('p:' .. id) then recover(id) else suspects = suspects + 1 end
     end
   end
   if #ids < limit then left = 0 else left = left + limit end
 else
-  if left < 0 then left = redis.call('LLEN', K_PROCESSING) end
   local n = math.min(limit, left)
   for _ = 1, n do
     local id = redis.call('LINDEX', K_PROCESSING, -1)
@@ -65,14 +82,14 @@ else
       dropped = dropped + 1
     elseif lease_holder(id) then
       redis.call('RPOPLPUSH', K_PROCESSING, K_PROCESSING)
-      redis.call('HDEL', K_SUSPECTS, id)
+      redis.call('HDEL', K_SUSPECTS, 'p:' .. id)
       if not redis.call('ZSCORE', K_LEASES, id) then
         local ttl = lease_pttl(id)
         if ttl > 0 then redis.call('ZADD', K_LEASES, NOW + ttl, id) end
       end
-    elseif overdue(id) then
+    elseif overdue('p:' .. id) then
       redis.call('RPOP', K_PROCESSING)
-      redis.call('HDEL', K_SUSPECTS, id)
+      redis.call('HDEL', K_SUSPECTS, 'p:' .. id)
       recover(id)
     else
       redis.call('RPOPLPUSH', K_PROCESSING, K_PROCESSING)
@@ -81,10 +98,10 @@ else
   end
 end
 
--- The v0.1 journal: a peer cleaner LPUSHes an id here, LREMs it from processing, LPUSHes it
--- to the queue, then LREMs it from here. An id still here after the grace period, with no
--- lease and in neither list, was dropped by a crashed cleaner. (Rare; LPOS is O(N).)
 if left <= 0 then
+  -- The v0.1 journal: a peer cleaner LPUSHes an id here, LREMs it from processing, LPUSHes
+  -- it to the queue, then LREMs it from here. An id still here after the grace period, with
+  -- no lease and in neither list, was dropped by a crashed cleaner. (Rare; LPOS is O(N).)
   local ids = redis.call('LRANGE', K_CLEANING, -100, -1)
   for _, id in ipairs(ids) do
     local field = 'c:' .. id
@@ -111,8 +128,20 @@ if left <= 0 then
     local more
     promoted, more = promote_due(limit)
     if more then more_due = 1 end
+    -- Forget sightings this pass did not renew (bounded: the hash holds only lease-less ids;
+    -- deep clean's "d:" sightings are its own).
+    if redis.call('HLEN', K_SUSPECTS) <= 5000 then
+      local all = redis.call('HGETALL', K_SUSPECTS)
+      for i = 1, #all, 2 do
+        local field = all[i]
+        local last = tonumber(string.match(all[i + 1], ':(%d+)$'))
+        if string.sub(field, 1, 2) ~= 'd:' and (not last or last < pass_start) then
+          redis.call('HDEL', K_SUSPECTS, field)
+        end
+      end
+    end
   end
 end
 
 count('cleaned', dry and 0 or recovered)
-return {left, recovered, dropped, dead, suspects, promoted, more_due}
+return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start}

@@ -4,6 +4,7 @@
 -- another session holds is refused ("X"), so a worker whose lease expired cannot complete
 -- work re-leased to someone else.
 -- Returns a string, one character per id: C completed, M missing (not live), X conflict.
+do local bad = wrong_type(); if bad then return bad end end
 local res = {}
 local done = 0
 for i = 4, #ARGV, 2 do

@@ -5,6 +5,7 @@
 -- ARGV[4] grace ms   ARGV[5] max_attempts   ARGV[6] "1" = front   ARGV[7] "1" = dry run
 -- ARGV[8], ... ids
 -- Returns {recovered, dead, suspects}
+do local bad = wrong_type(); if bad then return bad end end
 local grace = tonumber(ARGV[4])
 local max_attempts = tonumber(ARGV[5])
 local front = ARGV[6] == '1'
@@ -12,12 +13,15 @@ local dry = ARGV[7] == '1'
 local recovered, dead, suspects = 0, 0, 0
 for i = 8, #ARGV do
   local id = ARGV[i]
-  if redis.call('EXISTS', item_key(id)) == 1 and not lease_holder(id)
-      and not redis.call('ZSCORE', K_DELAYED, id) then
-    local first = tonumber(redis.call('HGET', K_SUSPECTS, id))
+  if redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id)
+      or redis.call('ZSCORE', K_DELAYED, id) then
+    if not dry then redis.call('HDEL', K_SUSPECTS, 'd:' .. id) end  -- not (or no longer) stray
+  else
+    local field = 'd:' .. id
+    local first = tonumber(redis.call('HGET', K_SUSPECTS, field))
     if not first then
       first = NOW
-      if not dry then redis.call('HSET', K_SUSPECTS, id, NOW) end
+      if not dry then redis.call('HSET', K_SUSPECTS, field, NOW) end
     end
     if NOW - first < grace then
       suspects = suspects + 1
@@ -26,7 +30,7 @@ for i = 8, #ARGV do
       dead = dead + 1
     else
       if not dry then
-        redis.call('HDEL', K_SUSPECTS, id)
+        redis.call('HDEL', K_SUSPECTS, field)
         enqueue(id, front)
       end
       recovered = recovered + 1

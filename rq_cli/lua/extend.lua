@@ -2,6 +2,7 @@
 -- if that session holds it).
 -- ARGV[4] lease ms   ARGV[5], ARGV[6], ... pairs id, session ("" = any)
 -- Returns {code1, deadline1, ...}: E extended, L lost (no lease), X conflict, M missing.
+do local bad = wrong_type(); if bad then return bad end end
 local ms = tonumber(ARGV[4])
 local out = {}
 for i = 5, #ARGV, 2 do

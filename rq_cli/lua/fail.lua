@@ -6,6 +6,7 @@
 -- ARGV[11], ARGV[12], ... pairs id, session ("" = any)
 -- Returns {code1, due1, code2, due2, ...}: R retried (due = ms when leasable again),
 --   D dead, M missing, X conflict (another session holds the lease).
+do local bad = wrong_type(); if bad then return bad end end
 local err = ARGV[4]
 local retry = tonumber(ARGV[5])
 local dead = ARGV[6] == '1'
@@ -24,7 +25,7 @@ for i = 11, #ARGV, 2 do
     failed = failed + 1
     unlist(id)
     del_lease(id)
-    redis.call('HDEL', K_SUSPECTS, id)
+    forget_suspect(id)
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
     if dead or exhausted(id, max_attempts) then
       dead_letter(id, dead and 'failed' or 'max_attempts', err)

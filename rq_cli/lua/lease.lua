@@ -8,6 +8,7 @@
 --         the item deleted in the same step; a worker that dies loses the job, by request)
 -- Returns {status, lease_deadline_ms, next_due_ms, id1, data1, attempt1, id2, ...}
 --   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
+do local bad = wrong_type(); if bad then return bad end end
 if redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1} end
 local want = tonumber(ARGV[4])
 local ms = tonumber(ARGV[5])
@@ -26,7 +27,10 @@ while taken < want and budget > 0 do
   if not data then
     drop_meta(id)
   elseif lease_holder(id) then
-    -- a duplicate entry of an item someone holds: it is in processing already
+    -- An item someone holds: normally a second copy, its first being in processing. If it
+    -- is not there (a peer cleaner re-queued it between the holder's two lease steps), it
+    -- goes there now, still the holder's, so the holder can complete it. (Rare; LPOS O(N).)
+    if not redis.call('LPOS', K_PROCESSING, id) then redis.call('LPUSH', K_PROCESSING, id) end
   else
     local exp = tonumber(redis.call('ZSCORE', K_EXPIRES, id))
     if exp and exp <= NOW then
@@ -46,7 +50,7 @@ while taken < want and budget > 0 do
       local attempt = redis.call('HINCRBY', K_ATTEMPTS, id, 1)
       redis.call('LPUSH', K_PROCESSING, id)
       set_lease(id, session, ms)
-      redis.call('HDEL', K_SUSPECTS, id)
+      forget_suspect(id)
       taken = taken + 1
       out[#out + 1] = id
       out[#out + 1] = data

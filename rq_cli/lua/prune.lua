@@ -1,21 +1,20 @@
 -- deep clean, prune step: drop rq-cli's bookkeeping (attempts, enqueued, errors, expires,
 -- suspects, leases) of ids whose item no longer exists, for example items completed by a
 -- peer client, which knows nothing of these keys.
--- ARGV[4] "1" = dry run   ARGV[5], ... ids found in the bookkeeping but not by SCAN
--- Returns the number of ids pruned.
+-- ARGV[4] "1" = dry run
+-- ARGV[5] "meta": drop all bookkeeping of ids whose item is gone;
+--         "strays": forget stray sightings ("d:<id>") of ids deep clean no longer sees stray
+-- ARGV[6], ... ids
+-- Returns the number of ids pruned ("meta") or sightings forgotten ("strays").
+do local bad = wrong_type(); if bad then return bad end end
 local dry = ARGV[4] == '1'
 local pruned = 0
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local id = ARGV[i]
-  local item = id
-  if string.sub(id, 1, 2) == 'c:' and redis.call('HEXISTS', K_SUSPECTS, id) == 1 then
-    item = string.sub(id, 3)
-  end
-  if redis.call('EXISTS', item_key(item)) == 0 then
-    if not dry then
-      drop_meta(id)
-      if item ~= id then redis.call('HDEL', K_SUSPECTS, id) end
-    end
+  if ARGV[5] == 'strays' then
+    if not dry then pruned = pruned + redis.call('HDEL', K_SUSPECTS, 'd:' .. id) end
+  elseif redis.call('EXISTS', item_key(id)) == 0 then
+    if not dry then drop_meta(id) end
     pruned = pruned + 1
   end
 end

@@ -3,6 +3,7 @@
 -- ARGV[4] state: pending | processing | delayed | dead | strays | meta
 -- ARGV[5] batch size   ARGV[6..] (strays) ids whose item keys SCAN found
 -- Returns how many entries this step removed (0 = that state is empty).
+do local bad = wrong_type(); if bad then return bad end end
 local state = ARGV[4]
 local batch = tonumber(ARGV[5])
 local n = 0

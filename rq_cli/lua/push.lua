@@ -4,6 +4,7 @@
 -- ARGV[6] expiry in ms after now (0 = never): not leased after that, dead-lettered as expired
 -- ARGV[7], ARGV[8], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate.
+do local bad = wrong_type(); if bad then return bad end end
 local front = ARGV[4] == '1'
 local delay = tonumber(ARGV[5])
 local expire = tonumber(ARGV[6])
@@ -24,6 +25,22 @@ if n > 0 then
     stamped[2 * i - 1] = id
     stamped[2 * i] = NOW
   end
+  -- A reused id (its earlier item completed by a peer client, which knows nothing of
+  -- rq-cli's keys) starts afresh: no leftover lease, attempts, error or sightings.
+  local stale, fields = {}, {}
+  for i, id in ipairs(added) do
+    stale[2 * i - 1] = lease_key(id)
+    stale[2 * i] = lbs_key(id)
+    fields[3 * i - 2] = 'p:' .. id
+    fields[3 * i - 1] = 'c:' .. id
+    fields[3 * i] = 'd:' .. id
+  end
+  redis.call('DEL', unpack(stale))
+  redis.call('HDEL', K_ATTEMPTS, unpack(added))
+  redis.call('HDEL', K_ERRORS, unpack(added))
+  redis.call('HDEL', K_SUSPECTS, unpack(fields))
+  redis.call('ZREM', K_LEASES, unpack(added))
+  redis.call('ZREM', K_EXPIRES, unpack(added))
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
   redis.call('HSET', K_ENQUEUED, unpack(stamped))
   if expire > 0 then

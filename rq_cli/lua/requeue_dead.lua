@@ -6,6 +6,7 @@
 -- ARGV[9] range: offset (dead items skipped by earlier calls)
 -- Returns {requeued, skipped, missing, id1, id2, ...} (the requeued ids)
 -- skipped: an item with that id is live again in the target; it stays dead.
+do local bad = wrong_type(); if bad then return bad end end
 local target = ARGV[4]
 local dry = ARGV[5] == '1'
 local ids
