@@ -285,28 +285,17 @@ def test_fish_asks_whether_there_are_candidates(config_file: Path) -> None:
     assert is_args("rq-cli push emails ") == 1  # DATA: no candidates, fish offers files
 
 
-@pytest.mark.xfail(strict=True, reason="bug: requeue-dead --to QUEUE has no autocompletion "
-                   "(rq_cli/cli/maintain.py: the --to option lacks autocompletion="
-                   "complete_queue), so configured queue names are not offered")
 @pytest.mark.usefixtures("no_network")
 def test_requeue_dead_to_completes_queue_names(config_file: Path) -> None:
     assert complete("bash", "rq-cli requeue-dead emails --to e", config=config_file) == [
         "emails", "events"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the eager --version callback (rq_cli/cli/root.py "
-                   "_version) ignores ctx.resilient_parsing, so completing after --version "
-                   "prints 'rq-cli <version>' among the candidates")
 @pytest.mark.usefixtures("no_network")
 def test_version_flag_does_not_leak_into_completion(config_file: Path) -> None:
     assert complete("bash", "rq-cli --version pu", config=config_file) == ["push", "purge"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: fish completion splits long help texts into "
-                   "bogus candidates: Typer renders each help with rich at the console width "
-                   "(typer._completion_classes._sanitize_help_text), so on an 80-column "
-                   "terminal `rq-cli --<TAB>` also offers '(~/.config/...).' and the rest of "
-                   "the --url/--config help; fish reads one candidate per line")
 @pytest.mark.usefixtures("no_network")
 def test_fish_help_texts_stay_on_one_line(config_file: Path) -> None:
     for line in ("rq-cli --", "rq-cli push emails --", "rq-cli "):
@@ -317,10 +306,6 @@ def test_fish_help_texts_stay_on_one_line(config_file: Path) -> None:
             assert value.startswith("-") or value in COMMANDS, (line, candidate)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: `rq-cli config --help` and `rq-cli server --help` "
-                   "offer --install-completion and --show-completion: root.build_command builds "
-                   "the config/server Typer apps with typer.main.get_command, as if each were a "
-                   "program's root, and config_app/server_app do not pass add_completion=False")
 def test_completion_options_only_on_the_root() -> None:
     root = typer.main.get_command(app)
     completion_options = {"--install-completion", "--show-completion"}

@@ -219,9 +219,6 @@ def test_readme_tables_are_well_formed() -> None:
                                              f"{row!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: `rq-cli --help` says 'Exit codes: 0 ok, ..., 130 "
-                   "interrupted' but leaves out 141 (ExitCode.BROKEN_PIPE); the list is the "
-                   "help= text of the Typer app in rq_cli/cli/root.py")
 def test_root_help_lists_every_exit_code() -> None:
     shown = " ".join(CliRunner().invoke(app, ["--help"], prog_name="rq-cli").stdout.split())
     listed = re.search(r"Exit codes: (.*?)\.(\s|$)", shown)

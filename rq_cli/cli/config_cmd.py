@@ -12,7 +12,8 @@ from ..render import Column
 from .common import JsonOpt, state
 
 config_app = typer.Typer(name="config", help="Show which config file is used, and what it says.",
-                         no_args_is_help=True, rich_markup_mode=None)
+                         no_args_is_help=True, rich_markup_mode=None,
+                         add_completion=False)  # --install-completion: the root's alone
 
 QUEUE_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("url_source", "from"),
                  Column("password"), Column("lease_seconds", "lease s", kind="number"),

@@ -23,6 +23,7 @@ from .common import (
     PurgeChoice,
     QueueArg,
     State,
+    complete_queue,
     state,
 )
 
@@ -85,7 +86,8 @@ def requeue_dead(
         "--older-than", min=0, metavar="SECONDS",
         help="Only items dead for longer than this.")] = None,
     to: Annotated[str | None, typer.Option(
-        "--to", metavar="QUEUE", help="Into this queue (same server) instead.")] = None,
+        "--to", metavar="QUEUE", autocompletion=complete_queue,
+        help="Into this queue (same server) instead.")] = None,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:

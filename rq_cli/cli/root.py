@@ -24,8 +24,8 @@ from typer.core import TyperGroup
 from .. import __version__
 from .. import config as configmod
 from ..errors import ExitCode, RqError
-from ..render import Terminal, debug_enabled, message
-from . import config_cmd, fastparams, inspect, leasing, maintain, push, server_cmd
+from ..render import Output, Terminal, debug_enabled, message
+from . import config_cmd, fastparams, inspect, leasing, maintain, push, server_cmd, shellcomplete
 from .common import JsonOpt, State
 
 
@@ -42,7 +42,17 @@ class RqGroup(TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         fastparams.install(self, ctx, subcommands=False)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except BrokenPipeError as exc:  # --help or --version | head: 141, like a command
+            raise typer.Exit(report(exc)) from None
+
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str,
+                               complete_var: str | None = None) -> None:
+        var = complete_var or f"_{prog_name}_COMPLETE".replace("-", "_").upper()
+        if os.environ.get(var):  # a shell asks for candidates: one line each
+            shellcomplete.install()
+        super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
@@ -114,7 +124,7 @@ app = typer.Typer(
     help="A reliable work queue in Redis or Valkey: push, lease, complete, inspect, repair.\n\n"
          "Tables on a terminal, JSON lines when piped. Exit codes: 0 ok, 1 internal error, "
          "2 usage, 3 nothing to do, 4 lease lost, 65 bad input, 69 server unavailable, "
-         "78 config error, 130 interrupted.",
+         "78 config error, 130 interrupted, 141 stdout closed early.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help: --help must not import rich (start-up budget)
     pretty_exceptions_enable=False,
@@ -122,9 +132,9 @@ app = typer.Typer(
 )
 
 
-def _version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"rq-cli {__version__}\n")
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # completion parses resiliently: print nothing
+        Output().write(f"rq-cli {__version__}\n")
         raise typer.Exit()
 
 

@@ -11,7 +11,8 @@ from ..errors import NothingToDo
 from .common import JsonOpt, State, state
 
 server_app = typer.Typer(name="server", help="Manage the embedded server (--url embedded:DIR).",
-                         no_args_is_help=True, rich_markup_mode=None)
+                         no_args_is_help=True, rich_markup_mode=None,
+                         add_completion=False)  # --install-completion: the root's alone
 
 DirArg = Annotated[str | None, typer.Argument(
     help="The server's data directory. Default: DIR of an embedded: URL given by --url or "
