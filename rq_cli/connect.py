@@ -54,6 +54,10 @@ _SUPPORTED = "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// 
 _SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:?/+")
 # URL-ish words in a message: a scheme (possibly mistyped) and slashes, then anything.
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:?/+\S+")
+# Characters that end a URL's userinfo early when a password holds them unescaped.
+_URL_DELIMITERS = re.compile(r"[/?#\[\]@]")
+PERCENT_ENCODE_HINT = ("a password holding / ? # [ or ] must be written percent-encoded: "
+                       "%2F %3F %23 %5B %5D")
 # "?password=..." and friends in a query string (password, sentinel_password, ...).
 _SECRET_QUERY = re.compile(
     r"(?P<key>[?&;](?:[^=&;#]*(?:pass|secret|token|credential)[^=&;#]*)=)(?P<value>[^&;#]*)",
@@ -91,6 +95,36 @@ def mask_url(url: str) -> str:
     if span:
         url = url[: span[0]] + "***" + url[span[1] :]
     return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", url)
+
+
+def _misread_password_parts(url: str) -> list[str]:
+    """Pieces of the password that a URL parser may have read as host, port or path.
+
+    When ``url``'s password holds an unescaped delimiter (``redis://:pa/ss@host``),
+    urlsplit and redis-py read another password (``pa``) and show the rest in their errors
+    (``Port could not be cast to integer value as 'pa'``, ``connecting to /ss@host``),
+    where masking the whole password cannot find it. Empty when parsers read the
+    password that :func:`mask_url` hides.
+    """
+    span = _password_span(url)
+    if span is None:
+        return []
+    password = url[span[0] : span[1]]
+    try:
+        parsed = urlsplit(url).password
+    except ValueError:
+        parsed = None
+    if parsed == password:
+        return []
+    parts = [part for part in _URL_DELIMITERS.split(password) if part]
+    return parts + [unquote(part) for part in parts]
+
+
+def safe_detail(detail: str, url: str) -> str:
+    """``detail`` (about ``url``), or a hint instead if it may show part of a password."""
+    if any(part in detail for part in _misread_password_parts(url)):
+        return f"it does not parse as meant: {PERCENT_ENCODE_HINT}"
+    return detail
 
 
 def mask_urls_in(text: str) -> str:
@@ -191,7 +225,8 @@ def _connect_plain(url: str, *, password: str | None, timeout: float) -> Any:
     try:
         return redis.Redis.from_url(url, **client_options(timeout), **extra)
     except ValueError as err:
-        raise UsageError(f"cannot use server URL {mask_url(url)!r}: {err}") from None
+        raise UsageError(f"cannot use server URL {mask_url(url)!r}: "
+                         f"{safe_detail(str(err), url)}") from None
 
 
 def _connect_cluster(url: str, *, password: str | None, timeout: float) -> Any:
@@ -207,7 +242,8 @@ def _connect_cluster(url: str, *, password: str | None, timeout: float) -> Any:
         with server_errors(url):
             return RedisCluster.from_url(url, **options, **extra)
     except ValueError as err:
-        raise UsageError(f"cannot use server URL {mask_url(url)!r}: {err}") from None
+        raise UsageError(f"cannot use server URL {mask_url(url)!r}: "
+                         f"{safe_detail(str(err), url)}") from None
 
 
 def _parse_sentinel(url: str) -> tuple[list[tuple[str, int]], str, int, dict[str, Any]]:
@@ -234,11 +270,11 @@ def _parse_sentinel(url: str) -> tuple[list[tuple[str, int]], str, int, dict[str
         if not colon:
             name, port = host, "26379"
         if not name or not port.isdigit():
-            raise UsageError(f"{usage} (bad address {host!r})")
+            raise UsageError(f"{usage} ({safe_detail(f'bad address {host!r}', url)})")
         addresses.append((name.strip("[]"), int(port)))
     db = segments[1] if len(segments) == 2 else "0"
     if not db.isdigit():
-        raise UsageError(f"{usage} (bad database {db!r})")
+        raise UsageError(f"{usage} ({safe_detail(f'bad database {db!r}', url)})")
     for key, value in parse_qsl(parts.query):
         if key in ("sentinel_password", "password"):
             options[key] = value
@@ -349,7 +385,7 @@ def _scrub(text: str, url: str, password: str | None) -> str:
     for secret in (password, url_password(url)):
         if secret:
             text = text.replace(secret, "***")
-    return mask_urls_in(text)
+    return safe_detail(mask_urls_in(text), url)
 
 
 def _one_line(text: str) -> str:
