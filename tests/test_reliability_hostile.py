@@ -342,8 +342,8 @@ def check_wrong_type_outcome(r: redis.Redis, proc: subprocess.CompletedProcess[b
 @pytest.mark.parametrize("name, args, stdin, needs", [
     pytest.param(*c, id=c[0]) for c in COMMANDS])
 def test_foreign_key_where_the_queue_list_should_be(
-        request: pytest.FixtureRequest, server_url: str, r: redis.Redis, kind: str, role: str,
-        name: str, args: list[str], stdin: bytes, needs: set[str]) -> None:
+        server_url: str, r: redis.Redis, kind: str, role: str, name: str, args: list[str],
+        stdin: bytes, needs: set[str]) -> None:
     """Another application owns ``w:queue`` (or ``w:processing``): a prefix collision."""
     key = getattr(Keys("w"), role)
     FOREIGN[kind](r, key)
