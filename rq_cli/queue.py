@@ -236,8 +236,9 @@ class WorkQueue:
                      now_ms: int | None) -> Iterator[list[PushResult]]:
         """Store chunks, one script call each, all in one round trip."""
         pairs = [self._pairs(chunk, id_from_data) for chunk in chunks]
-        if len(pairs) == 1:
-            replies = [self._run("push", head + pairs[0], now_ms)]
+        if len(pairs) == 1 or _is_cluster(self.client):
+            # (redis-py's cluster pipeline refuses scripts: one call per chunk there)
+            replies = [self._run("push", head + args, now_ms) for args in pairs]
         else:
             pipe = self.client.pipeline(transaction=False)
             for args in pairs:
@@ -500,7 +501,10 @@ class WorkQueue:
     def _scan_items(self) -> Iterator[bytes]:
         """Ids of every item data key of this queue, by SCAN (bounded per call)."""
         offset = self.keys.item_key_offset
-        for key in self.client.scan_iter(match=self.keys.item_pattern, count=BATCH):
+        kwargs: dict[str, Any] = {}
+        if _is_cluster(self.client):  # a queue's keys share one slot: scan only its node
+            kwargs["target_nodes"] = self.client.get_node_from_key(self.keys.queue)
+        for key in self.client.scan_iter(match=self.keys.item_pattern, count=BATCH, **kwargs):
             yield key[offset:]
 
     # -- read-only -----------------------------------------------------------------------

@@ -31,7 +31,6 @@ import pytest
 import redis
 from cli_helpers import Run, run_cli
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisClusterException
 
 from rq_cli.connect import connect
 from rq_cli.errors import ClusterError, ExitCode, UsageError
@@ -243,14 +242,6 @@ def test_push_in_one_script_call_per_round_trip(rc: Any) -> None:
     assert q.stats().pending == BATCH
 
 
-PIPELINE_BUG = (
-    "bug: WorkQueue._push_chunks sends several push script calls in one "
-    "client.pipeline(transaction=False), and redis-py's ClusterPipeline refuses EVALSHA "
-    "('Calling pipelined function evalsha is blocked when running redis in cluster mode'): "
-    "on a cluster every push of more than one batch fails and stores nothing of that round")
-
-
-@pytest.mark.xfail(strict=True, reason=PIPELINE_BUG, raises=RedisClusterException)
 @pytest.mark.parametrize("how", ["push", "push_batches"])
 def test_push_more_than_one_batch(rc: Any, how: str) -> None:
     q = WorkQueue(rc, JOBS)
@@ -524,7 +515,6 @@ def test_cli_requeue_dead_to_another_tag_is_refused(cli: Cli) -> None:
     assert cli("stats", JOBS).one["dead"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason=PIPELINE_BUG)
 def test_cli_push_many_lines_from_stdin(cli: Cli) -> None:
     n = BATCH * 2 + 1
     run = cli("push", JOBS, "-", "--summary", input="".join(f"{i}\n" for i in range(n)))
