@@ -24,6 +24,11 @@ server's ``completed`` counter settles it (one ``C`` per item in total, see the 
   and complete and items are pushed; atomic snapshots (MULTI/EXEC) taken all along show no
   id twice in queue/processing/delayed and no live item outside them; in the end every item
   was completed exactly once.
+- :func:`test_cli_worker_whose_lease_ran_out_cannot_complete_work_leased_again`: through
+  ``rq-cli``, a stalled worker's complete/fail/extend of re-leased work exit 4 and change
+  nothing; a late complete of work nobody took again is accepted once.
+- :func:`test_abandoned_item_is_recovered_by_a_cron_whatever_its_interval`: clean run from
+  cron (clock injected) recovers a dead worker's item whatever the cron interval.
 
 Every loop is bounded in iterations and time; every process started is killed by pid.
 """
@@ -584,3 +589,38 @@ def test_cli_worker_whose_lease_ran_out_cannot_complete_work_leased_again(
     assert json.loads(late.stdout)["outcome"] == "completed"
     assert r.llen("st:queue") == 0 and r.llen("st:processing") == 0
     assert rq(server_url, "lease", "st").returncode == 3
+
+
+# =============================================================================================
+# A worker died; clean runs from cron: the item comes back, whatever the cron interval
+# =============================================================================================
+NEVER_RECOVERED = ("bug: with grace_seconds above MAX_CLEAN_WAIT (60 s) clean does not wait, "
+                   "and a sighting older than max(2 * grace, 60 s) is discarded "
+                   "(clean.lua 'window'), so a cron running less often than that restarts "
+                   "the grace period on every run: the item is never recovered")
+
+
+@pytest.mark.parametrize("grace, every", [
+    (90, 60),
+    (120, 120),
+    pytest.param(120, 300, marks=pytest.mark.xfail(strict=True, reason=NEVER_RECOVERED)),
+    pytest.param(61, 3600, marks=pytest.mark.xfail(strict=True, reason=NEVER_RECOVERED)),
+], ids=lambda v: str(v))
+def test_abandoned_item_is_recovered_by_a_cron_whatever_its_interval(
+        r: redis.Redis, grace: int, every: int) -> None:
+    """Cron runs of clean every ``every`` seconds, simulated with an injected clock (clean
+    does not wait by itself when the grace period is above a minute, so nothing is lost)."""
+    wq = WorkQueue(r, "cron", QueueOptions(grace_seconds=grace))
+    wq.push([NewItem(b'"job"', "x")])
+    assert wq.lease(lease_seconds=0.05)  # the worker dies with it; the lease runs out
+    time.sleep(0.1)
+    secs, micros = r.time()
+    start = int(secs) * 1000 + int(micros) // 1000
+    runs = 24
+    for run in range(runs):
+        if wq.clean(now_ms=start + run * every * 1000).recovered:
+            break
+    else:
+        raise AssertionError(f"not recovered after {runs} cron runs, {runs * every} s")
+    assert run * every >= grace  # and never before its grace period
+    assert [i.id for i in wq.lease()] == ["x"]
