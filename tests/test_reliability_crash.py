@@ -624,3 +624,28 @@ def test_abandoned_item_is_recovered_by_a_cron_whatever_its_interval(
         raise AssertionError(f"not recovered after {runs} cron runs, {runs * every} s")
     assert run * every >= grace  # and never before its grace period
     assert [i.id for i in wq.lease()] == ["x"]
+
+
+@pytest.mark.xfail(strict=True, reason="bug: deep clean sleeps the whole grace period when it "
+                   "first sees strays (deep.py: time.sleep(grace), no cap), while light clean "
+                   "waits at most MAX_CLEAN_WAIT: 'clean --deep --grace 3600' blocks an hour")
+@pytest.mark.timeout(60)
+def test_deep_clean_with_a_long_grace_returns_and_a_later_run_recovers(
+        server_url: str, r: redis.Redis) -> None:
+    wq = WorkQueue(r, "dg")
+    r.set(wq.keys.item("stray"), b'"left by a crashed client"')
+    started = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "rq_cli", "--no-config", "--url",
+                               server_url, "clean", "dg", "--deep", "--grace", "3600", "--json"],
+                              capture_output=True, timeout=8)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("clean --deep --grace 3600 was still running after 8 s") \
+            from None
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 8
+    report = json.loads(proc.stdout)
+    assert (report["recovered"], report["suspects"]) == (0, 1)
+    secs, micros = r.time()
+    later = int(secs) * 1000 + int(micros) // 1000 + 3_600_001
+    assert wq.clean(deep=True, now_ms=later).recovered == 1  # the next cron run, an hour on
