@@ -59,7 +59,7 @@ def _stray_sightings(q: WorkQueue) -> Iterator[bytes]:
 
 def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool,
                now_ms: int | None, progress: Callable[[int], None] | None) -> None:
-    from .queue import BATCH, _batches, _ms
+    from .queue import BATCH, MAX_CLEAN_WAIT, _batches, _ms
 
     items: set[bytes] = set()
     for item_id in q._scan_items():
@@ -80,7 +80,7 @@ def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool
         return waiting
 
     waiting = confirm(candidates)
-    if waiting and not dry_run and now_ms is None:
+    if waiting and not dry_run and now_ms is None and grace <= MAX_CLEAN_WAIT:
         # Strays seen for the first time: look again once the grace period has passed.
         time.sleep(grace)
         candidates &= items - _listed(q)

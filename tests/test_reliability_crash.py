@@ -594,17 +594,11 @@ def test_cli_worker_whose_lease_ran_out_cannot_complete_work_leased_again(
 # =============================================================================================
 # A worker died; clean runs from cron: the item comes back, whatever the cron interval
 # =============================================================================================
-NEVER_RECOVERED = ("bug: with grace_seconds above MAX_CLEAN_WAIT (60 s) clean does not wait, "
-                   "and a sighting older than max(2 * grace, 60 s) is discarded "
-                   "(clean.lua 'window'), so a cron running less often than that restarts "
-                   "the grace period on every run: the item is never recovered")
-
-
 @pytest.mark.parametrize("grace, every", [
     (90, 60),
     (120, 120),
-    pytest.param(120, 300, marks=pytest.mark.xfail(strict=True, reason=NEVER_RECOVERED)),
-    pytest.param(61, 3600, marks=pytest.mark.xfail(strict=True, reason=NEVER_RECOVERED)),
+    (120, 300),
+    (61, 3600),
 ], ids=lambda v: str(v))
 def test_abandoned_item_is_recovered_by_a_cron_whatever_its_interval(
         r: redis.Redis, grace: int, every: int) -> None:
@@ -626,9 +620,6 @@ def test_abandoned_item_is_recovered_by_a_cron_whatever_its_interval(
     assert [i.id for i in wq.lease()] == ["x"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: deep clean sleeps the whole grace period when it "
-                   "first sees strays (deep.py: time.sleep(grace), no cap), while light clean "
-                   "waits at most MAX_CLEAN_WAIT: 'clean --deep --grace 3600' blocks an hour")
 @pytest.mark.timeout(60)
 def test_deep_clean_with_a_long_grace_returns_and_a_later_run_recovers(
         server_url: str, r: redis.Redis) -> None:

@@ -31,17 +31,12 @@ if left < 0 then
 end
 
 -- Has `field`'s id been lease-less for the grace period? Notes (or renews) the sighting.
--- An earlier sighting counts only if it was renewed recently (within a minute, or twice
--- the grace period): an id that left processing and came back later is a new suspect.
--- (Sightings that a whole pass did not renew are forgotten at its end, below.)
-local window = math.max(2 * grace, 60000)
+-- An id that left processing (a peer cleaner re-queued it) is not seen by the next pass,
+-- which then forgets its sighting (below): when it comes back it is a new suspect.
 local function overdue(field)
   local first
   local seen = redis.call('HGET', K_SUSPECTS, field)
-  if seen then
-    local f, l = string.match(seen, '^(%d+):(%d+)$')
-    if f and NOW - tonumber(l) <= window then first = tonumber(f) end
-  end
+  if seen then first = tonumber(string.match(seen, '^(%d+):')) end
   first = first or NOW
   if not dry then redis.call('HSET', K_SUSPECTS, field, first .. ':' .. NOW) end
   return NOW - first >= grace
