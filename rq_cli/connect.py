@@ -25,7 +25,7 @@ Timeouts: connecting gives up after ``timeout`` seconds (default 5). Reads wait 
 most :data:`BLOCKING_HEADROOM` seconds (``BLMOVE ... timeout``), and a blocking call must
 return before the socket gives up on it. Idle pooled connections are PINGed before reuse
 after :data:`HEALTH_CHECK_INTERVAL` seconds, so a restarted server is noticed before a
-command is sent. A broken connection is retried once at once (:func:`_retry_policy`).
+command is sent. A command is never retried (:func:`_retry_policy`).
 """
 
 from __future__ import annotations
@@ -186,17 +186,18 @@ def client_options(timeout: float) -> dict[str, Any]:
 
 
 def _retry_policy() -> Any:
-    """Retry once, at once, when the connection breaks; never after a timeout.
+    """Never retry a command.
 
     redis-py 6+ retries three times with seconds of backoff by default, which makes an
-    unreachable server slow to report; a retry after a read timeout could also run a
-    non-idempotent script twice.
+    unreachable server slow to report; worse, a retry of a command whose reply was lost
+    runs a non-idempotent script twice, and the second answer ("missing", "duplicate")
+    replaces the true one. A broken connection is reported instead (exit 69: the outcome
+    is unknown); idle pooled connections are health-checked before use.
     """
     from redis.backoff import NoBackoff
-    from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.retry import Retry
 
-    return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
+    return Retry(NoBackoff(), 0)
 
 
 def _with_password(url: str, password: str | None) -> tuple[str, dict[str, Any]]:
