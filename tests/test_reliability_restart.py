@@ -349,6 +349,7 @@ def test_bulk_push_interrupted_or_killed_resumes_without_duplicates(
     env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
     client = server.client()
     k = Keys("bulk")
+    baseline = int(client.info("clients")["connected_clients"])
     out_path, err_path = tmp_path / "out.jsonl", tmp_path / "err.txt"
     with open(source, "rb") as stdin, open(out_path, "wb") as out_f, \
             open(err_path, "wb") as err_f:
@@ -368,6 +369,12 @@ def test_bulk_push_interrupted_or_killed_resumes_without_duplicates(
                 proc.kill()
                 proc.wait()
     out, err = out_path.read_bytes(), err_path.read_bytes()
+    # Scripts the dead process had already sent still run: the server closes its connection
+    # only after reading them all, so wait for that before counting.
+    for _ in range(500):  # at most 5 s
+        if int(client.info("clients")["connected_clients"]) <= baseline:
+            break
+        time.sleep(0.01)
     stored = client.llen(k.queue)
     assert 0 < stored < BULK_LINES
     # complete lines only: a SIGKILL may cut the last one short
