@@ -207,10 +207,6 @@ def test_readme_lists_every_exit_code() -> None:
     assert all(meaning.strip() for meaning in documented.values())
 
 
-@pytest.mark.xfail(strict=True, reason="bug: README.md's Exit codes row for 141 has an "
-                   "unescaped '|' inside backticks (`rq-cli peek q | head -1`); GitHub "
-                   "Markdown splits the row there, so the table shows a broken third cell "
-                   "(write it as `rq-cli peek q \\| head -1`)")
 def test_readme_tables_are_well_formed() -> None:
     for table in tables(readme()):
         width = len(cells(table[0]))
