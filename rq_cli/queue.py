@@ -131,6 +131,10 @@ class WorkQueue:
                  session: str | None = None) -> None:
         if not prefix:
             raise UsageError("a queue prefix cannot be empty")
+        if ":item:" in prefix + ":":
+            # P:item:x:item:<id> would also be an item key of queue P (and SCANned as such)
+            raise UsageError(f"a queue prefix cannot contain ':item:' ({prefix!r}): its keys "
+                             f"would mix with another queue's items")
         self.client = client
         self.prefix = prefix
         self.options = options or QueueOptions()

@@ -591,6 +591,9 @@ def test_bad_options_are_refused(r):
         WorkQueue(r, "jobs", QueueOptions(requeue="middle"))
     with pytest.raises(UsageError):
         WorkQueue(r, "")
+    for clash in ("jobs:item:x", "jobs:item"):  # would mix with queue "jobs"'s item keys
+        with pytest.raises(UsageError, match=":item:"):
+            WorkQueue(r, clash)
 
 
 def test_cluster_needs_a_hash_tag():
