@@ -14,7 +14,7 @@ from ..errors import BadInputError, UsageError
 from ..render import Column, Output
 from ..types import NewItem, PushResult
 from . import reading
-from .common import JsonOpt, QueueArg, read_stdin, state
+from .common import JsonOpt, QueueArg, interrupt_deferred, read_stdin, state
 
 DataArg = Annotated[list[str] | None, typer.Argument(
     help="Items, each a JSON text (any bytes with --raw). '-' (or none, with stdin not a "
@@ -107,14 +107,14 @@ class _Tally:
         self.rows: list[dict[str, Any]] = []
 
     def add(self, results: list[PushResult]) -> None:
-        self.items += len(results)
         added = sum(1 for r in results if r.added)
-        self.added += added
-        if self.summary:
-            return
-        if self.out.json:
-            self.out.lines(_result_line(r) for r in results)
-        else:
+        text = "" if self.summary or not self.out.json else \
+            "".join(_result_line(r) + "\n" for r in results)
+        with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
+            self.out.write(text)
+            self.items += len(results)
+            self.added += added
+        if not self.summary and not self.out.json:
             self.rows.extend({"id": r.id, "added": r.added} for r in results)
 
     def describe(self) -> str:
