@@ -10,7 +10,8 @@ the real change belongs in rq_cli/.
     python -m bench.experiments batchlua  # lease(100)+complete with multi-key Lua prototypes
     python -m bench.experiments maint     # purge/requeue-dead: server time per call, latency
     python -m bench.experiments deep      # deep clean: bigger SCAN/HSCAN pages, set updates
-    python -m bench.experiments startup --typer PATH   # rq-cli with another Typer on PYTHONPATH
+    python -m bench.experiments startup   # start-up: connection set-up cost (driver_info)
+    python -m bench.experiments startup --typer PATH   # ... and rq-cli with another Typer
 
 Each prints a small table and exits; ``--quick`` shrinks the sizes.
 """
@@ -822,9 +823,15 @@ def exp_startup(server: BenchServer, work: Path, quick: bool, reps: int,
     if not cli:
         raise SystemExit(f"rq-cli not available: {reason}")
     py = sys.executable
+    port = server.port
     cmds = {"python -c 'import redis'": [py, "-c", "import redis"],
             "rq-cli push q '{}'": [cli, "push", "uq", "{}"],
-            "python -c 'import redis, typer'": [py, "-c", "import redis, typer"]}
+            "rq-cli --version": [cli, "--version"],
+            "python -c 'import redis, typer'": [py, "-c", "import redis, typer"],
+            "import redis; Redis().ping() (default: CLIENT SETINFO x2)": [
+                py, "-c", f"import redis; redis.Redis(port={port}).ping()"],
+            "import redis; Redis(driver_info=None).ping()": [
+                py, "-c", f"import redis; redis.Redis(port={port}, driver_info=None).ping()"]}
     if typer_path:
         cmds["rq-cli push q '{}' (other Typer)"] = ["env", f"PYTHONPATH={typer_path}", cli,
                                                    "push", "uq", "{}"]
