@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata as md
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(res)
     finally:
         server.close()
+        shutil.rmtree(work, ignore_errors=True)  # generated inputs: hundreds of MB
     meta["seconds"] = round(time.time() - started, 1)
 
     rows = [r for res in results for r in res.rows]
