@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .types import CleanReport
 
 PAGE = 10_000  # list elements per LRANGE/ZRANGE page
+SCAN_COUNT = 5_000  # SCAN/HSCAN COUNT: a few ms of server time per call
 _META_HASHES = ("attempts", "enqueued", "errors", "suspects")
 _META_ZSETS = ("expires", "leases")
 
@@ -39,21 +40,50 @@ def _listed(q: WorkQueue) -> set[bytes]:
     return seen
 
 
-def _meta_ids(q: WorkQueue) -> Iterator[bytes]:
-    """Ids named in rq-cli's bookkeeping hashes and sets (HSCAN/ZSCAN, bounded per call)."""
+def _meta_ids(q: WorkQueue, live: int) -> Iterator[bytes]:
+    """Ids named in rq-cli's bookkeeping hashes and sets (HSCAN/ZSCAN, bounded per call).
+
+    Each holds at most one entry per live item, so one that holds no more entries than there
+    are live items is skipped: stale entries (items a peer completed) are swept once they
+    outnumber the live items without one (items a peer pushed). This keeps the sweep of the
+    per-item ``P:enqueued`` off the common path; the bookkeeping stays bounded by the queue.
+    """
     client = q.client
     for name in _META_HASHES:
-        for field, _ in client.hscan_iter(getattr(q.keys, name), count=1000):
+        key = getattr(q.keys, name)
+        if name != "suspects" and client.hlen(key) <= live:
+            continue
+        for field, _ in client.hscan_iter(key, count=SCAN_COUNT):
             # P:suspects fields carry the kind of sighting: "p:<id>", "c:<id>", "d:<id>"
             yield field[2:] if name == "suspects" else field
     for name in _META_ZSETS:
-        for member, _ in client.zscan_iter(getattr(q.keys, name), count=1000):
+        key = getattr(q.keys, name)
+        if client.zcard(key) <= live:
+            continue
+        for member, _ in client.zscan_iter(key, count=SCAN_COUNT):
             yield member
+
+
+def _scan_item_ids(q: WorkQueue, progress: Callable[[int], None] | None) -> set[bytes]:
+    """Every item id of the queue, by SCAN, a page (one call) at a time."""
+    from .queue import _is_cluster
+
+    if _is_cluster(q.client):
+        return set(q._scan_items())
+    offset, pattern = q.keys.item_key_offset, q.keys.item_pattern
+    items: set[bytes] = set()
+    cursor = None
+    while cursor != 0:
+        cursor, keys = q.client.scan(cursor or 0, match=pattern, count=SCAN_COUNT)
+        items.update(key[offset:] for key in keys)
+        if progress and keys:
+            progress(len(keys))
+    return items
 
 
 def _stray_sightings(q: WorkQueue) -> Iterator[bytes]:
     """Ids with a deep-clean stray sighting ("d:<id>") in P:suspects."""
-    for field, _ in q.client.hscan_iter(q.keys.suspects, match="d:*", count=1000):
+    for field, _ in q.client.hscan_iter(q.keys.suspects, match="d:*", count=SCAN_COUNT):
         yield field[2:]
 
 
@@ -61,11 +91,7 @@ def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool
                now_ms: int | None, progress: Callable[[int], None] | None) -> None:
     from .queue import BATCH, MAX_CLEAN_WAIT, _batches, _ms
 
-    items: set[bytes] = set()
-    for item_id in q._scan_items():
-        items.add(item_id)
-        if progress and len(items) % BATCH == 0:
-            progress(BATCH)
+    items = _scan_item_ids(q, progress)
     report.scanned = len(items)
     candidates = items - _listed(q)
     head = [_ms(grace), q.options.max_attempts, q._front_requeue, "1" if dry_run else "0"]
@@ -92,7 +118,8 @@ def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool
     for batch in _batches(sorted(set(_stray_sightings(q)) - candidates), BATCH):
         q._run("prune", [dry, "strays", *batch], now_ms)
 
-    dead_ids = {member for member, _ in q.client.zscan_iter(q.keys.dead, count=1000)}
-    stale = {i for i in _meta_ids(q) if i not in items and i not in dead_ids}
+    stale = set(_meta_ids(q, len(items))) - items
+    if stale:
+        stale -= {member for member, _ in q.client.zscan_iter(q.keys.dead, count=SCAN_COUNT)}
     for batch in _batches(sorted(stale), BATCH):
         report.pruned += int(q._run("prune", [dry, "meta", *batch], now_ms))

@@ -45,6 +45,9 @@ Progress = Callable[[int], None]  # called with the number of items just handled
 #: Most items or ids one script call handles: keeps every call short, so the server goes on
 #: serving other clients during bulk work.
 BATCH = 1000
+#: Items per script call for purge and requeue-dead, whose per-item work is heavier: keeps
+#: each call around 10 ms, so other clients wait no longer than that.
+SLOW_BATCH = 200
 #: Script calls sent per pipeline round trip in bulk pushes.
 PIPELINE_DEPTH = 4
 #: Longest single blocking wait, in seconds (the client's socket timeout must exceed it).
@@ -145,6 +148,7 @@ class WorkQueue:
             raise UsageError(f"requeue must be back or front, not {self.options.requeue!r}")
         self.session = session or make_session()
         self.keys = Keys(prefix)
+        self._script_keys = self.keys.script_keys  # built once: every call passes them
         if _is_cluster(client) and not has_hash_tag(prefix):
             raise ClusterError(
                 f"queue prefix {prefix!r} has no hash tag, so its keys would be spread over "
@@ -164,7 +168,7 @@ class WorkQueue:
     def _run(self, name: str, args: Sequence[Any], now_ms: int | None = None,
              client: Any = None) -> Any:
         head = [self.prefix, _now_arg(now_ms), self.options.layout]
-        return self._script(name)(keys=self.keys.script_keys, args=head + list(args),
+        return self._script(name)(keys=self._script_keys, args=head + list(args),
                                   client=client or self.client)
 
     @property
@@ -448,7 +452,7 @@ class WorkQueue:
             return int(reply[0]) + int(reply[1]) + int(reply[2])
 
         if ids is not None:
-            for batch in _batches([_check_id(i) for i in ids], BATCH):
+            for batch in _batches([_check_id(i) for i in ids], SLOW_BATCH):
                 take(self._run("requeue_dead", [target, dry, "ids", *batch], now_ms))
             return report
         if older_than is not None:
@@ -460,7 +464,7 @@ class WorkQueue:
             cutoff = "+inf"
         offset = 0
         while limit is None or report.requeued < limit:
-            size = BATCH if limit is None else min(BATCH, limit - report.requeued)
+            size = SLOW_BATCH if limit is None else min(SLOW_BATCH, limit - report.requeued)
             before = report.requeued
             seen = take(self._run("requeue_dead", [target, dry, "range", cutoff, size, offset],
                                   now_ms))
@@ -492,13 +496,13 @@ class WorkQueue:
                 report.strays = max(report.strays, 0)
             return report
         for s in states:
-            while n := int(self._run("purge", [s, BATCH])):
+            while n := int(self._run("purge", [s, SLOW_BATCH])):
                 setattr(report, s, getattr(report, s) + n)
                 if progress:
                     progress(n)
         if state == "all":
-            for batch in _batches(self._scan_items(), BATCH):
-                report.strays += int(self._run("purge", ["strays", BATCH, *batch]))
+            for batch in _batches(self._scan_items(), SLOW_BATCH):
+                report.strays += int(self._run("purge", ["strays", SLOW_BATCH, *batch]))
             self._run("purge", ["meta", BATCH])
         return report
 
