@@ -30,6 +30,7 @@ from .types import (
     ItemRef,
     LeasedItem,
     NewItem,
+    Outcome,
     PeekedItem,
     PurgeReport,
     PurgeState,
@@ -62,6 +63,7 @@ MAX_ID_BYTES = 4096
 _SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
             "requeue_dead", "purge", "stats", "peek")
 STATES = ("pending", "processing", "delayed", "dead")
+_COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict"}
 PURGE_STATES = (*STATES, "all")
 
 
@@ -258,16 +260,21 @@ class WorkQueue:
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
-                    at_most_once: bool = False) -> tuple[list[LeasedItem], bool, int]:
-        reply = self._run("lease", [count, lease_ms, self.session, self.options.max_attempts,
-                                    "1" if at_most_once else "0"], now_ms)
+                    at_most_once: bool = False, complete: Sequence[ItemRef] = (),
+                    ) -> tuple[list[LeasedItem], bool, int, str]:
+        args = [count, lease_ms, self.session, self.options.max_attempts,
+                "1" if at_most_once else "0"]
+        for ref in complete:
+            args.append(ref.id)
+            args.append(ref.session or "")
+        reply = self._run("lease", args, now_ms)
         paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
         items = [
             LeasedItem(self.prefix, _text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
                        _s(deadline), self.session)
-            for i in range(3, len(reply), 3)
+            for i in range(4, len(reply), 3)
         ]
-        return items, paused, next_due
+        return items, paused, next_due, _text(reply[3]) or ""
 
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
               at_most_once: bool = False, now_ms: int | None = None) -> list[LeasedItem]:
@@ -282,11 +289,26 @@ class WorkQueue:
         _check_count(count)
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
-            items, paused, next_due = self._lease_once(count, lease_ms, now_ms, at_most_once)
+            items, paused, next_due, _ = self._lease_once(count, lease_ms, now_ms,
+                                                          at_most_once)
             remaining = deadline - time.monotonic()
             if items or remaining <= 0:
                 return items
             self._wait(min(remaining, BLOCK_CHUNK), paused, next_due)
+
+    def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
+                           lease_seconds: float | None = None, now_ms: int | None = None,
+                           ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
+        """Complete ``refs``, then lease up to ``count`` items, in one step (one round trip):
+        a worker's loop. Does not wait; outcomes are those of :meth:`complete`."""
+        items = self._ref_args(refs)
+        if len(items) > BATCH:
+            raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
+        _check_count(count)
+        leased, _, _, codes = self._lease_once(count, self._lease_ms(lease_seconds), now_ms,
+                                               complete=items)
+        return [ItemOutcome(ref.id, _COMPLETE_OUTCOMES[code])
+                for ref, code in zip(items, codes, strict=True)], leased
 
     def _lease_ms(self, lease_seconds: float | None) -> int:
         seconds = self.options.lease_seconds if lease_seconds is None else lease_seconds
@@ -330,8 +352,8 @@ class WorkQueue:
         (not live) or ``conflict`` (given a session, another session holds the lease)."""
         items = self._ref_args(refs)
         codes = self._per_batch(items, "complete", [], now_ms)
-        names = {"C": "completed", "M": "missing", "X": "conflict"}
-        return [ItemOutcome(ref.id, names[code]) for ref, code in zip(items, codes, strict=True)]  # type: ignore[arg-type]
+        return [ItemOutcome(ref.id, _COMPLETE_OUTCOMES[code])
+                for ref, code in zip(items, codes, strict=True)]
 
     def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
@@ -613,7 +635,8 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         if order == "fair":
             random.shuffle(ordered)
         for q in ordered:
-            items, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None, at_most_once)
+            items, _, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None,
+                                           at_most_once)
             if items:
                 return items
         remaining = deadline - time.monotonic()

@@ -635,3 +635,18 @@ def test_lease_at_most_once_completes_in_the_same_step(q, r):
     assert q.complete(["a"])[0].outcome == "missing"  # it is never handed out again
     assert q.stats().counters["completed"] == 1
     assert [i.id for i in lease_many([q], at_most_once=True)] == ["b"]
+
+
+def test_complete_and_lease_in_one_step(q, r):
+    q.push([NewItem(b"1", "a"), NewItem(b"2", "b")])
+    (first,) = q.lease()
+    done, leased = q.complete_and_lease([ItemRef(first.id, first.session), "nope"])
+    assert [o.outcome for o in done] == ["completed", "missing"]
+    assert [(i.id, i.attempt) for i in leased] == [("b", 1)]
+    assert not r.exists(q.keys.item("a"))
+    done, leased = q.complete_and_lease([ItemRef("b", "someone-else")])
+    assert [o.outcome for o in done] == ["conflict"] and leased == []
+    q.pause()  # completing still works on a paused queue; leasing gives nothing
+    done, leased = q.complete_and_lease(["b"])
+    assert [o.outcome for o in done] == ["completed"] and leased == []
+    assert q.stats().counters["completed"] == 2

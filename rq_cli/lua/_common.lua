@@ -157,3 +157,16 @@ local function exhausted(id, max_attempts)
   if max_attempts <= 0 then return false end
   return (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) >= max_attempts
 end
+
+-- Complete one item: "C" (this call deleted its data: the one successful complete), "M" (not
+-- live) or "X" (given a session, another session holds the lease).
+local function complete_one(id, session)
+  local holder = lease_holder(id)
+  if session ~= '' and holder and holder ~= session then return 'X' end
+  if redis.call('DEL', item_key(id)) == 0 then return 'M' end
+  redis.call('DEL', lease_key(id), lbs_key(id))
+  unlist(id)
+  drop_meta(id)
+  count('completed', 1)
+  return 'C'
+end

@@ -6,21 +6,7 @@
 -- Returns a string, one character per id: C completed, M missing (not live), X conflict.
 do local bad = wrong_type(); if bad then return bad end end
 local res = {}
-local done = 0
 for i = 4, #ARGV, 2 do
-  local id, session = ARGV[i], ARGV[i + 1]
-  local holder = lease_holder(id)
-  if session ~= '' and holder and holder ~= session then
-    res[#res + 1] = 'X'
-  elseif redis.call('DEL', item_key(id)) == 1 then
-    del_lease(id)
-    unlist(id)
-    drop_meta(id)
-    done = done + 1
-    res[#res + 1] = 'C'
-  else
-    res[#res + 1] = 'M'
-  end
+  res[#res + 1] = complete_one(ARGV[i], ARGV[i + 1])
 end
-count('completed', done)
 return table.concat(res)

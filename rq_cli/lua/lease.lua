@@ -6,17 +6,25 @@
 -- ARGV[4] count   ARGV[5] lease ms   ARGV[6] session   ARGV[7] max_attempts (0 = unlimited)
 -- ARGV[8] "1" = at most once: complete each item as it is taken (its data is returned and
 --         the item deleted in the same step; a worker that dies loses the job, by request)
--- Returns {status, lease_deadline_ms, next_due_ms, id1, data1, attempt1, id2, ...}
+-- ARGV[9], ARGV[10], ... pairs id, session: items to complete first, in the same step (a
+--         worker's loop: finish the last item, take the next, in one round trip)
+-- Returns {status, lease_deadline_ms, next_due_ms, completions, id1, data1, attempt1, id2, ...}
 --   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
+--   completions: one character per item completed first, as complete.lua returns them.
 do local bad = wrong_type(); if bad then return bad end end
-if redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1} end
+local completions = {}
+for i = 9, #ARGV, 2 do
+  completions[#completions + 1] = complete_one(ARGV[i], ARGV[i + 1])
+end
+completions = table.concat(completions)
+if redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1, completions} end
 local want = tonumber(ARGV[4])
 local ms = tonumber(ARGV[5])
 local session = ARGV[6]
 local max_attempts = tonumber(ARGV[7])
 local at_most_once = ARGV[8] == '1'
 promote_due(1000)
-local out = {0, NOW + ms, -1}
+local out = {0, NOW + ms, -1, completions}
 local taken = 0
 local budget = want + 1000 -- bounded: at most this many ids looked at per call
 while taken < want and budget > 0 do
