@@ -123,23 +123,9 @@ class Keys:
 
     @property
     def script_keys(self) -> list[str]:
-        """The fixed KEYS every script receives, in the order ``lua/_common.lua`` names them."""
-        return [
-            self.queue,
-            self.processing,
-            self.cleaning,
-            self.delayed,
-            self.expires,
-            self.attempts,
-            self.enqueued,
-            self.errors,
-            self.dead,
-            self.dead_info,
-            self.counters,
-            self.paused,
-            self.suspects,
-            self.leases,
-        ]
+        """The KEYS every script receives: ``P:queue`` alone, for routing on a cluster;
+        ``lua/_common.lua`` derives the others from the prefix, in the same hash slot."""
+        return [self.queue]
 
     @property
     def marker_keys(self) -> list[str]:
