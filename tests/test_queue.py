@@ -650,3 +650,11 @@ def test_complete_and_lease_in_one_step(q, r):
     done, leased = q.complete_and_lease(["b"])
     assert [o.outcome for o in done] == ["completed"] and leased == []
     assert q.stats().counters["completed"] == 2
+
+
+def test_push_the_largest_batch_size(q, r):
+    """5000 items per script call: every multi-value command stays within Lua's stack."""
+    results = [p for b in q.push_batches((b"%d" % i for i in range(5000)), batch_size=5000)
+               for p in b]
+    assert len(results) == 5000 and all(p.added for p in results)
+    assert r.llen(q.keys.queue) == 5000 and r.hlen(q.keys.enqueued) == 5000

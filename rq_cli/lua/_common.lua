@@ -53,6 +53,18 @@ local function wrong_type()
   return nil
 end
 
+-- redis.call(cmd, <head...>, <args...>) in chunks: Lua's unpack() overflows the C stack
+-- past a few thousand values. `step` must keep field/value pairs together (even).
+local function call_chunked(cmd, head, args, step)
+  step = step or 4000
+  for i = 1, #args, step do
+    local call = {cmd}
+    for _, h in ipairs(head) do call[#call + 1] = h end
+    for j = i, math.min(i + step - 1, #args) do call[#call + 1] = args[j] end
+    redis.call(unpack(call))
+  end
+end
+
 local function count(field, n)
   if n and n ~= 0 then redis.call('HINCRBY', K_COUNTERS, field, n) end
 end

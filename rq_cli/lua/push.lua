@@ -35,31 +35,31 @@ if n > 0 then
     fields[3 * i - 1] = 'c:' .. id
     fields[3 * i] = 'd:' .. id
   end
-  redis.call('DEL', unpack(stale))
-  redis.call('HDEL', K_ATTEMPTS, unpack(added))
-  redis.call('HDEL', K_ERRORS, unpack(added))
-  redis.call('HDEL', K_SUSPECTS, unpack(fields))
-  redis.call('ZREM', K_LEASES, unpack(added))
-  redis.call('ZREM', K_EXPIRES, unpack(added))
+  call_chunked('DEL', {}, stale)
+  call_chunked('HDEL', {K_ATTEMPTS}, added)
+  call_chunked('HDEL', {K_ERRORS}, added)
+  call_chunked('HDEL', {K_SUSPECTS}, fields)
+  call_chunked('ZREM', {K_LEASES}, added)
+  call_chunked('ZREM', {K_EXPIRES}, added)
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
-  redis.call('HSET', K_ENQUEUED, unpack(stamped))
+  call_chunked('HSET', {K_ENQUEUED}, stamped)
   if expire > 0 then
     for i, id in ipairs(added) do
       due[2 * i - 1] = NOW + expire
       due[2 * i] = id
     end
-    redis.call('ZADD', K_EXPIRES, unpack(due))
+    call_chunked('ZADD', {K_EXPIRES}, due)
   end
   if delay > 0 then
     for i, id in ipairs(added) do
       due[2 * i - 1] = NOW + delay
       due[2 * i] = id
     end
-    redis.call('ZADD', K_DELAYED, unpack(due))
+    call_chunked('ZADD', {K_DELAYED}, due)
   elseif front then
-    redis.call('RPUSH', K_QUEUE, unpack(added))
+    call_chunked('RPUSH', {K_QUEUE}, added)
   else
-    redis.call('LPUSH', K_QUEUE, unpack(added))
+    call_chunked('LPUSH', {K_QUEUE}, added)
   end
 end
 count('pushed', n)
