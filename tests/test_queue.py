@@ -658,3 +658,13 @@ def test_push_the_largest_batch_size(q, r):
                for p in b]
     assert len(results) == 5000 and all(p.added for p in results)
     assert r.llen(q.keys.queue) == 5000 and r.hlen(q.keys.enqueued) == 5000
+
+
+def test_lease_and_complete_the_largest_count(q, r):
+    pushed = q.push([b"%d" % i for i in range(10_000)])
+    leased = q.lease(10_000)
+    assert len(leased) == 10_000 and len({i.id for i in leased}) == 10_000
+    assert r.llen(q.keys.processing) == 10_000 and r.zcard(q.keys.leases) == 10_000
+    outcomes = q.complete([ItemRef(i.id, i.session) for i in leased])
+    assert {o.outcome for o in outcomes} == {"completed"} and len(pushed) == 10_000
+    assert r.llen(q.keys.processing) == 0

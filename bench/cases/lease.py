@@ -30,14 +30,20 @@ def _rq_worker(port: int, quota: int, batch: int, go: Any, out: Any) -> None:
         q._script(name)
         c.script_load(q._script(name).script)
     go.wait()
-    done = 0
+    done = leased = 0
+    refs: list[ItemRef] = []
     t0 = time.perf_counter()
-    while done < quota:
-        items = q.lease(min(batch, quota - done))
-        if not items:
-            break
-        outcomes = q.complete([ItemRef(i.id, i.session) for i in items])
+    while True:  # the worker loop: complete what was leased and lease the next, one call
+        want = min(batch, quota - leased)
+        if want > 0:
+            outcomes, items = q.complete_and_lease(refs, want)
+        else:
+            outcomes, items = q.complete(refs), []
         done += sum(1 for o in outcomes if o.outcome == "completed")
+        leased += len(items)
+        refs = [ItemRef(i.id, i.session) for i in items]
+        if not refs:
+            break
     out.put((done, t0, time.perf_counter()))
 
 

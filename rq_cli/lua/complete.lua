@@ -4,9 +4,49 @@
 -- another session holds is refused ("X"), so a worker whose lease expired cannot complete
 -- work re-leased to someone else.
 -- Returns a string, one character per id: C completed, M missing (not live), X conflict.
+-- The leases are read in two MGETs and the bookkeeping dropped in a few multi-value commands
+-- for the whole call; per item remain the DEL that decides and the LREM from processing.
 do local bad = wrong_type(); if bad then return bad end end
-local res = {}
+local ids, v3_keys, v1_keys = {}, {}, {}
 for i = 4, #ARGV, 2 do
-  res[#res + 1] = complete_one(ARGV[i], ARGV[i + 1])
+  local id = ARGV[i]
+  ids[#ids + 1] = id
+  v3_keys[#v3_keys + 1] = lease_key(id)
+  v1_keys[#v1_keys + 1] = lbs_key(id)
+end
+if #ids == 0 then return '' end
+local v3 = WRITE_V3 and redis.call('MGET', unpack(v3_keys)) or {}
+local v1 = WRITE_V1 and redis.call('MGET', unpack(v1_keys)) or {}
+local res, done, lease_keys, fields = {}, {}, {}, {}
+for k, id in ipairs(ids) do
+  local session = ARGV[2 * k + 3]
+  local holder = (not done[id]) and (v3[k] or v1[k])
+  if session ~= '' and holder and holder ~= session then
+    res[k] = 'X'
+  elseif redis.call('DEL', item_key(id)) == 1 then
+    done[id] = true
+    unlist(id)
+    lease_keys[#lease_keys + 1] = v3_keys[k]
+    lease_keys[#lease_keys + 1] = v1_keys[k]
+    fields[#fields + 1] = 'p:' .. id
+    fields[#fields + 1] = 'c:' .. id
+    fields[#fields + 1] = 'd:' .. id
+    res[k] = 'C'
+  else
+    res[k] = 'M'
+  end
+end
+local completed = #lease_keys / 2
+if completed > 0 then
+  local gone = {}
+  for id in pairs(done) do gone[#gone + 1] = id end
+  call_chunked('DEL', {}, lease_keys)
+  call_chunked('HDEL', {K_ATTEMPTS}, gone)
+  call_chunked('HDEL', {K_ENQUEUED}, gone)
+  call_chunked('HDEL', {K_ERRORS}, gone)
+  call_chunked('HDEL', {K_SUSPECTS}, fields, 3000)
+  call_chunked('ZREM', {K_EXPIRES}, gone)
+  call_chunked('ZREM', {K_LEASES}, gone)
+  count('completed', completed)
 end
 return table.concat(res)

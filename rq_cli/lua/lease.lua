@@ -25,46 +25,77 @@ local max_attempts = tonumber(ARGV[7])
 local at_most_once = ARGV[8] == '1'
 promote_due(1000)
 local out = {0, NOW + ms, -1, completions}
-local taken = 0
-local budget = want + 1000 -- bounded: at most this many ids looked at per call
-while taken < want and budget > 0 do
-  budget = budget - 1
-  local id = redis.call('RPOP', K_QUEUE)
-  if not id then break end
-  local data = redis.call('GET', item_key(id))
-  if not data then
-    drop_meta(id)
-  elseif lease_holder(id) then
-    -- An item someone holds: normally a second copy, its first being in processing. If it
-    -- is not there (a peer cleaner re-queued it between the holder's two lease steps), it
-    -- goes there now, still the holder's, so the holder can complete it. (Rare; LPOS O(N).)
-    if not redis.call('LPOS', K_PROCESSING, id) then redis.call('LPUSH', K_PROCESSING, id) end
-  else
-    local exp = tonumber(redis.call('ZSCORE', K_EXPIRES, id))
-    if exp and exp <= NOW then
-      dead_letter(id, 'expired')
-    elseif exhausted(id, max_attempts) then
-      dead_letter(id, 'max_attempts')
-    elseif at_most_once then
-      local attempt = (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) + 1
-      redis.call('DEL', item_key(id))
-      drop_meta(id)
-      count('completed', 1)
-      taken = taken + 1
-      out[#out + 1] = id
-      out[#out + 1] = data
-      out[#out + 1] = attempt
+local taken, looked = 0, 0
+local limit = want + 1000 -- bounded: at most this many ids looked at per call
+local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
+local leased, stamps, fields, deadlines = {}, {}, {}, {}
+while taken < want and looked < limit do
+  -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
+  local ids = redis.call('RPOP', K_QUEUE, math.min(want - taken, limit - looked, 1000))
+  if not ids then break end
+  looked = looked + #ids
+  local item_keys, v3_keys, v1_keys = {}, {}, {}
+  for k, id in ipairs(ids) do
+    item_keys[k] = item_key(id)
+    v3_keys[k] = lease_key(id)
+    v1_keys[k] = lbs_key(id)
+  end
+  local datas = redis.call('MGET', unpack(item_keys))
+  local v3 = WRITE_V3 and redis.call('MGET', unpack(v3_keys)) or {}
+  local v1 = WRITE_V1 and redis.call('MGET', unpack(v1_keys)) or {}
+  local exps = redis.call('ZMSCORE', K_EXPIRES, unpack(ids))
+  local atts = redis.call('HMGET', K_ATTEMPTS, unpack(ids))
+  for k, id in ipairs(ids) do
+    local data = datas[k]
+    if not data then
+      if not seen[id] then drop_meta(id) end
+    elseif seen[id] or v3[k] or v1[k] then
+      -- An item someone holds: normally a second copy, its first being in processing. If it
+      -- is not there (a peer cleaner re-queued it between the holder's two lease steps), it
+      -- goes there now, still the holder's, so the holder can complete it. (Rare; LPOS O(N).)
+      if not seen[id] and not redis.call('LPOS', K_PROCESSING, id) then
+        redis.call('LPUSH', K_PROCESSING, id)
+      end
     else
-      local attempt = redis.call('HINCRBY', K_ATTEMPTS, id, 1)
-      redis.call('LPUSH', K_PROCESSING, id)
-      set_lease(id, session, ms)
-      forget_suspect(id)
-      taken = taken + 1
-      out[#out + 1] = id
-      out[#out + 1] = data
-      out[#out + 1] = attempt
+      local exp = tonumber(exps[k])
+      local attempts = tonumber(atts[k]) or 0
+      if exp and exp <= NOW then
+        dead_letter(id, 'expired')
+      elseif max_attempts > 0 and attempts >= max_attempts then
+        dead_letter(id, 'max_attempts')
+      elseif at_most_once then
+        redis.call('DEL', item_key(id))
+        drop_meta(id)
+        count('completed', 1)
+        taken = taken + 1
+        out[#out + 1] = id
+        out[#out + 1] = data
+        out[#out + 1] = attempts + 1
+      else
+        seen[id] = true
+        taken = taken + 1
+        leased[#leased + 1] = id
+        stamps[#stamps + 1] = id
+        stamps[#stamps + 1] = attempts + 1
+        deadlines[#deadlines + 1] = NOW + ms
+        deadlines[#deadlines + 1] = id
+        fields[#fields + 1] = 'p:' .. id
+        fields[#fields + 1] = 'c:' .. id
+        fields[#fields + 1] = 'd:' .. id
+        if WRITE_V3 then redis.call('SET', v3_keys[k], session, 'PX', ms) end
+        if WRITE_V1 then redis.call('SET', v1_keys[k], session, 'PX', ms) end
+        out[#out + 1] = id
+        out[#out + 1] = data
+        out[#out + 1] = attempts + 1
+      end
     end
   end
+end
+if #leased > 0 then
+  call_chunked('HSET', {K_ATTEMPTS}, stamps)
+  call_chunked('LPUSH', {K_PROCESSING}, leased)
+  call_chunked('ZADD', {K_LEASES}, deadlines)
+  call_chunked('HDEL', {K_SUSPECTS}, fields, 3000)
 end
 count('leased', taken)
 if taken == 0 then
