@@ -178,21 +178,6 @@ class WorkQueue:
         return "1" if self.options.requeue == "front" else "0"
 
     # -- push ----------------------------------------------------------------------------
-    def _pairs(self, items: Sequence[NewItem | bytes | str], id_from_data: bool) -> list[Any]:
-        args: list[Any] = []
-        for item in items:
-            if isinstance(item, NewItem):
-                data, item_id = _as_bytes(item.data), item.id
-            else:
-                data, item_id = _as_bytes(item), None
-            if item_id is None:
-                item_id = data_id(data) if id_from_data else os.urandom(16).hex()
-            else:
-                _check_id(item_id)
-            args.append(item_id)
-            args.append(data)
-        return args
-
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
              front: bool = False, delay: float = 0.0, expire: float | None = None,
              now_ms: int | None = None) -> list[PushResult]:
@@ -209,54 +194,15 @@ class WorkQueue:
                      ) -> Iterator[list[PushResult]]:
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
-        Up to PIPELINE_DEPTH script calls of ``batch_size`` items share one round trip. If
-        iterating ``items`` raises (a bad input line), the items taken before it are stored
-        and yielded first, then the exception propagates: nothing is half-applied silently.
+        Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
+        connection while the next batch is read (rq_cli/bulk.py). If iterating ``items``
+        raises (a bad input line), the items taken before it are stored and yielded first,
+        then the exception propagates: nothing is half-applied silently.
         """
-        if not 0 <= delay <= MAX_DELAY:
-            raise UsageError("the delay must be between 0 and ten years (in seconds)")
-        if expire is not None and not 0 < expire <= MAX_DELAY:
-            raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
-        if not 1 <= batch_size <= 5000:
-            raise UsageError("batch size must be between 1 and 5000")
-        head = ["1" if front else "0", str(_ms(delay)), str(_ms(expire or 0))]
-        source = iter(items)
-        error: Exception | None = None
-        done = False
-        while not done:
-            chunks: list[list[Any]] = []
-            while len(chunks) < PIPELINE_DEPTH and not done:
-                chunk: list[Any] = []
-                try:
-                    for item in source:
-                        chunk.append(item)
-                        if len(chunk) >= batch_size:
-                            break
-                except Exception as exc:  # a bad input line: store what came before it
-                    error = exc
-                done = error is not None or len(chunk) < batch_size
-                if chunk:
-                    chunks.append(chunk)
-            if chunks:
-                yield from self._push_chunks(chunks, head, id_from_data, now_ms)
-        if error is not None:
-            raise error
+        from .bulk import push_batches
 
-    def _push_chunks(self, chunks: list[list[Any]], head: list[str], id_from_data: bool,
-                     now_ms: int | None) -> Iterator[list[PushResult]]:
-        """Store chunks, one script call each, all in one round trip."""
-        pairs = [self._pairs(chunk, id_from_data) for chunk in chunks]
-        if len(pairs) == 1 or _is_cluster(self.client):
-            # (redis-py's cluster pipeline refuses scripts: one call per chunk there)
-            replies = [self._run("push", head + args, now_ms) for args in pairs]
-        else:
-            pipe = self.client.pipeline(transaction=False)
-            for args in pairs:
-                self._run("push", head + args, now_ms, client=pipe)
-            replies = pipe.execute()
-        for args, flags in zip(pairs, replies, strict=True):
-            text = _text(flags) or ""
-            yield [PushResult(args[2 * i], flag == "1") for i, flag in enumerate(text)]
+        return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
+                            front=front, delay=delay, expire=expire, now_ms=now_ms)
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,

@@ -1,0 +1,227 @@
+"""The bulk push pipeline behind ``WorkQueue.push_batches`` and ``rq-cli push -``.
+
+Items are stored by push.lua in script calls of up to ``batch_size`` items. On a plain client
+the calls are *sent ahead*: up to SEND_AHEAD calls are written to one dedicated connection
+before the oldest reply is read, so the client reads, validates and packs the next batch while
+the server runs the previous one (on another core), instead of the two taking turns.
+
+- The script is loaded (SCRIPT LOAD, written together with the first call) before any EVALSHA
+  runs, so NOSCRIPT cannot happen mid-stream.
+- The connection is taken from the client's pool for the stream and always given back; after
+  any error (or when the consumer stops early) it is disconnected first, since replies may
+  still be pending on it.
+- Per batch, not per item: one ``os.urandom`` call for all the random ids, one pass packing
+  the command (plain ``bytes`` items skip the ``NewItem`` handling), and the result as
+  :class:`Pushed` (ids and a string of flags) rather than an object per item.
+
+A stream that fits in one call, a RedisCluster client (redis-py's cluster pipeline refuses
+EVALSHA) and a single-connection client take the simple path: one script call per batch
+through the client, which reloads the script itself if needed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any, NamedTuple
+
+from .errors import UsageError
+from .queue import (
+    BATCH,
+    MAX_DELAY,
+    WorkQueue,
+    _as_bytes,
+    _check_id,
+    _is_cluster,
+    _ms,
+    _now_arg,
+    _text,
+    data_id,
+    script_source,
+)
+from .types import NewItem, PushResult
+
+#: Script calls written to the connection before the oldest reply is read.
+SEND_AHEAD = 3
+
+
+class Pushed(NamedTuple):
+    """One stored batch: the items' ids in input order, and one flag character per item
+    ("1" added, "0" duplicate: an item with that id was already live)."""
+
+    ids: list[str]
+    flags: str
+
+    @property
+    def added(self) -> int:
+        return self.flags.count("1")
+
+    def results(self) -> list[PushResult]:
+        return [PushResult(i, f == "1") for i, f in zip(self.ids, self.flags, strict=True)]
+
+
+def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,
+                 batch_size: int = BATCH, id_from_data: bool = False, front: bool = False,
+                 delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
+                 ) -> Iterator[list[PushResult]]:
+    """``WorkQueue.push_batches``: :func:`stream` with one PushResult per item."""
+    for batch in stream(q, items, batch_size=batch_size, id_from_data=id_from_data,
+                        front=front, delay=delay, expire=expire, now_ms=now_ms):
+        yield batch.results()
+
+
+def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
+           id_from_data: bool = False, front: bool = False, delay: float = 0.0,
+           expire: float | None = None, now_ms: int | None = None) -> Iterator[Pushed]:
+    """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
+
+    Memory stays bounded (a few batches). If iterating ``items`` raises, the items taken
+    before it are stored and yielded first, then the exception propagates.
+    """
+    if not 0 <= delay <= MAX_DELAY:
+        raise UsageError("the delay must be between 0 and ten years (in seconds)")
+    if expire is not None and not 0 < expire <= MAX_DELAY:
+        raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
+    if not 1 <= batch_size <= 5000:
+        raise UsageError("batch size must be between 1 and 5000")
+    flags = ["1" if front else "0", str(_ms(delay)), str(_ms(expire or 0))]
+    source = iter(items)
+    chunk, error = _take(source, batch_size)
+    client = q.client
+    if (error is None and len(chunk) == batch_size and not _is_cluster(client)
+            and getattr(client, "connection", None) is None):
+        yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms)
+        return
+    while chunk:  # the simple path: one call per batch, each waited for
+        ids, args = _pairs(chunk, id_from_data)
+        reply = q._run("push", flags + args, now_ms)
+        yield Pushed(ids, _text(reply) or "")
+        if error is not None or len(chunk) < batch_size:
+            break
+        chunk, error = _take(source, batch_size)
+    if error is not None:
+        raise error
+
+
+def _take(source: Iterator[Any], size: int) -> tuple[list[Any], Exception | None]:
+    """The next ``size`` items, and the exception that stopped the input early, if any
+    (the items taken before it are kept: list.extend keeps what it appended)."""
+    chunk: list[Any] = []
+    try:
+        chunk.extend(islice(source, size))
+    except Exception as exc:  # a bad input line: store what came before it
+        return chunk, exc
+    return chunk, None
+
+
+def _random_ids(n: int) -> list[str]:
+    hexed = os.urandom(16 * n).hex()
+    return [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
+
+
+def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any]]:
+    """(ids, [id, data, id, data, ...]) for a chunk of items of any kind."""
+    n = len(chunk)
+    if all(type(item) is bytes for item in chunk):
+        datas: list[bytes] = chunk
+        ids = [data_id(d) for d in datas] if id_from_data else _random_ids(n)
+    else:
+        datas, ids = [], []
+        fresh = iter(()) if id_from_data else iter(_random_ids(n))
+        for item in chunk:
+            if isinstance(item, NewItem):
+                data, item_id = _as_bytes(item.data), item.id
+            else:
+                data, item_id = _as_bytes(item), None
+            if item_id is None:
+                item_id = data_id(data) if id_from_data else next(fresh)
+            else:
+                _check_id(item_id)
+            datas.append(data)
+            ids.append(item_id)
+    args: list[Any] = [None] * (2 * n)
+    args[0::2] = ids
+    args[1::2] = datas
+    return ids, args
+
+
+_ITEM_32 = b"$32\r\n%s\r\n$%d\r\n%s\r\n"
+
+
+def _packed_batch(conn: Any, head: bytes, nargs: int, chunk: list[Any],
+                  id_from_data: bool) -> tuple[list[str], list[bytes]]:
+    """(ids, the EVALSHA command as RESP) for one batch; ``head`` is the command's packed
+    leading arguments (``nargs`` of them), without the array header."""
+    n = len(chunk)
+    if not id_from_data and all(type(item) is bytes for item in chunk):
+        # the hot path (``push -``): plain bytes, random ids, packed in one pass
+        hexed = os.urandom(16 * n).hex()
+        ids = [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
+        raw = hexed.encode()
+        body = b"".join([_ITEM_32 % (raw[i:i + 32], len(d), d)
+                         for i, d in zip(range(0, 32 * n, 32), chunk)])
+        return ids, [b"*%d\r\n%s%s" % (nargs + 2 * n, head, body)]
+    ids, args = _pairs(chunk, id_from_data)
+    # redis-py's encoder for the ids, behind a placeholder command name (pack_command
+    # splits a first argument holding spaces); its header "*<n>\r\n$1\r\nX\r\n" is dropped
+    tail = conn.pack_command("X", *args)
+    first = tail[0]
+    cut = first.index(b"\r\n") + 9
+    return ids, [b"*%d\r\n%s" % (nargs + 2 * n, head), first[cut:], *tail[1:]]
+
+
+def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_size: int,
+                id_from_data: bool, flags: list[str], now_ms: int | None) -> Iterator[Pushed]:
+    """Stream batches with up to SEND_AHEAD script calls in flight on one connection."""
+    script = q._script("push")
+    pool = q.client.connection_pool
+    try:
+        conn = pool.get_connection()
+    except TypeError:  # redis-py 5: the command name is required
+        conn = pool.get_connection("EVALSHA")
+    keys = q._script_keys
+    lead = ["EVALSHA", script.sha, len(keys), *keys, q.prefix, _now_arg(now_ms),
+            q.options.layout, *flags]
+    packed_lead = b"".join(conn.pack_command(*lead))
+    head = packed_lead[packed_lead.index(b"\r\n") + 2:]
+    load: Any = conn.pack_command("SCRIPT", "LOAD", script_source("push"))
+    inflight: deque[list[str]] = deque()
+    loading = False  # the SCRIPT LOAD reply is still to be read
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                ids, command = _packed_batch(conn, head, len(lead), chunk, id_from_data)
+            except Exception as exc:  # a bad id: store the batches before it, then raise
+                error = exc
+                break
+            if load is not None:
+                command = [*load, *command]
+                load, loading = None, True
+            conn.send_packed_command(command, check_health=False)
+            inflight.append(ids)
+            if error is not None or len(chunk) < batch_size:
+                break
+            while len(inflight) >= SEND_AHEAD:
+                if loading:
+                    conn.read_response()
+                    loading = False
+                reply = conn.read_response()
+                yield Pushed(inflight.popleft(), _text(reply) or "")
+            chunk, error = _take(source, batch_size)  # while the server runs the calls
+            if not chunk:
+                break
+        while inflight:
+            if loading:
+                conn.read_response()
+                loading = False
+            reply = conn.read_response()
+            yield Pushed(inflight.popleft(), _text(reply) or "")
+    finally:
+        if inflight or loading:  # replies pending (an error, or the consumer stopped)
+            conn.disconnect()
+        pool.release(conn)
+    if error is not None:
+        raise error
