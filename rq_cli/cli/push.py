@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import bulk
 from ..errors import BadInputError, UsageError
 from ..render import Column, Output
 from ..types import NewItem, PushResult
@@ -81,8 +82,8 @@ def push(
     tally = _Tally(queue, out, summary or not out.json)
     with out.progress(f"push {queue}", total=_size(stream)) as bar:
         try:
-            for batch in wq.push_batches(lines, **options):
-                tally.add(batch)
+            for batch in bulk.stream(wq, lines, **options):
+                tally.add_pushed(batch)
                 bar.set(_tell(stream), f"push {queue}: {tally.items} items")
         except BadInputError:
             # exact: everything before the bad line was stored and printed, nothing after
@@ -117,6 +118,22 @@ class _Tally:
         if not self.summary and not self.out.json:
             self.rows.extend({"id": r.id, "added": r.added} for r in results)
 
+    def add_pushed(self, batch: bulk.Pushed) -> None:
+        """``add`` for a batch of a stdin push (JSON lines or a summary, never a table)."""
+        ids, flags = batch
+        added = flags.count("1")
+        text = ""
+        if not self.summary:
+            if ids and added == len(ids) and _plain(ids):  # usual: one join for the batch
+                text = '{"id":"' + _ADDED_SEP.join(ids) + '","added":true}\n'
+            else:
+                text = "".join([_line(i, f == "1") + "\n" for i, f in zip(ids, flags,
+                                                                             strict=True)])
+        with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
+            self.out.write(text)
+            self.items += len(ids)
+            self.added += added
+
     def describe(self) -> str:
         return f"{self.items} items stored ({self.added} added, {self.items - self.added} " \
                f"duplicates)"
@@ -130,9 +147,22 @@ class _Tally:
 
 
 def _result_line(r: PushResult) -> str:
-    # the hot path of a piped bulk push: the same output as json_line, built directly
-    return '{"id":' + encode_basestring_ascii(r.id) + (
-        ',"added":true}' if r.added else ',"added":false}')
+    return _line(r.id, r.added)
+
+
+def _line(item_id: str, added: bool) -> str:
+    # the same output as json_line, built directly
+    return '{"id":' + encode_basestring_ascii(item_id) + (
+        ',"added":true}' if added else ',"added":false}')
+
+
+_ADDED_SEP = '","added":true}\n{"id":"'
+
+
+def _plain(ids: list[str]) -> bool:
+    """Whether no id needs escaping in JSON (random and --id-from-data ids never do)."""
+    joined = "".join(ids)
+    return len(encode_basestring_ascii(joined)) == len(joined) + 2
 
 
 _COLUMNS = [Column("id"), Column("added")]

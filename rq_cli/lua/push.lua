@@ -8,58 +8,81 @@ do local bad = wrong_type(); if bad then return bad end end
 local front = ARGV[4] == '1'
 local delay = tonumber(ARGV[5])
 local expire = tonumber(ARGV[6])
-local added, flags = {}, {}
+local call = redis.call
+local item_prefix = PREFIX .. ':item:'
+local added, flags, n = {}, {}, 0
 for i = 7, #ARGV, 2 do
   local id = ARGV[i]
-  if redis.call('SET', item_key(id), ARGV[i + 1], 'NX') then
-    added[#added + 1] = id
-    flags[#flags + 1] = '1'
+  if call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
+    n = n + 1
+    added[n] = id
+    flags[(i - 5) / 2] = '1'
   else
-    flags[#flags + 1] = '0'
+    flags[(i - 5) / 2] = '0'
   end
 end
-local n = #added
+
+-- cmd [key] args... as one command (call_chunked past what unpack() can take)
+local function call_all(cmd, key, args)
+  if #args > 4000 then
+    call_chunked(cmd, key and {key} or {}, args)
+  elseif key then
+    call(cmd, key, unpack(args))
+  else
+    call(cmd, unpack(args))
+  end
+end
+-- HDEL/ZREM members of a hash/zset, skipped (a no-op anyway) when the key does not exist
+local function drop(cmd, key, members)
+  if call('EXISTS', key) == 1 then call_all(cmd, key, members) end
+end
+
 if n > 0 then
+  -- A reused id (its earlier item completed by a peer client, which knows nothing of
+  -- rq-cli's keys) starts afresh: no leftover lease, attempts, error or sightings.
+  local stale = {}
+  for i, id in ipairs(added) do
+    stale[2 * i - 1] = lease_key(id)
+    stale[2 * i] = lbs_key(id)
+  end
+  call_all('DEL', nil, stale)
+  drop('HDEL', K_ATTEMPTS, added)
+  drop('HDEL', K_ERRORS, added)
+  if call('EXISTS', K_SUSPECTS) == 1 then
+    local fields = {}
+    for i, id in ipairs(added) do
+      fields[3 * i - 2] = 'p:' .. id
+      fields[3 * i - 1] = 'c:' .. id
+      fields[3 * i] = 'd:' .. id
+    end
+    call_all('HDEL', K_SUSPECTS, fields)
+  end
+  drop('ZREM', K_LEASES, added)
+  drop('ZREM', K_EXPIRES, added)
+  -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
   local stamped, due = {}, {}
   for i, id in ipairs(added) do
     stamped[2 * i - 1] = id
     stamped[2 * i] = NOW
   end
-  -- A reused id (its earlier item completed by a peer client, which knows nothing of
-  -- rq-cli's keys) starts afresh: no leftover lease, attempts, error or sightings.
-  local stale, fields = {}, {}
-  for i, id in ipairs(added) do
-    stale[2 * i - 1] = lease_key(id)
-    stale[2 * i] = lbs_key(id)
-    fields[3 * i - 2] = 'p:' .. id
-    fields[3 * i - 1] = 'c:' .. id
-    fields[3 * i] = 'd:' .. id
-  end
-  call_chunked('DEL', {}, stale)
-  call_chunked('HDEL', {K_ATTEMPTS}, added)
-  call_chunked('HDEL', {K_ERRORS}, added)
-  call_chunked('HDEL', {K_SUSPECTS}, fields)
-  call_chunked('ZREM', {K_LEASES}, added)
-  call_chunked('ZREM', {K_EXPIRES}, added)
-  -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
-  call_chunked('HSET', {K_ENQUEUED}, stamped)
+  call_all('HSET', K_ENQUEUED, stamped)
   if expire > 0 then
     for i, id in ipairs(added) do
       due[2 * i - 1] = NOW + expire
       due[2 * i] = id
     end
-    call_chunked('ZADD', {K_EXPIRES}, due)
+    call_all('ZADD', K_EXPIRES, due)
   end
   if delay > 0 then
     for i, id in ipairs(added) do
       due[2 * i - 1] = NOW + delay
       due[2 * i] = id
     end
-    call_chunked('ZADD', {K_DELAYED}, due)
+    call_all('ZADD', K_DELAYED, due)
   elseif front then
-    call_chunked('RPUSH', {K_QUEUE}, added)
+    call_all('RPUSH', K_QUEUE, added)
   else
-    call_chunked('LPUSH', {K_QUEUE}, added)
+    call_all('LPUSH', K_QUEUE, added)
   end
 end
 count('pushed', n)
