@@ -95,8 +95,8 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
         yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms)
         return
     while chunk:  # the simple path: one call per batch, each waited for
-        ids, args = _pairs(chunk, id_from_data)
-        reply = q._run("push", flags + args, now_ms)
+        ids, args, fresh = _pairs(chunk, id_from_data)
+        reply = q._run("push", [*flags, "1" if fresh else "0", *args], now_ms)
         yield Pushed(ids, _text(reply) or "")
         if error is not None or len(chunk) < batch_size:
             break
@@ -121,39 +121,43 @@ def _random_ids(n: int) -> list[str]:
     return [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
 
 
-def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any]]:
-    """(ids, [id, data, id, data, ...]) for a chunk of items of any kind."""
+def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], bool]:
+    """(ids, [id, data, id, data, ...], fresh) for a chunk of items of any kind; ``fresh``:
+    every id was made here at random (push.lua then skips its reused-id reset)."""
     n = len(chunk)
+    fresh = not id_from_data
     if all(type(item) is bytes for item in chunk):
         datas: list[bytes] = chunk
         ids = [data_id(d) for d in datas] if id_from_data else _random_ids(n)
     else:
         datas, ids = [], []
-        fresh = iter(()) if id_from_data else iter(_random_ids(n))
+        made = iter(()) if id_from_data else iter(_random_ids(n))
         for item in chunk:
             if isinstance(item, NewItem):
                 data, item_id = _as_bytes(item.data), item.id
             else:
                 data, item_id = _as_bytes(item), None
             if item_id is None:
-                item_id = data_id(data) if id_from_data else next(fresh)
+                item_id = data_id(data) if id_from_data else next(made)
             else:
                 _check_id(item_id)
+                fresh = False
             datas.append(data)
             ids.append(item_id)
     args: list[Any] = [None] * (2 * n)
     args[0::2] = ids
     args[1::2] = datas
-    return ids, args
+    return ids, args, fresh
 
 
 _ITEM_32 = b"$32\r\n%s\r\n$%d\r\n%s\r\n"
 
 
-def _packed_batch(conn: Any, head: bytes, nargs: int, chunk: list[Any],
+def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list[Any],
                   id_from_data: bool) -> tuple[list[str], list[bytes]]:
-    """(ids, the EVALSHA command as RESP) for one batch; ``head`` is the command's packed
-    leading arguments (``nargs`` of them), without the array header."""
+    """(ids, the EVALSHA command as RESP) for one batch; ``heads`` are the command's packed
+    leading arguments (``nargs`` of them, without the array header), ending in the "fresh"
+    flag "0" and "1" respectively."""
     n = len(chunk)
     if not id_from_data and all(type(item) is bytes for item in chunk):
         # the hot path (``push -``): plain bytes, random ids, packed in one pass
@@ -161,9 +165,10 @@ def _packed_batch(conn: Any, head: bytes, nargs: int, chunk: list[Any],
         ids = [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
         raw = hexed.encode()
         body = b"".join([_ITEM_32 % (raw[i:i + 32], len(d), d)
-                         for i, d in zip(range(0, 32 * n, 32), chunk)])
-        return ids, [b"*%d\r\n%s%s" % (nargs + 2 * n, head, body)]
-    ids, args = _pairs(chunk, id_from_data)
+                         for i, d in zip(range(0, 32 * n, 32), chunk, strict=True)])
+        return ids, [b"*%d\r\n%s%s" % (nargs + 2 * n, heads[1], body)]
+    ids, args, fresh = _pairs(chunk, id_from_data)
+    head = heads[1] if fresh else heads[0]
     # redis-py's encoder for the ids, behind a placeholder command name (pack_command
     # splits a first argument holding spaces); its header "*<n>\r\n$1\r\nX\r\n" is dropped
     tail = conn.pack_command("X", *args)
@@ -183,9 +188,10 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
         conn = pool.get_connection("EVALSHA")
     keys = q._script_keys
     lead = ["EVALSHA", script.sha, len(keys), *keys, q.prefix, _now_arg(now_ms),
-            q.options.layout, *flags]
+            q.options.layout, *flags, "0"]
     packed_lead = b"".join(conn.pack_command(*lead))
-    head = packed_lead[packed_lead.index(b"\r\n") + 2:]
+    stale = packed_lead[packed_lead.index(b"\r\n") + 2:]
+    heads = (stale, stale[:-len(b"$1\r\n0\r\n")] + b"$1\r\n1\r\n")
     load: Any = conn.pack_command("SCRIPT", "LOAD", script_source("push"))
     inflight: deque[list[str]] = deque()
     loading = False  # the SCRIPT LOAD reply is still to be read
@@ -193,7 +199,7 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
     try:
         while True:
             try:
-                ids, command = _packed_batch(conn, head, len(lead), chunk, id_from_data)
+                ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data)
             except Exception as exc:  # a bad id: store the batches before it, then raise
                 error = exc
                 break

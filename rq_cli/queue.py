@@ -49,8 +49,6 @@ BATCH = 1000
 #: Items per script call for purge and requeue-dead, whose per-item work is heavier: keeps
 #: each call around 10 ms, so other clients wait no longer than that.
 SLOW_BATCH = 200
-#: Script calls sent per pipeline round trip in bulk pushes.
-PIPELINE_DEPTH = 4
 #: Longest single blocking wait, in seconds (the client's socket timeout must exceed it).
 BLOCK_CHUNK = 2.0
 #: Longest grace period that clean waits out itself to look again (seconds).

@@ -2,23 +2,26 @@
 -- ARGV[4] front: "1" = leased next (RPUSH), else the back of the line (LPUSH)
 -- ARGV[5] delay in ms (0 = ready now; > 0 = goes to P:delayed, due at now + delay)
 -- ARGV[6] expiry in ms after now (0 = never): not leased after that, dead-lettered as expired
--- ARGV[7], ARGV[8], ... pairs id, data (at most a few thousand pairs per call)
+-- ARGV[7] "1" = every id is freshly made at random by the caller: no earlier item can have
+--         had it, so the reused-id reset below is skipped
+-- ARGV[8], ARGV[9], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate.
 do local bad = wrong_type(); if bad then return bad end end
 local front = ARGV[4] == '1'
 local delay = tonumber(ARGV[5])
 local expire = tonumber(ARGV[6])
+local fresh = ARGV[7] == '1'
 local call = redis.call
 local item_prefix = PREFIX .. ':item:'
 local added, flags, n = {}, {}, 0
-for i = 7, #ARGV, 2 do
+for i = 8, #ARGV, 2 do
   local id = ARGV[i]
   if call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
     n = n + 1
     added[n] = id
-    flags[(i - 5) / 2] = '1'
+    flags[(i - 6) / 2] = '1'
   else
-    flags[(i - 5) / 2] = '0'
+    flags[(i - 6) / 2] = '0'
   end
 end
 
@@ -37,7 +40,7 @@ local function drop(cmd, key, members)
   if call('EXISTS', key) == 1 then call_all(cmd, key, members) end
 end
 
-if n > 0 then
+if n > 0 and not fresh then
   -- A reused id (its earlier item completed by a peer client, which knows nothing of
   -- rq-cli's keys) starts afresh: no leftover lease, attempts, error or sightings.
   local stale = {}
@@ -59,6 +62,8 @@ if n > 0 then
   end
   drop('ZREM', K_LEASES, added)
   drop('ZREM', K_EXPIRES, added)
+end
+if n > 0 then
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
   local stamped, due = {}, {}
   for i, id in ipairs(added) do
