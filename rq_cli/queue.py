@@ -10,15 +10,11 @@ This module imports neither Typer nor rich.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import random
-import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
-from importlib import resources
 from itertools import islice
 from typing import Any
 
@@ -68,17 +64,21 @@ PURGE_STATES = (*STATES, "all")
 @cache
 def script_source(name: str) -> str:
     """The Lua source of script ``name``, with the common prelude in front."""
-    lua = resources.files("rq_cli") / "lua"
-    return (lua / "_common.lua").read_text() + "\n" + (lua / f"{name}.lua").read_text()
+    lua = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
+    with open(os.path.join(lua, "_common.lua")) as common, \
+            open(os.path.join(lua, f"{name}.lua")) as script:
+        return common.read() + "\n" + script.read()
 
 
 def make_session() -> str:
     """A session id that tells who holds a lease: ``<host>:<pid>:<random>``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+    return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 def data_id(data: bytes) -> str:
     """The id ``--id-from-data`` gives: the SHA-256 of the data, hex."""
+    import hashlib  # only --id-from-data needs it: kept off start-up
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -310,7 +310,7 @@ class WorkQueue:
         opts = self.options
         head = [error or "", -1 if retry_in is None else _ms(retry_in), "1" if dead else "0",
                 opts.max_attempts, _ms(opts.retry_backoff), _ms(opts.retry_backoff_max),
-                repr(random.uniform(0.75, 1.25))]
+                repr(_random().uniform(0.75, 1.25))]
         reply = self._per_batch(items, "fail", head, now_ms)
         names = {b"R": "retried", b"D": "dead", b"M": "missing", b"X": "conflict"}
         out = []
@@ -545,6 +545,12 @@ def _peeked(state: State, f: list[Any]) -> PeekedItem:
         dead_at=dead_at, dead_reason=reason, error=_text(error))
 
 
+def _random() -> Any:
+    import random  # imported on first use: start-up time is a budget of its own
+
+    return random
+
+
 def _check_count(count: int) -> None:
     if not 1 <= count <= 10_000:
         raise UsageError("count must be between 1 and 10000")
@@ -577,7 +583,7 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
     while True:
         ordered = list(queues)
         if order == "fair":
-            random.shuffle(ordered)
+            _random().shuffle(ordered)
         for q in ordered:
             items, _, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None,
                                            at_most_once)
