@@ -65,6 +65,22 @@ local function call_chunked(cmd, head, args, step)
   end
 end
 
+-- cmd [key] args... as one command (call_chunked past what unpack() can take)
+local function call_all(cmd, key, args)
+  if #args > 4000 then
+    call_chunked(cmd, key and {key} or {}, args)
+  elseif key then
+    redis.call(cmd, key, unpack(args))
+  else
+    redis.call(cmd, unpack(args))
+  end
+end
+
+-- HDEL/ZREM members of a hash/zset, skipped (a no-op anyway) when the key does not exist
+local function drop(cmd, key, members)
+  if #members > 0 and redis.call('EXISTS', key) == 1 then call_all(cmd, key, members) end
+end
+
 local function count(field, n)
   if n and n ~= 0 then redis.call('HINCRBY', K_COUNTERS, field, n) end
 end

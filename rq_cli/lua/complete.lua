@@ -15,8 +15,13 @@ for i = 4, #ARGV, 2 do
   v1_keys[#v1_keys + 1] = lbs_key(id)
 end
 if #ids == 0 then return '' end
-local v3 = WRITE_V3 and redis.call('MGET', unpack(v3_keys)) or {}
-local v1 = WRITE_V1 and redis.call('MGET', unpack(v1_keys)) or {}
+-- (the leases are read only when a session is given: without one, any caller may complete)
+local any_session = false
+for i = 5, #ARGV, 2 do
+  if ARGV[i] ~= '' then any_session = true; break end
+end
+local v3 = (any_session and WRITE_V3) and redis.call('MGET', unpack(v3_keys)) or {}
+local v1 = (any_session and WRITE_V1) and redis.call('MGET', unpack(v1_keys)) or {}
 local res, done, lease_keys, fields = {}, {}, {}, {}
 for k, id in ipairs(ids) do
   local session = ARGV[2 * k + 3]
@@ -40,13 +45,13 @@ local completed = #lease_keys / 2
 if completed > 0 then
   local gone = {}
   for id in pairs(done) do gone[#gone + 1] = id end
-  call_chunked('DEL', {}, lease_keys)
-  call_chunked('HDEL', {K_ATTEMPTS}, gone)
-  call_chunked('HDEL', {K_ENQUEUED}, gone)
-  call_chunked('HDEL', {K_ERRORS}, gone)
-  call_chunked('HDEL', {K_SUSPECTS}, fields, 3000)
-  call_chunked('ZREM', {K_EXPIRES}, gone)
-  call_chunked('ZREM', {K_LEASES}, gone)
+  call_all('DEL', nil, lease_keys)
+  drop('HDEL', K_ATTEMPTS, gone)
+  drop('HDEL', K_ENQUEUED, gone)
+  drop('HDEL', K_ERRORS, gone)
+  drop('HDEL', K_SUSPECTS, fields)
+  drop('ZREM', K_EXPIRES, gone)
+  drop('ZREM', K_LEASES, gone)
   count('completed', completed)
 end
 return table.concat(res)

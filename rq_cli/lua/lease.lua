@@ -27,6 +27,7 @@ promote_due(1000)
 local out = {0, NOW + ms, -1, completions}
 local taken, looked = 0, 0
 local limit = want + 1000 -- bounded: at most this many ids looked at per call
+local has_expiry = redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
 local leased, stamps, fields, deadlines = {}, {}, {}, {}
 while taken < want and looked < limit do
@@ -43,7 +44,7 @@ while taken < want and looked < limit do
   local datas = redis.call('MGET', unpack(item_keys))
   local v3 = WRITE_V3 and redis.call('MGET', unpack(v3_keys)) or {}
   local v1 = WRITE_V1 and redis.call('MGET', unpack(v1_keys)) or {}
-  local exps = redis.call('ZMSCORE', K_EXPIRES, unpack(ids))
+  local exps = has_expiry and redis.call('ZMSCORE', K_EXPIRES, unpack(ids)) or {}
   local atts = redis.call('HMGET', K_ATTEMPTS, unpack(ids))
   for k, id in ipairs(ids) do
     local data = datas[k]
@@ -92,10 +93,10 @@ while taken < want and looked < limit do
   end
 end
 if #leased > 0 then
-  call_chunked('HSET', {K_ATTEMPTS}, stamps)
-  call_chunked('LPUSH', {K_PROCESSING}, leased)
-  call_chunked('ZADD', {K_LEASES}, deadlines)
-  call_chunked('HDEL', {K_SUSPECTS}, fields, 3000)
+  call_all('HSET', K_ATTEMPTS, stamps)
+  call_all('LPUSH', K_PROCESSING, leased)
+  call_all('ZADD', K_LEASES, deadlines)
+  drop('HDEL', K_SUSPECTS, fields)
 end
 count('leased', taken)
 if taken == 0 then

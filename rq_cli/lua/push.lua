@@ -25,21 +25,6 @@ for i = 8, #ARGV, 2 do
   end
 end
 
--- cmd [key] args... as one command (call_chunked past what unpack() can take)
-local function call_all(cmd, key, args)
-  if #args > 4000 then
-    call_chunked(cmd, key and {key} or {}, args)
-  elseif key then
-    call(cmd, key, unpack(args))
-  else
-    call(cmd, unpack(args))
-  end
-end
--- HDEL/ZREM members of a hash/zset, skipped (a no-op anyway) when the key does not exist
-local function drop(cmd, key, members)
-  if call('EXISTS', key) == 1 then call_all(cmd, key, members) end
-end
-
 if n > 0 and not fresh then
   -- A reused id (its earlier item completed by a peer client, which knows nothing of
   -- rq-cli's keys) starts afresh: no leftover lease, attempts, error or sightings.
