@@ -13,7 +13,7 @@ local expire = tonumber(ARGV[6])
 local fresh = ARGV[7] == '1'
 local call = redis.call
 local item_prefix = PREFIX .. ':item:'
-local added, flags, n = {}, {}, 0
+local added, flags, n, dups = {}, {}, 0, 0
 for i = 8, #ARGV, 2 do
   local id = ARGV[i]
   if call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
@@ -21,6 +21,7 @@ for i = 8, #ARGV, 2 do
     added[n] = id
     flags[(i - 6) / 2] = '1'
   else
+    dups = dups + 1
     flags[(i - 6) / 2] = '0'
   end
 end
@@ -50,10 +51,10 @@ if n > 0 and not fresh then
 end
 if n > 0 then
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
-  local stamped, due = {}, {}
-  for i, id in ipairs(added) do
-    stamped[2 * i - 1] = id
-    stamped[2 * i] = NOW
+  local stamped, due, now = {}, {}, tostring(NOW)
+  for i = 1, n do
+    stamped[2 * i - 1] = added[i]
+    stamped[2 * i] = now
   end
   call_all('HSET', K_ENQUEUED, stamped)
   if expire > 0 then
@@ -76,5 +77,5 @@ if n > 0 then
   end
 end
 count('pushed', n)
-count('duplicates', #flags - n)
+count('duplicates', dups)
 return table.concat(flags)
