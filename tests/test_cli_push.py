@@ -207,3 +207,15 @@ def test_push_server_killed_part_way(cli, make_server):
     assert "cannot connect" in run.stderr or "Connection" in run.stderr
     assert "confirmed before the error" in run.stderr
     assert run.stderr.count("\n") == 2  # the count, then the error: one line each
+
+
+def test_stdin_json_is_accepted_exactly_as_the_strict_decoder_would(cli, r):
+    """The fast validator (orjson) only ever speeds up acceptance: a lone surrogate escape,
+    which it refuses and the standard library accepts, is still accepted; NaN and a BOM are
+    still refused with the line number."""
+    ok = cli("push", "q", "-", input=b'"\\ud800"\n{"a": [1, 2.5e3, null]}\n')
+    assert ok.exit_code == 0 and r.llen("q:queue") == 2
+    for bad in (b"NaN\n", b"\xef\xbb\xbf{}\n", b"[1,]\n"):
+        res = cli("push", "q2", "-", input=b'{"fine": 1}\n' + bad)
+        assert res.exit_code == 65 and "line 2" in res.stderr, (bad, res.stderr)
+    assert r.llen("q2:queue") == 3  # the line before each bad one, stored
