@@ -81,6 +81,18 @@ local function drop(cmd, key, members)
   if #members > 0 and redis.call('EXISTS', key) == 1 then call_all(cmd, key, members) end
 end
 
+-- Forget clean's sightings of these ids (all kinds), if it has any at all.
+local function forget_suspects(ids)
+  if #ids == 0 or redis.call('EXISTS', K_SUSPECTS) == 0 then return end
+  local fields = {}
+  for i, id in ipairs(ids) do
+    fields[3 * i - 2] = 'p:' .. id
+    fields[3 * i - 1] = 'c:' .. id
+    fields[3 * i] = 'd:' .. id
+  end
+  call_all('HDEL', K_SUSPECTS, fields)
+end
+
 local function count(field, n)
   if n and n ~= 0 then redis.call('HINCRBY', K_COUNTERS, field, n) end
 end

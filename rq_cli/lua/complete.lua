@@ -22,7 +22,7 @@ for i = 5, #ARGV, 2 do
 end
 local v3 = (any_session and WRITE_V3) and redis.call('MGET', unpack(v3_keys)) or {}
 local v1 = (any_session and WRITE_V1) and redis.call('MGET', unpack(v1_keys)) or {}
-local res, done, lease_keys, fields = {}, {}, {}, {}
+local res, done, lease_keys = {}, {}, {}
 for k, id in ipairs(ids) do
   local session = ARGV[2 * k + 3]
   local holder = (not done[id]) and (v3[k] or v1[k])
@@ -33,9 +33,6 @@ for k, id in ipairs(ids) do
     unlist(id)
     lease_keys[#lease_keys + 1] = v3_keys[k]
     lease_keys[#lease_keys + 1] = v1_keys[k]
-    fields[#fields + 1] = 'p:' .. id
-    fields[#fields + 1] = 'c:' .. id
-    fields[#fields + 1] = 'd:' .. id
     res[k] = 'C'
   else
     res[k] = 'M'
@@ -49,7 +46,7 @@ if completed > 0 then
   drop('HDEL', K_ATTEMPTS, gone)
   drop('HDEL', K_ENQUEUED, gone)
   drop('HDEL', K_ERRORS, gone)
-  drop('HDEL', K_SUSPECTS, fields)
+  forget_suspects(gone)
   drop('ZREM', K_EXPIRES, gone)
   drop('ZREM', K_LEASES, gone)
   count('completed', completed)

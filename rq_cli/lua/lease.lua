@@ -29,7 +29,8 @@ local taken, looked = 0, 0
 local limit = want + 1000 -- bounded: at most this many ids looked at per call
 local has_expiry = redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
-local leased, stamps, fields, deadlines = {}, {}, {}, {}
+local leased, stamps, deadlines = {}, {}, {}
+local deadline = tostring(NOW + ms)
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
   local ids = redis.call('RPOP', K_QUEUE, math.min(want - taken, limit - looked, 1000))
@@ -78,11 +79,8 @@ while taken < want and looked < limit do
         leased[#leased + 1] = id
         stamps[#stamps + 1] = id
         stamps[#stamps + 1] = attempts + 1
-        deadlines[#deadlines + 1] = NOW + ms
+        deadlines[#deadlines + 1] = deadline
         deadlines[#deadlines + 1] = id
-        fields[#fields + 1] = 'p:' .. id
-        fields[#fields + 1] = 'c:' .. id
-        fields[#fields + 1] = 'd:' .. id
         if WRITE_V3 then redis.call('SET', v3_keys[k], session, 'PX', ms) end
         if WRITE_V1 then redis.call('SET', v1_keys[k], session, 'PX', ms) end
         out[#out + 1] = id
@@ -96,7 +94,7 @@ if #leased > 0 then
   call_all('HSET', K_ATTEMPTS, stamps)
   call_all('LPUSH', K_PROCESSING, leased)
   call_all('ZADD', K_LEASES, deadlines)
-  drop('HDEL', K_SUSPECTS, fields)
+  forget_suspects(leased)
 end
 count('leased', taken)
 if taken == 0 then
