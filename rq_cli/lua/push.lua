@@ -37,15 +37,7 @@ if n > 0 and not fresh then
   call_all('DEL', nil, stale)
   drop('HDEL', K_ATTEMPTS, added)
   drop('HDEL', K_ERRORS, added)
-  if call('EXISTS', K_SUSPECTS) == 1 then
-    local fields = {}
-    for i, id in ipairs(added) do
-      fields[3 * i - 2] = 'p:' .. id
-      fields[3 * i - 1] = 'c:' .. id
-      fields[3 * i] = 'd:' .. id
-    end
-    call_all('HDEL', K_SUSPECTS, fields)
-  end
+  forget_suspects(added)
   drop('ZREM', K_LEASES, added)
   drop('ZREM', K_EXPIRES, added)
 end
