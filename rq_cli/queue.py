@@ -312,14 +312,10 @@ class WorkQueue:
                 opts.max_attempts, _ms(opts.retry_backoff), _ms(opts.retry_backoff_max),
                 repr(_random().uniform(0.75, 1.25))]
         reply = self._per_batch(items, "fail", head, now_ms)
-        names = {b"R": "retried", b"D": "dead", b"M": "missing", b"X": "conflict"}
-        out = []
-        for i, ref in enumerate(items):
-            code, due = reply[2 * i], int(reply[2 * i + 1])
-            outcome = names[code if isinstance(code, bytes) else code.encode()]
-            out.append(ItemOutcome(ref.id, outcome,  # type: ignore[arg-type]
-                                   retry_at=_s(due) if outcome == "retried" else None))
-        return out
+        names: dict[bytes, Outcome] = {b"R": "retried", b"D": "dead", b"M": "missing",
+                                       b"X": "conflict"}
+        return [ItemOutcome(ref.id, outcome, retry_at=_s(due) if outcome == "retried" else None)
+                for ref, outcome, due in _coded(items, reply, names)]
 
     def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -327,14 +323,10 @@ class WorkQueue:
         expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""
         items = self._ref_args(refs)
         reply = self._per_batch(items, "extend", [self._lease_ms(lease_seconds)], now_ms)
-        names = {b"E": "extended", b"L": "lost", b"X": "conflict", b"M": "missing"}
-        out = []
-        for i, ref in enumerate(items):
-            code, deadline = reply[2 * i], int(reply[2 * i + 1])
-            outcome = names[code if isinstance(code, bytes) else code.encode()]
-            out.append(ItemOutcome(ref.id, outcome,  # type: ignore[arg-type]
-                                   lease_expires_at=_s(deadline) if deadline else None))
-        return out
+        names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
+                                       b"M": "missing"}
+        return [ItemOutcome(ref.id, outcome, lease_expires_at=_s(ms) if ms else None)
+                for ref, outcome, ms in _coded(items, reply, names)]
 
     # -- clean ---------------------------------------------------------------------------
     def clean(self, *, deep: bool = False, grace_seconds: float | None = None,
@@ -543,6 +535,14 @@ def _peeked(state: State, f: list[Any]) -> PeekedItem:
         lease_expires_at=_s(int(deadline)) if int(deadline) >= 0 else None,
         due_at=_s(float(score)) if state == "delayed" else None,
         dead_at=dead_at, dead_reason=reason, error=_text(error))
+
+
+def _coded(items: list[ItemRef], reply: list[Any], names: dict[bytes, Outcome],
+           ) -> Iterator[tuple[ItemRef, Outcome, int]]:
+    """(ref, outcome, number) per item of a script reply {code1, number1, code2, ...}."""
+    for i, ref in enumerate(items):
+        code = reply[2 * i]
+        yield ref, names[code if isinstance(code, bytes) else code.encode()], int(reply[2 * i + 1])
 
 
 def _random() -> Any:
