@@ -269,14 +269,29 @@ def _worker_thread(url: str, kind: str, stop: threading.Event, done: Counter[str
         if abandon:  # the worker "crashes": its lease runs out
             expire_lease(r, item_id)
             continue
+        session = got[0].session if kind == "rq" else p._session
         if kind == "rq":
-            ok = q.complete([ItemRef(item_id, got[0].session)])[0].outcome == "completed"
+            ok = q.complete([ItemRef(item_id, session)])[0].outcome == "completed"
         else:
             ok = p.complete(r, item)
         if ok:
             with lock:
                 done[item_id] += 1
+        else:
+            # The worker gives up the item. The peer's light_clean can move an item out of
+            # processing while its worker holds it (between its check and its LREM); the
+            # peer's complete then returns False and leaves the item, still leased, to be
+            # recovered when its lease runs out. Make that lease run out now (if it is still
+            # this worker's), as 60 s would.
+            _RELEASE_IF_HELD(keys=[f"{P}:lease:{item_id}", f"{P}:leased_by_session:{item_id}"],
+                             args=[session], client=r)
     r.close()
+
+
+_RELEASE_IF_HELD = redis.Redis().register_script(
+    "for _, key in ipairs(KEYS) do\n"
+    "  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end\n"
+    "end")
 
 
 def _cleaner_thread(url: str, kind: str, stop: threading.Event,
