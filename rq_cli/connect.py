@@ -51,18 +51,17 @@ _SUPPORTED = "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// 
 
 # The start of a URL's userinfo: after a scheme and its slashes, however mistyped
 # ("redis://", "redis//", "redis:/"). "redis:pw@host" has none: its "redis:" reads as "user:".
-_SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:?/+")
+# (Patterns are compiled by re on first use, through its cache: most runs need none.)
+_SCHEME_PREFIX = r"[A-Za-z][A-Za-z0-9+.-]*:?/+"
 # URL-ish words in a message: a scheme (possibly mistyped) and slashes, then anything.
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:?/+\S+")
+_URL_IN_TEXT = r"[A-Za-z][A-Za-z0-9+.-]*:?/+\S+"
 # Characters that end a URL's userinfo early when a password holds them unescaped.
-_URL_DELIMITERS = re.compile(r"[/?#\[\]@]")
+_URL_DELIMITERS = r"[/?#\[\]@]"
 PERCENT_ENCODE_HINT = ("a password holding / ? # [ or ] must be written percent-encoded: "
                        "%2F %3F %23 %5B %5D")
 # "?password=..." and friends in a query string (password, sentinel_password, ...).
-_SECRET_QUERY = re.compile(
-    r"(?P<key>[?&;](?:[^=&;#]*(?:pass|secret|token|credential)[^=&;#]*)=)(?P<value>[^&;#]*)",
-    re.IGNORECASE,
-)
+_SECRET_QUERY = (r"(?i)(?P<key>[?&;](?:[^=&;#]*(?:pass|secret|token|credential)[^=&;#]*)=)"
+                 r"(?P<value>[^&;#]*)")
 
 
 def _password_span(url: str) -> tuple[int, int] | None:
@@ -78,7 +77,7 @@ def _password_span(url: str) -> tuple[int, int] | None:
     at = url.rfind("@")
     if at < 0 or scheme_of(url) == "embedded":  # embedded:DIR has no userinfo
         return None
-    prefix = _SCHEME_PREFIX.match(url)
+    prefix = re.match(_SCHEME_PREFIX, url)
     colon = url.find(":", prefix.end() if prefix else 0, at)
     return None if colon < 0 else (colon + 1, at)
 
@@ -94,7 +93,7 @@ def mask_url(url: str) -> str:
     span = _password_span(url)
     if span:
         url = url[: span[0]] + "***" + url[span[1] :]
-    return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", url)
+    return re.sub(_SECRET_QUERY, lambda m: f"{m['key']}***", url)
 
 
 def _misread_password_parts(url: str) -> list[str]:
@@ -116,7 +115,7 @@ def _misread_password_parts(url: str) -> list[str]:
         parsed = None
     if parsed == password:
         return []
-    parts = [part for part in _URL_DELIMITERS.split(password) if part]
+    parts = [part for part in re.split(_URL_DELIMITERS, password) if part]
     return parts + [unquote(part) for part in parts]
 
 
@@ -129,7 +128,7 @@ def safe_detail(detail: str, url: str) -> str:
 
 def mask_urls_in(text: str) -> str:
     """``text`` (a message) with every password of the URLs in it masked."""
-    return _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
+    return re.sub(_URL_IN_TEXT, lambda m: mask_url(m.group(0)), text)
 
 
 def url_password(url: str) -> str | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
-    from .types import CleanReport
+    from .reports import CleanReport
 
 PAGE = 10_000  # list elements per LRANGE/ZRANGE page
 SCAN_COUNT = 5_000  # SCAN/HSCAN COUNT: a few ms of server time per call

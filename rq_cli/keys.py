@@ -9,7 +9,7 @@ that both agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 LAYOUTS = ("compat", "v0.3", "v0.1")
 
@@ -31,9 +31,12 @@ def has_hash_tag(prefix: str) -> bool:
     return end > start + 1
 
 
-@dataclass(frozen=True)
-class Keys:
-    """Every key name of the queue with prefix ``prefix``."""
+class Keys(NamedTuple):
+    """Every key name of the queue with prefix ``prefix``.
+
+    (A NamedTuple rather than a frozen dataclass: it is created ten times faster, and
+    start-up is a budget.)
+    """
 
     prefix: str
 

@@ -16,26 +16,24 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ClusterError, UsageError
 from .keys import LAYOUTS, Keys, has_hash_tag
 from .types import (
-    CleanReport,
     ItemOutcome,
     ItemRef,
     LeasedItem,
     NewItem,
     Outcome,
-    PeekedItem,
-    PurgeReport,
     PurgeState,
     PushResult,
     QueueOptions,
-    RequeueReport,
     State,
-    Stats,
 )
+
+if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
+    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
@@ -344,6 +342,8 @@ class WorkQueue:
         grace = self.options.grace_seconds if grace_seconds is None else grace_seconds
         if not 0 <= grace <= MAX_DELAY:
             raise UsageError("the grace period must be between 0 and ten years (in seconds)")
+        from .reports import CleanReport
+
         report = CleanReport(dry_run=dry_run)
         self._clean_pass(report, grace, dry_run, now_ms, progress)
         if report.suspects and not dry_run and now_ms is None and grace <= MAX_CLEAN_WAIT:
@@ -397,6 +397,8 @@ class WorkQueue:
                                "hash tag as the source queue")
         if limit is not None and limit < 0:
             raise UsageError("limit cannot be negative")
+        from .reports import RequeueReport
+
         report = RequeueReport(dry_run=dry_run)
         dry = "1" if dry_run else "0"
 
@@ -439,6 +441,8 @@ class WorkQueue:
         batches (UNLINK), so the server keeps serving other clients."""
         if state not in PURGE_STATES:
             raise UsageError(f"state must be one of {', '.join(PURGE_STATES)}, not {state!r}")
+        from .reports import PurgeReport
+
         report = PurgeReport(dry_run=dry_run)
         states = STATES if state == "all" else (state,)
         if dry_run:
@@ -476,6 +480,8 @@ class WorkQueue:
     # -- read-only -----------------------------------------------------------------------
     def stats(self, *, now_ms: int | None = None) -> Stats:
         """Counts, in one round trip whatever the queue's size."""
+        from .reports import Stats
+
         r = self._run("stats", [], now_ms)
         pending, processing, leased, delayed, due, dead, oldest, paused, now = map(int, r[:9])
         leased = min(leased, processing)
@@ -519,6 +525,8 @@ class WorkQueue:
 
 
 def _peeked(state: State, f: list[Any]) -> PeekedItem:
+    from .reports import PeekedItem
+
     item_id, data, attempts, enqueued, holder, deadline, score, info, error = f
     dead_at = reason = None
     if info:

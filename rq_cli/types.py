@@ -1,9 +1,18 @@
-"""Plain dataclasses returned by :class:`rq_cli.queue.WorkQueue`. No Redis, no Typer, no rich."""
+"""Plain dataclasses returned by :class:`rq_cli.queue.WorkQueue`. No Redis, no Typer, no rich.
+
+The reports of maintenance and inspection (:class:`CleanReport`, :class:`RequeueReport`,
+:class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`) are defined in
+:mod:`rq_cli.reports` and importable from here too; that module is loaded on first use, so
+``push`` and ``lease`` do not create them at start-up.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
 
 State = Literal["pending", "processing", "delayed", "dead"]
 PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
@@ -74,66 +83,16 @@ class ItemOutcome:
         return self.outcome in ("completed", "retried", "dead", "extended")
 
 
-@dataclass
-class CleanReport:
-    recovered: int = 0  # re-queued: lease-less past the grace period (or strays, deep)
-    dropped: int = 0  # ghosts removed (id with no data)
-    dead: int = 0  # dead-lettered (max attempts reached)
-    suspects: int = 0  # lease-less but still inside the grace period: left alone this time
-    promoted: int = 0  # due delayed items moved to the queue
-    pruned: int = 0  # (deep) stale metadata entries of items that no longer exist
-    scanned: int = 0  # (deep) item keys seen by SCAN
-    dry_run: bool = False
+__all__ = ["CleanReport", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
+           "PeekedItem", "PurgeReport", "PurgeState", "PushResult", "QueueOptions",
+           "RequeueReport", "State", "Stats"]
+_REPORTS = frozenset({"CleanReport", "PeekedItem", "PurgeReport", "RequeueReport", "Stats"})
 
 
-@dataclass
-class RequeueReport:
-    requeued: int = 0
-    skipped: int = 0  # an item with the same id is live again in the target queue
-    missing: int = 0  # ids asked for that are not dead
-    dry_run: bool = False
-    ids: list[str] = field(default_factory=list)
+def __getattr__(name: str) -> Any:
+    """``from rq_cli.types import Stats`` and the like load :mod:`rq_cli.reports`."""
+    if name in _REPORTS:
+        from . import reports
 
-
-@dataclass
-class PurgeReport:
-    pending: int = 0
-    processing: int = 0
-    delayed: int = 0
-    dead: int = 0
-    strays: int = 0  # item keys in no list (state all)
-    dry_run: bool = False
-
-    @property
-    def total(self) -> int:
-        return self.pending + self.processing + self.delayed + self.dead + self.strays
-
-
-@dataclass(frozen=True)
-class Stats:
-    queue: str  # prefix
-    pending: int
-    processing: int
-    leased: int
-    abandoned: int
-    delayed: int
-    due: int
-    dead: int
-    oldest_pending_age_s: float | None
-    paused: bool
-    counters: dict[str, int]
-
-
-@dataclass(frozen=True)
-class PeekedItem:
-    id: str
-    state: State
-    data: bytes | None  # None for a ghost (id without data)
-    attempts: int
-    enqueued_at: float | None = None
-    lease_session: str | None = None  # processing: who holds it
-    lease_expires_at: float | None = None
-    due_at: float | None = None  # delayed
-    dead_at: float | None = None  # dead
-    dead_reason: str | None = None
-    error: str | None = None
+        return getattr(reports, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

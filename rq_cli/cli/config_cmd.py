@@ -1,7 +1,5 @@
 """``rq-cli config path|show``: which config file is used, and what it amounts to."""
 
-from __future__ import annotations
-
 from typing import Any
 
 import typer

@@ -1,13 +1,11 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..render import Column
-from ..types import PeekedItem, Stats
+from ..reports import PeekedItem, Stats
 from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
 
 if TYPE_CHECKING:
@@ -47,7 +45,7 @@ def _stats_row(name: str, s: Stats) -> dict[str, Any]:
             "counters": s.counters}
 
 
-def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, WorkQueue]]:
+def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "WorkQueue"]]:
     """Named queues; else the configured ones; plus (or, with none configured) discovered."""
     targets = [(name, st.queue(name)) for name in (names or list(st.config.queues))]
     if discover or not targets:

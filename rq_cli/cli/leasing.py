@@ -7,8 +7,6 @@ the queue it came from (lines of ``lease a b`` complete where they were leased);
 used for lines without one.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 

@@ -4,8 +4,6 @@
 asks on a terminal and otherwise needs ``--yes``. Both offer ``--dry-run``.
 """
 
-from __future__ import annotations
-
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -13,7 +11,7 @@ import typer
 
 from ..errors import NothingToDo, UsageError
 from ..render import Column
-from ..types import PurgeReport
+from ..reports import PurgeReport
 from . import reading
 from .common import (
     DryRunOpt,

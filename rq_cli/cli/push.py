@@ -1,7 +1,5 @@
 """``rq-cli push``: items from arguments, or streamed from stdin in batches."""
 
-from __future__ import annotations
-
 import os
 import stat
 from collections.abc import Iterator

@@ -10,12 +10,11 @@ exit 1, and ``RQ_CLI_DEBUG=1`` shows its traceback. Commands never call ``sys.ex
 It runs inside :class:`RqGroup.invoke`, so ``rq-cli`` and ``CliRunner`` behave the same.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from importlib import import_module
 from typing import Annotated, Any
 
 import typer
@@ -25,7 +24,7 @@ from .. import __version__
 from .. import config as configmod
 from ..errors import ExitCode, RqError
 from ..render import Output, Terminal, debug_enabled, message
-from . import config_cmd, fastparams, inspect, leasing, maintain, push, server_cmd, shellcomplete
+from . import fastparams, shellcomplete
 from .common import JsonOpt, State
 
 
@@ -174,29 +173,32 @@ def root(
     ctx.call_on_close(st.close)
 
 
-#: The command table: name -> function (or Typer app, for a group), in help order.
-COMMANDS: dict[str, Callable[..., Any] | typer.Typer] = {
-    "push": push.push,
-    "lease": leasing.lease,
-    "complete": leasing.complete,
-    "fail": leasing.fail,
-    "extend": leasing.extend,
-    "stats": inspect.stats,
-    "peek": inspect.peek,
-    "queues": inspect.queues,
-    "clean": maintain.clean,
-    "requeue-dead": maintain.requeue_dead,
-    "purge": maintain.purge,
-    "pause": maintain.pause,
-    "resume": maintain.resume,
-    "config": config_cmd.config_app,
-    "server": server_cmd.server_app,
+#: The command table, in help order: name -> "module:attribute" in this package (a function,
+#: or a Typer app for a group). Modules are imported when their command is built, so a run
+#: imports only the command it runs.
+COMMANDS: dict[str, str] = {
+    "push": "push:push",
+    "lease": "leasing:lease",
+    "complete": "leasing:complete",
+    "fail": "leasing:fail",
+    "extend": "leasing:extend",
+    "stats": "inspect:stats",
+    "peek": "inspect:peek",
+    "queues": "inspect:queues",
+    "clean": "maintain:clean",
+    "requeue-dead": "maintain:requeue_dead",
+    "purge": "maintain:purge",
+    "pause": "maintain:pause",
+    "resume": "maintain:resume",
+    "config": "config_cmd:config_app",
+    "server": "server_cmd:server_app",
 }
 
 
 def build_command(name: str) -> Any:
     """The Click command for ``name``, made by Typer's public ``get_command``."""
-    target = COMMANDS[name]
+    module, attribute = COMMANDS[name].split(":")
+    target = getattr(import_module(f".{module}", __package__), attribute)
     if isinstance(target, typer.Typer):
         return typer.main.get_command(target)
     single = typer.Typer(rich_markup_mode=None, add_completion=False)

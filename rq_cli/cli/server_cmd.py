@@ -1,7 +1,5 @@
 """``rq-cli server status|stop``: the embedded server (``--url embedded:[DIR]``)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
