@@ -321,6 +321,68 @@ def test_python_m_rq_cli_version(tmp_path: Path) -> None:
         assert (done.returncode, done.stdout, done.stderr) == (0, expected, b""), command
 
 
+
+# -- the console script exits without the interpreter's teardown (rq_cli.cli.root.hard_exit) --
+def test_every_byte_reaches_a_file_before_the_hard_exit(sh: Shell) -> None:
+    """stdout to a file is block-buffered: the last block is flushed before os._exit."""
+    lines = varied_lines(5000)
+    assert sh.run("push", "q", "-", stdin=b"\n".join(lines)).returncode == 0
+    out = sh.cwd / "peek.jsonl"
+    env = {k: v for k, v in sh.env.items() if k != "PYTHONUNBUFFERED"}
+    with out.open("wb") as f:
+        done = subprocess.run(sh.argv("peek", "q", "-n", "5000"), stdout=f,
+                              stderr=subprocess.PIPE, cwd=sh.cwd, env=env, timeout=TIMEOUT)
+    assert (done.returncode, done.stderr) == (0, b"")
+    rows = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert [row["data"] for row in rows] == [json.loads(line) for line in lines]
+
+
+def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=TIMEOUT, check=False)
+
+
+@pytest.mark.parametrize(("args", "code"), [(["--version"], 0), (["nosuch"], 2)])
+def test_hard_exit_runs_atexit_handlers_and_keeps_the_exit_code(
+        tmp_path: Path, args: list[str], code: int) -> None:
+    done = run_python(
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+        f"sys.argv = ['rq-cli', *{args!r}]\n"
+        "from rq_cli.cli import run\n"
+        "run()\n"
+        "print('not reached')\n", clean_env(tmp_path))
+    assert done.returncode == code
+    assert done.stderr.endswith("atexit ran\n")
+    assert "not reached" not in done.stdout
+
+
+def test_hard_exit_waits_for_a_running_thread(tmp_path: Path) -> None:
+    """With another thread alive, the exit is the interpreter's own, which joins it."""
+    done = run_python(
+        "import sys, threading, time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+        "sys.argv = ['rq-cli', '--version']\n"
+        "from rq_cli.cli import run\n"
+        "run()\n", clean_env(tmp_path))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"rq-cli {rq_cli.__version__}\nthread done\n"
+
+
+def test_hard_exit_flushes_what_is_still_buffered(tmp_path: Path) -> None:
+    env = {k: v for k, v in clean_env(tmp_path).items() if k != "PYTHONUNBUFFERED"}
+    done = run_python("import sys\nsys.stdout.write('x' * 100)\n"
+                      "from rq_cli.cli.root import hard_exit\nhard_exit(3)\n", env)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "x" * 100, "")
+
+
+def test_hard_exit_with_a_message(tmp_path: Path) -> None:
+    """``sys.exit("text")`` semantics: the text on stderr, exit 1."""
+    done = run_python("from rq_cli.cli.root import hard_exit\nhard_exit('rq-cli: stop')\n",
+                      clean_env(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "rq-cli: stop\n")
+
+
 # -- the embedded server: the README's quick start -------------------------------------------------
 @pytest.fixture
 def embedded_dir(tmp_path: Path) -> Iterator[Path]:
