@@ -267,18 +267,23 @@ def hard_exit(code: int | str | None) -> NoReturn:
     if isinstance(code, str):  # sys.exit("text"): the text on stderr, exit 1
         message(code)
         code = 1
-    status = 0 if code is None else int(code)
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        status = status or int(ExitCode.BROKEN_PIPE)
-        _silence_stdout()  # the interpreter's own final flush must not fail again
-    except (OSError, ValueError, AttributeError):  # closed or replaced stdout
-        pass
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        sys.stderr.flush()
+    status = _flush(0 if code is None else int(code))
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() > 1:
         sys.exit(status)
     atexit._run_exitfuncs()
-    os._exit(status)
+    os._exit(_flush(status))  # (again: for what the atexit handlers wrote)
+
+
+def _flush(status: int) -> int:
+    """Flush stdout and stderr; ``status``, or 141 if stdout was closed early."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        status = status or int(ExitCode.BROKEN_PIPE)
+        _silence_stdout()  # so no later flush fails again
+    except (OSError, ValueError, AttributeError):  # closed or replaced stdout
+        pass
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.flush()
+    return status
