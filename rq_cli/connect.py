@@ -382,6 +382,8 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
             f"keys of one queue map to different cluster slots on {where}: give the prefix a "
             "hash tag, for example {emails} or myapp:{emails}"
         )
+    if "MasterNotFoundError" in names:  # (a ConnectionError: checked first)
+        return ServerError(f"cannot connect to {where}: {_no_master(detail)}")
     if names & {"ConnectionError", "TimeoutError"}:
         return ServerError(f"cannot connect to {where}: {_one_line(detail) or type(err).__name__}")
     if "ReadOnlyError" in names:
@@ -389,6 +391,22 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
     if "ResponseError" in names:
         return ServerError(f"server error from {where}: {_one_line(detail)}")
     return ServerError(f"Redis error with {where}: {_one_line(detail) or type(err).__name__}")
+
+
+def _no_master(detail: str) -> str:
+    """redis-py's MasterNotFoundError in one line (its message holds each sentinel's repr).
+
+    ``No master found for 'svc' : <repr ... host=h,port=p ...> - <error>, ...`` names the
+    sentinels that could not be reached; with none named, every sentinel answered and none
+    knows a healthy master of that name.
+    """
+    service = re.match(r"No master found for (.+?)(?: : |$)", detail)
+    name = service.group(1) if service else "the service"
+    unreachable = dict.fromkeys(re.findall(r"[(,]host=([^,()]+),port=(\d+)", detail))
+    if unreachable:
+        sentinels = ", ".join(f"{host}:{port}" for host, port in unreachable)
+        return f"no master found for {name}: cannot reach sentinel {sentinels}"
+    return f"no master found for {name}: no sentinel knows a healthy master of that name"
 
 
 def _scrub(text: str, url: str, password: str | None) -> str:

@@ -310,6 +310,31 @@ def test_sentinel_url(make_server: MakeServer, tmp_path: Path) -> None:
     client.close()
 
 
+def test_unreachable_sentinels_in_one_short_line() -> None:
+    """redis-py's message repeats each sentinel client's repr; ours names the addresses."""
+    a, b = free_port(), free_port()
+    url = f"redis+sentinel://:{SECRET}@127.0.0.1:{a},localhost:{b}/mymaster"
+    with pytest.raises(ServerError) as info, server_errors(url):
+        connect(url).ping()
+    assert str(info.value) == (
+        f"cannot connect to redis+sentinel://:***@127.0.0.1:{a},localhost:{b}/mymaster: "
+        f"no master found for 'mymaster': cannot reach sentinel 127.0.0.1:{a}, localhost:{b}")
+    assert info.value.exit_code == ExitCode.UNAVAILABLE
+
+
+def test_sentinel_without_that_master(make_server: MakeServer, tmp_path: Path) -> None:
+    master = make_server()
+    conf = tmp_path / "sentinel.conf"
+    conf.write_text(f"sentinel monitor mymaster 127.0.0.1 {master.port} 1\n")
+    sentinel = make_server(config_file=conf, extra_args=("--sentinel",))
+    url = f"redis+sentinel://127.0.0.1:{sentinel.port}/othermaster"
+    with pytest.raises(ServerError) as info, server_errors(url):
+        connect(url).ping()
+    assert str(info.value) == (
+        f"cannot connect to {url}: no master found for 'othermaster': "
+        "no sentinel knows a healthy master of that name")
+
+
 @pytest.mark.parametrize(
     "url",
     [
