@@ -779,3 +779,29 @@ def test_complete_is_true_once_when_an_id_was_leased_twice(r: redis.Redis) -> No
     trues = [q.complete([ItemRef(mine.id, mine.session)])[0].outcome == "completed",
              p.complete(r, theirs)]
     assert trues.count(True) == 1, trues  # actual: [True, True]
+
+
+def test_a_session_whose_item_a_peer_leased_again_holds_it_no_more(r: redis.Redis) -> None:
+    """rq-cli leased x (both lease keys); the peer's light_clean, acting on a "no lease" it
+    read earlier, moved x back to the queue; a v0.1 worker leased it again, writing only its
+    own key. The first session no longer holds x: complete, fail and extend refuse it, so the
+    peer's complete (whose first step, LREM, may already have run) is the one that counts."""
+    p, q = peer(), WorkQueue(r, P)
+    x = q.push([b"x"])[0].id
+    (mine,) = q.lease()
+    r.lrem(f"{P}:processing", 0, x)  # light_clean's stale decision: LREM, then LPUSH
+    r.lpush(f"{P}:queue", x)
+    theirs = p.lease(r, 60, block=False)
+    assert theirs is not None and theirs.id() == x
+    ref = ItemRef(x, mine.session)
+    assert [o.outcome for o in q.extend([ref])] == ["conflict"]  # actual: extended
+    assert [o.outcome for o in q.fail([ref])] == ["conflict"]  # actual: retried
+    assert r.lrem(f"{P}:processing", 0, x) == 1  # the peer's complete, step 1: it counts
+    assert [o.outcome for o in q.complete([ref])] == ["conflict"]  # actual: completed (twice)
+    r.delete(f"{P}:item:{x}", f"{P}:leased_by_session:{x}")  # the peer's complete, step 2
+    assert where(r) == {"queue": Counter(), "processing": Counter(), "cleaning": Counter()}
+    # Without a session ("rq-cli complete ID"), complete is an operator's override: it works.
+    y = q.push([b"y"])[0].id
+    q.lease()
+    r.setex(f"{P}:leased_by_session:{y}", 60, p._session)
+    assert [o.outcome for o in q.complete([y])] == ["completed"]

@@ -105,6 +105,17 @@ local function lease_holder(id)
   return v
 end
 
+-- True if a session other than `session` holds a lease on id ("" = any session: never).
+-- compat reads both keys: rq-cli writes the same session to both, a peer writes one, so a
+-- key naming another session means a peer leased id again after `session` did (the peer's
+-- light_clean can put a held item back in line): that session holds it no more.
+local function held_by_other(id, session)
+  if session == '' then return false end
+  local v3 = WRITE_V3 and redis.call('GET', lease_key(id))
+  local v1 = WRITE_V1 and redis.call('GET', lbs_key(id))
+  return (v3 and v3 ~= session) or (v1 and v1 ~= session) or false
+end
+
 -- Remaining lease time in ms (for adopting leases granted by peer clients), or -1.
 local function lease_pttl(id)
   local t = -1
@@ -203,8 +214,7 @@ end
 -- Complete one item: "C" (this call deleted its data: the one successful complete), "M" (not
 -- live) or "X" (given a session, another session holds the lease).
 local function complete_one(id, session)
-  local holder = lease_holder(id)
-  if session ~= '' and holder and holder ~= session then return 'X' end
+  if held_by_other(id, session) then return 'X' end
   if redis.call('DEL', item_key(id)) == 0 then return 'M' end
   redis.call('DEL', lease_key(id), lbs_key(id))
   unlist(id)

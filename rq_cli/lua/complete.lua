@@ -25,8 +25,10 @@ local v1 = (any_session and WRITE_V1) and redis.call('MGET', unpack(v1_keys)) or
 local res, done, lease_keys = {}, {}, {}
 for k, id in ipairs(ids) do
   local session = ARGV[2 * k + 3]
-  local holder = (not done[id]) and (v3[k] or v1[k])
-  if session ~= '' and holder and holder ~= session then
+  -- (as held_by_other: either key naming another session means a peer leased id again)
+  local other = session ~= '' and not done[id] and
+    ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
+  if other then
     res[k] = 'X'
   elseif redis.call('DEL', item_key(id)) == 1 then
     done[id] = true

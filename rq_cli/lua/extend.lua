@@ -13,7 +13,7 @@ for i = 5, #ARGV, 2 do
     local holder = lease_holder(id)
     if not holder then
       out[#out + 1] = 'L'; out[#out + 1] = 0
-    elseif session ~= '' and holder ~= session then
+    elseif held_by_other(id, session) then
       out[#out + 1] = 'X'; out[#out + 1] = 0
     else
       set_lease(id, holder, ms)

@@ -16,8 +16,7 @@ local out = {}
 local failed, retried = 0, 0
 for i = 11, #ARGV, 2 do
   local id, session = ARGV[i], ARGV[i + 1]
-  local holder = lease_holder(id)
-  if session ~= '' and holder and holder ~= session then
+  if held_by_other(id, session) then
     out[#out + 1] = 'X'; out[#out + 1] = 0
   elseif redis.call('EXISTS', item_key(id)) == 0 then
     out[#out + 1] = 'M'; out[#out + 1] = 0
