@@ -87,14 +87,17 @@ def _as_bytes(data: bytes | str) -> bytes:
 def _check_id(item_id: str) -> str:
     if not item_id:
         raise UsageError("an item id cannot be empty")
-    if len(item_id.encode()) > MAX_ID_BYTES:
+    # (a character is at most 4 bytes in UTF-8: only long ids need encoding to be measured)
+    if len(item_id) * 4 > MAX_ID_BYTES and len(item_id.encode()) > MAX_ID_BYTES:
         raise UsageError(f"an item id is at most {MAX_ID_BYTES} bytes")
     return item_id
 
 
 def _ref(ref: str | ItemRef) -> ItemRef:
-    return ItemRef(_check_id(ref)) if isinstance(ref, str) else ItemRef(_check_id(ref.id),
-                                                                         ref.session)
+    if isinstance(ref, str):
+        return ItemRef(_check_id(ref))
+    _check_id(ref.id)
+    return ref  # (frozen: it can be used as it is)
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -211,11 +214,10 @@ class WorkQueue:
             args.append(ref.session or "")
         reply = self._run("lease", args, now_ms)
         paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
-        items = [
-            LeasedItem(self.prefix, _text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
-                       _s(deadline), self.session)
-            for i in range(4, len(reply), 3)
-        ]
+        prefix, expires, session = self.prefix, _s(deadline), self.session
+        items = [LeasedItem(prefix, _text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
+                            expires, session)
+                 for i in range(4, len(reply), 3)]
         return items, paused, next_due, _text(reply[3]) or ""
 
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,

@@ -211,14 +211,56 @@ local function exhausted(id, max_attempts)
   return (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) >= max_attempts
 end
 
--- Complete one item: "C" (this call deleted its data: the one successful complete), "M" (not
--- live) or "X" (given a session, another session holds the lease).
-local function complete_one(id, session)
-  if held_by_other(id, session) then return 'X' end
-  if redis.call('DEL', item_key(id)) == 0 then return 'M' end
-  redis.call('DEL', lease_key(id), lbs_key(id))
-  unlist(id)
-  drop_meta(id)
-  count('completed', 1)
-  return 'C'
+-- Complete the items named by pairs id, session ("" = any) in ARGV[first], ARGV[first + 1],
+-- ... Returns a string, one character per pair: "C" completed (this call's DEL removed the
+-- data: the one successful complete), "M" missing (not live), "X" conflict (given a
+-- session, another session holds the lease: see held_by_other). The leases are read in two
+-- MGETs and the bookkeeping dropped in a few multi-value commands for all the pairs; per
+-- item remain the DEL that decides and the LREM from processing.
+local function complete_pairs(first)
+  local ids, v3_keys, v1_keys = {}, {}, {}
+  local any_session = false
+  for i = first, #ARGV, 2 do
+    local id = ARGV[i]
+    ids[#ids + 1] = id
+    v3_keys[#v3_keys + 1] = lease_key(id)
+    v1_keys[#v1_keys + 1] = lbs_key(id)
+    if ARGV[i + 1] ~= '' then any_session = true end
+  end
+  if #ids == 0 then return '' end
+  -- (the leases are read only when a session is given: without one, any caller may complete)
+  local v3 = (any_session and WRITE_V3) and redis.call('MGET', unpack(v3_keys)) or {}
+  local v1 = (any_session and WRITE_V1) and redis.call('MGET', unpack(v1_keys)) or {}
+  local res, done, lease_keys = {}, {}, {}
+  for k, id in ipairs(ids) do
+    local session = ARGV[first + 2 * k - 1]
+    -- (as held_by_other: either key naming another session means a peer leased id again)
+    local other = session ~= '' and not done[id] and
+      ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
+    if other then
+      res[k] = 'X'
+    elseif redis.call('DEL', item_key(id)) == 1 then
+      done[id] = true
+      unlist(id)
+      lease_keys[#lease_keys + 1] = v3_keys[k]
+      lease_keys[#lease_keys + 1] = v1_keys[k]
+      res[k] = 'C'
+    else
+      res[k] = 'M'
+    end
+  end
+  local completed = #lease_keys / 2
+  if completed > 0 then
+    local gone = {}
+    for id in pairs(done) do gone[#gone + 1] = id end
+    call_all('DEL', nil, lease_keys)
+    drop('HDEL', K_ATTEMPTS, gone)
+    drop('HDEL', K_ENQUEUED, gone)
+    drop('HDEL', K_ERRORS, gone)
+    forget_suspects(gone)
+    drop('ZREM', K_EXPIRES, gone)
+    drop('ZREM', K_LEASES, gone)
+    count('completed', completed)
+  end
+  return table.concat(res)
 end

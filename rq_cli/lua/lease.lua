@@ -12,11 +12,7 @@
 --   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
 --   completions: one character per item completed first, as complete.lua returns them.
 do local bad = wrong_type(); if bad then return bad end end
-local completions = {}
-for i = 9, #ARGV, 2 do
-  completions[#completions + 1] = complete_one(ARGV[i], ARGV[i + 1])
-end
-completions = table.concat(completions)
+local completions = complete_pairs(9)
 if redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1, completions} end
 local want = tonumber(ARGV[4])
 local ms = tonumber(ARGV[5])

@@ -2,8 +2,9 @@
 -- ARGV[4] front: "1" = leased next (RPUSH), else the back of the line (LPUSH)
 -- ARGV[5] delay in ms (0 = ready now; > 0 = goes to P:delayed, due at now + delay)
 -- ARGV[6] expiry in ms after now (0 = never): not leased after that, dead-lettered as expired
--- ARGV[7] "1" = every id is freshly made at random by the caller: no earlier item can have
---         had it, so the reused-id reset below is skipped
+-- ARGV[7] "1" = every id is freshly made at random by the caller: no item can have it, so
+--         the data is written with one MSET (no SET NX each) and the reused-id reset below
+--         is skipped
 -- ARGV[8], ARGV[9], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate.
 do local bad = wrong_type(); if bad then return bad end end
@@ -14,15 +15,29 @@ local fresh = ARGV[7] == '1'
 local call = redis.call
 local item_prefix = PREFIX .. ':item:'
 local added, flags, n, dups = {}, {}, 0, 0
-for i = 8, #ARGV, 2 do
-  local id = ARGV[i]
-  if call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
+if fresh then
+  -- No key can exist for an id just made at random (128 bits): one MSET for all the data,
+  -- instead of a SET NX per item that would always succeed.
+  local kv = {}
+  for i = 8, #ARGV, 2 do
     n = n + 1
-    added[n] = id
-    flags[(i - 6) / 2] = '1'
-  else
-    dups = dups + 1
-    flags[(i - 6) / 2] = '0'
+    added[n] = ARGV[i]
+    kv[2 * n - 1] = item_prefix .. ARGV[i]
+    kv[2 * n] = ARGV[i + 1]
+  end
+  call_all('MSET', nil, kv)
+  flags = {string.rep('1', n)}
+else
+  for i = 8, #ARGV, 2 do
+    local id = ARGV[i]
+    if call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
+      n = n + 1
+      added[n] = id
+      flags[(i - 6) / 2] = '1'
+    else
+      dups = dups + 1
+      flags[(i - 6) / 2] = '0'
+    end
   end
 end
 
