@@ -141,6 +141,16 @@ local function forget_suspect(id)
   redis.call('HDEL', K_SUSPECTS, 'p:' .. id, 'c:' .. id, 'd:' .. id)
 end
 
+-- drop_meta for many ids, in a few multi-value commands.
+local function drop_metas(ids)
+  drop('HDEL', K_ATTEMPTS, ids)
+  drop('HDEL', K_ENQUEUED, ids)
+  drop('HDEL', K_ERRORS, ids)
+  forget_suspects(ids)
+  drop('ZREM', K_EXPIRES, ids)
+  drop('ZREM', K_LEASES, ids)
+end
+
 -- Forget rq-cli's bookkeeping of an item that no longer exists.
 local function drop_meta(id)
   redis.call('HDEL', K_ATTEMPTS, id)
@@ -254,12 +264,7 @@ local function complete_pairs(first)
     local gone = {}
     for id in pairs(done) do gone[#gone + 1] = id end
     call_all('DEL', nil, lease_keys)
-    drop('HDEL', K_ATTEMPTS, gone)
-    drop('HDEL', K_ENQUEUED, gone)
-    drop('HDEL', K_ERRORS, gone)
-    forget_suspects(gone)
-    drop('ZREM', K_EXPIRES, gone)
-    drop('ZREM', K_LEASES, gone)
+    drop_metas(gone)
     count('completed', completed)
   end
   return table.concat(res)

@@ -50,11 +50,7 @@ if n > 0 and not fresh then
     stale[2 * i] = lbs_key(id)
   end
   call_all('DEL', nil, stale)
-  drop('HDEL', K_ATTEMPTS, added)
-  drop('HDEL', K_ERRORS, added)
-  forget_suspects(added)
-  drop('ZREM', K_LEASES, added)
-  drop('ZREM', K_EXPIRES, added)
+  drop_metas(added) -- (its enqueued time is written again below)
 end
 if n > 0 then
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
