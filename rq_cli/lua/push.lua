@@ -60,19 +60,17 @@ if n > 0 then
     stamped[2 * i] = now
   end
   call_all('HSET', K_ENQUEUED, stamped)
-  if expire > 0 then
+  -- every added id into zset `key`, scored now + ms
+  local function zadd_after(key, ms)
     for i, id in ipairs(added) do
-      due[2 * i - 1] = NOW + expire
+      due[2 * i - 1] = NOW + ms
       due[2 * i] = id
     end
-    call_all('ZADD', K_EXPIRES, due)
+    call_all('ZADD', key, due)
   end
+  if expire > 0 then zadd_after(K_EXPIRES, expire) end
   if delay > 0 then
-    for i, id in ipairs(added) do
-      due[2 * i - 1] = NOW + delay
-      due[2 * i] = id
-    end
-    call_all('ZADD', K_DELAYED, due)
+    zadd_after(K_DELAYED, delay)
   elseif front then
     call_all('RPUSH', K_QUEUE, added)
   else
