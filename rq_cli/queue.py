@@ -43,6 +43,9 @@ BATCH = 1000
 #: Items per script call for purge and requeue-dead, whose per-item work is heavier: keeps
 #: each call around 10 ms, so other clients wait no longer than that.
 SLOW_BATCH = 200
+#: Most items one lease script call takes: a lease of more is several calls, each well
+#: under 20 ms of server time.
+LEASE_CHUNK = 500
 #: Longest single blocking wait, in seconds (the client's socket timeout must exceed it).
 BLOCK_CHUNK = 2.0
 #: Longest grace period that clean waits out itself to look again (seconds).
@@ -207,18 +210,29 @@ class WorkQueue:
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
                     at_most_once: bool = False, complete: Sequence[ItemRef] = (),
                     ) -> tuple[list[LeasedItem], bool, int, str]:
-        args = [count, lease_ms, self.session, self.options.max_attempts,
-                "1" if at_most_once else "0"]
-        for ref in complete:
-            args.append(ref.id)
-            args.append(ref.session or "")
-        reply = self._run("lease", args, now_ms)
-        paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
-        prefix, expires, session = self.prefix, _s(deadline), self.session
-        items = [LeasedItem(prefix, _text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
-                            expires, session)
-                 for i in range(4, len(reply), 3)]
-        return items, paused, next_due, _text(reply[3]) or ""
+        """Lease up to ``count`` items without waiting, in script calls of at most
+        ``LEASE_CHUNK`` items each (so no call holds the server long); the first call also
+        completes ``complete``. Each call is atomic for the items it returns."""
+        items: list[LeasedItem] = []
+        completions = ""
+        while True:
+            want = min(count - len(items), LEASE_CHUNK)
+            args = [want, lease_ms, self.session, self.options.max_attempts,
+                    "1" if at_most_once else "0"]
+            for ref in complete:
+                args.append(ref.id)
+                args.append(ref.session or "")
+            reply = self._run("lease", args, now_ms)
+            paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
+            if complete:
+                completions, complete = _text(reply[3]) or "", ()
+            prefix, expires, session = self.prefix, _s(deadline), self.session
+            got = [LeasedItem(prefix, _text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
+                              expires, session)
+                   for i in range(4, len(reply), 3)]
+            items.extend(got)
+            if len(got) < want or len(items) >= count:
+                return items, paused, next_due, completions
 
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
               at_most_once: bool = False, now_ms: int | None = None) -> list[LeasedItem]:

@@ -170,8 +170,13 @@ end
 -- Every copy leaves processing (a peer client decides "completed" by its own LREM there, so
 -- no copy may stay behind); the queue is searched only when the id was in neither of the
 -- others (rare: its lease expired and a cleaner re-queued it).
+-- LREM from the right (count -1) stops at the first copy found: leases LPUSH, so the oldest
+-- leases sit at the right end and completing in roughly lease order costs the same whatever
+-- the number of items in flight (count 0 would scan the whole list on every call). A second
+-- copy of the id (only when two clients leased it at once) stays behind as a ghost, with no
+-- data, and light clean drops it.
 local function unlist(id)
-  if redis.call('LREM', K_PROCESSING, 0, id) == 0 then
+  if redis.call('LREM', K_PROCESSING, -1, id) == 0 then
     if redis.call('ZREM', K_DELAYED, id) == 0 then
       redis.call('LREM', K_QUEUE, 1, id)
     end
