@@ -76,9 +76,10 @@ local function call_all(cmd, key, args)
   end
 end
 
--- HDEL/ZREM members of a hash/zset, skipped (a no-op anyway) when the key does not exist
+-- HDEL/ZREM members of a hash/zset. (No EXISTS guard: on a missing key HDEL/ZREM cost what
+-- the EXISTS would, and on a present one the guard was a second call.)
 local function drop(cmd, key, members)
-  if #members > 0 and redis.call('EXISTS', key) == 1 then call_all(cmd, key, members) end
+  if #members > 0 then call_all(cmd, key, members) end
 end
 
 -- Forget clean's sightings of these ids (all kinds), if it has any at all.
@@ -226,6 +227,30 @@ local function exhausted(id, max_attempts)
   return (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) >= max_attempts
 end
 
+-- The values of the lease keys v3_keys[k] and v1_keys[k] (per the layout) in one MGET:
+-- returns two lists indexed like the keys (false where absent or not written by the layout).
+local function mget_leases(v3_keys, v1_keys, extra)
+  local keys, per = {}, 0
+  if extra then per = per + 1 end
+  if WRITE_V3 then per = per + 1 end
+  if WRITE_V1 then per = per + 1 end
+  for k = 1, #v3_keys do
+    local j = per * (k - 1)
+    if extra then j = j + 1; keys[j] = extra[k] end
+    if WRITE_V3 then j = j + 1; keys[j] = v3_keys[k] end
+    if WRITE_V1 then j = j + 1; keys[j] = v1_keys[k] end
+  end
+  local vals = redis.call('MGET', unpack(keys))
+  local v3, v1, ex = {}, {}, {}
+  for k = 1, #v3_keys do
+    local j = per * (k - 1)
+    if extra then j = j + 1; ex[k] = vals[j] end
+    if WRITE_V3 then j = j + 1; v3[k] = vals[j] end
+    if WRITE_V1 then j = j + 1; v1[k] = vals[j] end
+  end
+  return v3, v1, ex
+end
+
 -- Complete the items named by pairs id, session ("" = any) in ARGV[first], ARGV[first + 1],
 -- ... Returns a string, one character per pair: "C" completed (this call's DEL removed the
 -- data: the one successful complete), "M" missing (not live), "X" conflict (given a
@@ -243,9 +268,10 @@ local function complete_pairs(first)
     if ARGV[i + 1] ~= '' then any_session = true end
   end
   if #ids == 0 then return '' end
-  -- (the leases are read only when a session is given: without one, any caller may complete)
-  local v3 = (any_session and WRITE_V3) and redis.call('MGET', unpack(v3_keys)) or {}
-  local v1 = (any_session and WRITE_V1) and redis.call('MGET', unpack(v1_keys)) or {}
+  -- (the leases are read only when a session is given: without one, any caller may complete;
+  -- both lease keys of every id in one MGET)
+  local v3, v1 = {}, {}
+  if any_session then v3, v1 = mget_leases(v3_keys, v1_keys) end
   local res, done, lease_keys = {}, {}, {}
   for k, id in ipairs(ids) do
     local session = ARGV[first + 2 * k - 1]

@@ -38,9 +38,8 @@ while taken < want and looked < limit do
     v3_keys[k] = lease_key(id)
     v1_keys[k] = lbs_key(id)
   end
-  local datas = redis.call('MGET', unpack(item_keys))
-  local v3 = WRITE_V3 and redis.call('MGET', unpack(v3_keys)) or {}
-  local v1 = WRITE_V1 and redis.call('MGET', unpack(v1_keys)) or {}
+  -- (the data and both lease keys of every id in one MGET)
+  local v3, v1, datas = mget_leases(v3_keys, v1_keys, item_keys)
   local exps = has_expiry and redis.call('ZMSCORE', K_EXPIRES, unpack(ids)) or {}
   local atts = redis.call('HMGET', K_ATTEMPTS, unpack(ids))
   for k, id in ipairs(ids) do
