@@ -49,7 +49,8 @@ SEND_AHEAD = 3
 
 class Pushed(NamedTuple):
     """One stored batch: the items' ids in input order, and one flag character per item
-    ("1" added, "0" duplicate: an item with that id was already live)."""
+    ("1" added, "0" duplicate: an item with that id was already live, "2" dead: the id is
+    dead-lettered)."""
 
     ids: list[str]
     flags: str
@@ -59,7 +60,12 @@ class Pushed(NamedTuple):
         return self.flags.count("1")
 
     def results(self) -> list[PushResult]:
-        return [PushResult(i, f == "1") for i, f in zip(self.ids, self.flags, strict=True)]
+        return [PushResult(i, f == "1", REASONS.get(f))
+                for i, f in zip(self.ids, self.flags, strict=True)]
+
+
+#: PushResult.reason of each flag character of push.lua's reply
+REASONS = {"0": "duplicate", "2": "dead"}
 
 
 def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,

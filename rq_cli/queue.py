@@ -58,7 +58,8 @@ MAX_ID_BYTES = 4096
 _SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
             "requeue_dead", "purge", "stats", "peek")
 STATES = ("pending", "processing", "delayed", "dead")
-_COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict"}
+_COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
+                                          "Z": "already_dead", "N": "not_leased"}
 PURGE_STATES = (*STATES, "all")
 
 
@@ -327,7 +328,8 @@ class WorkQueue:
                 repr(_random().uniform(0.75, 1.25))]
         reply = self._per_batch(items, "fail", head, now_ms)
         names: dict[bytes, Outcome] = {b"R": "retried", b"D": "dead", b"M": "missing",
-                                       b"X": "conflict"}
+                                       b"X": "conflict", b"Z": "already_dead",
+                                       b"N": "not_leased"}
         return [ItemOutcome(ref.id, outcome, retry_at=_s(due) if outcome == "retried" else None)
                 for ref, outcome, due in _coded(items, reply, names)]
 
@@ -338,7 +340,8 @@ class WorkQueue:
         items = self._ref_args(refs)
         reply = self._per_batch(items, "extend", [self._lease_ms(lease_seconds)], now_ms)
         names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
-                                       b"M": "missing"}
+                                       b"M": "missing", b"Z": "already_dead",
+                                       b"N": "not_leased"}
         return [ItemOutcome(ref.id, outcome, lease_expires_at=_s(ms) if ms else None)
                 for ref, outcome, ms in _coded(items, reply, names)]
 

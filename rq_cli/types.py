@@ -16,7 +16,11 @@ if TYPE_CHECKING:
 
 State = Literal["pending", "processing", "delayed", "dead"]
 PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
-Outcome = Literal["completed", "missing", "conflict", "retried", "dead", "extended", "lost"]
+#: What complete/fail/extend did to one item. Not live: ``missing`` (no such item) or
+#: ``already_dead`` (dead-lettered). ``not_leased``: a live item no worker ever leased, left
+#: as it is. ``conflict``: another session holds the lease; ``lost``: the lease expired.
+Outcome = Literal["completed", "missing", "already_dead", "not_leased", "conflict", "retried",
+                  "dead", "extended", "lost"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,10 @@ class NewItem:
 @dataclass(frozen=True)
 class PushResult:
     id: str
-    added: bool  # False: an item with this id is already live (duplicate)
+    added: bool  # False: the id is taken (see reason)
+    #: why not added: "duplicate" (an item with this id is live) or "dead" (the id is
+    #: dead-lettered; requeue-dead or purge --state dead frees it); None when added
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

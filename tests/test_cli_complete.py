@@ -29,6 +29,7 @@ def test_lease_pipe_complete(cli, r):
 
 def test_complete_reads_stdin_without_dash(cli):
     cli("push", "q", "--id", "a", "{}")
+    cli("lease", "q")
     run = cli("complete", "q", input="a\n\n")
     assert run.one["outcome"] == "completed"
 
@@ -36,6 +37,7 @@ def test_complete_reads_stdin_without_dash(cli):
 def test_complete_plain_ids_and_json_strings_on_stdin(cli):
     cli("push", "q", "--id", "with space", "1")
     cli("push", "q", "--id", "x\ny", "1")
+    cli("lease", "q", "--count", "2")
     run = cli("complete", "q", "-", input='with space\n"x\\ny"\n')
     assert [row["outcome"] for row in run.json] == ["completed", "completed"]
 
@@ -85,11 +87,12 @@ def test_complete_routes_lines_by_their_queue_field(cli, r):
 def test_complete_bad_line_applies_lines_before_it(cli, r):
     cli("push", "q", "--id", "a", "{}")
     cli("push", "q", "--id", "b", "{}")
+    cli("lease", "q", "--count", "2")
     run = cli("complete", "q", "-", input='a\n{"id": 3}\nb\n')
     assert run.exit_code == 65
     assert "line 2" in run.stderr
     assert run.one["id"] == "a"
-    assert {i.id for i in WorkQueue(r, "q").peek("pending")} == {"b"}
+    assert {i.id for i in WorkQueue(r, "q").peek("processing")} == {"b"}
 
 
 def test_complete_nothing_given_is_a_usage_error(cli):

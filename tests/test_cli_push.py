@@ -47,7 +47,8 @@ def test_push_rejects_nan(cli, r):
 
 def test_push_with_id_and_duplicate(cli, r):
     assert cli("push", "q", "--id", "job-1", "{}").one == {"id": "job-1", "added": True}
-    assert cli("push", "q", "--id", "job-1", "[]").one == {"id": "job-1", "added": False}
+    assert cli("push", "q", "--id", "job-1", "[]").one == {"id": "job-1", "added": False,
+                                                            "reason": "duplicate"}
     assert stored(r) == {"job-1": b"{}"}
 
 

@@ -80,7 +80,8 @@ class QueueModel(RuleBasedStateMachine):
         results = self.q.push(items, delay=delay / 1000, front=front, now_ms=self.now)
         added = []
         for item, res in zip(items, results, strict=True):
-            expect = item.id not in self.data
+            # an id names one item at a time: live or dead (a dead id is refused)
+            expect = item.id not in self.data and item.id not in self.dead
             assert res.added == expect, (item.id, res)
             if expect:
                 self.data[item.id] = item.data
@@ -119,13 +120,15 @@ class QueueModel(RuleBasedStateMachine):
         (out,) = self.q.complete([ItemRef(i, session)], now_ms=self.now)
         if self._holder_conflict(i, session):
             assert out.outcome == "conflict"
+        elif i in self.data and self.attempts[i] == 0:
+            assert out.outcome == "not_leased"  # never leased: left as it is
         elif i in self.data:
             assert out.outcome == "completed"
             self.completed_true[i] = self.completed_true.get(i, 0) + 1
             self.unlist(i)
             self.forget(i)
         else:
-            assert out.outcome == "missing"
+            assert out.outcome == ("already_dead" if i in self.dead else "missing")
 
     @rule(i=st.sampled_from(IDS), session=st.sampled_from([None, "A", "B"]),
           mode=st.sampled_from(["now", "later", "dead"]))
@@ -136,7 +139,9 @@ class QueueModel(RuleBasedStateMachine):
         if self._holder_conflict(i, session):
             assert out.outcome == "conflict"
         elif i not in self.data:
-            assert out.outcome == "missing"
+            assert out.outcome == ("already_dead" if i in self.dead else "missing")
+        elif self.attempts[i] == 0:
+            assert out.outcome == "not_leased"  # never leased: no failure counted
         else:
             self.unlist(i)
             self.lease.pop(i, None)
@@ -154,9 +159,9 @@ class QueueModel(RuleBasedStateMachine):
     def extend(self, i, session):
         (out,) = self.q.extend([ItemRef(i, session)], now_ms=self.now)
         if i not in self.data:
-            assert out.outcome == "missing"
+            assert out.outcome == ("already_dead" if i in self.dead else "missing")
         elif i not in self.lease:
-            assert out.outcome == "lost"
+            assert out.outcome == ("not_leased" if self.attempts[i] == 0 else "lost")
         elif self._holder_conflict(i, session):
             assert out.outcome == "conflict"
         else:

@@ -128,7 +128,8 @@ def test_acknowledged_pushes_survive_server_sigkill_with_aof(make_server: MakeSe
 
         srv.start()  # same port, same directory: the AOF is replayed
         # The same client (and WorkQueue) works again after the restart.
-        assert wq.push([NewItem(b'"probe"', f"probe-{cycle}")])[0].added
+        assert wq.push([NewItem(b'"probe"', f"probe-{cycle}")], front=True)[0].added
+        assert wq.lease()[0].id == f"probe-{cycle}"
         assert wq.complete([f"probe-{cycle}"])[0].outcome == "completed"
 
         stored_ids = {key[k.item_key_offset:].decode()
@@ -498,6 +499,7 @@ def test_lost_reply_of_complete_is_not_reported_as_missing(
     warm_scripts(r)
     wq = WorkQueue(r, "lost")
     wq.push([NewItem(b'"job"', "job")])
+    wq.lease()
     dropper.armed = True
     proc = rq(dropper.url, "complete", "lost", "job")
     assert dropper.dropped == 1, "the fault was not injected"

@@ -217,7 +217,7 @@ def run(ctx: Ctx) -> CaseResult:
         return [a[key] / b[key] for a, b in zip(figures[loop][n], figures[base][n], strict=True)]
 
     one = counts[0]
-    res.rows.append(Row("scale", "server exec us/item, 1 at a time / peer", 
+    res.rows.append(Row("scale", "server exec us/item, 1 at a time / peer",
                         f"{table['rq 1'][one]['exec_us_per_item']:.1f} us",
                         f"{table['peer'][one]['exec_us_per_item']:.1f} us",
                         per_rep("rq 1", "peer", one, "exec_us_per_item"), "max", 2))

@@ -195,9 +195,17 @@ def check_outcomes(outcomes: list[ItemOutcome], verb: str) -> None:
     """Raise the exit code of a complete/fail/extend call: 4 beats 3 beats success."""
     lost = [o.id for o in outcomes if o.outcome in ("conflict", "lost")]
     missing = [o.id for o in outcomes if o.outcome == "missing"]
+    dead = [o.id for o in outcomes if o.outcome == "already_dead"]
+    idle = [o.id for o in outcomes if o.outcome == "not_leased"]
     if lost:
         raise LeaseLost(f"could not {verb} {_some(lost)}: the lease is held by another "
-                        f"session or has expired{_also(missing)}")
+                        f"session or has expired{_also(missing + dead + idle)}")
+    if dead:
+        raise NothingToDo(f"could not {verb} {_some(dead)}: dead-lettered, not live "
+                          f"(requeue-dead puts it back in line){_also(missing + idle)}")
+    if idle:
+        raise NothingToDo(f"could not {verb} {_some(idle)}: pending, never leased (lease it "
+                          f"first; purge deletes items no worker should take){_also(missing)}")
     if missing:
         raise NothingToDo(f"could not {verb} {_some(missing)}: no such live item "
                           f"(already completed, or never pushed)")

@@ -33,6 +33,8 @@ from .common import (
 LEASE_COLUMNS = [Column("queue"), Column("id"), Column("data", kind="data"),
                  Column("attempt", kind="number"), Column("lease_expires_at", "lease until",
                                                           kind="time"), Column("session")]
+#: lease --at-most-once: the items were completed as they were taken (no lease)
+TAKEN_COLUMNS = LEASE_COLUMNS[:4]
 OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),
                    Column("retry_at", "retry at", kind="time"),
                    Column("lease_expires_at", "lease until", kind="time")]
@@ -72,18 +74,30 @@ def lease(
                        at_most_once=at_most_once)
     names = {wq.prefix: name for wq, name in reversed(list(zip(wqs, queues, strict=True)))}
     if not items:
+        paused = [name for wq, name in zip(wqs, queues, strict=True) if wq.is_paused()]
+        if len(paused) == len(queues):
+            raise NothingToDo(f"{', '.join(paused)} {'is' if len(paused) == 1 else 'are'} "
+                              f"paused: nothing is leased until 'rq-cli resume'")
+        also = f"; paused: {', '.join(paused)}" if paused else ""
         raise NothingToDo(f"nothing to lease from {', '.join(queues)}"
-                          f"{f' within {wait:g} s' if wait else ''} (empty, paused, or "
-                          f"every item is leased)")
+                          f"{f' within {wait:g} s' if wait else ''} (empty, or every item "
+                          f"is leased{also})")
     if raw:
         out.raw(item.data for item in items)
+        return
+    if at_most_once:  # completed as they were taken: no lease to show
+        out.rows([_lease_row(names.get(i.queue, i.queue), i, lease=False) for i in items],
+                 TAKEN_COLUMNS)
         return
     out.rows([_lease_row(names.get(i.queue, i.queue), i) for i in items], LEASE_COLUMNS)
 
 
-def _lease_row(name: str, item: LeasedItem) -> dict[str, Any]:
-    return {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt,
-            "lease_expires_at": item.lease_expires_at, "session": item.session}
+def _lease_row(name: str, item: LeasedItem, lease: bool = True) -> dict[str, Any]:
+    row = {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt}
+    if lease:
+        row["lease_expires_at"] = item.lease_expires_at
+        row["session"] = item.session
+    return row
 
 
 def complete(ctx: typer.Context, queue: QueueArg, ids: IdsArg = None,

@@ -110,6 +110,13 @@ def requeue_dead(
                "skipped": report.skipped, "missing": report.missing,
                "dry_run": report.dry_run}], REQUEUE_COLUMNS)
     if chosen and not report.requeued and not dry_run:
+        if report.skipped:
+            one = report.skipped == 1
+            raise NothingToDo(
+                f"{report.skipped} of the {len(chosen)} ids {'is' if one else 'are'} dead but "
+                f"a live item of {to or queue} has the same id, so "
+                f"{'it stays' if one else 'they stay'} dead (complete or purge the live item, "
+                f"or requeue with --to)")
         raise NothingToDo(f"none of the {len(chosen)} ids is a dead item of {queue}")
 
 

@@ -114,7 +114,8 @@ class _Tally:
             self.items += len(results)
             self.added += added
         if not self.summary and not self.out.json:
-            self.rows.extend({"id": r.id, "added": r.added} for r in results)
+            self.rows.extend({"id": r.id, "added": r.added, "reason": r.reason or ""}
+                             for r in results)
 
     def add_pushed(self, batch: bulk.Pushed) -> None:
         """``add`` for a batch of a stdin push (JSON lines or a summary, never a table)."""
@@ -125,8 +126,8 @@ class _Tally:
             if ids and added == len(ids) and _plain(ids):  # usual: one join for the batch
                 text = '{"id":"' + _ADDED_SEP.join(ids) + '","added":true}\n'
             else:
-                text = "".join([_line(i, f == "1") + "\n" for i, f in zip(ids, flags,
-                                                                             strict=True)])
+                text = "".join([_line(i, f == "1", bulk.REASONS.get(f)) + "\n"
+                                for i, f in zip(ids, flags, strict=True)])
         with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
             self.out.write(text)
             self.items += len(ids)
@@ -145,13 +146,14 @@ class _Tally:
 
 
 def _result_line(r: PushResult) -> str:
-    return _line(r.id, r.added)
+    return _line(r.id, r.added, r.reason)
 
 
-def _line(item_id: str, added: bool) -> str:
+def _line(item_id: str, added: bool, reason: str | None = None) -> str:
     # the same output as json_line, built directly
     return '{"id":' + encode_basestring_ascii(item_id) + (
-        ',"added":true}' if added else ',"added":false}')
+        ',"added":true}' if added else ',"added":false,"reason":"' + (reason or "duplicate")
+        + '"}')
 
 
 _ADDED_SEP = '","added":true}\n{"id":"'
@@ -163,7 +165,7 @@ def _plain(ids: list[str]) -> bool:
     return len(encode_basestring_ascii(joined)) == len(joined) + 2
 
 
-_COLUMNS = [Column("id"), Column("added")]
+_COLUMNS = [Column("id"), Column("added"), Column("reason")]
 
 
 def _size(stream: Any) -> int | None:

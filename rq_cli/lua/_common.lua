@@ -227,6 +227,21 @@ local function exhausted(id, max_attempts)
   return (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) >= max_attempts
 end
 
+-- True if live item id has never been leased: no attempts recorded, no lease held and not in
+-- processing (a peer's lease, or one that expired, leaves it there). Called only for ids
+-- with no attempts and no lease read, so the LPOS (O(in flight)) runs off the hot path.
+local function never_leased(id)
+  if lease_holder(id) then return false end
+  if redis.call('EXISTS', item_key(id)) == 0 then return false end
+  return not redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)
+end
+
+-- "Z" if id is dead-lettered, else "M" (missing): the outcome for an id that is not live.
+local function not_live(id)
+  if redis.call('ZSCORE', K_DEAD, id) then return 'Z' end
+  return 'M'
+end
+
 -- The values of the lease keys v3_keys[k] and v1_keys[k] (per the layout) in one MGET:
 -- returns two lists indexed like the keys (false where absent or not written by the layout).
 local function mget_leases(v3_keys, v1_keys, extra)
@@ -253,8 +268,10 @@ end
 
 -- Complete the items named by pairs id, session ("" = any) in ARGV[first], ARGV[first + 1],
 -- ... Returns a string, one character per pair: "C" completed (this call's DEL removed the
--- data: the one successful complete), "M" missing (not live), "X" conflict (given a
--- session, another session holds the lease: see held_by_other). The leases are read in two
+-- data: the one successful complete), "M" missing (not live), "Z" dead (not live: the id is
+-- dead-lettered), "N" not leased (a live item that was never leased: left as it is; purge
+-- deletes items that no worker took), "X" conflict (given a session, another session holds
+-- the lease: see held_by_other). The leases are read in two
 -- MGETs and the bookkeeping dropped in a few multi-value commands for all the pairs; per
 -- item remain the DEL that decides and the LREM from processing.
 local function complete_pairs(first)
@@ -272,6 +289,7 @@ local function complete_pairs(first)
   -- both lease keys of every id in one MGET)
   local v3, v1 = {}, {}
   if any_session then v3, v1 = mget_leases(v3_keys, v1_keys) end
+  local atts = redis.call('HMGET', K_ATTEMPTS, unpack(ids))
   local res, done, lease_keys = {}, {}, {}
   for k, id in ipairs(ids) do
     local session = ARGV[first + 2 * k - 1]
@@ -280,6 +298,8 @@ local function complete_pairs(first)
       ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
     if other then
       res[k] = 'X'
+    elseif not done[id] and not atts[k] and not v3[k] and not v1[k] and never_leased(id) then
+      res[k] = 'N'
     elseif redis.call('DEL', item_key(id)) == 1 then
       done[id] = true
       unlist(id)
@@ -287,7 +307,7 @@ local function complete_pairs(first)
       lease_keys[#lease_keys + 1] = v1_keys[k]
       res[k] = 'C'
     else
-      res[k] = 'M'
+      res[k] = done[id] and 'M' or not_live(id)
     end
   end
   local completed = #lease_keys / 2

@@ -1,17 +1,20 @@
 -- extend: push lease deadlines out, only while the lease exists (and, given a session, only
 -- if that session holds it).
 -- ARGV[4] lease ms   ARGV[5], ARGV[6], ... pairs id, session ("" = any)
--- Returns {code1, deadline1, ...}: E extended, L lost (no lease), X conflict, M missing.
+-- Returns {code1, deadline1, ...}: E extended, L lost (the lease has expired), X conflict,
+--   M missing, Z dead (not live: dead-lettered), N not leased (a live item never leased).
 do local bad = wrong_type(); if bad then return bad end end
 local ms = tonumber(ARGV[4])
 local out = {}
 for i = 5, #ARGV, 2 do
   local id, session = ARGV[i], ARGV[i + 1]
   if redis.call('EXISTS', item_key(id)) == 0 then
-    out[#out + 1] = 'M'; out[#out + 1] = 0
+    out[#out + 1] = not_live(id); out[#out + 1] = 0
   else
     local holder = lease_holder(id)
-    if not holder then
+    if not holder and not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
+      out[#out + 1] = 'N'; out[#out + 1] = 0
+    elseif not holder then
       out[#out + 1] = 'L'; out[#out + 1] = 0
     elseif held_by_other(id, session) then
       out[#out + 1] = 'X'; out[#out + 1] = 0

@@ -5,7 +5,9 @@
 -- ARGV[8] backoff base ms   ARGV[9] backoff max ms   ARGV[10] jitter factor (0.75..1.25)
 -- ARGV[11], ARGV[12], ... pairs id, session ("" = any)
 -- Returns {code1, due1, code2, due2, ...}: R retried (due = ms when leasable again),
---   D dead, M missing, X conflict (another session holds the lease).
+--   D dead, M missing, Z already dead (not live: the id is dead-lettered), N not leased (a
+--   live item that was never leased: left as it is, no failure counted), X conflict
+--   (another session holds the lease).
 do local bad = wrong_type(); if bad then return bad end end
 local err = ARGV[4]
 local retry = tonumber(ARGV[5])
@@ -19,7 +21,9 @@ for i = 11, #ARGV, 2 do
   if held_by_other(id, session) then
     out[#out + 1] = 'X'; out[#out + 1] = 0
   elseif redis.call('EXISTS', item_key(id)) == 0 then
-    out[#out + 1] = 'M'; out[#out + 1] = 0
+    out[#out + 1] = not_live(id); out[#out + 1] = 0
+  elseif not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
+    out[#out + 1] = 'N'; out[#out + 1] = 0
   else
     failed = failed + 1
     unlist(id)

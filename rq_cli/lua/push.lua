@@ -6,7 +6,9 @@
 --         the data is written with one MSET (no SET NX each) and the reused-id reset below
 --         is skipped
 -- ARGV[8], ARGV[9], ... pairs id, data (at most a few thousand pairs per call)
--- Returns a string with one character per item: "1" added, "0" duplicate.
+-- Returns a string with one character per item: "1" added, "0" duplicate (an item with
+-- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
+-- or dead; requeue-dead or purge --state dead frees it).
 do local bad = wrong_type(); if bad then return bad end end
 local front = ARGV[4] == '1'
 local delay = tonumber(ARGV[5])
@@ -28,9 +30,19 @@ if fresh then
   call_all('MSET', nil, kv)
   flags = {string.rep('1', n)}
 else
+  -- ids that are dead-lettered, in one ZMSCORE (skipped when there are no dead letters)
+  local dead = {}
+  if call('EXISTS', K_DEAD) == 1 then
+    local ids = {}
+    for i = 8, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+    dead = call('ZMSCORE', K_DEAD, unpack(ids))
+  end
   for i = 8, #ARGV, 2 do
     local id = ARGV[i]
-    if call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
+    if dead[(i - 6) / 2] then
+      dups = dups + 1
+      flags[(i - 6) / 2] = '2'
+    elseif call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
       n = n + 1
       added[n] = id
       flags[(i - 6) / 2] = '1'
