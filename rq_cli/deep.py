@@ -14,14 +14,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from .keys import META_HASHES, META_ZSETS
+
 if TYPE_CHECKING:
     from .queue import WorkQueue
     from .reports import CleanReport
 
 PAGE = 10_000  # list elements per LRANGE/ZRANGE page
 SCAN_COUNT = 5_000  # SCAN/HSCAN COUNT: a few ms of server time per call
-_META_HASHES = ("attempts", "enqueued", "errors", "suspects")
-_META_ZSETS = ("expires", "leases")
+#: the bookkeeping to sweep (keys.py FIXED_KEYS), and clean's sightings
+_META_HASHES = (*META_HASHES, "suspects")
+_META_ZSETS = META_ZSETS
 
 
 def _listed(q: WorkQueue) -> set[bytes]:

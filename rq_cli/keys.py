@@ -1,14 +1,21 @@
-"""The key schema (DESIGN.md section 2): the only place that builds key names.
+"""The key schema (DESIGN.md section 2): the only place that defines key names.
 
 A queue is a key prefix ``P``. The peer-compatible keys (``P:item:<id>``, ``P:queue``,
 ``P:processing``, ``P:lease:<id>``, ``P:leased_by_session:<id>``, ``P:cleaning``) are a
-contract with the redis-work-queue clients and must never change. Lua scripts derive the
-per-item keys from the prefix with the same suffixes (``lua/_common.lua``); a test checks
-that both agree.
+contract with the redis-work-queue clients and must never change.
+
+``FIXED_KEYS`` is the one definition of a queue's fixed keys (``P:<name>``): their Redis
+types and roles. From it come the ``Keys`` properties' names (a test ties the two), the Lua
+prelude's ``K_<NAME>`` variables, its type check and its bookkeeping lists (``lua_header``),
+the hashes and sets that deep clean sweeps (``META_HASHES``, ``META_ZSETS``) and the keys that
+``purge --state all`` unlinks whole. **Adding a key**: one ``FixedKey`` line here and its
+``Keys`` property; a per-item bookkeeping key (role ``meta``) is then dropped with its item by
+every script, swept by deep clean and purged, with no other edit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 LAYOUTS = ("compat", "v0.3", "v0.1")
@@ -29,6 +36,65 @@ def has_hash_tag(prefix: str) -> bool:
         return False
     end = prefix.find("}", start + 1)
     return end > start + 1
+
+
+class FixedKey(NamedTuple):
+    """One fixed key of a queue, ``P:<name>``."""
+
+    name: str  #: the suffix, the ``Keys`` property, and ``K_<NAME>`` in Lua
+    type: str  #: its Redis type (the scripts refuse to write next to a key of another type)
+    #: "line": holds ids in a state (queue, processing, delayed, dead): purged item by item;
+    #: "meta": per-item bookkeeping, id -> value: dropped with its item, swept by deep clean;
+    #: "other": everything else (unlinked whole by ``purge --state all``)
+    role: str
+
+
+FIXED_KEYS: tuple[FixedKey, ...] = (
+    # peer-compatible
+    FixedKey("queue", "list", "line"),
+    FixedKey("processing", "list", "line"),
+    FixedKey("cleaning", "list", "other"),
+    # rq-cli's own
+    FixedKey("delayed", "zset", "line"),
+    FixedKey("dead", "zset", "line"),
+    FixedKey("expires", "zset", "meta"),
+    FixedKey("leases", "zset", "meta"),
+    FixedKey("attempts", "hash", "meta"),
+    FixedKey("enqueued", "hash", "meta"),
+    FixedKey("errors", "hash", "meta"),
+    FixedKey("holders", "hash", "meta"),
+    FixedKey("dead_info", "hash", "other"),
+    FixedKey("counters", "hash", "other"),
+    FixedKey("paused", "string", "other"),
+    # clean's sightings, id -> first seen; fields are "p:<id>", "c:<id>" or "d:<id>"
+    FixedKey("suspects", "hash", "other"),
+)
+#: per-item bookkeeping keyed by id (role "meta"), by type
+META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash")
+META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")
+
+
+def lua_header() -> str:
+    """The first lines of every script: the prefix, each fixed key as ``K_<NAME>`` (KEYS[1]
+    is ``P:queue``), the type table, and the bookkeeping lists, all from ``FIXED_KEYS``."""
+    lines = ["-- Generated from rq_cli/keys.py FIXED_KEYS (keys.lua_header): do not edit here.",
+             "local PREFIX = ARGV[1]"]
+    for k in FIXED_KEYS:
+        value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"
+        lines.append(f"local K_{k.name.upper()} = {value}")
+
+    def table(names: Iterable[str]) -> str:
+        return "{" + ", ".join(f"K_{n.upper()}" for n in names) + "}"
+
+    types = ", ".join(f"{{K_{k.name.upper()}, '{k.type}'}}" for k in FIXED_KEYS)
+    lines += [
+        f"local EXPECTED_TYPES = {{{types}}}",
+        f"local META_HASHES = {table(META_HASHES)}",
+        f"local META_ZSETS = {table(META_ZSETS)}",
+        f"local UNLINKED_WHOLE = "
+        f"{table(k.name for k in FIXED_KEYS if k.role in ('meta', 'other'))}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 class Keys(NamedTuple):
@@ -107,6 +173,12 @@ class Keys(NamedTuple):
     @property
     def suspects(self) -> str:
         return f"{self.prefix}:suspects"
+
+    @property
+    def holders(self) -> str:
+        """hash id -> the session that leased it last: kept when the lease runs out, so an
+        abandoned item names the worker (``<host>:<pid>:<random>``) that held it."""
+        return f"{self.prefix}:holders"
 
     @property
     def leases(self) -> str:

@@ -19,7 +19,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .errors import ClusterError, UsageError
-from .keys import LAYOUTS, Keys, has_hash_tag
+from .keys import LAYOUTS, Keys, has_hash_tag, lua_header
 from .types import (
     ItemOutcome,
     ItemRef,
@@ -61,6 +61,8 @@ STATES = ("pending", "processing", "delayed", "dead")
 _COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
                                           "Z": "already_dead", "N": "not_leased"}
 PURGE_STATES = (*STATES, "all")
+#: fields per item in peek.lua's reply (see _peeked)
+PEEK_FIELDS = 10
 
 
 @cache
@@ -69,7 +71,7 @@ def script_source(name: str) -> str:
     lua = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
     with open(os.path.join(lua, "_common.lua")) as common, \
             open(os.path.join(lua, f"{name}.lua")) as script:
-        return common.read() + "\n" + script.read()
+        return lua_header() + common.read() + "\n" + script.read()
 
 
 def make_session() -> str:
@@ -525,9 +527,9 @@ class WorkQueue:
         while len(out) < count:
             n = min(BATCH, count - len(out))
             r = self._run("peek", [state, offset + len(out), n, from_end], now_ms)
-            for i in range(0, len(r), 9):
-                out.append(_peeked(state, r[i:i + 9]))
-            if len(r) < 9 * n:
+            for i in range(0, len(r), PEEK_FIELDS):
+                out.append(_peeked(state, r[i:i + PEEK_FIELDS]))
+            if len(r) < PEEK_FIELDS * n:
                 break
         return out
 
@@ -546,7 +548,7 @@ class WorkQueue:
 def _peeked(state: State, f: list[Any]) -> PeekedItem:
     from .reports import PeekedItem
 
-    item_id, data, attempts, enqueued, holder, deadline, score, info, error = f
+    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned = f
     dead_at = reason = None
     if info:
         meta = json.loads(info)
@@ -561,7 +563,8 @@ def _peeked(state: State, f: list[Any]) -> PeekedItem:
         lease_session=_text(holder) if holder else None,
         lease_expires_at=_s(int(deadline)) if int(deadline) >= 0 else None,
         due_at=_s(float(score)) if state == "delayed" else None,
-        dead_at=dead_at, dead_reason=reason, error=_text(error))
+        dead_at=dead_at, dead_reason=reason, error=_text(error),
+        abandoned=int(abandoned) == 1)
 
 
 def _coded(items: list[ItemRef], reply: list[Any], names: dict[bytes, Outcome],

@@ -69,9 +69,11 @@ class PeekedItem:
     data: bytes | None  # None for a ghost (id without data)
     attempts: int
     enqueued_at: float | None = None
-    lease_session: str | None = None  # processing: who holds it
+    lease_session: str | None = None  # processing: who holds it (or held it, if abandoned)
     lease_expires_at: float | None = None
     due_at: float | None = None  # delayed
     dead_at: float | None = None  # dead
     dead_reason: str | None = None
     error: str | None = None
+    #: processing, lease run out: lease_session/lease_expires_at are the last holder's
+    abandoned: bool = False

@@ -56,3 +56,21 @@ def test_peek_table(cli):
     cli("push", "q", "--id", "a", '{"n": 1}')
     run = cli("peek", "q", tty=True)
     assert "a" in run.stdout and '{"n": 1}' in run.stdout
+
+
+def test_peek_processing_names_the_holder_of_an_abandoned_item(cli):
+    import os
+    import time
+
+    cli("push", "q", "--id", "a", "{}")
+    leased = cli("lease", "q", "--lease", "0.05").one
+    time.sleep(0.1)  # the lease runs out: the worker died
+    row = cli("peek", "q", "--state", "processing").one
+    assert row["abandoned"] is True
+    assert row["lease_session"] == leased["session"]
+    host, pid, _ = row["lease_session"].split(":")
+    assert host == os.uname().nodename and int(pid) > 0
+    assert row["lease_expires_at"] == leased["lease_expires_at"]
+    fresh = cli("push", "q", "--id", "b", "{}") and cli("lease", "q").one
+    rows = {r["id"]: r for r in cli("peek", "q", "--state", "processing").json}
+    assert "abandoned" not in rows[fresh["id"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -625,7 +626,7 @@ def test_lua_and_keys_agree_on_key_names(q, r):
     names = {k.decode() for k in r.scan_iter(match="jobs*")}
     assert {q.keys.item("a"), q.keys.lease("a"), q.keys.leased_by_session("a"),
             q.keys.processing, q.keys.attempts, q.keys.enqueued, q.keys.counters,
-            q.keys.leases} == names
+            q.keys.leases, q.keys.holders} == names
     q.fail(["a"], dead=True)
     assert r.exists(q.keys.dead_item("a"), q.keys.dead, q.keys.dead_info) == 3
 
@@ -671,3 +672,50 @@ def test_lease_and_complete_the_largest_count(q, r):
     outcomes = q.complete([ItemRef(i.id, i.session) for i in leased])
     assert {o.outcome for o in outcomes} == {"completed"} and len(pushed) == 10_000
     assert r.llen(q.keys.processing) == 0
+
+
+def test_fixed_keys_is_the_one_definition():
+    """Every FIXED_KEYS entry is a Keys property naming P:<name>, and every fixed-key
+    property of Keys is in FIXED_KEYS (so Python, Lua, deep clean and purge agree)."""
+    from rq_cli.keys import FIXED_KEYS, META_HASHES, META_ZSETS, lua_header
+
+    k = Keys("p")
+    names = {f.name for f in FIXED_KEYS}
+    for f in FIXED_KEYS:
+        assert getattr(k, f.name) == f"p:{f.name}"
+        assert f"local K_{f.name.upper()} = " in lua_header()
+    props = {n for n, v in vars(Keys).items() if isinstance(v, property)}
+    fixed_props = {n for n in props if isinstance(getattr(k, n), str)
+                   and getattr(k, n).startswith("p:") and ":" not in getattr(k, n)[2:]}
+    assert fixed_props == names
+    assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders"}
+    assert set(META_ZSETS) == {"expires", "leases"}
+
+
+def test_completing_or_purging_leaves_no_bookkeeping_of_any_meta_key(q, r):
+    """A drained queue keeps only its counters: every per-item key (FIXED_KEYS role meta) is
+    dropped with the item, whichever script ends it."""
+    q.push([NewItem(b"1", "a"), NewItem(b"2", "b"), NewItem(b"3", "c")], expire=60)
+    q.lease(3)
+    q.fail(["a"], error="boom", retry_in=0)
+    q.lease()
+    q.complete(["a", "b"])
+    q.fail(["c"], dead=True)
+    q.purge("all")
+    left = {key.decode() for key in r.scan_iter(match=f"{q.prefix}:*")}
+    assert left <= {f"{q.prefix}:counters"}, left
+
+
+def test_an_abandoned_item_names_its_last_holder(q, r):
+    q.push([NewItem(b'"x"', "a")])
+    (item,) = q.lease(lease_seconds=0.05)
+    time.sleep(0.1)
+    (peeked,) = q.peek("processing")
+    assert peeked.abandoned
+    assert peeked.lease_session == item.session  # host:pid:random of the worker that died
+    assert peeked.lease_expires_at == item.lease_expires_at
+    q.clean(grace_seconds=0)  # back in line; then leased and completed: nothing left behind
+    (again,) = q.lease()
+    assert not q.peek("processing")[0].abandoned
+    q.complete([again])
+    assert r.hlen(q.keys.holders) == 0

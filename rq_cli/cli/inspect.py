@@ -97,6 +97,8 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
         value = getattr(item, key)
         if value is not None:
             row[key] = value
+    if item.abandoned:
+        row["abandoned"] = True
     return row
 
 
@@ -105,7 +107,8 @@ def _peek_columns(item_state: str) -> list[Column]:
             Column("enqueued_at", "enqueued", kind="time")]
     extra = {
         "processing": [Column("lease_session", "held by"),
-                       Column("lease_expires_at", "lease until", kind="time")],
+                       Column("lease_expires_at", "lease until", kind="time"),
+                       Column("abandoned")],
         "delayed": [Column("due_at", "due", kind="time")],
         "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
                  Column("error")],

@@ -9,14 +9,8 @@
 --   2 now in ms since the epoch, or "" to read the server's clock (TIME)
 --   3 layout: "compat" | "v0.3" | "v0.1"
 -- Each script's own arguments start at ARGV[4].
-local PREFIX = ARGV[1]
-local K_QUEUE = KEYS[1]
-local K_PROCESSING, K_CLEANING = PREFIX .. ':processing', PREFIX .. ':cleaning'
-local K_DELAYED, K_EXPIRES = PREFIX .. ':delayed', PREFIX .. ':expires'
-local K_ATTEMPTS, K_ENQUEUED = PREFIX .. ':attempts', PREFIX .. ':enqueued'
-local K_ERRORS, K_DEAD, K_DEAD_INFO = PREFIX .. ':errors', PREFIX .. ':dead', PREFIX .. ':dead_info'
-local K_COUNTERS, K_PAUSED = PREFIX .. ':counters', PREFIX .. ':paused'
-local K_SUSPECTS, K_LEASES = PREFIX .. ':suspects', PREFIX .. ':leases'
+-- PREFIX, K_QUEUE, K_PROCESSING, ... K_SUSPECTS, EXPECTED_TYPES, META_HASHES, META_ZSETS and
+-- UNLINKED_WHOLE come first, generated from rq_cli/keys.py FIXED_KEYS.
 
 local NOW = tonumber(ARGV[2])
 if not NOW then
@@ -32,14 +26,9 @@ local function dead_item_key(id) return PREFIX .. ':dead_item:' .. id end
 local function lease_key(id) return PREFIX .. ':lease:' .. id end
 local function lbs_key(id) return PREFIX .. ':leased_by_session:' .. id end
 
--- The type each fixed key must have. Writing scripts check them first: a script stopped by
--- WRONGTYPE half-way would leave its earlier writes behind.
-local EXPECTED_TYPES = {
-  {K_QUEUE, 'list'}, {K_PROCESSING, 'list'}, {K_CLEANING, 'list'}, {K_DELAYED, 'zset'},
-  {K_EXPIRES, 'zset'}, {K_ATTEMPTS, 'hash'}, {K_ENQUEUED, 'hash'}, {K_ERRORS, 'hash'},
-  {K_DEAD, 'zset'}, {K_DEAD_INFO, 'hash'}, {K_COUNTERS, 'hash'}, {K_SUSPECTS, 'hash'},
-  {K_LEASES, 'zset'},
-}
+-- (EXPECTED_TYPES, the type each fixed key must have, is generated from keys.py.) Writing
+-- scripts check them first: a script stopped by WRONGTYPE half-way would leave its earlier
+-- writes behind.
 
 -- An error reply naming the first fixed key of the wrong type, or nil.
 local function wrong_type()
@@ -129,11 +118,13 @@ local function set_lease(id, session, ms)
   if WRITE_V3 then redis.call('SET', lease_key(id), session, 'PX', ms) end
   if WRITE_V1 then redis.call('SET', lbs_key(id), session, 'PX', ms) end
   redis.call('ZADD', K_LEASES, NOW + ms, id)
+  redis.call('HSET', K_HOLDERS, id, session)
 end
 
 local function del_lease(id)
   redis.call('DEL', lease_key(id), lbs_key(id))
   redis.call('ZREM', K_LEASES, id)
+  redis.call('HDEL', K_HOLDERS, id)
 end
 
 -- Forget that clean has seen id without a lease. P:suspects fields name the kind of
@@ -142,24 +133,19 @@ local function forget_suspect(id)
   redis.call('HDEL', K_SUSPECTS, 'p:' .. id, 'c:' .. id, 'd:' .. id)
 end
 
--- drop_meta for many ids, in a few multi-value commands.
+-- drop_meta for many ids, in one multi-value command per bookkeeping key.
 local function drop_metas(ids)
-  drop('HDEL', K_ATTEMPTS, ids)
-  drop('HDEL', K_ENQUEUED, ids)
-  drop('HDEL', K_ERRORS, ids)
+  for _, key in ipairs(META_HASHES) do drop('HDEL', key, ids) end
+  for _, key in ipairs(META_ZSETS) do drop('ZREM', key, ids) end
   forget_suspects(ids)
-  drop('ZREM', K_EXPIRES, ids)
-  drop('ZREM', K_LEASES, ids)
 end
 
--- Forget rq-cli's bookkeeping of an item that no longer exists.
+-- Forget rq-cli's bookkeeping of an item that no longer exists (every per-item key of
+-- keys.py FIXED_KEYS with role "meta", and clean's sightings).
 local function drop_meta(id)
-  redis.call('HDEL', K_ATTEMPTS, id)
-  redis.call('HDEL', K_ENQUEUED, id)
-  redis.call('HDEL', K_ERRORS, id)
+  for _, key in ipairs(META_HASHES) do redis.call('HDEL', key, id) end
+  for _, key in ipairs(META_ZSETS) do redis.call('ZREM', key, id) end
   forget_suspect(id)
-  redis.call('ZREM', K_EXPIRES, id)
-  redis.call('ZREM', K_LEASES, id)
 end
 
 -- Put a live id back in line: the back (LPUSH, as peers do) or the front (RPUSH).

@@ -25,7 +25,7 @@ local taken, looked = 0, 0
 local limit = want + 1000 -- bounded: at most this many ids looked at per call
 local has_expiry = redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
-local leased, stamps, deadlines = {}, {}, {}
+local leased, stamps, deadlines, holders = {}, {}, {}, {}
 local deadline = tostring(NOW + ms)
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
@@ -76,6 +76,8 @@ while taken < want and looked < limit do
         stamps[#stamps + 1] = attempts + 1
         deadlines[#deadlines + 1] = deadline
         deadlines[#deadlines + 1] = id
+        holders[#holders + 1] = id
+        holders[#holders + 1] = session
         if WRITE_V3 then redis.call('SET', v3_keys[k], session, 'PX', ms) end
         if WRITE_V1 then redis.call('SET', v1_keys[k], session, 'PX', ms) end
         out[#out + 1] = id
@@ -89,6 +91,7 @@ if #leased > 0 then
   call_all('HSET', K_ATTEMPTS, stamps)
   call_all('LPUSH', K_PROCESSING, leased)
   call_all('ZADD', K_LEASES, deadlines)
+  call_all('HSET', K_HOLDERS, holders)
   forget_suspects(leased)
 end
 count('leased', taken)

@@ -1,9 +1,10 @@
 -- peek: read up to `count` items of one state, changing nothing. Read-only.
 -- ARGV[4] state: pending | processing | delayed | dead   ARGV[5] offset   ARGV[6] count
 -- ARGV[7] from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
--- Returns a flat list, 9 fields per item:
+-- Returns a flat list, PEEK_FIELDS (queue.py) = 10 fields per item:
 --   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
---   dead_info JSON, last error
+--   dead_info JSON, last error, abandoned (1: in processing, its lease ran out; holder and
+--   deadline are then the last holder's)
 local state, offset, n, head = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == 'head'
 local ids, scores = {}, {}
 if state == 'pending' or state == 'processing' then
@@ -32,11 +33,18 @@ for i, id in ipairs(ids) do
   else
     data = redis.call('GET', item_key(id))
   end
-  local holder, deadline = false, -1
+  local holder, deadline, abandoned = false, -1, 0
   if state == 'processing' then
     holder = lease_holder(id)
     local ttl = lease_pttl(id)
     if ttl >= 0 then deadline = NOW + ttl end
+    if not holder and data then
+      -- abandoned: the lease ran out. Its last holder and deadline are still kept (P:holders,
+      -- P:leases) until the item is completed, failed or put back in line.
+      abandoned = 1
+      holder = redis.call('HGET', K_HOLDERS, id)
+      deadline = tonumber(redis.call('ZSCORE', K_LEASES, id)) or -1
+    end
   end
   out[#out + 1] = id
   out[#out + 1] = data
@@ -47,5 +55,6 @@ for i, id in ipairs(ids) do
   out[#out + 1] = scores[i] or -1
   out[#out + 1] = info
   out[#out + 1] = redis.call('HGET', K_ERRORS, id)
+  out[#out + 1] = abandoned
 end
 return out

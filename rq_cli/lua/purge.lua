@@ -48,7 +48,7 @@ elseif state == 'strays' then
   end
 elseif state == 'meta' then
   -- the bookkeeping hashes and sets, whole: UNLINK frees big ones in the background
-  n = redis.call('UNLINK', K_CLEANING, K_EXPIRES, K_ATTEMPTS, K_ENQUEUED, K_ERRORS,
-                 K_DEAD_INFO, K_COUNTERS, K_PAUSED, K_SUSPECTS, K_LEASES)
+  -- (every fixed key but the four that hold ids, from keys.py FIXED_KEYS)
+  n = redis.call('UNLINK', unpack(UNLINKED_WHOLE))
 end
 return n
