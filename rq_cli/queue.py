@@ -56,7 +56,7 @@ MAX_DELAY = 10 * 366 * 86400.0
 MAX_ID_BYTES = 4096
 
 _SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
-            "requeue_dead", "purge", "stats", "peek")
+            "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim")
 STATES = ("pending", "processing", "delayed", "dead")
 _COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
                                           "Z": "already_dead", "N": "not_leased"}
@@ -318,14 +318,14 @@ class WorkQueue:
 
     def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
-             ) -> list[ItemOutcome]:
+             reason: str = "failed") -> list[ItemOutcome]:
         """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
         ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
         if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
             raise UsageError("the retry delay must be between 0 and ten years (in seconds)")
         items = self._ref_args(refs)
         opts = self.options
-        head = [error or "", -1 if retry_in is None else _ms(retry_in), "1" if dead else "0",
+        head = [error or "", -1 if retry_in is None else _ms(retry_in), reason if dead else "",
                 opts.max_attempts, _ms(opts.retry_backoff), _ms(opts.retry_backoff_max),
                 repr(_random().uniform(0.75, 1.25))]
         reply = self._per_batch(items, "fail", head, now_ms)
@@ -334,6 +334,45 @@ class WorkQueue:
                                        b"N": "not_leased"}
         return [ItemOutcome(ref.id, outcome, retry_at=_s(due) if outcome == "retried" else None)
                 for ref, outcome, due in _coded(items, reply, names)]
+
+    def cancel(self, ids: Iterable[str], *, error: str | None = None,
+               now_ms: int | None = None) -> list[ItemOutcome]:
+        """Dead-letter items now with reason ``cancelled``, even while another session holds
+        the lease (a worker running one finds it dead at its next heartbeat and stops):
+        ``dead``, or ``missing``/``already_dead``. Never-leased items are cancelled too."""
+        refs = [ItemRef(_check_id(i)) for i in ids]
+        out: list[ItemOutcome] = []
+        for batch in _batches(refs, BATCH):
+            reply = self._run("cancel", [error or "", *(r.id for r in batch)], now_ms)
+            codes = reply.decode() if isinstance(reply, bytes) else reply
+            names: dict[str, Outcome] = {"D": "dead", "M": "missing", "Z": "already_dead"}
+            out.extend(ItemOutcome(r.id, names[c]) for r, c in zip(batch, codes, strict=True))
+        return out
+
+    def reclaim(self, sessions: Callable[[str], bool], *, lease_seconds: float | None = None,
+                now_ms: int | None = None) -> list[LeasedItem]:
+        """Take back, under this queue's session, the items whose last holder is a session
+        for which ``sessions(session)`` is true (a named worker's previous run, killed), if
+        that session still holds the lease or the lease ran out with the item still in
+        processing. Each is a new attempt, returned like ``lease``'s items. Reads
+        ``P:holders`` with HSCAN, a page per call."""
+        lease_ms = self._lease_ms(lease_seconds)
+        wanted = [field.decode() for field, value in
+                  self.client.hscan_iter(self.keys.holders, count=1000)
+                  if sessions(value.decode("utf-8", "replace"))]
+        items: list[LeasedItem] = []
+        for batch in _batches(wanted, BATCH):
+            holders = self.client.hmget(self.keys.holders, batch)
+            args: list[Any] = [lease_ms, self.session]
+            for item_id, holder in zip(batch, holders, strict=True):
+                if holder is not None:
+                    args += [item_id, holder]
+            reply = self._run("reclaim", args, now_ms)
+            deadline = _s(int(reply[0]))
+            items.extend(LeasedItem(self.prefix, _text(reply[i]) or "", reply[i + 1],
+                                    int(reply[i + 2]), deadline, self.session)
+                         for i in range(1, len(reply), 3))
+        return items
 
     def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:

@@ -192,6 +192,8 @@ COMMANDS: dict[str, str] = {
     "purge": "maintain:purge",
     "pause": "maintain:pause",
     "resume": "maintain:resume",
+    "work": "work:work",
+    "cancel": "work:cancel",
     "config": "config_cmd:config_app",
     "server": "server_cmd:server_app",
 }
@@ -204,7 +206,8 @@ def build_command(name: str) -> Any:
     if isinstance(target, typer.Typer):
         return typer.main.get_command(target)
     single = typer.Typer(rich_markup_mode=None, add_completion=False)
-    single.command(name)(target)
+    # (a command may name its Click class: Typer's documented `cls=`)
+    single.command(name, cls=getattr(target, "command_class", None))(target)
     return typer.main.get_command(single)  # one command: Typer returns it as is
 
 

@@ -1,7 +1,8 @@
 -- fail: release each item's lease; dead-letter it if asked or if it has used max_attempts,
 -- else re-queue it, after a delay (explicit, or exponential backoff with jitter).
 -- ARGV[4] error text ("" = none)   ARGV[5] retry delay ms (-1 = backoff)
--- ARGV[6] "1" = dead-letter now    ARGV[7] max_attempts (0 = unlimited)
+-- ARGV[6] dead-letter now with this reason ("failed", "cancelled"; "" = no)
+-- ARGV[7] max_attempts (0 = unlimited)
 -- ARGV[8] backoff base ms   ARGV[9] backoff max ms   ARGV[10] jitter factor (0.75..1.25)
 -- ARGV[11], ARGV[12], ... pairs id, session ("" = any)
 -- Returns {code1, due1, code2, due2, ...}: R retried (due = ms when leasable again),
@@ -11,7 +12,8 @@
 do local bad = wrong_type(); if bad then return bad end end
 local err = ARGV[4]
 local retry = tonumber(ARGV[5])
-local dead = ARGV[6] == '1'
+local dead_reason = ARGV[6]
+local dead = dead_reason ~= ''
 local max_attempts = tonumber(ARGV[7])
 local base, cap, jitter = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local out = {}
@@ -31,7 +33,7 @@ for i = 11, #ARGV, 2 do
     forget_suspect(id)
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
     if dead or exhausted(id, max_attempts) then
-      dead_letter(id, dead and 'failed' or 'max_attempts', err)
+      dead_letter(id, dead and dead_reason or 'max_attempts', err)
       out[#out + 1] = 'D'; out[#out + 1] = 0
     else
       local delay = retry

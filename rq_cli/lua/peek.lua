@@ -36,8 +36,14 @@ for i, id in ipairs(ids) do
   local holder, deadline, abandoned = false, -1, 0
   if state == 'processing' then
     holder = lease_holder(id)
-    local ttl = lease_pttl(id)
-    if ttl >= 0 then deadline = NOW + ttl end
+    -- the deadline rq-cli set (P:leases), exact; else from the key's TTL (a peer's lease)
+    local at = holder and tonumber(redis.call('ZSCORE', K_LEASES, id))
+    if at then
+      deadline = at
+    else
+      local ttl = lease_pttl(id)
+      if ttl >= 0 then deadline = NOW + ttl end
+    end
     if not holder and data then
       -- abandoned: the lease ran out. Its last holder and deadline are still kept (P:holders,
       -- P:leases) until the item is completed, failed or put back in line.

@@ -1,0 +1,139 @@
+"""``rq-cli work``: run a shell command per item (rq_cli/worker.py), and ``rq-cli cancel``.
+
+``work QUEUE... [OPTIONS] -- COMMAND [ARGS...]``: the words after ``--`` are the command.
+Click drops the ``--`` while parsing, so ``WorkCommand.parse_args`` (Click's documented
+per-command hook, reached through Typer's ``cls=``) splits the arguments there first.
+"""
+
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import NothingToDo, UsageError
+from ..render import Column
+from ..worker import DEAD_EXIT, Worker, WorkerOptions, log_line
+from .common import JsonOpt, LeaseOpt, Order, QueueArg, QueuesArg, state
+
+_COMMAND_KEY = "rq_cli_work_command"
+
+
+class WorkCommand(typer.core.TyperCommand):
+    """Takes the words after ``--`` as the command to run, before Click parses the rest."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta[_COMMAND_KEY] = args[at + 1:]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+
+def work(
+    ctx: typer.Context,
+    queues: QueuesArg,
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", "-c", min=1, max=1000, help="Run up to N commands at once.")] = 1,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", min=0.001, metavar="SECONDS", show_default=False,
+        help="Stop a command that runs longer (SIGTERM, then SIGKILL after --grace) and fail "
+             "its item with the error 'timeout'.")] = None,
+    grace: Annotated[float, typer.Option(
+        "--grace", min=0.0, metavar="SECONDS",
+        help="Seconds between SIGTERM and SIGKILL when a command is stopped.")] = 5.0,
+    lease_seconds: LeaseOpt = None,
+    heartbeat: Annotated[float | None, typer.Option(
+        "--heartbeat", min=0.01, metavar="SECONDS", show_default=False,
+        help="Seconds between lease extensions (default: a third of the lease).")] = None,
+    max_items: Annotated[int | None, typer.Option(
+        "--max-items", min=1, show_default=False,
+        help="Exit once N items have been taken and settled.")] = None,
+    idle_exit: Annotated[float | None, typer.Option(
+        "--idle-exit", min=0.0, metavar="SECONDS", show_default=False,
+        help="Exit after this long with nothing to do.")] = None,
+    order: Annotated[Order, typer.Option(
+        "--order", help="With several queues: strict (the first non-empty in the order "
+                        "given) or fair (a random order each time).")] = Order.strict,
+    name: Annotated[str | None, typer.Option(
+        "--name", show_default=False,
+        help="A stable worker name: on start, take back the items this name's previous run "
+             "(on this host) still held, and run them again at once.")] = None,
+    keep_running: Annotated[bool, typer.Option(
+        "--keep-running-on-lost-lease",
+        help="Let a command go on when its lease is lost (default: stop it).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run COMMAND for each item: data on stdin, exit 0 completes, 100 dead-letters.
+
+    Example: rq-cli work emails --concurrency 4 --timeout 60 -- ./send-email.sh
+    """
+    command = ctx.meta.get(_COMMAND_KEY)
+    if not command:
+        raise UsageError("give the command to run after '--': rq-cli work QUEUE -- COMMAND "
+                         "[ARGS...]")
+    if name is not None and (not name or ":" in name):
+        raise UsageError("--name must be non-empty and contain no ':'")
+    st = state(ctx)
+    wqs = st.queues(queues)
+    if name is not None:
+        session = f"{os.uname().nodename}:{os.getpid()}:{name}"
+        for wq in wqs:
+            wq.session = session
+    else:
+        for wq in wqs[1:]:
+            wq.session = wqs[0].session
+    json_log = as_json or st.as_json or not st.terminal.stderr_isatty()
+
+    def log(entry: dict[str, Any]) -> None:
+        print(log_line(entry, json_log), file=sys.stderr, flush=True)
+
+    opts = WorkerOptions(concurrency=concurrency, timeout=timeout, grace=grace,
+                         lease_seconds=lease_seconds, max_items=max_items,
+                         idle_exit=idle_exit, order=order.value,
+                         keep_running_on_lost_lease=keep_running, heartbeat=heartbeat)
+    worker = Worker(wqs, command, opts, log)
+    worker.install_signals()
+    host = os.uname().nodename
+    reclaim = None
+    if name is not None:
+        def reclaim(session: str) -> bool:
+            parts = session.split(":")
+            return len(parts) >= 3 and parts[0] == host and parts[-1] == name
+
+    try:
+        stats = worker.run(reclaim=reclaim)
+    finally:
+        worker.stop_all()  # (an error: no command outlives the worker)
+    log({"event": "exit", "completed": stats.completed, "failed": stats.failed,
+         "dead": stats.dead, "returned": stats.returned})
+
+
+WorkCommand.__doc__ = f"{WorkCommand.__doc__} (exit code {DEAD_EXIT} dead-letters)"
+work.command_class = WorkCommand  # type: ignore[attr-defined]
+
+CANCEL_COLUMNS = [Column("queue"), Column("id"), Column("outcome")]
+
+
+def cancel(
+    ctx: typer.Context,
+    queue: QueueArg,
+    ids: Annotated[list[str], typer.Argument(help="Ids of the items to cancel.",
+                                             show_default=False, metavar="ID...")],
+    error: Annotated[str | None, typer.Option(
+        "--error", show_default=False, help="Text kept with the dead letter.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Dead-letter items now (reason cancelled), even while a worker runs them.
+
+    Example: rq-cli cancel emails 0b1c2d3e
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    outcomes = st.queue(queue).cancel(ids, error=error)
+    out.rows([{"queue": queue, "id": o.id, "outcome": o.outcome} for o in outcomes],
+             CANCEL_COLUMNS)
+    missing = [o.id for o in outcomes if o.outcome != "dead"]
+    if len(missing) == len(outcomes):
+        raise NothingToDo(f"none of the {len(outcomes)} ids is a live item of {queue} "
+                          f"(already completed, dead, or never pushed)")

@@ -1,0 +1,19 @@
+-- cancel: dead-letter items now with reason "cancelled", whoever holds the lease (a worker
+-- running one finds it dead at its next heartbeat: extend says already_dead).
+-- ARGV[4] error text ("" = none)   ARGV[5], ARGV[6], ... ids
+-- Returns a string, one character per id: D dead-lettered, M missing, Z already dead.
+do local bad = wrong_type(); if bad then return bad end end
+local err = ARGV[4]
+local out = {}
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  if redis.call('EXISTS', item_key(id)) == 0 then
+    out[#out + 1] = not_live(id)
+  else
+    unlist(id)
+    if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
+    dead_letter(id, 'cancelled', err ~= '' and err or nil)
+    out[#out + 1] = 'D'
+  end
+end
+return table.concat(out)

@@ -1,0 +1,30 @@
+-- reclaim: a named worker, restarted, takes back the items its previous run held, as new
+-- attempts, without waiting for their leases to run out.
+-- ARGV[4] lease ms   ARGV[5] the new session
+-- ARGV[6], ARGV[7], ... pairs id, old session (the holder P:holders named)
+-- An item is taken when it is live, its last holder is still the old session, and either the
+-- old session still holds the lease or the lease ran out and it is still in processing (not
+-- yet put back in line by a cleaner: then it is leased the usual way).
+-- Returns {lease_deadline_ms, id1, data1, attempt1, id2, ...}
+do local bad = wrong_type(); if bad then return bad end end
+local ms, session = tonumber(ARGV[4]), ARGV[5]
+local out = {NOW + ms}
+local taken = 0
+for i = 6, #ARGV, 2 do
+  local id, old = ARGV[i], ARGV[i + 1]
+  local data = redis.call('GET', item_key(id))
+  if data and redis.call('HGET', K_HOLDERS, id) == old then
+    local holder = lease_holder(id)
+    if holder == old or (not holder and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
+      set_lease(id, session, ms)
+      local attempt = redis.call('HINCRBY', K_ATTEMPTS, id, 1)
+      forget_suspect(id)
+      taken = taken + 1
+      out[#out + 1] = id
+      out[#out + 1] = data
+      out[#out + 1] = attempt
+    end
+  end
+end
+count('leased', taken)
+return out
