@@ -74,10 +74,18 @@ META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type ==
 META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")
 
 
+#: The first line of every script. Dragonfly refuses a script that touches keys it was not
+#: given in KEYS unless the script declares this flag; every rq-cli script derives its keys
+#: from the prefix. Redis and Valkey read the line as a comment.
+DRAGONFLY_FLAGS = "--!df flags=allow-undeclared-keys"
+
+
 def lua_header() -> str:
-    """The first lines of every script: the prefix, each fixed key as ``K_<NAME>`` (KEYS[1]
-    is ``P:queue``), the type table, and the bookkeeping lists, all from ``FIXED_KEYS``."""
-    lines = ["-- Generated from rq_cli/keys.py FIXED_KEYS (keys.lua_header): do not edit here.",
+    """The first lines of every script: Dragonfly's flags line (:data:`DRAGONFLY_FLAGS`), the
+    prefix, each fixed key as ``K_<NAME>`` (KEYS[1] is ``P:queue``), the type table, and the
+    bookkeeping lists, all from ``FIXED_KEYS``."""
+    lines = [DRAGONFLY_FLAGS,
+             "-- Generated from rq_cli/keys.py FIXED_KEYS (keys.lua_header): do not edit here.",
              "local PREFIX = ARGV[1]"]
     for k in FIXED_KEYS:
         value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"
