@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import ConfigError
-from .types import QueueOptions
+from .types import NO_TLS, QueueOptions, TlsOptions
 
 # -- environment variables: the one place they are named ---------------------------------------
 ENV_URL = "RQ_CLI_URL"  # server for every queue; overrides the config file
@@ -76,9 +76,12 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
 }
+# The server's TLS settings: paths (strings), and tls_insecure (a boolean).
+TLS_FILE_KEYS = ("tls_ca_file", "tls_cert_file", "tls_key_file")
+TLS_KEYS = (*TLS_FILE_KEYS, "tls_insecure")
 _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
-TOP_LEVEL_KEYS = ("url", "password_env", "defaults", "queues")
-QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *_OPTION_RULES)
+TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues")
+QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *TLS_KEYS, *_OPTION_RULES)
 SECRET_HINT = "(hidden)"
 
 
@@ -93,6 +96,7 @@ class QueueSpec:
     options: QueueOptions = field(default_factory=QueueOptions)
     configured: bool = False  # the name is a [queues.NAME] of the config file
     url_source: str = "default"  # flag | env:RQ_CLI_URL | queue | file | env:REDIS_URL | default
+    tls: TlsOptions = NO_TLS
 
 
 class Candidate(NamedTuple):  # (NamedTuple: cheaper to create than a dataclass at start-up)
@@ -145,6 +149,7 @@ class Config:
     path: Path | None = None
     url: str | None = None
     password_env: str | None = None
+    tls: dict[str, Any] = field(default_factory=dict)  # top-level tls_* keys
     defaults: dict[str, Any] = field(default_factory=dict)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -161,6 +166,7 @@ class Config:
         section = None if raw_prefix else self.queues.get(name)
         queue = section or {}
         server, source, password_env = self._server(queue, url, env)
+        tls = self._tls(queue, source)
         password = None
         if password_env:
             password = env.get(password_env)
@@ -178,7 +184,19 @@ class Config:
             options=self.options(None if section is None else name),
             configured=section is not None,
             url_source=source,
+            tls=tls,
         )
+
+    def _tls(self, queue: Mapping[str, Any], source: str) -> TlsOptions:
+        """The TLS settings of the server a queue uses: like ``password_env``, the queue's own
+        keys, then the top level's for the file's servers; none for --url and $RQ_CLI_URL."""
+        if source in ("flag", f"env:{ENV_URL}"):
+            return NO_TLS
+        top = self.tls if source in ("queue", "file") else {}
+        values = {key: queue.get(key, top.get(key)) for key in TLS_KEYS}
+        return TlsOptions(ca_file=values["tls_ca_file"], cert_file=values["tls_cert_file"],
+                          key_file=values["tls_key_file"],
+                          insecure=bool(values["tls_insecure"]))
 
     def _server(self, queue: Mapping[str, Any], url: str | None,
                 env: Mapping[str, str]) -> tuple[str, str, str | None]:
@@ -229,6 +247,8 @@ class Config:
             if password_env:
                 entry["password_env"] = password_env
                 entry["password"] = SECRET_HINT if env.get(password_env) else "(not set)"
+            tls = self._tls(section, source)
+            entry.update({key: value for key, value in zip(TLS_KEYS, tls, strict=True) if value})
             entry.update(_options_dict(self.options(name)))
             queues[name] = entry
         shown: dict[str, Any] = {
@@ -293,6 +313,7 @@ class _Validator:
         cfg = Config(path=path)
         cfg.url = self.string((), data, "url")
         cfg.password_env = self.string((), data, "password_env")
+        cfg.tls = self.tls((), data)
         defaults = self.table((), data, "defaults")
         self.unknown(("defaults",), defaults, tuple(_OPTION_RULES))
         cfg.defaults = self.options(("defaults",), defaults)
@@ -308,6 +329,7 @@ class _Validator:
                 value = self.string(table, section, key)
                 if value is not None:
                     entry[key] = value
+            entry.update(self.tls(table, section))
             if entry.get("prefix") == "":
                 raise self.fail(table, "prefix", "prefix cannot be empty")
             cfg.queues[name] = entry
@@ -330,6 +352,23 @@ class _Validator:
             raise self.fail(table, key, f"{key} in {_name(table)} must be a string, "
                                         f"not {_toml_type(value)}")
         return value
+
+    def tls(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``tls_*`` keys of a table: file paths (non-empty strings), tls_insecure a boolean."""
+        out: dict[str, Any] = {}
+        for key in TLS_FILE_KEYS:
+            value = self.string(table, data, key)
+            if value == "":
+                raise self.fail(table, key, f"{key} cannot be empty")
+            if value is not None:
+                out[key] = os.path.expanduser(value)
+        insecure = data.get("tls_insecure")
+        if insecure is not None:
+            if not isinstance(insecure, bool):
+                raise self.fail(table, "tls_insecure", f"tls_insecure in {_name(table)} must be "
+                                f"a boolean (true or false), not {_toml_type(insecure)}")
+            out["tls_insecure"] = insecure
+        return out
 
     def table(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> dict[str, Any]:
         value = data.get(key, {})

@@ -31,22 +31,29 @@ command is sent. A command is never retried (:func:`_retry_policy`).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from .errors import ClusterError, RqError, ServerError, UsageError, WrongTypeError
+from .errors import ClusterError, ConfigError, RqError, ServerError, UsageError, WrongTypeError
+from .types import TlsOptions
 
 #: Longest single blocking call the queue makes, in seconds; reads wait this much longer.
 BLOCKING_HEADROOM = 5.0
 #: Seconds a pooled connection may idle before it is checked with PING on its next use.
 HEALTH_CHECK_INTERVAL = 30
+#: Longest TLS handshake, in seconds (at most the connect timeout). A handshake on loopback
+#: takes milliseconds and across continents well under one second; a ``rediss://`` URL that
+#: points at a plain server gets no answer at all, and is reported after this long.
+TLS_HANDSHAKE_TIMEOUT = 2.0
 DEFAULT_EMBEDDED_DIR = ".rq-cli"
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}
 PLAIN_SCHEMES = ("redis", "rediss", "unix")
+TLS_SCHEMES = ("rediss", "rediss+cluster", "rediss+sentinel")
 _SUPPORTED = "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// or embedded:[DIR]"
 
 # The start of a URL's userinfo: after a scheme and its slashes, however mistyped
@@ -152,25 +159,84 @@ def scheme_of(url: str) -> str:
     return head.lower() if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", head) else ""
 
 
-def connect(url: str, *, password: str | None = None, timeout: float = 5.0) -> Any:
+def connect(url: str, *, password: str | None = None, timeout: float = 5.0,
+            tls: TlsOptions | None = None) -> Any:
     """A redis-py client for ``url`` (bytes responses); see the module docstring for the forms.
 
     ``password`` overrides a password in the URL (it comes from ``password_env``, so it
-    stays out of config files). Returns a ``redis.Redis``, or a ``redis.RedisCluster`` for
-    ``redis+cluster://``. No command is sent except for a cluster, whose topology is read
-    at once; call within :func:`server_errors` to get rq-cli errors for every failure.
+    stays out of config files). ``tls`` (the config's ``tls_*`` keys) needs a ``rediss``
+    URL; :func:`tls_unverified` tells whether the caller should warn. Returns a
+    ``redis.Redis``, or a ``redis.RedisCluster`` for ``redis+cluster://``. No command is
+    sent except for a cluster, whose topology is read at once; call within
+    :func:`server_errors` to get rq-cli errors for every failure.
     Raises :class:`~rq_cli.errors.UsageError` for a URL it cannot read.
     """
     scheme = scheme_of(url)
+    extra = tls_options(url, tls)
     if scheme == "embedded":
         return _connect_embedded(url, password=password, timeout=timeout)
     if scheme in CLUSTER_SCHEMES:
-        return _connect_cluster(url, password=password, timeout=timeout)
+        return _connect_cluster(url, password=password, timeout=timeout, extra=extra)
     if scheme in SENTINEL_SCHEMES:
-        return _connect_sentinel(url, password=password, timeout=timeout)
+        return _connect_sentinel(url, password=password, timeout=timeout, extra=extra)
     if scheme in PLAIN_SCHEMES:
-        return _connect_plain(url, password=password, timeout=timeout)
+        return _connect_plain(url, password=password, timeout=timeout, extra=extra)
     raise UsageError(f"cannot use server URL {mask_url(url)!r}: it must start with {_SUPPORTED}")
+
+
+def tls_options(url: str, tls: TlsOptions | None) -> dict[str, Any]:
+    """redis-py's ``ssl_*`` options for ``tls``; ``{}`` when it sets nothing.
+
+    Raises :class:`~rq_cli.errors.ConfigError` when TLS options are set for a URL that does
+    not use TLS, or name a file that does not exist.
+    """
+    if not tls:
+        return {}
+    if scheme_of(url) not in TLS_SCHEMES:
+        raise ConfigError(f"tls_* options are set for {mask_url(url)}, which does not use TLS: "
+                          "write rediss:// (or rediss+cluster://, rediss+sentinel://)")
+    options: dict[str, Any] = {}
+    for key, option, path in (("tls_ca_file", "ssl_ca_certs", tls.ca_file),
+                              ("tls_cert_file", "ssl_certfile", tls.cert_file),
+                              ("tls_key_file", "ssl_keyfile", tls.key_file)):
+        if path:
+            if not os.path.isfile(path):
+                raise ConfigError(f"{key} = {path!r}: no such file")
+            options[option] = path
+    if tls.insecure:
+        options.update(ssl_cert_reqs="none", ssl_check_hostname=False)
+    return options
+
+
+def tls_unverified(url: str, tls: TlsOptions | None = None) -> bool:
+    """True when a TLS connection to ``url`` will not verify the server's certificate
+    (``tls_insecure = true``, or ``?ssl_cert_reqs=none`` in the URL)."""
+    if scheme_of(url) not in TLS_SCHEMES:
+        return False
+    query = dict(parse_qsl(url.partition("?")[2]))
+    return bool(tls and tls.insecure) or query.get("ssl_cert_reqs", "").lower() in (
+        "none", "cert_none")
+
+
+def _tls_connection_class() -> Any:
+    """redis-py's SSLConnection, whose TLS handshake gives up after
+    :data:`TLS_HANDSHAKE_TIMEOUT` (at most the connect timeout) instead of the read timeout,
+    so a ``rediss://`` URL of a plain server fails in seconds, not ``timeout + 5``."""
+    from redis.connection import SSLConnection
+
+    class QuickHandshakeSSLConnection(SSLConnection):
+        def _connect(self) -> Any:
+            read_timeout = self.socket_timeout
+            self.socket_timeout = min(TLS_HANDSHAKE_TIMEOUT,
+                                      self.socket_connect_timeout or TLS_HANDSHAKE_TIMEOUT)
+            try:
+                sock = super()._connect()  # type: ignore[no-untyped-call,unused-ignore]
+            finally:
+                self.socket_timeout = read_timeout
+            sock.settimeout(read_timeout)
+            return sock
+
+    return QuickHandshakeSSLConnection
 
 
 def client_options(timeout: float) -> dict[str, Any]:
@@ -229,23 +295,28 @@ def _with_password(url: str, password: str | None) -> tuple[str, dict[str, Any]]
     return urlunsplit(parts), {"password": password}
 
 
-def _connect_plain(url: str, *, password: str | None, timeout: float) -> Any:
+def _connect_plain(url: str, *, password: str | None, timeout: float,
+                   extra: dict[str, Any]) -> Any:
     import redis
 
-    url, extra = _with_password(url, password)
+    url, pw = _with_password(url, password)
+    if scheme_of(url) == "rediss":
+        extra = {"connection_class": _tls_connection_class(), **extra}
     try:
-        return redis.Redis.from_url(url, **client_options(timeout), **extra)
+        return redis.Redis.from_url(url, **client_options(timeout), **pw, **extra)
     except ValueError as err:
         raise UsageError(f"cannot use server URL {mask_url(url)!r}: "
                          f"{safe_detail(str(err), url)}") from None
 
 
-def _connect_cluster(url: str, *, password: str | None, timeout: float) -> Any:
+def _connect_cluster(url: str, *, password: str | None, timeout: float,
+                     extra: dict[str, Any]) -> Any:
     from redis.cluster import RedisCluster
 
     scheme = scheme_of(url)
     url = CLUSTER_SCHEMES[scheme] + url[len(scheme) :]
-    url, extra = _with_password(url, password)
+    url, pw = _with_password(url, password)
+    extra = {**extra, **pw}
     options = client_options(timeout)
     # RedisCluster has its own retry loop around MOVED/ASK/connection errors.
     options.pop("retry")
@@ -292,7 +363,8 @@ def _parse_sentinel(url: str) -> tuple[list[tuple[str, int]], str, int, dict[str
     return addresses, unquote(segments[0]), int(db), options
 
 
-def _connect_sentinel(url: str, *, password: str | None, timeout: float) -> Any:
+def _connect_sentinel(url: str, *, password: str | None, timeout: float,
+                      extra: dict[str, Any]) -> Any:
     from redis.sentinel import Sentinel
 
     addresses, service, db, parsed = _parse_sentinel(url)
@@ -301,10 +373,12 @@ def _connect_sentinel(url: str, *, password: str | None, timeout: float) -> Any:
     options = client_options(timeout)
     if SENTINEL_SCHEMES[scheme_of(url)]:
         options["ssl"] = True
+        options.update(extra)
     sentinel_options: dict[str, Any] = {
         "socket_connect_timeout": timeout,
         "socket_timeout": timeout,
         "ssl": options.get("ssl", False),
+        **(extra if options.get("ssl") else {}),
     }
     if "sentinel_password" in parsed:
         sentinel_options["password"] = parsed.pop("sentinel_password")
@@ -385,12 +459,34 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
     if "MasterNotFoundError" in names:  # (a ConnectionError: checked first)
         return ServerError(f"cannot connect to {where}: {_no_master(detail)}")
     if names & {"ConnectionError", "TimeoutError"}:
-        return ServerError(f"cannot connect to {where}: {_one_line(detail) or type(err).__name__}")
+        reason = _tls_reason(detail, url, timed_out="TimeoutError" in names)
+        return ServerError(f"cannot connect to {where}: "
+                           f"{reason or _one_line(detail) or type(err).__name__}")
     if "ReadOnlyError" in names:
         return ServerError(f"server {where} is read-only (a replica?): {_one_line(detail)}")
     if "ResponseError" in names:
         return ServerError(f"server error from {where}: {_one_line(detail)}")
     return ServerError(f"Redis error with {where}: {_one_line(detail) or type(err).__name__}")
+
+
+def _tls_reason(detail: str, url: str, *, timed_out: bool) -> str | None:
+    """A TLS failure in words that say what to fix; None for other connection errors."""
+    if scheme_of(url) not in TLS_SCHEMES:
+        if "Connection reset by peer" in detail:
+            return (f"{_one_line(detail)} (if the server only speaks TLS, "
+                    "write rediss:// instead of redis://)")
+        return None
+    verify = re.search(r"certificate verify failed: ([^(]+)", detail)
+    if verify:
+        return (f"TLS certificate verification failed: {verify.group(1).strip()} (set "
+                "tls_ca_file to the CA that signed the server's certificate)")
+    if timed_out:
+        return (f"no TLS handshake within {TLS_HANDSHAKE_TIMEOUT:g} s: does the server speak "
+                "TLS? (a plain server needs redis://)")
+    ssl_error = re.search(r"\[SSL: ([A-Z_]+)\][^(]*", detail)
+    if ssl_error:
+        return f"TLS handshake failed: {_one_line(ssl_error.group(0))}"
+    return None
 
 
 def _no_master(detail: str) -> str:

@@ -9,7 +9,7 @@ The reports of maintenance and inspection (:class:`CleanReport`, :class:`Requeue
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
@@ -34,6 +34,23 @@ class QueueOptions:
     retry_backoff_max: float = 300.0
     layout: str = "compat"  # compat | v0.3 | v0.1
     requeue: str = "back"  # back | front: where clean puts recovered items
+
+
+class TlsOptions(NamedTuple):
+    """TLS settings of one server (config keys ``tls_ca_file``, ``tls_cert_file``,
+    ``tls_key_file``, ``tls_insecure``); they apply to ``rediss://`` URLs only."""
+
+    ca_file: str | None = None  # CA certificate(s) to verify the server with (PEM)
+    cert_file: str | None = None  # client certificate, for servers that ask for one (PEM)
+    key_file: str | None = None  # the client certificate's private key (PEM)
+    insecure: bool = False  # skip verifying the server's certificate (a warning is printed)
+
+    def __bool__(self) -> bool:
+        return any((self.ca_file, self.cert_file, self.key_file, self.insecure))
+
+
+#: No TLS settings (the default of every server).
+NO_TLS = TlsOptions()
 
 
 @dataclass(frozen=True)
@@ -90,9 +107,9 @@ class ItemOutcome:
         return self.outcome in ("completed", "retried", "dead", "extended")
 
 
-__all__ = ["CleanReport", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
+__all__ = ["NO_TLS", "CleanReport", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
            "PeekedItem", "PurgeReport", "PurgeState", "PushResult", "QueueOptions",
-           "RequeueReport", "State", "Stats"]
+           "RequeueReport", "State", "Stats", "TlsOptions"]
 _REPORTS = frozenset({"CleanReport", "PeekedItem", "PurgeReport", "RequeueReport", "Stats"})
 
 

@@ -11,13 +11,14 @@ import os
 from collections.abc import Iterator
 from enum import Enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
 from .. import config as configmod
 from ..errors import LeaseLost, NothingToDo, UsageError
-from ..render import Output, Terminal
+from ..render import Output, Terminal, message
+from ..types import NO_TLS, TlsOptions
 
 if TYPE_CHECKING:
     from ..queue import WorkQueue
@@ -25,6 +26,14 @@ if TYPE_CHECKING:
 
 #: Connect timeout, seconds (reads wait longer: see connect.client_options).
 SOCKET_TIMEOUT = 5.0
+
+
+class Server(NamedTuple):
+    """Where a server is and how to reach it (the arguments of :meth:`State.client`)."""
+
+    url: str
+    password: str | None
+    tls: TlsOptions
 
 
 class State:
@@ -39,7 +48,7 @@ class State:
         self.raw_prefix = raw_prefix
         self.as_json = as_json
         self.terminal = terminal or Terminal()
-        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._clients: dict[tuple[str, str | None, TlsOptions], Any] = {}
         self.urls_used: list[str] = []  # for error messages: the servers we talked to
         self.secrets: list[str] = []  # passwords to scrub from any message
 
@@ -53,39 +62,47 @@ class State:
             self.secrets.append(spec.password)
         return spec
 
-    def client(self, url: str, password: str | None = None) -> Any:
-        """One client per server: queues on the same server share it."""
-        key = (url, password)
+    def client(self, url: str, password: str | None = None,
+               tls: TlsOptions = NO_TLS) -> Any:
+        """One client per server: queues on the same server share it. A TLS connection that
+        will not verify the server's certificate is announced on stderr, once per server."""
+        key = (url, password, tls)
         if key not in self._clients:
-            from ..connect import connect
+            from ..connect import connect, mask_url, tls_unverified
 
             self.urls_used.append(url)
-            self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT)
+            self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT,
+                                         tls=tls)
+            if tls_unverified(url, tls):
+                message(f"rq-cli: warning: TLS certificate verification is off for "
+                        f"{mask_url(url)} (tls_insecure): the server is not authenticated")
         return self._clients[key]
 
     def queue(self, name: str) -> WorkQueue:
         from ..queue import WorkQueue
 
         spec = self.spec(name)
-        return WorkQueue(self.client(spec.url, spec.password), spec.prefix, spec.options)
+        return WorkQueue(self.client(spec.url, spec.password, spec.tls), spec.prefix,
+                         spec.options)
 
     def queues(self, names: list[str]) -> list[WorkQueue]:
         return [self.queue(name) for name in names]
 
-    def raw_queue(self, prefix: str, url: str, password: str | None) -> WorkQueue:
+    def raw_queue(self, prefix: str, server: Server) -> WorkQueue:
         """A queue found on a server (not named by the user): default options."""
         from ..queue import WorkQueue
 
-        return WorkQueue(self.client(url, password), prefix, self.config.options())
+        return WorkQueue(self.client(*server), prefix, self.config.options())
 
-    def servers(self) -> list[tuple[str, str | None]]:
-        """(url, password) of every server in play: the configured queues' and the default."""
-        found: list[tuple[str, str | None]] = []
+    def servers(self) -> list[Server]:
+        """(url, password, tls) of every server in play: the configured queues' and the
+        default."""
+        found: list[Server] = []
         specs = [self.spec(name) for name in self.config.queues]
         specs.append(self.config.resolve("default", url=self.url, raw_prefix=True))
         for spec in specs:
-            if (spec.url, spec.password) not in found:
-                found.append((spec.url, spec.password))
+            if (spec.url, spec.password, spec.tls) not in found:
+                found.append(Server(spec.url, spec.password, spec.tls))
         return found
 
     def output(self, as_json: bool = False) -> Output:

@@ -50,14 +50,14 @@ def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "Wo
     targets = [(name, st.queue(name)) for name in (names or list(st.config.queues))]
     if discover or not targets:
         seen = {(id(wq.client), wq.prefix) for _, wq in targets}
-        for url, password in st.servers():
-            client = st.client(url, password)
+        for server in st.servers():
+            client = st.client(*server)
             from ..discover import discover_queues as find
 
             for prefix in find(client):
                 if (id(client), prefix) not in seen:
                     seen.add((id(client), prefix))
-                    targets.append((prefix, st.raw_queue(prefix, url, password)))
+                    targets.append((prefix, st.raw_queue(prefix, server)))
     return targets
 
 
@@ -139,10 +139,10 @@ def queues(
     if discover:
         from ..discover import discover_queues as find
 
-        for url, password in st.servers():
-            for prefix in find(st.client(url, password)):
-                row = rows.setdefault((url, prefix), {
-                    "queue": prefix, "prefix": prefix, "url": mask_url(url),
+        for server in st.servers():
+            for prefix in find(st.client(*server)):
+                row = rows.setdefault((server.url, prefix), {
+                    "queue": prefix, "prefix": prefix, "url": mask_url(server.url),
                     "configured": False, "discovered": True})
                 row["discovered"] = True
     out.rows(list(rows.values()), QUEUES_COLUMNS)
