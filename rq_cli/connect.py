@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from .errors import ClusterError, ConfigError, RqError, ServerError, UsageError, WrongTypeError
+from .keys import MIN_REDIS_VERSION, OLD_SERVER_ERROR
 from .types import TlsOptions
 
 #: Longest single blocking call the queue makes, in seconds; reads wait this much longer.
@@ -464,9 +465,24 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
                            f"{reason or _one_line(detail) or type(err).__name__}")
     if "ReadOnlyError" in names:
         return ServerError(f"server {where} is read-only (a replica?): {_one_line(detail)}")
+    if "ResponseError" in names and _too_old(detail):
+        return ServerError(f"server {where} is too old: rq-cli needs Redis >= {MIN_REDIS_VERSION} "
+                           f"or Valkey ({_one_line(detail)[:120]})")
     if "ResponseError" in names:
         return ServerError(f"server error from {where}: {_one_line(detail)}")
     return ServerError(f"Redis error with {where}: {_one_line(detail) or type(err).__name__}")
+
+
+# What a server older than Redis 6.2 answers: the prelude's refusal (before Redis 6), a
+# command a script uses that it lacks (ZMSCORE) or lacks the form of (RPOP key count), or
+# redis-py's HELLO on connect (RESP3, before Redis 6).
+_TOO_OLD = (OLD_SERVER_ERROR, "Unknown Redis command called from Lua script",
+            "Wrong number of args calling Redis command From Lua script",
+            "unknown command `HELLO`", "unknown command 'HELLO'")
+
+
+def _too_old(detail: str) -> bool:
+    return any(marker in detail for marker in _TOO_OLD)
 
 
 def _tls_reason(detail: str, url: str, *, timed_out: bool) -> str | None:

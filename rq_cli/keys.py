@@ -78,6 +78,11 @@ META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == 
 #: given in KEYS unless the script declares this flag; every rq-cli script derives its keys
 #: from the prefix. Redis and Valkey read the line as a comment.
 DRAGONFLY_FLAGS = "--!df flags=allow-undeclared-keys"
+#: The oldest server the scripts run on (they use ``RPOP key count``, ``ZMSCORE``, ``LPOS``).
+MIN_REDIS_VERSION = "6.2"
+#: The error code of the reply a script gives on a server older than Redis 6 (no
+#: ``redis.setresp`` in its Lua), before it touches any key.
+OLD_SERVER_ERROR = "RQCLI_OLD_SERVER"
 
 
 def lua_header() -> str:
@@ -86,6 +91,8 @@ def lua_header() -> str:
     bookkeeping lists, all from ``FIXED_KEYS``."""
     lines = [DRAGONFLY_FLAGS,
              "-- Generated from rq_cli/keys.py FIXED_KEYS (keys.lua_header): do not edit here.",
+             f"if not redis.setresp then return redis.error_reply("
+             f"'{OLD_SERVER_ERROR} this server is older than Redis 6') end",
              "local PREFIX = ARGV[1]"]
     for k in FIXED_KEYS:
         value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -53,6 +55,8 @@ _DEFAULT_CONFIG: dict[str, str] = {
     "loglevel": "notice",
     "enable-debug-command": "local",  # DEBUG SLEEP etc. for tests; accepted by Redis 7+ and Valkey
 }
+# Options that servers older than Redis 7 refuse at start-up (DEBUG is open there anyway).
+_SINCE_REDIS_7 = ("enable-debug-command",)
 
 ConfigValue = str | int | float | bool | None
 
@@ -178,6 +182,18 @@ def config_args(config: Mapping[str, ConfigValue]) -> list[str]:
     return args
 
 
+@functools.cache
+def binary_version(binary: str) -> tuple[int, ...]:
+    """The version ``binary --version`` prints (``v=6.2.14`` -> ``(6, 2, 14)``); () if unknown."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10,
+                             check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    found = re.search(r"\bv=(\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(part) for part in found.groups()) if found else ()
+
+
 def parse_info(text: str) -> dict[str, str]:
     """Parse the text of an INFO reply into a flat ``field -> value`` dict."""
     fields: dict[str, str] = {}
@@ -240,6 +256,10 @@ class ServerProcess:
         }
         self.extra_args = list(extra_args)
         self.binary = binary or find_server_binary()
+        if (0,) < binary_version(self.binary) < (7,):
+            for name in _SINCE_REDIS_7:
+                if name not in (config or {}) and name.replace("-", "_") not in (config or {}):
+                    self.config.pop(name, None)
         self.config_file = None if config_file is None else Path(config_file)
         self.startup_timeout = startup_timeout
         self.unix_socket_path: Path | None = self.directory / "redis.sock" if unix_socket else None
@@ -460,6 +480,7 @@ def wait_until_ready(
         "socket_timeout": 2,
         "socket_connect_timeout": 1,
         "retry": no_retry(),
+        "protocol": 2,  # no HELLO: servers older than Redis 6 do not know it
     }
     if isinstance(address, str):
         client = redis.Redis(unix_socket_path=address, **options)
