@@ -50,6 +50,13 @@ LEASE_CHUNK = 500
 BLOCK_CHUNK = 2.0
 #: Longest grace period that clean waits out itself to look again (seconds).
 MAX_CLEAN_WAIT = 60.0
+#: Ids light clean samples from each per-item bookkeeping key (FIXED_KEYS role "meta") at the
+#: end of a pass, dropping the bookkeeping of those whose item is gone (a peer completed it).
+PRUNE_SAMPLE = 100
+#: Ids at the tail of processing that stats looks at for the other generation's lease keys.
+GENERATION_SAMPLE = 100
+#: The generation whose keys a queue of each single-generation layout should never show.
+OTHER_GENERATION = {"v0.3": "v0.1", "v0.1": "v0.3"}
 #: Longest delay, expiry or retry delay accepted, in seconds (ten years).
 MAX_DELAY = 10 * 366 * 86400.0
 #: Longest accepted id, in bytes.
@@ -426,16 +433,18 @@ class WorkQueue:
         while True:
             reply = self._run("clean", [BATCH, left, _ms(grace), self.options.max_attempts,
                                         self._front_requeue, "1" if dry_run else "0",
-                                        pass_start], now_ms)
-            left, pass_start = int(reply[0]), int(reply[7])
-            report.recovered += int(reply[1])
-            report.dropped += int(reply[2])
-            report.dead += int(reply[3])
-            report.suspects += int(reply[4])
-            report.promoted += int(reply[5])
+                                        pass_start, PRUNE_SAMPLE], now_ms)
+            (left, recovered, dropped, dead, suspects, promoted, more_due, pass_start,
+             pruned) = map(int, reply)
+            report.recovered += recovered
+            report.dropped += dropped
+            report.dead += dead
+            report.suspects += suspects
+            report.promoted += promoted
+            report.pruned += pruned
             if progress:
                 progress(BATCH)
-            if left <= 0 and not int(reply[6]):
+            if left <= 0 and not more_due:
                 break
 
     # -- dead letters --------------------------------------------------------------------
@@ -542,15 +551,17 @@ class WorkQueue:
         """Counts, in one round trip whatever the queue's size."""
         from .reports import Stats
 
-        r = self._run("stats", [], now_ms)
-        pending, processing, leased, delayed, due, dead, oldest, paused, now = map(int, r[:9])
+        r = self._run("stats", [GENERATION_SAMPLE], now_ms)
+        (pending, processing, leased, delayed, due, dead, oldest, paused, now,
+         other) = map(int, r[:10])
         leased = min(leased, processing)
-        counters = {_text(r[i]) or "": int(r[i + 1]) for i in range(9, len(r), 2)}
+        counters = {_text(r[i]) or "": int(r[i + 1]) for i in range(10, len(r), 2)}
         return Stats(
             queue=self.prefix, pending=pending, processing=processing, leased=leased,
             abandoned=processing - leased, delayed=delayed, due=due, dead=dead,
             oldest_pending_age_s=_s(max(now - oldest, 0)) if oldest >= 0 else None,
-            paused=bool(paused), counters=counters)
+            paused=bool(paused), counters=counters,
+            other_generation=OTHER_GENERATION.get(self.options.layout) if other else None)
 
     def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
              from_end: str = "head", now_ms: int | None = None) -> list[PeekedItem]:

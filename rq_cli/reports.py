@@ -19,7 +19,7 @@ class CleanReport:
     dead: int = 0  # dead-lettered (max attempts reached)
     suspects: int = 0  # lease-less but still inside the grace period: left alone this time
     promoted: int = 0  # due delayed items moved to the queue
-    pruned: int = 0  # (deep) stale metadata entries of items that no longer exist
+    pruned: int = 0  # ids whose bookkeeping was dropped: their item no longer exists
     scanned: int = 0  # (deep) item keys seen by SCAN
     dry_run: bool = False
 
@@ -60,6 +60,9 @@ class Stats:
     oldest_pending_age_s: float | None
     paused: bool
     counters: dict[str, int]
+    #: "v0.1" or "v0.3": a queue whose layout writes one generation's keys shows the other's
+    #: (a peer of that generation shares it); None otherwise (always None for compat)
+    other_generation: str | None = None
 
 
 @dataclass(frozen=True)

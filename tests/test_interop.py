@@ -805,3 +805,92 @@ def test_a_session_whose_item_a_peer_leased_again_holds_it_no_more(r: redis.Redi
     q.lease()
     r.setex(f"{P}:leased_by_session:{y}", 60, p._session)
     assert [o.outcome for o in q.complete([y])] == ["completed"]
+
+
+# -- a mixed fleet: what the peer's completions leave behind ------------------------------
+def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
+        r: redis.Redis) -> None:
+    """rq-cli pushes (and leases some), the peer leases and completes: rq-cli's per-item
+    bookkeeping of those ids stays behind. Each light clean drops that of a bounded random
+    sample (PRUNE_SAMPLE ids per bookkeeping key) and leaves live and dead items' alone; a
+    few runs leave the drained queue with only P:counters."""
+    from rq_cli.keys import META_HASHES, META_ZSETS
+    from rq_cli.queue import PRUNE_SAMPLE
+
+    p, q = peer(), WorkQueue(r, P)
+    n = 3 * PRUNE_SAMPLE
+    q.push([NewItem(b"x", f"i{k}") for k in range(n)], expire=3600)
+    # rq-cli leases and fails half of them once (attempts, errors, holders), then the peer
+    # leases and completes every one
+    for item in q.lease(n // 2):
+        q.fail([ItemRef(item.id, item.session)], error="boom", retry_in=0)
+    done = 0
+    while (item := p.lease(r, 30, block=False)) is not None:
+        assert p.complete(r, item) is True
+        done += 1
+    assert done == n
+    q.push([NewItem(b"dead", "dead")])
+    (dead,) = q.lease(1)
+    q.fail([ItemRef(dead.id, dead.session)], error="fatal", dead=True)
+    q.push([NewItem(b"live", "live")], expire=3600)
+    meta = [getattr(q.keys, name) for name in (*META_HASHES, *META_ZSETS)]
+    assert r.hlen(q.keys.enqueued) >= n  # the leftovers
+
+    def holding(item_id: str) -> set[str]:
+        """The bookkeeping keys that name ``item_id``."""
+        return {key for key in meta if (r.hexists(key, item_id) if r.type(key) == b"hash"
+                                        else r.zscore(key, item_id) is not None)}
+
+    kept = {"live": holding("live"), "dead": holding("dead")}
+    assert kept["live"]
+
+    runs = []
+    while (pruned := q.clean(grace_seconds=0).pruned) and len(runs) < 20:
+        runs.append(pruned)
+        assert pruned <= PRUNE_SAMPLE * len(meta)
+    assert runs[0] >= PRUNE_SAMPLE and sum(runs) == n, runs
+    assert q.clean(grace_seconds=0).pruned == 0
+    # live and dead items keep theirs; nothing of the peer-completed ids is left
+    assert {"live": holding("live"), "dead": holding("dead")} == kept
+    for key in meta:
+        ids = set(r.hkeys(key) if r.type(key) == b"hash" else r.zrange(key, 0, -1))
+        assert ids <= {b"live", b"dead"}, (key, sorted(ids)[:5])
+    # completed and purged: a drained queue keeps only P:counters
+    (live,) = q.lease(1)
+    assert q.complete([ItemRef(live.id, live.session)])[0].outcome == "completed"
+    q.purge("dead")
+    assert {k.decode() for k in r.scan_iter(match=f"{P}:*")} == {q.keys.counters}
+
+
+@pytest.mark.parametrize(("layout", "other"), [("v0.3", "v0.1"), ("v0.1", "v0.3")])
+def test_stats_warns_when_a_single_generation_queue_shows_the_other_generations_keys(
+        r: redis.Redis, tmp_path, layout: str, other: str) -> None:
+    """A queue set to one generation's layout, shared with a peer of the other generation
+    (the real v0.1 package, or the v0.3 client): stats says so on stderr, and its JSON is
+    unchanged. compat never warns; neither does a queue only its own generation touches."""
+    from cli_helpers import run_cli
+
+    q = WorkQueue(r, P, QueueOptions(layout=layout))
+    q.push([NewItem(b"1", "a"), NewItem(b"2", "b")])
+    url = f"redis://127.0.0.1:{r.connection_pool.connection_kwargs['port']}/0"
+    config = tmp_path / "rq-cli.toml"
+    config.write_text(f'[queues.q]\nprefix = "{P}"\nlayout = "{layout}"\n'
+                      f'[queues.c]\nprefix = "{P}"\nlayout = "compat"\n')
+
+    def stats(name: str):
+        return run_cli(["--config", str(config), "stats", name, "--json"], url=url,
+                       home=tmp_path)
+
+    own = q.lease(1)
+    assert own and q.stats().other_generation is None
+    assert stats("q").stderr == ""
+    peer_client = peer() if other == "v0.1" else V03Queue(P)
+    assert peer_client.lease(r, 30, block=False) is not None  # writes its generation's key
+    assert q.stats().other_generation == other
+    run = stats("q")
+    assert run.exit_code == 0, run
+    assert run.stderr == (f"rq-cli: warning: queue q (layout {layout}) shows {other} keys: a "
+                          f"{other} peer shares it, and its cleaner may hand out again items "
+                          'rq-cli holds; set layout = "compat"\n')
+    assert "other_generation" not in run.stdout and run.one["processing"] == 2
+    assert stats("c").stderr == ""  # compat: both generations are its own

@@ -33,7 +33,15 @@ def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt
     st = state(ctx)
     out = st.output(as_json)
     targets = _targets(st, queues or [], discover)
-    rows = [_stats_row(name, wq.stats()) for name, wq in targets]
+    rows = []
+    for name, wq in targets:
+        s = wq.stats()
+        rows.append(_stats_row(name, s))
+        if s.other_generation:
+            out.message(f"rq-cli: warning: queue {name} (layout {wq.options.layout}) shows "
+                        f"{s.other_generation} keys: a {s.other_generation} peer shares it, "
+                        "and its cleaner may hand out again items rq-cli holds; set "
+                        'layout = "compat"')
     out.rows(rows, STATS_COLUMNS)
 
 

@@ -14,7 +14,8 @@
 -- ARGV[6] grace ms   ARGV[7] max_attempts   ARGV[8] "1" = re-queue at the front
 -- ARGV[9] "1" = dry run: change nothing, report what would be done (ARGV[5] = offset)
 -- ARGV[10] when the pass started (ms; ignored when starting a pass)
--- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start}
+-- ARGV[11] how many ids to sample from each bookkeeping key at the end of a pass (prune)
+-- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start, pruned}
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(ARGV[4])
 local left = tonumber(ARGV[5])
@@ -23,7 +24,8 @@ local max_attempts = tonumber(ARGV[7])
 local front = ARGV[8] == '1'
 local dry = ARGV[9] == '1'
 local pass_start = tonumber(ARGV[10])
-local recovered, dropped, dead, suspects, promoted, more_due = 0, 0, 0, 0, 0, 0
+local sample = tonumber(ARGV[11])
+local recovered, dropped, dead, suspects, promoted, more_due, pruned = 0, 0, 0, 0, 0, 0, 0
 
 if left < 0 then
   pass_start = NOW
@@ -40,6 +42,28 @@ local function overdue(field)
   first = first or NOW
   if not dry then redis.call('HSET', K_SUSPECTS, field, first .. ':' .. NOW) end
   return NOW - first >= grace
+end
+
+-- A peer client that completes an item knows nothing of rq-cli's per-item bookkeeping, which
+-- stays behind. Drop that of ids whose item is gone (neither live nor dead), from a random
+-- sample of `sample` ids of each bookkeeping key: bounded per call, and repeated passes
+-- (cron) wear the leftovers down. Deep clean sweeps them all.
+local function prune_sampled()
+  local seen = {}
+  local function check(id)
+    if seen[id] then return end
+    seen[id] = true
+    if redis.call('EXISTS', item_key(id)) == 0 and not redis.call('ZSCORE', K_DEAD, id) then
+      if not dry then drop_meta(id) end
+      pruned = pruned + 1
+    end
+  end
+  for _, key in ipairs(META_HASHES) do
+    for _, id in ipairs(redis.call('HRANDFIELD', key, sample)) do check(id) end
+  end
+  for _, key in ipairs(META_ZSETS) do
+    for _, id in ipairs(redis.call('ZRANDMEMBER', key, sample)) do check(id) end
+  end
 end
 
 local function recover(id)
@@ -117,6 +141,7 @@ if left <= 0 then
       suspects = suspects + 1
     end
   end
+  if sample > 0 then prune_sampled() end
   if dry then
     promoted = redis.call('ZCOUNT', K_DELAYED, '-inf', NOW)
   else
@@ -139,4 +164,4 @@ if left <= 0 then
 end
 
 count('cleaned', dry and 0 or recovered)
-return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start}
+return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start, pruned}
