@@ -37,9 +37,9 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from .core.keys import MIN_REDIS_VERSION, OLD_SERVER_ERROR
+from .core.types import TlsOptions
 from .errors import ClusterError, ConfigError, RqError, ServerError, UsageError, WrongTypeError
-from .keys import MIN_REDIS_VERSION, OLD_SERVER_ERROR
-from .types import TlsOptions
 
 #: Longest single blocking call the queue makes, in seconds; reads wait this much longer.
 BLOCKING_HEADROOM = 5.0

@@ -14,7 +14,7 @@ import pytest
 import redis
 from cli_helpers import Run, run_cli
 
-from rq_cli.queue import script_source
+from rq_cli.core.scripts import SCRIPTS, script_source
 
 pytest_plugins = ["cli_helpers"]
 
@@ -86,9 +86,8 @@ def test_every_command_a_script_calls_is_in_the_rule(r: redis.Redis):
     """Static check, for script paths the run above may not take: each quoted upper-case word
     of the scripts that the server knows as a command is allowed by the rule."""
     allowed = {w[1:].split("|")[0].upper() for w in documented_rule() if w.startswith("+")}
-    names = {"_common", *(p.stem for p in (README.parent / "rq_cli" / "lua").glob("*.lua"))}
     words = set()
-    for name in names - {"_common"}:
+    for name in SCRIPTS:
         words |= set(re.findall(r"'([A-Z]{3,})'", script_source(name)))
     known = {str(name).upper() for name in r.command()}
     commands = words & known

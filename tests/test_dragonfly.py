@@ -14,13 +14,16 @@ import uuid
 import pytest
 import redis
 
-from rq_cli.keys import DRAGONFLY_FLAGS
-from rq_cli.queue import script_source
+from rq_cli.core.keys import DRAGONFLY_FLAGS
+from rq_cli.core.scripts import LUA_DIR, SCRIPTS, script_source
 
 pytest_plugins = ["cli_helpers"]
 
-LUA_DIR = os.path.join(os.path.dirname(__file__), "..", "rq_cli", "lua")
-SCRIPTS = sorted(f[:-4] for f in os.listdir(LUA_DIR) if f.endswith(".lua") and f[0] != "_")
+
+
+def test_every_lua_file_is_a_registered_script() -> None:
+    files = {f[:-4] for f in os.listdir(LUA_DIR) if f.endswith(".lua") and f[0] != "_"}
+    assert files == set(SCRIPTS)
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

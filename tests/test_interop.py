@@ -29,8 +29,8 @@ from peer_v03 import V03Queue
 from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
-from rq_cli.queue import WorkQueue
-from rq_cli.types import ItemRef, NewItem, QueueOptions
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 
 pytestmark = pytest.mark.filterwarnings(  # redis-py deprecates SETEX, which the peer uses
     "ignore:Call to deprecated setex:DeprecationWarning")
@@ -814,8 +814,8 @@ def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
     bookkeeping of those ids stays behind. Each light clean drops that of a bounded random
     sample (PRUNE_SAMPLE ids per bookkeeping key) and leaves live and dead items' alone; a
     few runs leave the drained queue with only P:counters."""
-    from rq_cli.keys import META_HASHES, META_ZSETS
-    from rq_cli.queue import PRUNE_SAMPLE
+    from rq_cli.core.keys import META_HASHES, META_ZSETS
+    from rq_cli.core.limits import PRUNE_SAMPLE
 
     p, q = peer(), WorkQueue(r, P)
     n = 3 * PRUNE_SAMPLE

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from rq_cli.keys import MIN_REDIS_VERSION
+from rq_cli.core.keys import MIN_REDIS_VERSION
 from rq_cli.servers import ServerProcess
 
 pytest_plugins = ["cli_helpers"]

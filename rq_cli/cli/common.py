@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 import typer
 
 from .. import config as configmod
+from ..core.limits import MAX_LEASE_SECONDS
+from ..core.types import NO_TLS, TlsOptions
 from ..errors import LeaseLost, NothingToDo, UsageError
 from ..render import Output, Terminal, message
-from ..types import NO_TLS, TlsOptions
 
 if TYPE_CHECKING:
-    from ..queue import WorkQueue
-    from ..types import ItemOutcome
+    from ..core.queue import WorkQueue
+    from ..core.types import ItemOutcome
 
 #: Connect timeout, seconds (reads wait longer: see connect.client_options).
 SOCKET_TIMEOUT = 5.0
@@ -79,7 +80,7 @@ class State:
         return self._clients[key]
 
     def queue(self, name: str) -> WorkQueue:
-        from ..queue import WorkQueue
+        from ..core.queue import WorkQueue
 
         spec = self.spec(name)
         return WorkQueue(self.client(spec.url, spec.password, spec.tls), spec.prefix,
@@ -90,7 +91,7 @@ class State:
 
     def raw_queue(self, prefix: str, server: Server) -> WorkQueue:
         """A queue found on a server (not named by the user): default options."""
-        from ..queue import WorkQueue
+        from ..core.queue import WorkQueue
 
         return WorkQueue(self.client(*server), prefix, self.config.options())
 
@@ -182,7 +183,7 @@ RawOpt = Annotated[bool, typer.Option(
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Report what would be done, change nothing.")]
 LeaseOpt = Annotated[float | None, typer.Option(
-    "--lease", min=0.001, max=365 * 86400, metavar="SECONDS", show_default=False,
+    "--lease", min=0.001, max=MAX_LEASE_SECONDS, metavar="SECONDS", show_default=False,
     help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
 
 

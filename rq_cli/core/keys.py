@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 LAYOUTS = ("compat", "v0.3", "v0.1")
+#: The generation whose keys a queue of each single-generation layout should never show.
+OTHER_GENERATION = {"v0.3": "v0.1", "v0.1": "v0.3"}
 
 # Characters with a meaning in a SCAN/KEYS glob pattern.
 _GLOB_SPECIAL = frozenset("*?[]\\")
