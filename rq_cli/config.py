@@ -133,6 +133,9 @@ def find(explicit: str | os.PathLike[str] | None = None, *, no_config: bool = Fa
     for cand in candidates(explicit, env=env, cwd=cwd):
         if cand.exists:
             return cand.path
+        if cand.source in ("--config", f"${ENV_CONFIG}") and cand.path.is_dir():
+            raise ConfigError(f"config file {cand.path} (from {cand.source}) is a directory: "
+                              f"name the file itself, for example {cand.path / LOCAL_FILE}")
         if cand.source in ("--config", f"${ENV_CONFIG}"):
             raise ConfigError(f"config file {cand.path} (from {cand.source}) does not exist")
     return None
@@ -209,6 +212,19 @@ class Config:
         kwargs: dict[str, Any] = {k: (float(v) if isinstance(v, int) and k != "max_attempts" else v)
                   for k, v in merged.items() if k in known}
         return QueueOptions(**kwargs)
+
+    def url_error(self, spec: QueueSpec, problem: str) -> ConfigError:
+        """The config error for a server URL of this file that cannot be used: ``problem``,
+        naming the file and the line of the ``url`` key (``spec.url_source`` says which)."""
+        table = ("queues", spec.name) if spec.url_source == "queue" else ()
+        line = None
+        if self.path is not None:
+            try:
+                line = _Locator(self.path.read_text(encoding="utf-8"))(table, "url")
+            except (OSError, UnicodeDecodeError):
+                line = None
+        at = f" line {line}" if line else ""
+        return ConfigError(f"{self._file()}{at}: url in {_name(table)}: {problem}")
 
     # -- display --------------------------------------------------------------------------
     def _file(self) -> str:

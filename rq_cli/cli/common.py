@@ -53,21 +53,31 @@ class State:
             self.secrets.append(spec.password)
         return spec
 
-    def client(self, url: str, password: str | None = None) -> Any:
-        """One client per server: queues on the same server share it."""
+    def client(self, url: str, password: str | None = None,
+               spec: configmod.QueueSpec | None = None) -> Any:
+        """One client per server: queues on the same server share it.
+
+        A URL the config file gave (``spec``) that cannot be used is a config error (78)
+        naming the file and line; one from ``--url`` or the environment, a usage error (2).
+        """
         key = (url, password)
         if key not in self._clients:
             from ..connect import connect
 
             self.urls_used.append(url)
-            self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT)
+            try:
+                self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT)
+            except UsageError as err:
+                if spec is not None and spec.url_source in ("queue", "file"):
+                    raise self.config.url_error(spec, str(err)) from None
+                raise
         return self._clients[key]
 
     def queue(self, name: str) -> WorkQueue:
         from ..queue import WorkQueue
 
         spec = self.spec(name)
-        return WorkQueue(self.client(spec.url, spec.password), spec.prefix, spec.options)
+        return WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
 
     def queues(self, names: list[str]) -> list[WorkQueue]:
         return [self.queue(name) for name in names]

@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .. import config as configmod
-from ..errors import ExitCode, RqError
+from ..errors import BadInputError, ExitCode, RqError
 from ..render import Output, Terminal, debug_enabled, message
 from . import fastparams, shellcomplete
 from .common import JsonOpt, State
@@ -41,8 +41,29 @@ class RqGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         self.commands = LazyCommands(self.commands)
 
+    def main(self, *args: Any, **extra: Any) -> Any:
+        """Click's ``main`` in its documented ``standalone_mode=False``: errors come back here,
+        and each becomes ONE stderr line (Click's own usage box is four); then the exit.
+
+        (Keywords as Click passes them; ``standalone_mode`` is keyword-only here.)
+        """
+        standalone_mode = extra.get("standalone_mode", True)
+        extra["standalone_mode"] = False
+        try:
+            code = super().main(*args, **extra)
+            code = code if isinstance(code, int) else 0  # (a return value, or Exit's code)
+        except typer.Abort:  # a prompt ended by Ctrl-D or Ctrl-C
+            code = report(KeyboardInterrupt())
+        except Exception as exc:
+            code = usage(exc) if _is_click_error(exc) else report(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         fastparams.install(self, ctx, subcommands=False)
+        for position, arg in enumerate(args, 1):
+            check_utf8(position, arg)
         try:
             return super().parse_args(ctx, args)
         except BrokenPipeError as exc:  # --help or --version | head: 141, like a command
@@ -94,6 +115,37 @@ def report(exc: BaseException, st: State | None = None) -> int:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     message("rq-cli: " + " ".join(scrub(text, st).split()))
     return int(code)
+
+
+def _is_click_error(exc: BaseException) -> bool:
+    """A ClickException (usage errors, bad option values): the Click Typer ships is not ours
+    to import, and it has a ``format_message`` and an ``exit_code``."""
+    return any(cls.__name__ == "ClickException" for cls in type(exc).__mro__)
+
+
+def usage(exc: Any) -> int:
+    """Print a Click error as one line (``rq-cli: <what>; see 'rq-cli lease --help'``)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `rq-cli` alone: the help is the answer
+        exc.show()
+        return int(exc.exit_code)
+    text = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        text += f"; see '{ctx.command_path} --help'"
+    message("rq-cli: " + scrub(text, None))
+    return int(exc.exit_code)
+
+
+def check_utf8(position: int, arg: str) -> None:
+    """Refuse an argument that is not UTF-8 (Python keeps its bytes as surrogates): queue
+    names, ids and data are stored as UTF-8, and the refusal is exit 65, not a crash."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = arg.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+        raise BadInputError(f"argument {position} ('{shown}') is not valid UTF-8: queue "
+                            "names, ids and data on the command line must be UTF-8 text "
+                            "(push takes any bytes on stdin with --raw)") from None
 
 
 def scrub(text: str, st: State | None) -> str:
