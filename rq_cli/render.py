@@ -223,6 +223,7 @@ class Column(NamedTuple):  # (NamedTuple: cheaper to create than a dataclass at 
     key: str
     header: str = ""
     kind: str = "text"  # text | data | time | age | number
+    optional: bool = False  # left out of a table when no row has a value for it
 
     @property
     def title(self) -> str:
@@ -295,6 +296,8 @@ class Output:
               title: str | None = None, show_header: bool = True) -> None:
         from rich.table import Table
 
+        columns = [col for col in columns if not col.optional
+                   or any(row.get(col.key) is not None for row in rows)]
         table = Table(title=title, show_header=show_header, header_style="bold",
                       title_justify="left", box=_box())
         for col in columns:

@@ -1,25 +1,33 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+import functools
+from typing import Annotated, Any
 
 import typer
 
+from ..connect import mask_url
 from ..render import Column
 from ..reports import PeekedItem, Stats
-from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
-
-if TYPE_CHECKING:
-    from ..queue import WorkQueue
+from .common import (
+    End,
+    Failures,
+    JsonOpt,
+    OptQueuesArg,
+    QueueArg,
+    RawOpt,
+    StateChoice,
+    state,
+)
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
     Column("leased", kind="number"), Column("abandoned", kind="number"),
     Column("delayed", kind="number"), Column("due", kind="number"),
     Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"),
+    Column("paused"), Column("error", optional=True),
 ]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
-                  Column("discovered")]
+                  Column("discovered"), Column("error", optional=True)]
 DiscoverOpt = Annotated[bool, typer.Option(
     "--discover", help="Also find queues on the servers by SCAN (read-only).")]
 
@@ -32,9 +40,13 @@ def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt
     """
     st = state(ctx)
     out = st.output(as_json)
-    targets = _targets(st, queues or [], discover)
-    rows = [_stats_row(name, wq.stats()) for name, wq in targets]
+    failed = Failures("stats")
+    rows: list[dict[str, Any]] = []
+    for name, wq in st.targets(queues or [], discover, failed, rows):
+        found, error = failed.run(st.url_of(wq.client), wq.stats)
+        rows.append(_stats_row(name, found) if found else {"queue": name, "error": error})
     out.rows(rows, STATS_COLUMNS)
+    failed.check()
 
 
 def _stats_row(name: str, s: Stats) -> dict[str, Any]:
@@ -43,22 +55,6 @@ def _stats_row(name: str, s: Stats) -> dict[str, Any]:
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
             "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
             "counters": s.counters}
-
-
-def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "WorkQueue"]]:
-    """Named queues; else the configured ones; plus (or, with none configured) discovered."""
-    targets = [(name, st.queue(name)) for name in (names or list(st.config.queues))]
-    if discover or not targets:
-        seen = {(id(wq.client), wq.prefix) for _, wq in targets}
-        for url, password in st.servers():
-            client = st.client(url, password)
-            from ..discover import discover_queues as find
-
-            for prefix in find(client):
-                if (id(client), prefix) not in seen:
-                    seen.add((id(client), prefix))
-                    targets.append((prefix, st.raw_queue(prefix, url, password)))
-    return targets
 
 
 def peek(
@@ -128,21 +124,26 @@ def queues(
     """
     st = state(ctx)
     out = st.output(as_json)
-    from ..connect import mask_url
-
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for name in st.config.queues:
         spec = st.spec(name)
         rows[(spec.url, spec.prefix)] = {"queue": name, "prefix": spec.prefix,
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
+    failed = Failures("queues")
     if discover:
         from ..discover import discover_queues as find
 
         for url, password in st.servers():
-            for prefix in find(st.client(url, password)):
+            client = st.client(url, password)
+            found, error = failed.run(url, functools.partial(find, client))
+            if error is not None:
+                rows[(url, "")] = {"queue": None, "prefix": None, "url": mask_url(url),
+                                   "configured": False, "discovered": False, "error": error}
+            for prefix in found or []:
                 row = rows.setdefault((url, prefix), {
                     "queue": prefix, "prefix": prefix, "url": mask_url(url),
                     "configured": False, "discovered": True})
                 row["discovered"] = True
     out.rows(list(rows.values()), QUEUES_COLUMNS)
+    failed.check()
