@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from .. import config as configmod
+from ..core.limits import MAX_LEASE_SECONDS
 from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError
 from ..render import Output, Terminal
 
 if TYPE_CHECKING:
-    from ..queue import WorkQueue
-    from ..types import ItemOutcome
+    from ..core.queue import WorkQueue
+    from ..core.types import ItemOutcome
 
 T = TypeVar("T")
 
@@ -77,7 +78,7 @@ class State:
         return self._clients[key]
 
     def queue(self, name: str) -> WorkQueue:
-        from ..queue import WorkQueue
+        from ..core.queue import WorkQueue
 
         spec = self.spec(name)
         return WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
@@ -87,7 +88,7 @@ class State:
 
     def raw_queue(self, prefix: str, url: str, password: str | None) -> WorkQueue:
         """A queue found on a server (not named by the user): default options."""
-        from ..queue import WorkQueue
+        from ..core.queue import WorkQueue
 
         return WorkQueue(self.client(url, password), prefix, self.config.options())
 
@@ -101,7 +102,7 @@ class State:
         targets = [(name, self.queue(name)) for name in (names or list(self.config.queues))]
         if discover or not targets:
             from ..connect import mask_url
-            from ..discover import discover_queues
+            from ..core.discover import discover_queues
 
             seen = {(id(wq.client), wq.prefix) for _, wq in targets}
             for url, password in self.servers():
@@ -245,7 +246,7 @@ RawOpt = Annotated[bool, typer.Option(
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Report what would be done, change nothing.")]
 LeaseOpt = Annotated[float | None, typer.Option(
-    "--lease", min=0.001, max=365 * 86400, metavar="SECONDS", show_default=False,
+    "--lease", min=0.001, max=MAX_LEASE_SECONDS, metavar="SECONDS", show_default=False,
     help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
 
 

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 import typer
 
 from ..connect import mask_url
+from ..core.reports import PeekedItem, Stats
 from ..render import Column
-from ..reports import PeekedItem, Stats
 from .common import (
     End,
     Failures,
@@ -132,7 +132,7 @@ def queues(
                                          "discovered": False}
     failed = Failures("queues")
     if discover:
-        from ..discover import discover_queues as find
+        from ..core.discover import discover_queues as find
 
         for url, password in st.servers():
             client = st.client(url, password)
