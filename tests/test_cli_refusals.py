@@ -52,7 +52,7 @@ SWEEP: list[tuple[tuple[str, ...], int, str]] = [
     (("lease", "q", "--lease", "abc"), USAGE, "--lease"),
     (("push", "q", "--delay", "nan", "{}"), USAGE, "--delay"),
     (("push", "q", "--delay", "-5", "{}"), USAGE, "--delay"),
-    (("push", "q", "--expire", "inf", "{}"), USAGE, "--expire"),
+    (("push", "q", "--expire", "inf", "{}"), USAGE, "expir"),
     (("fail", "q", "a", "--retry-in", "nan"), USAGE, "--retry-in"),
     (("extend", "q", "a", "--lease", "0"), USAGE, "--lease"),
     (("peek", "q", "--state", "gone"), USAGE, "--state"),
