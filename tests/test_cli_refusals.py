@@ -133,8 +133,8 @@ def test_config_that_is_a_directory_says_so(cli, tmp_path: Path) -> None:
 
 def test_usage_line_names_the_help_of_the_command(cli) -> None:
     run = cli("lease", "q", "--count", "0")
-    assert run.stderr == ("rq-cli: Invalid value for '--count' / '-n': '0' is not in the "
-                          "range 1<=x<=10000; see 'rq-cli lease --help'\n")
+    assert run.stderr.startswith("rq-cli: Invalid value for '--count' / '-n': ")
+    assert run.stderr.endswith("; see 'rq-cli lease --help'\n") and run.stderr.count("\n") == 1
 
 
 def test_no_arguments_still_shows_the_help(cli) -> None:
