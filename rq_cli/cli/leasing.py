@@ -154,6 +154,8 @@ def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, v
             done = call(st.queue(name), refs)
             rows.add(outcome_rows(name, done))
             outcomes.extend(done)
+    if not outcomes and read_stdin(ids, st.terminal):  # `rq-cli lease q | ... -`, nothing leased
+        raise NothingToDo(f"nothing to {verb}: no ids on stdin")
     if not outcomes:
         raise UsageError(f"no ids to {verb}: give ids, or '-' to read them from stdin")
     check_outcomes(outcomes, verb)

@@ -88,7 +88,14 @@ def push(
             out.message(f"rq-cli: push: {tally.describe()} before the bad line; "
                         f"nothing after it")
             raise
-        except BaseException:
+        except BrokenPipeError:  # `| head`: the reader has what it wanted; silent, exit 141
+            raise
+        except BaseException as exc:
+            if "connecting to" in str(exc):  # no connection: nothing was sent on it
+                if tally.items:
+                    out.message(f"rq-cli: push: {tally.describe()} before the error; "
+                                f"nothing after it")
+                raise
             # the server went away or Ctrl-C: batches in flight may or may not have landed
             out.message(f"rq-cli: push: {tally.describe()} and confirmed before the error "
                         f"(a batch in flight may also have been stored; re-run with ids or "
