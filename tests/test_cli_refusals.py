@@ -46,6 +46,8 @@ SWEEP: list[tuple[tuple[str, ...], int, str]] = [
     (("stats", "q\udcff"), DATA, "not valid UTF-8"),
     (("complete", "q", "i\udcff"), DATA, "not valid UTF-8"),
     (("peek", "q\udcff"), DATA, "not valid UTF-8"),
+    (("fail", "q", "a", "--error", "e\udcff"), DATA, "not valid UTF-8"),
+    (("requeue-dead", "q", "b", "--to", "t\udcff"), DATA, "not valid UTF-8"),
     # usage errors: Click's four-line box becomes one line
     (("lease", "q", "--count", "0"), USAGE, "--count"),
     (("lease", "q", "--lease", "-1"), USAGE, "--lease"),
@@ -152,3 +154,10 @@ def test_non_utf8_argument_from_a_real_shell(server_url: str, r: redis.Redis) ->
     assert proc.returncode == DATA, proc
     assert proc.stderr.count(b"\n") == 1 and b"q\\xff" in proc.stderr, proc
     assert snapshot(r) == {}
+
+
+def test_push_raw_data_arguments_may_be_any_bytes(cli, r: redis.Redis) -> None:
+    """Only DATA of ``push --raw`` may be bytes that are not UTF-8: stored as given."""
+    run = cli("push", "q", "--raw", "--id", "x", "a\udcffb")
+    assert run.exit_code == 0, run
+    assert r.get("q:item:x") == b"a\xffb"

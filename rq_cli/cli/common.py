@@ -20,6 +20,7 @@ from .. import config as configmod
 from ..core.limits import MAX_LEASE_SECONDS
 from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError
 from ..render import Output, Terminal
+from .reading import check_utf8
 
 if TYPE_CHECKING:
     from ..core.queue import WorkQueue
@@ -52,6 +53,7 @@ class State:
         return configmod.load(self.config_path, no_config=self.no_config)
 
     def spec(self, name: str) -> configmod.QueueSpec:
+        check_utf8(name, "the queue name")
         spec = self.config.resolve(name, url=self.url, raw_prefix=self.raw_prefix)
         if spec.password:
             self.secrets.append(spec.password)

@@ -57,6 +57,8 @@ def push(
     from_stdin = read_stdin(data, st.terminal)
     if item_id is not None and (from_stdin or len(data or []) != 1):
         raise UsageError("--id needs exactly one DATA argument")
+    if item_id is not None:
+        reading.check_utf8(item_id, "the item id")
     if item_id is not None and id_from_data:
         raise UsageError("--id and --id-from-data cannot be used together")
     if with_ids and not from_stdin:

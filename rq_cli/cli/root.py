@@ -80,8 +80,6 @@ class RqGroup(TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         internals.install_params(self, ctx, subcommands=False)
-        for position, arg in enumerate(args, 1):
-            check_utf8(position, arg)
         try:
             return super().parse_args(ctx, args)
         except BrokenPipeError as exc:  # --help or --version | head: 141, like a command
@@ -106,7 +104,10 @@ def report(exc: BaseException, st: State | None = None) -> int:
         message("rq-cli: interrupted")
         return ExitCode.INTERRUPTED
     err: BaseException = exc
-    if not isinstance(exc, RqError) and st is not None and st.urls_used:
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        err = BadInputError("an argument is not valid UTF-8 (the shell passed bytes that are "
+                            "not UTF-8 text); only push --raw DATA may be any bytes")
+    elif not isinstance(exc, RqError) and st is not None and st.urls_used:
         from ..connect import translate_error
 
         err = translate_error(exc, st.urls_used[-1]) or exc
@@ -139,18 +140,6 @@ def usage(exc: Any) -> int:
         text += f"; see '{ctx.command_path} --help'"
     message("rq-cli: " + scrub(text, None))
     return int(exc.exit_code)
-
-
-def check_utf8(position: int, arg: str) -> None:
-    """Refuse an argument that is not UTF-8 (Python keeps its bytes as surrogates): queue
-    names, ids and data are stored as UTF-8, and the refusal is exit 65, not a crash."""
-    try:
-        arg.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = arg.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
-        raise BadInputError(f"argument {position} ('{shown}') is not valid UTF-8: queue "
-                            "names, ids and data on the command line must be UTF-8 text "
-                            "(push takes any bytes on stdin with --raw)") from None
 
 
 def scrub(text: str, st: State | None) -> str:
