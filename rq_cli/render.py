@@ -8,10 +8,11 @@
 
 Payload data (``bytes``) is written as follows, everywhere:
 
-- valid UTF-8 holding a valid JSON text (RFC 8259: no NaN/Infinity): embedded verbatim as
-  JSON under ``"data"`` (a line break, which valid JSON can only have as whitespace, becomes a
-  space so the output stays one object per line);
-- other valid UTF-8: a JSON string under ``"data"``;
+- valid UTF-8 holding a valid JSON text (RFC 8259: no NaN/Infinity) with no whitespace
+  around it and no line break in it: embedded verbatim as JSON under ``"data"``;
+- other valid UTF-8 (plain text, or JSON a reader would not get back byte for byte): a JSON
+  string of the text under ``"data"``, followed by ``"raw": true``, so that the plain text
+  ``hi`` (``"data":"hi","raw":true``) and the JSON string ``"hi"`` (``"data":"hi"``) differ;
 - not UTF-8: base64 under ``"data_b64"`` instead of ``"data"``, so nothing is lost
   (``push --with-ids`` reads ``data_b64`` back);
 - no data at all (``peek`` of a ghost: an id whose data key is gone): ``"data": null``;
@@ -103,17 +104,23 @@ def is_json(text: str) -> bool:
     return True
 
 
-def data_json(data: bytes) -> tuple[str, str]:
-    """(key suffix, JSON text) for payload ``data``: ("", embedded) or ("_b64", base64 string)."""
+_JSON_SPACE = " \t\n\r"
+
+
+def data_json(data: bytes) -> tuple[str, str, bool]:
+    """(key suffix, JSON text, raw) for payload ``data``: ("", embedded, False), ("", a JSON
+    string of the text, True) or ("_b64", a base64 string, False); see the module docstring.
+
+    Lossless: a JSON text is embedded only where a reader gets its exact bytes back (the
+    value's own text), so not with whitespace around it or a line break in it."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return "_b64", '"' + base64.b64encode(data).decode("ascii") + '"'
-    if is_json(text):
-        if "\n" in text or "\r" in text:  # only possible as whitespace in valid JSON
-            text = text.replace("\r", " ").replace("\n", " ")
-        return "", text
-    return "", encode_basestring(text)
+        return "_b64", '"' + base64.b64encode(data).decode("ascii") + '"', False
+    if text and text[0] not in _JSON_SPACE and text[-1] not in _JSON_SPACE and \
+            "\n" not in text and "\r" not in text and is_json(text):
+        return "", text, False
+    return "", encode_basestring(text), True
 
 
 def _value(value: Any) -> str:
@@ -142,8 +149,8 @@ def json_line(row: dict[str, Any]) -> str:
     parts = []
     for key, value in row.items():
         if isinstance(value, bytes):
-            suffix, text = data_json(value)
-            parts.append(f'"{key}{suffix}":{text}')
+            suffix, text, raw = data_json(value)
+            parts.append(f'"{key}{suffix}":{text}' + (',"raw":true' if raw else ""))
         else:
             parts.append(encode_basestring_ascii(key) + ":" + _value(value))
     return "{" + ",".join(parts) + "}"

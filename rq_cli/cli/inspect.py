@@ -1,11 +1,12 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
 import functools
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from ..connect import mask_url
+from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
 from ..render import Column
 from .common import (
@@ -13,11 +14,14 @@ from .common import (
     Failures,
     JsonOpt,
     OptQueuesArg,
+    PurgeChoice,
     QueueArg,
     RawOpt,
-    StateChoice,
     state,
 )
+
+if TYPE_CHECKING:
+    from ..core.types import State
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
@@ -60,10 +64,11 @@ def _stats_row(name: str, s: Stats) -> dict[str, Any]:
 def peek(
     ctx: typer.Context,
     queue: QueueArg,
-    item_state: Annotated[StateChoice, typer.Option(
-        "--state", "-s", help="Which items to show.")] = StateChoice.pending,
+    item_state: Annotated[PurgeChoice, typer.Option(
+        "--state", "-s", help="Which items to show; all = pending, processing, delayed, "
+                              "then dead (to copy a queue).")] = PurgeChoice.pending,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=0, max=1_000_000, help="How many items.")] = 10,
+        "--count", "-n", min=0, max=1_000_000, help="How many items (in all).")] = 10,
     end: Annotated[End, typer.Option(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
@@ -77,11 +82,18 @@ def peek(
     """
     st = state(ctx)
     out = st.output(as_json)
-    items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value)
-    if raw:
-        out.raw(i.data for i in items if i.data is not None)
-        return
-    out.rows([peek_row(i) for i in items], _peek_columns(item_state.value))
+    wq = st.queue(queue)
+    states = cast("list[State]", [s for s in STATES
+                                  if item_state is PurgeChoice.all or s == item_state.value])
+    with out.stream(_peek_columns(item_state.value)) as rows:
+        left = count
+        for name in states:  # page by page: memory stays flat for a million items
+            for page in wq.peek_pages(name, count=left, from_end=end.value):
+                left -= len(page)
+                if raw:
+                    out.raw(i.data for i in page if i.data is not None)
+                else:
+                    rows.add([peek_row(i) for i in page])
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:
@@ -105,10 +117,17 @@ def _peek_columns(item_state: str) -> list[Column]:
         "processing": [Column("lease_session", "held by"),
                        Column("lease_expires_at", "lease until", kind="time"),
                        Column("abandoned")],
-        "delayed": [Column("due_at", "due", kind="time")],
+        "delayed": [Column("due_at", "due", kind="time"), Column("error")],
         "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
                  Column("error")],
+        "all": [Column("lease_expires_at", "lease until", kind="time", optional=True),
+                Column("due_at", "due", kind="time", optional=True),
+                Column("dead_at", "died", kind="time", optional=True),
+                Column("dead_reason", "reason", optional=True),
+                Column("error", optional=True)],
     }
+    if item_state == "all":
+        cols.insert(1, Column("state"))
     return cols + extra.get(item_state, [Column("error")])
 
 

@@ -110,8 +110,9 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
 def push_objects(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[NewItem]:
     """Items of ``push --with-ids -``: lines ``{"id": ..., "data": ...}`` as lease/peek print.
 
-    ``data`` is stored as the exact JSON text of the value; with ``--raw`` a string value is
-    stored as the string itself. ``data_b64`` (what peek prints for non-UTF-8 data) is
+    ``data`` is stored as the exact JSON text of the value; a string value marked ``"raw":
+    true`` (what lease and peek print for data that is not JSON), or any string value with
+    ``--raw``, is stored as the string itself. ``data_b64`` (what peek prints for non-UTF-8 data) is
     decoded. A missing or null ``id`` gets a new one (or the data's hash, --id-from-data).
     """
     for number, line in enumerate(stream, 1):
@@ -145,7 +146,12 @@ def object_item(line: bytes, raw: bool) -> NewItem:
             raise BadInputError('"data_b64" must be a base64 string')
     elif "data" in fields:
         value, source = fields["data"]
-        if raw and isinstance(value, str):
+        marked = fields.get("raw", (False, ""))[0]
+        if marked not in (True, False):
+            raise BadInputError('"raw" must be true or false')
+        if marked and not isinstance(value, str):
+            raise BadInputError('"raw": true needs "data" to be a string (the text itself)')
+        if (raw or marked) and isinstance(value, str):
             try:
                 data = value.encode("utf-8")
             except UnicodeEncodeError:
