@@ -76,6 +76,7 @@ _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
 TOP_LEVEL_KEYS = ("url", "password_env", "defaults", "queues")
 QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *_OPTION_RULES)
 SECRET_HINT = "(hidden)"
+SECRET_IN_URL = "(hidden, in the url)"
 
 
 @dataclass(frozen=True)
@@ -227,10 +228,12 @@ class Config:
         return str(self.path) if self.path else "config"
 
     def show(self, *, url: str | None = None, env: Mapping[str, str] | None = None,
-             mask: Callable[[str], str] = str) -> dict[str, Any]:
+             mask: Callable[[str], str] = str,
+             password_of: Callable[[str], str | None] = lambda url: None) -> dict[str, Any]:
         """The effective configuration, secrets hidden (``rq-cli config show``).
 
-        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``).
+        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``); ``password_of`` finds
+        the password a URL carries (``rq_cli.connect.url_password``), shown as set, hidden.
         """
         env = os.environ if env is None else env
         queues = {}
@@ -241,6 +244,8 @@ class Config:
             if password_env:
                 entry["password_env"] = password_env
                 entry["password"] = SECRET_HINT if env.get(password_env) else "(not set)"
+            elif password_of(server):
+                entry["password"] = SECRET_IN_URL
             entry.update(_options_dict(self.options(name)))
             queues[name] = entry
         shown: dict[str, Any] = {
@@ -251,6 +256,8 @@ class Config:
         }
         if self.password_env:
             shown["password_env"] = self.password_env
+        if password_of(self.default_url(url=url, env=env)):
+            shown["password"] = SECRET_IN_URL
         return shown
 
 

@@ -37,8 +37,8 @@ LEASE_COLUMNS = [Column("queue"), Column("id"), Column("data", kind="data"),
 #: lease --at-most-once: the items were completed as they were taken (no lease)
 TAKEN_COLUMNS = LEASE_COLUMNS[:4]
 OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),
-                   Column("retry_at", "retry at", kind="time"),
-                   Column("lease_expires_at", "lease until", kind="time")]
+                   Column("retry_at", "retry at", kind="time", optional=True),
+                   Column("lease_expires_at", "lease until", kind="time", optional=True)]
 REF_BATCH = 1000
 
 

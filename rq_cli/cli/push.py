@@ -1,5 +1,6 @@
 """``rq-cli push``: items from arguments, or streamed from stdin in batches."""
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import typer
 from ..core import bulk
 from ..core.types import NewItem, PushResult
 from ..errors import BadInputError, UsageError
-from ..render import Column, Output
+from ..render import Column, Output, Progress
 from . import reading
 from .common import JsonOpt, QueueArg, interrupt_deferred, read_stdin, state
 
@@ -80,7 +81,10 @@ def push(
     lines: Iterator[Any] = (reading.push_objects(stream, raw=raw) if with_ids
                             else reading.push_lines(stream, raw=raw))
     tally = _Tally(queue, out, summary or not out.json)
-    with out.progress(f"push {queue}", total=_size(stream)) as bar:
+    # no progress bar over lines being typed (stdin a terminal): it would draw over them
+    typing = st.terminal.stdin_isatty()
+    with (contextlib.nullcontext(Progress()) if typing else
+          out.progress(f"push {queue}", total=_size(stream))) as bar:
         try:
             for batch in bulk.stream(wq, lines, **options):
                 tally.add_pushed(batch)
