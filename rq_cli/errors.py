@@ -77,3 +77,9 @@ class LeaseLost(RqError):
     """The lease is held by another session, or has expired."""
 
     exit_code = ExitCode.LEASE_LOST
+
+
+class Interrupted(RqError):
+    """Ctrl-C, with something to say about what was done before it."""
+
+    exit_code = ExitCode.INTERRUPTED

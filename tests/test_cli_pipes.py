@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -71,3 +73,32 @@ def test_config_path_is_a_bare_path_when_piped(cli, tmp_path: Path) -> None:
     path = write_config(tmp_path, "")
     run = cli("config", "path", url=None)
     assert (run.exit_code, run.stdout) == (0, f"{path}\n")
+
+
+@pytest.mark.parametrize("after", [3_000, 40_000])
+def test_ctrl_c_during_push_reports_exactly_what_was_stored(
+        server_url: str, r: redis.Redis, tmp_path: Path, after: int) -> None:
+    """Ctrl-C part-way through a 300k-line push: the batches in flight are read before the
+    exit, so the count said (and printed) is the count stored; exit 130, one line."""
+    source = tmp_path / "lines.jsonl"
+    source.write_bytes(b"".join(b'{"n":%d}\n' % n for n in range(300_000)))
+    with source.open("rb") as stdin:
+        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--no-config", "--url",
+                                 server_url, "push", "q", "-"], stdin=stdin,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env_without_rq_cli())
+        assert proc.stdout is not None and proc.stderr is not None
+        printed = 0
+        for _ in proc.stdout:
+            printed += 1
+            if printed == after:
+                proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=120)
+    stored = r.llen("q:queue")
+    assert code == 130, err
+    assert err.count("\n") == 1, err
+    said = re.search(r"exactly (\d+) items stored", err)
+    assert said, err
+    assert int(said.group(1)) == stored == printed
+    assert "push only the rest of the input" in err
