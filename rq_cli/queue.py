@@ -33,7 +33,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
-    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
+    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
@@ -56,13 +56,15 @@ MAX_DELAY = 10 * 366 * 86400.0
 MAX_ID_BYTES = 4096
 
 _SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
-            "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim")
+            "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim", "holders", "item")
 STATES = ("pending", "processing", "delayed", "dead")
 _COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
                                           "Z": "already_dead", "N": "not_leased"}
 PURGE_STATES = (*STATES, "all")
 #: fields per item in peek.lua's reply (see _peeked)
 PEEK_FIELDS = 10
+#: fields per item in holders.lua's reply (see WorkQueue.holders)
+HOLDER_FIELDS = 4
 
 
 @cache
@@ -77,6 +79,15 @@ def script_source(name: str) -> str:
 def make_session() -> str:
     """A session id that tells who holds a lease: ``<host>:<pid>:<random>``."""
     return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def session_origin(session: str | None) -> tuple[str | None, int | None]:
+    """(host, pid) of a session made by :func:`make_session` (``<host>:<pid>:<random>``), or
+    (None, None) for one that does not read so (a peer client's random session id)."""
+    parts = (session or "").rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit():
+        return None, None
+    return parts[0], int(parts[1])
 
 
 def data_id(data: bytes) -> str:
@@ -571,6 +582,59 @@ class WorkQueue:
             if len(r) < PEEK_FIELDS * n:
                 break
         return out
+
+    def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
+        """One item by id, in whatever state it is (pending, processing, delayed or dead),
+        or None when the id is neither live nor dead. One round trip."""
+        reply = self._run("item", [_check_id(item_id)], now_ms)
+        if not reply:
+            return None
+        state = _text(reply[0]) or ""
+        if state not in STATES:  # (item.lua returns only these)
+            raise ValueError(f"item.lua returned an unknown state {state!r}")
+        return _peeked(state, reply[1:])  # type: ignore[arg-type]
+
+    def holders(self, *, now_ms: int | None = None) -> list[Holder]:
+        """The sessions holding the items in processing, live and abandoned leases alike.
+
+        Reads processing from its oldest lease in pages of BATCH ids (one bounded script
+        call each): a busy queue's items may move between pages, so an item can be missed
+        or seen twice (counted once). Sessions come in order of their oldest lease; an item
+        whose lease ran out counts for the session that held it last (``abandoned``).
+        """
+        from .reports import Holder
+
+        found: dict[str | None, Holder] = {}
+        seen: set[str] = set()
+        offset = 0
+        while True:
+            reply = self._run("holders", [offset, BATCH], now_ms)
+            for i in range(0, len(reply), HOLDER_FIELDS):
+                raw_id, raw_session, raw_deadline, raw_live = reply[i:i + HOLDER_FIELDS]
+                item_id = _text(raw_id) or ""
+                if item_id in seen:
+                    continue
+                seen.add(item_id)
+                session = _text(raw_session) if raw_session else None
+                holder = found.get(session)
+                if holder is None:
+                    host, pid = session_origin(session)
+                    holder = found[session] = Holder(session=session, host=host, pid=pid)
+                deadline = _s(int(raw_deadline)) if int(raw_deadline) >= 0 else None
+                holder.items += 1
+                holder.ids.append(item_id)
+                if int(raw_live) == 1:
+                    holder.live += 1
+                else:
+                    holder.abandoned += 1
+                if holder.oldest_id is None:
+                    holder.oldest_id, holder.oldest_deadline = item_id, deadline
+                if deadline is not None and (holder.nearest_deadline is None
+                                             or deadline < holder.nearest_deadline):
+                    holder.nearest_deadline = deadline
+            if len(reply) < HOLDER_FIELDS * BATCH:
+                return list(found.values())
+            offset += BATCH
 
     # -- pause ---------------------------------------------------------------------------
     def pause(self) -> None:

@@ -1,7 +1,7 @@
 """Plain dataclasses returned by :class:`rq_cli.queue.WorkQueue`. No Redis, no Typer, no rich.
 
 The reports of maintenance and inspection (:class:`CleanReport`, :class:`RequeueReport`,
-:class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`) are defined in
+:class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`, :class:`Holder`) are defined in
 :mod:`rq_cli.reports` and importable from here too; that module is loaded on first use, so
 ``push`` and ``lease`` do not create them at start-up.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
+    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
 
 State = Literal["pending", "processing", "delayed", "dead"]
 PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
@@ -90,10 +90,11 @@ class ItemOutcome:
         return self.outcome in ("completed", "retried", "dead", "extended")
 
 
-__all__ = ["CleanReport", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
+__all__ = ["CleanReport", "Holder", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
            "PeekedItem", "PurgeReport", "PurgeState", "PushResult", "QueueOptions",
            "RequeueReport", "State", "Stats"]
-_REPORTS = frozenset({"CleanReport", "PeekedItem", "PurgeReport", "RequeueReport", "Stats"})
+_REPORTS = frozenset({"CleanReport", "Holder", "PeekedItem", "PurgeReport", "RequeueReport",
+                      "Stats"})
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..errors import NothingToDo, UsageError
 from ..render import Column
 from ..reports import PeekedItem, Stats
 from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
@@ -72,6 +73,10 @@ def peek(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
+    item_id: Annotated[str | None, typer.Option(
+        "--id", metavar="ID", show_default=False,
+        help="Show this one item, in whatever state it is (not with --state, --count or "
+             "--from).")] = None,
     raw: RawOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -81,6 +86,20 @@ def peek(
     """
     st = state(ctx)
     out = st.output(as_json)
+    if item_id is not None:
+        given = [f"--{name}" for name, param in (("state", "item_state"), ("count", "count"),
+                                                 ("from", "end"))
+                 if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
+        if given:
+            raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
+        item = st.queue(queue).item(item_id)
+        if item is None:
+            raise NothingToDo(f"{queue} has no item {item_id!r}, live or dead")
+        if raw:
+            out.raw([item.data] if item.data is not None else [])
+        else:
+            out.rows([peek_row(item)], _peek_columns(item.state, one=True))
+        return
     items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value)
     if raw:
         out.raw(i.data for i in items if i.data is not None)
@@ -102,9 +121,9 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
     return row
 
 
-def _peek_columns(item_state: str) -> list[Column]:
-    cols = [Column("id"), Column("data", kind="data"), Column("attempts", kind="number"),
-            Column("enqueued_at", "enqueued", kind="time")]
+def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
+    cols = [Column("id"), *([Column("state")] if one else []), Column("data", kind="data"),
+            Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
     extra = {
         "processing": [Column("lease_session", "held by"),
                        Column("lease_expires_at", "lease until", kind="time"),

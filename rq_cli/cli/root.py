@@ -187,6 +187,7 @@ COMMANDS: dict[str, str] = {
     "stats": "inspect:stats",
     "peek": "inspect:peek",
     "queues": "inspect:queues",
+    "holders": "holders:holders",
     "clean": "maintain:clean",
     "requeue-dead": "maintain:requeue_dead",
     "purge": "maintain:purge",
