@@ -126,7 +126,7 @@ def test_holders_refuses_a_wrong_key_type(cli, r):
     assert r.get("q:processing") == b"not a list"
 
 
-# -- peek --id -------------------------------------------------------------------------------------
+# -- peek --id ------------------------------------------------------------------------------------
 def test_peek_id_in_every_state(cli, r):
     cli("push", "q", "--id", "p", '{"n": 1}')
     cli("push", "q", "--id", "d", "--delay", "60", '{"n": 2}')

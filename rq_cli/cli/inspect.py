@@ -1,6 +1,7 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -21,24 +22,88 @@ STATS_COLUMNS = [
 ]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
                   Column("discovered")]
+
+
+class StatsFormat(str, Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+
+
 DiscoverOpt = Annotated[bool, typer.Option(
     "--discover", help="Also find queues on the servers by SCAN (read-only).")]
 
 
-def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt = False,
-          as_json: JsonOpt = False) -> None:
+def stats(
+    ctx: typer.Context,
+    queues: OptQueuesArg = None,
+    discover: DiscoverOpt = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", "-w", help="A live dashboard, redrawn every --interval until Ctrl-C (exit "
+                              "0); JSON lines per queue per interval when stdout is not a "
+                              "terminal.")] = False,
+    interval: Annotated[float, typer.Option(
+        "--interval", min=0.1, max=86400, metavar="SECONDS",
+        help="Seconds between refreshes of --watch.")] = 2.0,
+    iterations: Annotated[int | None, typer.Option(
+        "--iterations", min=1, metavar="N", show_default=False,
+        help="Stop --watch after N refreshes (default: run until Ctrl-C).")] = None,
+    fmt: Annotated[StatsFormat | None, typer.Option(
+        "--format", show_default=False,
+        help="table, json (lines), or prometheus (text exposition, for node_exporter's "
+             "textfile collector). Default: a table on a terminal, else JSON lines.")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Print one line per threshold breached and exit 5 if any is, else "
+                        "print nothing and exit 0 (for cron and Nagios-style agents). "
+                        "Thresholds: the --max-* options, else max_pending, max_age, max_dead, "
+                        "max_abandoned of the config.")] = False,
+    max_pending: Annotated[int | None, typer.Option(
+        "--max-pending", min=0, metavar="N", show_default=False,
+        help="--check: at most N pending items.")] = None,
+    max_age: Annotated[float | None, typer.Option(
+        "--max-age", min=0, metavar="SECONDS", show_default=False,
+        help="--check: the oldest pending item at most this old.")] = None,
+    max_dead: Annotated[int | None, typer.Option(
+        "--max-dead", min=0, metavar="N", show_default=False,
+        help="--check: at most N dead-lettered items.")] = None,
+    max_abandoned: Annotated[int | None, typer.Option(
+        "--max-abandoned", min=0, metavar="N", show_default=False,
+        help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
 
-    Example: rq-cli stats emails
+    Example: rq-cli stats emails --watch
     """
     st = state(ctx)
+    if fmt is StatsFormat.json:
+        as_json = True
     out = st.output(as_json)
-    targets = _targets(st, queues or [], discover)
-    rows = [_stats_row(name, wq.stats()) for name, wq in targets]
+    if fmt is StatsFormat.table:
+        out.json = False
+    targets = stats_targets(st, queues or [], discover)
+    if watch or check or fmt is StatsFormat.prometheus:
+        from ..metrics import Thresholds
+        from . import monitor
+
+        limits = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
+                            abandoned=max_abandoned)
+        monitor.run(st, out, targets, watch=watch, check=check, limits=limits,
+                    prometheus=fmt is StatsFormat.prometheus, interval=interval,
+                    iterations=iterations)
+        return
+    if limits_given(max_pending, max_age, max_dead, max_abandoned):
+        raise UsageError("--max-pending, --max-age, --max-dead and --max-abandoned go with "
+                         "--check")
+    rows = [stats_row(t.name, t.queue.stats()) for t in targets]
     out.rows(rows, STATS_COLUMNS)
 
 
-def _stats_row(name: str, s: Stats) -> dict[str, Any]:
+def limits_given(*limits: float | None) -> bool:
+    return any(limit is not None for limit in limits)
+
+
+def stats_row(name: str, s: Stats) -> dict[str, Any]:
     return {"queue": name, "prefix": s.queue, "pending": s.pending,
             "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
@@ -46,11 +111,22 @@ def _stats_row(name: str, s: Stats) -> dict[str, Any]:
             "counters": s.counters}
 
 
-def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "WorkQueue"]]:
+class Target(NamedTuple):
+    """A queue to read: its name (as given, configured or discovered), the queue, its server."""
+
+    name: str
+    queue: "WorkQueue"
+    url: str
+
+
+def stats_targets(st: State, names: list[str], discover: bool) -> list[Target]:
     """Named queues; else the configured ones; plus (or, with none configured) discovered."""
-    targets = [(name, st.queue(name)) for name in (names or list(st.config.queues))]
+    targets = []
+    for name in (names or list(st.config.queues)):
+        spec = st.spec(name)
+        targets.append(Target(name, st.queue(name), spec.url))
     if discover or not targets:
-        seen = {(id(wq.client), wq.prefix) for _, wq in targets}
+        seen = {(id(t.queue.client), t.queue.prefix) for t in targets}
         for url, password in st.servers():
             client = st.client(url, password)
             from ..discover import discover_queues as find
@@ -58,7 +134,7 @@ def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "Wo
             for prefix in find(client):
                 if (id(client), prefix) not in seen:
                     seen.add((id(client), prefix))
-                    targets.append((prefix, st.raw_queue(prefix, url, password)))
+                    targets.append(Target(prefix, st.raw_queue(prefix, url, password), url))
     return targets
 
 
