@@ -1,4 +1,4 @@
-"""Seeing and alerting over :class:`~rq_cli.reports.Stats`: thresholds, rates, Prometheus text.
+"""Seeing and alerting over :class:`~rq_cli.core.reports.Stats`: thresholds, rates, Prometheus text.
 
 - :func:`breaches`: the thresholds of ``stats --check`` (``--max-pending`` and the like, or
   the config's ``max_pending`` ...) that a queue's stats exceed.
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .keys import COUNTER_FIELDS
+from .core.keys import COUNTER_FIELDS
 
 if TYPE_CHECKING:
-    from .reports import Stats
+    from .core.reports import Stats
 
 # -- thresholds ----------------------------------------------------------------------------------
 #: measure -> (the Stats field it reads, what it means): the names ``--max-<measure>`` and the

@@ -8,7 +8,9 @@ import subprocess
 import sys
 import time
 
-from rq_cli.queue import BATCH, WorkQueue, session_origin
+from rq_cli.core.limits import BATCH
+from rq_cli.core.util import session_origin
+from rq_cli.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

@@ -8,7 +8,7 @@ import time
 from cli_helpers import write_config
 from prometheus_client.parser import text_string_to_metric_families
 
-from rq_cli.keys import COUNTER_FIELDS
+from rq_cli.core.keys import COUNTER_FIELDS
 from rq_cli.metrics import Thresholds, metric_names
 from rq_cli.queue import WorkQueue
 
@@ -182,9 +182,9 @@ def test_stats_format_json_and_table(cli):
 def test_every_counter_the_scripts_count_is_listed_once():
     from pathlib import Path
 
-    import rq_cli.queue
+    import rq_cli.core.scripts
 
-    lua = Path(rq_cli.queue.__file__).parent / "lua"
+    lua = Path(rq_cli.core.scripts.LUA_DIR)
     counted = set()
     for path in lua.glob("*.lua"):
         counted |= set(re.findall(r"count\('([a-z_]+)'", path.read_text()))

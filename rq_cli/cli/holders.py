@@ -4,8 +4,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.reports import Holder
 from ..render import Column
-from ..reports import Holder
 from .common import JsonOpt, QueuesArg, state
 
 HOLDER_COLUMNS = [

@@ -5,13 +5,13 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
+from ..core.reports import PeekedItem, Stats
 from ..errors import NothingToDo, UsageError
 from ..render import Column
-from ..reports import PeekedItem, Stats
 from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
 
 if TYPE_CHECKING:
-    from ..queue import WorkQueue
+    from ..core.queue import WorkQueue
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
@@ -81,26 +81,28 @@ def stats(
     out = st.output(as_json)
     if fmt is StatsFormat.table:
         out.json = False
-    targets = stats_targets(st, queues or [], discover)
-    if watch or check or fmt is StatsFormat.prometheus:
+    prometheus = fmt is StatsFormat.prometheus
+    limits = (max_pending, max_age, max_dead, max_abandoned)
+    if watch or check or prometheus or any(limit is not None for limit in limits):
         from ..metrics import Thresholds
         from . import monitor
 
-        limits = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
-                            abandoned=max_abandoned)
-        monitor.run(st, out, targets, watch=watch, check=check, limits=limits,
-                    prometheus=fmt is StatsFormat.prometheus, interval=interval,
-                    iterations=iterations)
+        thresholds = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
+                                abandoned=max_abandoned)
+        monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
+                            limits=thresholds)
+        targets = stats_targets(st, queues or [], discover)
+        if watch:
+            from .watch import watch as live
+
+            live(st, out, targets, interval=interval, iterations=iterations)
+        else:
+            monitor.run(st, out, targets, check=check, limits=thresholds,
+                        prometheus=prometheus)
         return
-    if limits_given(max_pending, max_age, max_dead, max_abandoned):
-        raise UsageError("--max-pending, --max-age, --max-dead and --max-abandoned go with "
-                         "--check")
+    targets = stats_targets(st, queues or [], discover)
     rows = [stats_row(t.name, t.queue.stats()) for t in targets]
     out.rows(rows, STATS_COLUMNS)
-
-
-def limits_given(*limits: float | None) -> bool:
-    return any(limit is not None for limit in limits)
 
 
 def stats_row(name: str, s: Stats) -> dict[str, Any]:
@@ -129,7 +131,7 @@ def stats_targets(st: State, names: list[str], discover: bool) -> list[Target]:
         seen = {(id(t.queue.client), t.queue.prefix) for t in targets}
         for url, password in st.servers():
             client = st.client(url, password)
-            from ..discover import discover_queues as find
+            from ..core.discover import discover_queues as find
 
             for prefix in find(client):
                 if (id(client), prefix) not in seen:
@@ -232,7 +234,7 @@ def queues(
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
     if discover:
-        from ..discover import discover_queues as find
+        from ..core.discover import discover_queues as find
 
         for url, password in st.servers():
             for prefix in find(st.client(url, password)):

@@ -15,7 +15,7 @@ from ..metrics import Sample, Thresholds, breaches, prometheus_text
 from ..render import Column, Output
 
 if TYPE_CHECKING:
-    from ..reports import Stats
+    from ..core.reports import Stats
     from .common import State
     from .inspect import Target
 
@@ -23,20 +23,19 @@ BREACH_COLUMNS = [Column("queue"), Column("measure"), Column("value", kind="numb
                   Column("limit", kind="number")]
 
 
-def run(st: State, out: Output, targets: list[Target], *, watch: bool, check: bool,
-        limits: Thresholds, prometheus: bool, interval: float,
-        iterations: int | None) -> None:
-    """The monitoring modes of ``stats`` (at least one of watch, check, prometheus is set)."""
+def check_modes(*, watch: bool, check: bool, prometheus: bool, limits: Thresholds) -> None:
+    """Refuse monitoring options that do not go together (exit 2)."""
     if sum((watch, check, prometheus)) > 1:
         raise UsageError("--watch, --check and --format prometheus go one at a time")
     if limits.any() and not check:
         raise UsageError("--max-pending, --max-age, --max-dead and --max-abandoned go with "
                          "--check")
-    if watch:
-        from .watch import watch as live
 
-        live(st, out, targets, interval=interval, iterations=iterations)
-    elif prometheus:
+
+def run(st: State, out: Output, targets: list[Target], *, check: bool, limits: Thresholds,
+        prometheus: bool) -> None:
+    """``stats --check`` or ``stats --format prometheus``."""
+    if prometheus:
         samples = []
         for target in targets:
             got = read_stats(st, target)
@@ -45,7 +44,7 @@ def run(st: State, out: Output, targets: list[Target], *, watch: bool, check: bo
             samples.append(Sample(target.name, target.queue.prefix,
                                   None if isinstance(got, str) else got))
         out.write(prometheus_text(samples))
-    else:
+    elif check:
         run_check(st, out, targets, limits)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..metrics import RATE_COUNTERS, rates
@@ -56,10 +57,7 @@ class Poller:
                 row["error"] = got
                 rows.append(row)
                 continue
-            from .inspect import stats_row
-
-            row.update({k: v for k, v in stats_row(target.name, got).items()
-                        if k not in ("queue", "prefix")})
+            row.update({k: v for k, v in asdict(got).items() if k != "queue"})  # (the prefix)
             before = self.previous.get(i)
             row["rates"] = (None if before is None else
                             {k: round(v, 3) for k, v in
