@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from rq_cli.core.limits import BATCH
+from rq_cli.core.limits import HOLDERS_PAGE
 from rq_cli.core.util import session_origin
 from rq_cli.queue import WorkQueue
 
@@ -80,10 +80,10 @@ def test_holders_counts_live_and_abandoned_per_session(r):
 
 def test_holders_reads_more_than_one_page(r):
     q = WorkQueue(r, "q", session=f"{HOST}:1:x")
-    q.push([b"{}"] * (BATCH + 5))
-    q.lease(BATCH + 5, lease_seconds=60)
+    q.push([b"{}"] * (2 * HOLDERS_PAGE + 5))
+    q.lease(2 * HOLDERS_PAGE + 5, lease_seconds=60)
     (h,) = q.holders()
-    assert h.items == BATCH + 5 == len(set(h.ids))
+    assert h.items == 2 * HOLDERS_PAGE + 5 == len(set(h.ids))
 
 
 def test_holders_of_a_peer_lease_and_of_a_ghost(r):

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
 from .keys import LAYOUTS, Keys, has_hash_tag
-from .limits import BATCH, BLOCK_CHUNK, LEASE_CHUNK, MAX_CLEAN_WAIT, MAX_DELAY, SLOW_BATCH
+from .limits import (
+    BATCH,
+    BLOCK_CHUNK,
+    HOLDERS_PAGE,
+    LEASE_CHUNK,
+    MAX_CLEAN_WAIT,
+    MAX_DELAY,
+    SLOW_BATCH,
+)
 from .scripts import script_source
 from .types import (
     ItemOutcome,
@@ -514,15 +522,16 @@ class WorkQueue:
         reply = self._run("item", [check_id(item_id)], now_ms)
         if not reply:
             return None
-        state = text(reply[0]) or ""
+        raw_state, *fields = reply  # the state, then peek.lua's fields
+        state = text(raw_state) or ""
         if state not in STATES:  # (item.lua returns only these)
             raise ValueError(f"item.lua returned an unknown state {state!r}")
-        return _peeked(state, reply[1:])  # type: ignore[arg-type]
+        return _peeked(state, fields)  # type: ignore[arg-type]
 
     def holders(self, *, now_ms: int | None = None) -> list[Holder]:
         """The sessions holding the items in processing, live and abandoned leases alike.
 
-        Reads processing from its oldest lease in pages of BATCH ids (one bounded script
+        Reads processing from its oldest lease in pages of HOLDERS_PAGE ids (one script
         call each): a busy queue's items may move between pages, so an item can be missed
         (never counted twice). Sessions come in order of their oldest lease; an item whose
         lease ran out counts for the session that held it last (``abandoned``).
@@ -533,7 +542,7 @@ class WorkQueue:
         seen: set[str] = set()
         offset = 0
         while True:
-            reply = self._run("holders", [offset, BATCH], now_ms)
+            reply = self._run("holders", [offset, HOLDERS_PAGE], now_ms)
             for i in range(0, len(reply), HOLDER_FIELDS):
                 raw_id, raw_session, raw_deadline, raw_live = reply[i:i + HOLDER_FIELDS]
                 item_id = text(raw_id) or ""
@@ -557,9 +566,9 @@ class WorkQueue:
                 if deadline is not None and (holder.nearest_deadline is None
                                              or deadline < holder.nearest_deadline):
                     holder.nearest_deadline = deadline
-            if len(reply) < HOLDER_FIELDS * BATCH:
+            if len(reply) < HOLDER_FIELDS * HOLDERS_PAGE:
                 return list(found.values())
-            offset += BATCH
+            offset += HOLDERS_PAGE
 
     # -- pause ---------------------------------------------------------------------------
     def pause(self) -> None:

@@ -1,6 +1,6 @@
 -- holders: who holds the items of one page of processing. Read-only.
 -- ARGV[4] offset from the right end of P:processing (the oldest lease first)
--- ARGV[5] page size (queue.py BATCH at most: four multi-key reads per page, whatever its size)
+-- ARGV[5] page size (limits.py HOLDERS_PAGE: four multi-key reads per page)
 -- Returns a flat list, HOLDER_FIELDS (queue.py) = 4 fields per item, oldest lease first:
 --   id, session (false: nobody known), deadline_ms (-1: unknown), live (1: a lease is held
 --   now; 0: abandoned, the lease ran out and session is the last holder, from P:holders)
