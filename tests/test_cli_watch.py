@@ -235,3 +235,14 @@ def test_watch_refuses_check_and_prometheus_together(cli):
     assert run.exit_code == 2 and "one at a time" in run.stderr
     run = cli("stats", "q", "--watch", "--format", "prometheus")
     assert run.exit_code == 2
+
+
+def test_error_rows_never_show_the_password(cli, make_server):
+    server = make_server()
+    url = f"redis://ann:s3cret-pw@127.0.0.1:{server.port}/0"
+    server.stop()
+    run = cli("stats", "q", "--watch", "--iterations", "1", url=url)
+    assert "s3cret-pw" not in run.stdout + run.stderr
+    assert "redis://ann:***@127.0.0.1" in run.one["error"]
+    run = cli("stats", "q", "--format", "prometheus", url=url)
+    assert "s3cret-pw" not in run.stdout + run.stderr and "***" in run.stderr
