@@ -1,13 +1,15 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
 import functools
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 import typer
 
 from ..connect import mask_url
 from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
+from ..errors import NothingToDo, UsageError
 from ..render import Column
 from .common import (
     End,
@@ -17,11 +19,13 @@ from .common import (
     PurgeChoice,
     QueueArg,
     RawOpt,
+    State,
     state,
 )
 
 if TYPE_CHECKING:
-    from ..core.types import State
+    from ..core.queue import WorkQueue
+    from ..core.types import State as ItemState
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
@@ -32,33 +36,116 @@ STATS_COLUMNS = [
 ]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
                   Column("discovered"), Column("error", optional=True)]
+
+
+class StatsFormat(str, Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+
+
 DiscoverOpt = Annotated[bool, typer.Option(
     "--discover", help="Also find queues on the servers by SCAN (read-only).")]
 
 
-def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt = False,
-          as_json: JsonOpt = False) -> None:
+def stats(
+    ctx: typer.Context,
+    queues: OptQueuesArg = None,
+    discover: DiscoverOpt = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", "-w", help="A live dashboard, redrawn every --interval until Ctrl-C (exit "
+                              "0); JSON lines per queue per interval when stdout is not a "
+                              "terminal.")] = False,
+    interval: Annotated[float, typer.Option(
+        "--interval", min=0.1, max=86400, metavar="SECONDS",
+        help="Seconds between refreshes of --watch.")] = 2.0,
+    iterations: Annotated[int | None, typer.Option(
+        "--iterations", min=1, metavar="N", show_default=False,
+        help="Stop --watch after N refreshes (default: run until Ctrl-C).")] = None,
+    fmt: Annotated[StatsFormat | None, typer.Option(
+        "--format", show_default=False,
+        help="table, json (lines), or prometheus (text exposition, for node_exporter's "
+             "textfile collector). Default: a table on a terminal, else JSON lines.")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Print one line per threshold breached and exit 5 if any is, else "
+                        "print nothing and exit 0 (for cron and Nagios-style agents). "
+                        "Thresholds: the --max-* options, else max_pending, max_age, max_dead, "
+                        "max_abandoned of the config.")] = False,
+    max_pending: Annotated[int | None, typer.Option(
+        "--max-pending", min=0, metavar="N", show_default=False,
+        help="--check: at most N pending items.")] = None,
+    max_age: Annotated[float | None, typer.Option(
+        "--max-age", min=0, metavar="SECONDS", show_default=False,
+        help="--check: the oldest pending item at most this old.")] = None,
+    max_dead: Annotated[int | None, typer.Option(
+        "--max-dead", min=0, metavar="N", show_default=False,
+        help="--check: at most N dead-lettered items.")] = None,
+    max_abandoned: Annotated[int | None, typer.Option(
+        "--max-abandoned", min=0, metavar="N", show_default=False,
+        help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
 
-    Example: rq-cli stats emails
+    Example: rq-cli stats emails --watch
     """
     st = state(ctx)
+    if fmt is StatsFormat.json:
+        as_json = True
     out = st.output(as_json)
+    if fmt is StatsFormat.table:
+        out.json = False
+    prometheus = fmt is StatsFormat.prometheus
+    limits = (max_pending, max_age, max_dead, max_abandoned)
+    if watch or check or prometheus or any(limit is not None for limit in limits):
+        from ..metrics import Thresholds
+        from . import monitor
+
+        thresholds = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
+                                abandoned=max_abandoned)
+        monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
+                            limits=thresholds)
+        targets = stats_targets(st, queues or [], discover)
+        if watch:
+            from .watch import watch as live
+
+            live(st, out, targets, interval=interval, iterations=iterations)
+        else:
+            monitor.run(st, out, targets, check=check, limits=thresholds,
+                        prometheus=prometheus)
+        return
     failed = Failures("stats")
     rows: list[dict[str, Any]] = []
-    for name, wq in st.targets(queues or [], discover, failed, rows):
-        found, error = failed.run(st.url_of(wq.client), wq.stats)
-        rows.append(_stats_row(name, found) if found else {"queue": name, "error": error})
+    for t in stats_targets(st, queues or [], discover, failed, rows):
+        found, error = failed.run(t.url, t.queue.stats)
+        rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
     out.rows(rows, STATS_COLUMNS)
     failed.check()
 
 
-def _stats_row(name: str, s: Stats) -> dict[str, Any]:
+def stats_row(name: str, s: Stats) -> dict[str, Any]:
     return {"queue": name, "prefix": s.queue, "pending": s.pending,
             "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
             "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
             "counters": s.counters}
+
+
+class Target(NamedTuple):
+    """A queue to read: its name (as given, configured or discovered), the queue, its server."""
+
+    name: str
+    queue: "WorkQueue"
+    url: str
+
+
+def stats_targets(st: State, names: list[str], discover: bool,
+                  failed: Failures | None = None,
+                  rows: list[dict[str, Any]] | None = None) -> list[Target]:
+    """Named queues; else the configured ones; plus (or, with none configured) discovered
+    (:meth:`State.targets`: a server that cannot be searched is an error row in ``rows``)."""
+    return [Target(name, wq, st.url_of(wq.client))
+            for name, wq in st.targets(names, discover, failed, rows)]
 
 
 def peek(
@@ -73,6 +160,10 @@ def peek(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
+    item_id: Annotated[str | None, typer.Option(
+        "--id", metavar="ID", show_default=False,
+        help="Show this one item, in whatever state it is (not with --state, --count or "
+             "--from).")] = None,
     raw: RawOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -82,8 +173,22 @@ def peek(
     """
     st = state(ctx)
     out = st.output(as_json)
+    if item_id is not None:
+        given = [f"--{name}" for name, param in (("state", "item_state"), ("count", "count"),
+                                                 ("from", "end"))
+                 if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
+        if given:
+            raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
+        item = st.queue(queue).item(item_id)
+        if item is None:
+            raise NothingToDo(f"{queue} has no item {item_id!r}, live or dead")
+        if raw:
+            out.raw([item.data] if item.data is not None else [])
+        else:
+            out.rows([peek_row(item)], _peek_columns(item.state, one=True))
+        return
     wq = st.queue(queue)
-    states = cast("list[State]", [s for s in STATES
+    states = cast("list[ItemState]", [s for s in STATES
                                   if item_state is PurgeChoice.all or s == item_state.value])
     with out.stream(_peek_columns(item_state.value)) as rows:
         left = count
@@ -110,9 +215,10 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
     return row
 
 
-def _peek_columns(item_state: str) -> list[Column]:
-    cols = [Column("id"), Column("data", kind="data"), Column("attempts", kind="number"),
-            Column("enqueued_at", "enqueued", kind="time")]
+def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
+    cols = [Column("id"), *([Column("state")] if one or item_state == "all" else []),
+            Column("data", kind="data"),
+            Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
     extra = {
         "processing": [Column("lease_session", "held by"),
                        Column("lease_expires_at", "lease until", kind="time"),
@@ -126,8 +232,6 @@ def _peek_columns(item_state: str) -> list[Column]:
                 Column("dead_reason", "reason", optional=True),
                 Column("error", optional=True)],
     }
-    if item_state == "all":
-        cols.insert(1, Column("state"))
     return cols + extra.get(item_state, [Column("error")])
 
 
