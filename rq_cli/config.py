@@ -72,13 +72,23 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
 }
+# The thresholds of ``stats --check`` (rq_cli.metrics.MEASURES), also per queue: not engine
+# options (QueueOptions), read by Config.thresholds.
+_CHECK_RULES: dict[str, tuple[str, Any]] = {
+    "max_pending": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
+    "max_age": (_NUMBER, _DELAY),
+    "max_dead": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
+    "max_abandoned": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
+}
+_RULES = {**_OPTION_RULES, **_CHECK_RULES}
 # The server's TLS settings: paths (strings), and tls_insecure (a boolean).
 TLS_FILE_KEYS = ("tls_ca_file", "tls_cert_file", "tls_key_file")
 TLS_KEYS = (*TLS_FILE_KEYS, "tls_insecure")
 _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
 TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues")
-QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *TLS_KEYS, *_OPTION_RULES)
+QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *TLS_KEYS, *_RULES)
 SECRET_HINT = "(hidden)"
+SECRET_IN_URL = "(hidden, in the url)"
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,9 @@ def find(explicit: str | os.PathLike[str] | None = None, *, no_config: bool = Fa
     for cand in candidates(explicit, env=env, cwd=cwd):
         if cand.exists:
             return cand.path
+        if cand.source in ("--config", f"${ENV_CONFIG}") and cand.path.is_dir():
+            raise ConfigError(f"config file {cand.path} (from {cand.source}) is a directory: "
+                              f"name the file itself, for example {cand.path / LOCAL_FILE}")
         if cand.source in ("--config", f"${ENV_CONFIG}"):
             raise ConfigError(f"config file {cand.path} (from {cand.source}) does not exist")
     return None
@@ -224,15 +237,38 @@ class Config:
                   for k, v in merged.items() if k in known}
         return QueueOptions(**kwargs)
 
+    def url_error(self, spec: QueueSpec, problem: str) -> ConfigError:
+        """The config error for a server URL of this file that cannot be used: ``problem``,
+        naming the file and the line of the ``url`` key (``spec.url_source`` says which)."""
+        table = ("queues", spec.name) if spec.url_source == "queue" else ()
+        line = None
+        if self.path is not None:
+            try:
+                line = _Locator(self.path.read_text(encoding="utf-8"))(table, "url")
+            except (OSError, UnicodeDecodeError):
+                line = None
+        at = f" line {line}" if line else ""
+        return ConfigError(f"{self._file()}{at}: url in {_name(table)}: {problem}")
+
+    def thresholds(self, name: str | None = None) -> dict[str, float]:
+        """The ``stats --check`` limits set in the file: ``[defaults]`` < ``[queues.NAME]``
+        (keys ``max_pending``, ``max_age``, ``max_dead``, ``max_abandoned``)."""
+        merged = {k: v for k, v in self.defaults.items() if k in _CHECK_RULES}
+        if name is not None and name in self.queues:
+            merged.update({k: v for k, v in self.queues[name].items() if k in _CHECK_RULES})
+        return merged
+
     # -- display --------------------------------------------------------------------------
     def _file(self) -> str:
         return str(self.path) if self.path else "config"
 
     def show(self, *, url: str | None = None, env: Mapping[str, str] | None = None,
-             mask: Callable[[str], str] = str) -> dict[str, Any]:
+             mask: Callable[[str], str] = str,
+             password_of: Callable[[str], str | None] = lambda url: None) -> dict[str, Any]:
         """The effective configuration, secrets hidden (``rq-cli config show``).
 
-        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``).
+        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``); ``password_of`` finds
+        the password a URL carries (``rq_cli.connect.url_password``), shown as set, hidden.
         """
         env = os.environ if env is None else env
         queues = {}
@@ -243,18 +279,23 @@ class Config:
             if password_env:
                 entry["password_env"] = password_env
                 entry["password"] = SECRET_HINT if env.get(password_env) else "(not set)"
+            elif password_of(server):
+                entry["password"] = SECRET_IN_URL
             tls = self._tls(section, source)
             entry.update({key: value for key, value in zip(TLS_KEYS, tls, strict=True) if value})
             entry.update(_options_dict(self.options(name)))
+            entry.update(self.thresholds(name))
             queues[name] = entry
         shown: dict[str, Any] = {
             "path": str(self.path) if self.path else None,
             "url": mask(self.default_url(url=url, env=env)),
-            "defaults": _options_dict(self.options()),
+            "defaults": {**_options_dict(self.options()), **self.thresholds()},
             "queues": queues,
         }
         if self.password_env:
             shown["password_env"] = self.password_env
+        if password_of(self.default_url(url=url, env=env)):
+            shown["password"] = SECRET_IN_URL
         return shown
 
 
@@ -311,7 +352,7 @@ class _Validator:
         cfg.password_env = self.string((), data, "password_env")
         cfg.tls = self.tls((), data)
         defaults = self.table((), data, "defaults")
-        self.unknown(("defaults",), defaults, tuple(_OPTION_RULES))
+        self.unknown(("defaults",), defaults, tuple(_RULES))
         cfg.defaults = self.options(("defaults",), defaults)
         queues = self.table((), data, "queues")
         for name, section in queues.items():
@@ -375,7 +416,7 @@ class _Validator:
 
     def options(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for key, (kind, check) in _OPTION_RULES.items():
+        for key, (kind, check) in _RULES.items():
             if key not in data:
                 continue
             value = data[key]

@@ -162,7 +162,7 @@ def test_client_certificate_and_key(cli, tmp_path, certs, mtls_url):
 def test_a_server_that_requires_a_client_certificate_without_one(cli, tmp_path, certs,
                                                                 mtls_url):
     _config(tmp_path, mtls_url, tls_ca_file=certs.ca)
-    run = cli("stats", "q", url=None)
+    run = cli("push", "q", "{}", url=None)
     assert run.exit_code == 69, run
     assert run.stderr.startswith(f"rq-cli: cannot connect to {mtls_url}: ")
     assert len(run.stderr.splitlines()) == 1

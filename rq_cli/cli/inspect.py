@@ -1,51 +1,134 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+import functools
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 import typer
 
+from ..connect import mask_url
+from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
+from ..errors import NothingToDo, UsageError
 from ..render import Column
-from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
+from .common import (
+    End,
+    Failures,
+    JsonOpt,
+    OptQueuesArg,
+    PurgeChoice,
+    QueueArg,
+    RawOpt,
+    State,
+    state,
+)
 
 if TYPE_CHECKING:
     from ..core.queue import WorkQueue
+    from ..core.types import State as ItemState
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
     Column("leased", kind="number"), Column("abandoned", kind="number"),
     Column("delayed", kind="number"), Column("due", kind="number"),
     Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"),
+    Column("paused"), Column("error", optional=True),
 ]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
-                  Column("discovered")]
+                  Column("discovered"), Column("error", optional=True)]
+
+
+class StatsFormat(str, Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+
+
 DiscoverOpt = Annotated[bool, typer.Option(
     "--discover", help="Also find queues on the servers by SCAN (read-only).")]
 
 
-def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt = False,
-          as_json: JsonOpt = False) -> None:
+def stats(
+    ctx: typer.Context,
+    queues: OptQueuesArg = None,
+    discover: DiscoverOpt = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", "-w", help="A live dashboard, redrawn every --interval until Ctrl-C (exit "
+                              "0); JSON lines per queue per interval when stdout is not a "
+                              "terminal.")] = False,
+    interval: Annotated[float, typer.Option(
+        "--interval", min=0.1, max=86400, metavar="SECONDS",
+        help="Seconds between refreshes of --watch.")] = 2.0,
+    iterations: Annotated[int | None, typer.Option(
+        "--iterations", min=1, metavar="N", show_default=False,
+        help="Stop --watch after N refreshes (default: run until Ctrl-C).")] = None,
+    fmt: Annotated[StatsFormat | None, typer.Option(
+        "--format", show_default=False,
+        help="table, json (lines), or prometheus (text exposition, for node_exporter's "
+             "textfile collector). Default: a table on a terminal, else JSON lines.")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Print one line per threshold breached and exit 5 if any is, else "
+                        "print nothing and exit 0 (for cron and Nagios-style agents). "
+                        "Thresholds: the --max-* options, else max_pending, max_age, max_dead, "
+                        "max_abandoned of the config.")] = False,
+    max_pending: Annotated[int | None, typer.Option(
+        "--max-pending", min=0, metavar="N", show_default=False,
+        help="--check: at most N pending items.")] = None,
+    max_age: Annotated[float | None, typer.Option(
+        "--max-age", min=0, metavar="SECONDS", show_default=False,
+        help="--check: the oldest pending item at most this old.")] = None,
+    max_dead: Annotated[int | None, typer.Option(
+        "--max-dead", min=0, metavar="N", show_default=False,
+        help="--check: at most N dead-lettered items.")] = None,
+    max_abandoned: Annotated[int | None, typer.Option(
+        "--max-abandoned", min=0, metavar="N", show_default=False,
+        help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
 
-    Example: rq-cli stats emails
+    Example: rq-cli stats emails --watch
     """
     st = state(ctx)
+    if fmt is StatsFormat.json:
+        as_json = True
     out = st.output(as_json)
-    targets = _targets(st, queues or [], discover)
-    rows = []
-    for name, wq in targets:
-        s = wq.stats()
-        rows.append(_stats_row(name, s))
-        if s.other_generation:
-            out.message(f"rq-cli: warning: queue {name} (layout {wq.options.layout}) shows "
-                        f"{s.other_generation} keys: a {s.other_generation} peer shares it, "
-                        "and its cleaner may hand out again items rq-cli holds; set "
+    if fmt is StatsFormat.table:
+        out.json = False
+    prometheus = fmt is StatsFormat.prometheus
+    limits = (max_pending, max_age, max_dead, max_abandoned)
+    if watch or check or prometheus or any(limit is not None for limit in limits):
+        from ..metrics import Thresholds
+        from . import monitor
+
+        thresholds = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
+                                abandoned=max_abandoned)
+        monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
+                            limits=thresholds)
+        targets = stats_targets(st, queues or [], discover)
+        if watch:
+            from .watch import watch as live
+
+            live(st, out, targets, interval=interval, iterations=iterations)
+        else:
+            monitor.run(st, out, targets, check=check, limits=thresholds,
+                        prometheus=prometheus)
+        return
+    failed = Failures("stats")
+    rows: list[dict[str, Any]] = []
+    for t in stats_targets(st, queues or [], discover, failed, rows):
+        found, error = failed.run(t.url, t.queue.stats)
+        rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
+        if found and found.other_generation:
+            out.message(f"rq-cli: warning: queue {t.name} (layout {t.queue.options.layout}) "
+                        f"shows {found.other_generation} keys: a {found.other_generation} peer "
+                        "shares it, and its cleaner may hand out again items rq-cli holds; set "
                         'layout = "compat"')
     out.rows(rows, STATS_COLUMNS)
+    failed.check()
 
 
-def _stats_row(name: str, s: Stats) -> dict[str, Any]:
+def stats_row(name: str, s: Stats) -> dict[str, Any]:
     return {"queue": name, "prefix": s.queue, "pending": s.pending,
             "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
@@ -53,33 +136,39 @@ def _stats_row(name: str, s: Stats) -> dict[str, Any]:
             "counters": s.counters}
 
 
-def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "WorkQueue"]]:
-    """Named queues; else the configured ones; plus (or, with none configured) discovered."""
-    targets = [(name, st.queue(name)) for name in (names or list(st.config.queues))]
-    if discover or not targets:
-        seen = {(id(wq.client), wq.prefix) for _, wq in targets}
-        for server in st.servers():
-            client = st.client(*server)
-            from ..core.discover import discover_queues as find
+class Target(NamedTuple):
+    """A queue to read: its name (as given, configured or discovered), the queue, its server."""
 
-            for prefix in find(client):
-                if (id(client), prefix) not in seen:
-                    seen.add((id(client), prefix))
-                    targets.append((prefix, st.raw_queue(prefix, server)))
-    return targets
+    name: str
+    queue: "WorkQueue"
+    url: str
+
+
+def stats_targets(st: State, names: list[str], discover: bool,
+                  failed: Failures | None = None,
+                  rows: list[dict[str, Any]] | None = None) -> list[Target]:
+    """Named queues; else the configured ones; plus (or, with none configured) discovered
+    (:meth:`State.targets`: a server that cannot be searched is an error row in ``rows``)."""
+    return [Target(name, wq, st.url_of(wq.client))
+            for name, wq in st.targets(names, discover, failed, rows)]
 
 
 def peek(
     ctx: typer.Context,
     queue: QueueArg,
-    item_state: Annotated[StateChoice, typer.Option(
-        "--state", "-s", help="Which items to show.")] = StateChoice.pending,
+    item_state: Annotated[PurgeChoice, typer.Option(
+        "--state", "-s", help="Which items to show; all = pending, processing, delayed, "
+                              "then dead (to copy a queue).")] = PurgeChoice.pending,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=0, max=1_000_000, help="How many items.")] = 10,
+        "--count", "-n", min=0, max=1_000_000, help="How many items (in all).")] = 10,
     end: Annotated[End, typer.Option(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
+    item_id: Annotated[str | None, typer.Option(
+        "--id", metavar="ID", show_default=False,
+        help="Show this one item, in whatever state it is (not with --state, --count or "
+             "--from).")] = None,
     raw: RawOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -89,11 +178,32 @@ def peek(
     """
     st = state(ctx)
     out = st.output(as_json)
-    items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value)
-    if raw:
-        out.raw(i.data for i in items if i.data is not None)
+    if item_id is not None:
+        given = [f"--{name}" for name, param in (("state", "item_state"), ("count", "count"),
+                                                 ("from", "end"))
+                 if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
+        if given:
+            raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
+        item = st.queue(queue).item(item_id)
+        if item is None:
+            raise NothingToDo(f"{queue} has no item {item_id!r}, live or dead")
+        if raw:
+            out.raw([item.data] if item.data is not None else [])
+        else:
+            out.rows([peek_row(item)], _peek_columns(item.state, one=True))
         return
-    out.rows([peek_row(i) for i in items], _peek_columns(item_state.value))
+    wq = st.queue(queue)
+    states = cast("list[ItemState]", [s for s in STATES
+                                  if item_state is PurgeChoice.all or s == item_state.value])
+    with out.stream(_peek_columns(item_state.value)) as rows:
+        left = count
+        for name in states:  # page by page: memory stays flat for a million items
+            for page in wq.peek_pages(name, count=left, from_end=end.value):
+                left -= len(page)
+                if raw:
+                    out.raw(i.data for i in page if i.data is not None)
+                else:
+                    rows.add([peek_row(i) for i in page])
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:
@@ -110,16 +220,22 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
     return row
 
 
-def _peek_columns(item_state: str) -> list[Column]:
-    cols = [Column("id"), Column("data", kind="data"), Column("attempts", kind="number"),
-            Column("enqueued_at", "enqueued", kind="time")]
+def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
+    cols = [Column("id"), *([Column("state")] if one or item_state == "all" else []),
+            Column("data", kind="data"),
+            Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
     extra = {
         "processing": [Column("lease_session", "held by"),
                        Column("lease_expires_at", "lease until", kind="time"),
                        Column("abandoned")],
-        "delayed": [Column("due_at", "due", kind="time")],
+        "delayed": [Column("due_at", "due", kind="time"), Column("error")],
         "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
                  Column("error")],
+        "all": [Column("lease_expires_at", "lease until", kind="time", optional=True),
+                Column("due_at", "due", kind="time", optional=True),
+                Column("dead_at", "died", kind="time", optional=True),
+                Column("dead_reason", "reason", optional=True),
+                Column("error", optional=True)],
     }
     return cols + extra.get(item_state, [Column("error")])
 
@@ -136,21 +252,27 @@ def queues(
     """
     st = state(ctx)
     out = st.output(as_json)
-    from ..connect import mask_url
-
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for name in st.config.queues:
         spec = st.spec(name)
         rows[(spec.url, spec.prefix)] = {"queue": name, "prefix": spec.prefix,
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
+    failed = Failures("queues")
     if discover:
         from ..core.discover import discover_queues as find
 
         for server in st.servers():
-            for prefix in find(st.client(*server)):
-                row = rows.setdefault((server.url, prefix), {
-                    "queue": prefix, "prefix": prefix, "url": mask_url(server.url),
+            url = server.url
+            client = st.server_client(server)
+            found, error = failed.run(url, functools.partial(find, client))
+            if error is not None:
+                rows[(url, "")] = {"queue": None, "prefix": None, "url": mask_url(url),
+                                   "configured": False, "discovered": False, "error": error}
+            for prefix in found or []:
+                row = rows.setdefault((url, prefix), {
+                    "queue": prefix, "prefix": prefix, "url": mask_url(url),
                     "configured": False, "discovered": True})
                 row["discovered"] = True
     out.rows(list(rows.values()), QUEUES_COLUMNS)
+    failed.check()
