@@ -43,13 +43,19 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 
 def _make_ca(directory: Path, name: str) -> None:
+    # (the extensions Python 3.13's strict verification asks of a CA)
     _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
              "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2",
-             "-subj", f"/CN=rq-cli test {name}", cwd=directory)
+             "-subj", f"/CN=rq-cli test {name}",
+             "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=directory)
 
 
 def _make_cert(directory: Path, name: str, ca: str) -> None:
-    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    (directory / "san.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n"
+        "authorityKeyIdentifier=keyid,issuer\nsubjectKeyIdentifier=hash\n")
     _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
              "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}",
              cwd=directory)
