@@ -56,7 +56,7 @@ MAX_DELAY = 10 * 366 * 86400.0
 MAX_ID_BYTES = 4096
 
 _SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
-            "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim")
+            "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim", "purge_ids")
 STATES = ("pending", "processing", "delayed", "dead")
 _COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
                                           "Z": "already_dead", "N": "not_leased"}
@@ -528,6 +528,23 @@ class WorkQueue:
             self._run("purge", ["meta", BATCH])
         return report
 
+    def purge_ids(self, state: State, ids: Sequence[str], *, window: tuple[int, int] = (0, 0),
+                  ) -> list[str]:
+        """Delete the items ``ids`` of ``state``, each only if it is still there; returns
+        the ids deleted (filtered purge, :mod:`rq_cli.filtering`). For pending and
+        processing, ``window`` is the lowest and highest index from the left (``peek``
+        ``from_end="tail"``) at which they were read: only around it is looked for them,
+        so a call stays short on a list of millions. At most SLOW_BATCH ids per call."""
+        if state not in STATES:
+            raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+        if len(ids) > SLOW_BATCH:
+            raise UsageError(f"purge at most {SLOW_BATCH} ids per call")
+        if not ids:
+            return []
+        reply = self._run("purge_ids", [state, window[0], window[1],
+                                        *(_check_id(i) for i in ids)])
+        return [_text(r) or "" for r in reply]
+
     def _scan_items(self) -> Iterator[bytes]:
         """Ids of every item data key of this queue, by SCAN (bounded per call)."""
         offset = self.keys.item_key_offset
@@ -553,19 +570,26 @@ class WorkQueue:
             paused=bool(paused), counters=counters)
 
     def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
-             from_end: str = "head", now_ms: int | None = None) -> list[PeekedItem]:
+             from_end: str = "head", start_at: str | None = None,
+             now_ms: int | None = None) -> list[PeekedItem]:
         """Read items without changing anything. ``head``: the next to be leased (pending),
-        the oldest lease (processing), the soonest due (delayed), the oldest death (dead)."""
+        the oldest lease (processing), the soonest due (delayed), the oldest death (dead).
+
+        ``start_at`` (delayed and dead, ``count`` at most BATCH): begin at that id while it is
+        still in the set, else at ``offset``: a cursor for paging while items leave."""
         if state not in STATES:
             raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
         if from_end not in ("head", "tail"):
             raise UsageError("from must be head or tail")
         if count < 0 or offset < 0:
             raise UsageError("count and offset cannot be negative")
+        if start_at is not None and count > BATCH:
+            raise UsageError(f"peek with start_at reads at most {BATCH} items")
         out: list[PeekedItem] = []
         while len(out) < count:
             n = min(BATCH, count - len(out))
-            r = self._run("peek", [state, offset + len(out), n, from_end], now_ms)
+            r = self._run("peek", [state, offset + len(out), n, from_end, start_at or ""],
+                          now_ms)
             for i in range(0, len(r), PEEK_FIELDS):
                 out.append(_peeked(state, r[i:i + PEEK_FIELDS]))
             if len(r) < PEEK_FIELDS * n:

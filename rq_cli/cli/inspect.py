@@ -4,12 +4,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..render import Column
+from ..render import Column, Output
 from ..reports import PeekedItem, Stats
 from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
+from .filtered import (
+    ErrorOpt,
+    MatchOpt,
+    MinAttemptsOpt,
+    OlderThanOpt,
+    ReasonOpt,
+    make_filter,
+    state_size,
+)
 
 if TYPE_CHECKING:
+    from ..filtering import ItemFilter
     from ..queue import WorkQueue
+    from ..types import State as ItemState
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
@@ -72,20 +83,55 @@ def peek(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
+    match: MatchOpt = None,
+    error: ErrorOpt = None,
+    reason: ReasonOpt = None,
+    older_than: OlderThanOpt = None,
+    min_attempts: MinAttemptsOpt = None,
     raw: RawOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show items without changing anything.
+    """Show items without changing anything; with a filter, the first COUNT that match.
 
-    Example: rq-cli peek emails --state dead -n 20
+    Example: rq-cli peek emails --state dead -n 20 --match "user == 'u-7'"
     """
+    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    if flt is not None:
+        flt.check_state(item_state.value)
     st = state(ctx)
     out = st.output(as_json)
+    if flt is not None:
+        peek_matching(out, queue, st.queue(queue), item_state.value, flt, count=count,
+                      from_end=end.value, raw=raw)
+        return
     items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value)
     if raw:
         out.raw(i.data for i in items if i.data is not None)
         return
     out.rows([peek_row(i) for i in items], _peek_columns(item_state.value))
+
+
+def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemState",
+                  flt: "ItemFilter", *, count: int, from_end: str, raw: bool) -> None:
+    """``peek`` with a filter: the first ``count`` matching items, read page by page; the
+    counts (scanned, matched, not JSON) on stderr."""
+    from ..filtering import FilterReport, scan
+
+    report = FilterReport(queue=queue, state=item_state, action="peek")
+    total = state_size(wq, item_state) if out.terminal.stderr_isatty() else None
+    with out.progress(f"peek {queue}", total=total) as bar, \
+            out.stream(_peek_columns(item_state)) as rows:
+        for step in scan(wq, item_state, flt, report, action="peek", limit=count,
+                         from_end=from_end):
+            if raw:
+                out.raw(i.data for i in step.items if i.data is not None)
+            elif step.items:
+                rows.add([peek_row(i) for i in step.items])
+            bar.set(report.scanned)
+    text = f"{report.matched} matched of {report.scanned} {item_state} scanned"
+    if report.not_json:
+        text += f", {report.not_json} not JSON (never match --match)"
+    out.message(f"rq-cli: peek {queue}: {text}")
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:
