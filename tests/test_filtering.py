@@ -1,4 +1,4 @@
-"""rq_cli.filtering, the filter of peek/requeue-dead/purge (issue 13), against a real server:
+"""rq_cli.core.filtering, the filter of peek/requeue-dead/purge (issue 13), against a real server:
 each condition, JMESPath truth, non-JSON payloads, paging while items leave (small pages),
 limits, rates, interrupted runs and re-runs that move nothing twice, and purge_ids' window."""
 
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from rq_cli import filtering
+from rq_cli.core import filtering
+from rq_cli.core.filtering import FilterReport, ItemFilter, scan, truthy
 from rq_cli.errors import UsageError
-from rq_cli.filtering import FilterReport, ItemFilter, scan, truthy
 from rq_cli.queue import WorkQueue
 
 NOW = 1_800_000_000_000

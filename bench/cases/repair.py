@@ -28,7 +28,7 @@ def _matching(n: int) -> int:
 
 
 def run(ctx: Ctx) -> CaseResult:
-    from rq_cli.filtering import FilterReport, ItemFilter, scan
+    from rq_cli.core.filtering import FilterReport, ItemFilter, scan
     from rq_cli.queue import WorkQueue
 
     res = CaseResult("filter")

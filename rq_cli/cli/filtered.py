@@ -1,5 +1,5 @@
 """The filter options that ``peek``, ``requeue-dead`` and ``purge`` share (defined once), and
-the loop that runs a filtered scan (:func:`rq_cli.filtering.scan`) for them: a JSON line
+the loop that runs a filtered scan (:func:`rq_cli.core.filtering.scan`) for them: a JSON line
 per item moved, a progress bar on a terminal, the counts at the end, and on Ctrl-C what was
 done so far (each step is finished and printed before the interrupt is taken).
 """
@@ -14,10 +14,10 @@ import typer
 from ..render import Column, Output, json_line
 from .common import interrupt_deferred
 
-if TYPE_CHECKING:  # (rq_cli.filtering is loaded when a filter is used: stats stays light)
-    from ..filtering import Action, FilterReport, ItemFilter
-    from ..queue import WorkQueue
-    from ..types import State
+if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
+    from ..core.filtering import Action, FilterReport, ItemFilter
+    from ..core.queue import WorkQueue
+    from ..core.types import State
 
 MatchOpt = Annotated[str | None, typer.Option(
     "--match", metavar="EXPR", show_default=False,
@@ -57,7 +57,7 @@ def make_filter(match: str | None = None, error: str | None = None,
     if match is None and error is None and not reasons and older_than is None \
             and min_attempts is None:
         return None
-    from ..filtering import ItemFilter
+    from ..core.filtering import ItemFilter
 
     return ItemFilter(match=match, error=error, reasons=reasons or (), older_than=older_than,
                       min_attempts=min_attempts)
@@ -96,7 +96,7 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
     ``summary``, a dry run or a terminal), then the counts (stdout for a dry run, with
     ``--summary`` or on a terminal; else one line on stderr). ``quiet``: print nothing but
     the progress bar (purge's count before it asks)."""
-    from ..filtering import FilterReport, ItemFilter, scan
+    from ..core.filtering import FilterReport, ItemFilter, scan
 
     report = FilterReport(queue=queue, state=state, action=action)
     flt = flt or ItemFilter()

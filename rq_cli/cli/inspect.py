@@ -4,8 +4,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..core.reports import PeekedItem, Stats
 from ..render import Column, Output
-from ..reports import PeekedItem, Stats
 from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
 from .filtered import (
     ErrorOpt,
@@ -18,9 +18,9 @@ from .filtered import (
 )
 
 if TYPE_CHECKING:
-    from ..filtering import ItemFilter
-    from ..queue import WorkQueue
-    from ..types import State as ItemState
+    from ..core.filtering import ItemFilter
+    from ..core.queue import WorkQueue
+    from ..core.types import State as ItemState
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
@@ -63,7 +63,7 @@ def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "Wo
         seen = {(id(wq.client), wq.prefix) for _, wq in targets}
         for url, password in st.servers():
             client = st.client(url, password)
-            from ..discover import discover_queues as find
+            from ..core.discover import discover_queues as find
 
             for prefix in find(client):
                 if (id(client), prefix) not in seen:
@@ -115,7 +115,7 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemSta
                   flt: "ItemFilter", *, count: int, from_end: str, raw: bool) -> None:
     """``peek`` with a filter: the first ``count`` matching items, read page by page; the
     counts (scanned, matched, not JSON) on stderr."""
-    from ..filtering import FilterReport, scan
+    from ..core.filtering import FilterReport, scan
 
     report = FilterReport(queue=queue, state=item_state, action="peek")
     total = state_size(wq, item_state) if out.terminal.stderr_isatty() else None
@@ -183,7 +183,7 @@ def queues(
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
     if discover:
-        from ..discover import discover_queues as find
+        from ..core.discover import discover_queues as find
 
         for url, password in st.servers():
             for prefix in find(st.client(url, password)):

@@ -37,7 +37,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import UsageError
+from ..errors import UsageError
+from .limits import MAX_DELAY, SLOW_BATCH
+from .util import server_ms
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -46,8 +48,8 @@ if TYPE_CHECKING:
 
 #: Items read per peek call: about 1 ms of server time (dead items, 1 KB payloads).
 PAGE = 200
-#: Items acted on per script call (requeue_dead by ids, purge_ids): as queue.SLOW_BATCH.
-CHUNK = 200
+#: Items acted on per script call (requeue_dead by ids, purge_ids).
+CHUNK = SLOW_BATCH
 #: Matched ids a dry run keeps as a sample.
 SAMPLE = 10
 #: Longest rate accepted (items per second); 0 and below are refused.
@@ -103,7 +105,7 @@ class ItemFilter:
             except re.error as exc:
                 raise UsageError(f"--error {error!r} is not a regular expression: {exc}") \
                     from None
-        if older_than is not None and not 0 <= older_than <= 10 * 366 * 86400.0:
+        if older_than is not None and not 0 <= older_than <= MAX_DELAY:
             raise UsageError("--older-than must be between 0 and ten years (in seconds)")
         if min_attempts is not None and min_attempts < 0:
             raise UsageError("--min-attempts cannot be negative")
@@ -215,7 +217,7 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
         from_end = "tail"  # lists by index from the left: purge_ids looks around it
     cutoff_s = None
     if flt.older_than is not None:
-        now = now_ms if now_ms is not None else _server_ms(wq.client)
+        now = now_ms if now_ms is not None else server_ms(wq.client)
         cutoff_s = (now - round(flt.older_than * 1000)) / 1000
     # dead items are sorted by time of death: from the head, past the cutoff none is older
     sorted_by_age = state == "dead" and from_end == "head" and cutoff_s is not None
@@ -292,7 +294,3 @@ def _act(wq: WorkQueue, state: State, action: Action, to: WorkQueue | None,
     report.done += len(moved)
     return moved
 
-
-def _server_ms(client: Any) -> int:
-    secs, micros = client.time()
-    return int(secs) * 1000 + int(micros) // 1000
