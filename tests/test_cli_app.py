@@ -32,7 +32,8 @@ def all_commands():
 
 
 EXPECTED = {"push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "clean",
-            "requeue-dead", "purge", "pause", "resume", "work", "cancel", "config", "server"}
+            "requeue-dead", "purge", "dedup", "pause", "resume", "work", "cancel", "config",
+            "server"}
 
 
 def test_every_command_exists():
@@ -239,8 +240,8 @@ def test_commands_are_built_lazily():
 
 
 EXPECTED_ORDER = ("push", "lease", "complete", "fail", "extend", "stats", "peek", "queues",
-                  "clean", "requeue-dead", "purge", "pause", "resume", "work", "cancel", "config",
-                  "server")
+                  "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work", "cancel",
+                  "config", "server")
 
 
 def test_url_from_the_environment(cli, server_url):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
-from .keys import LAYOUTS, Keys, has_hash_tag
+from .keys import DEDUP_WINDOW_FIELD, LAYOUTS, Keys, has_hash_tag
 from .limits import BATCH, BLOCK_CHUNK, LEASE_CHUNK, MAX_CLEAN_WAIT, MAX_DELAY, SLOW_BATCH
 from .scripts import script_source
 from .types import (
@@ -366,6 +366,7 @@ class WorkQueue:
             report.dead += int(reply[3])
             report.suspects += int(reply[4])
             report.promoted += int(reply[5])
+            report.pruned += int(reply[8])  # expired ids of the de-dup window
             if progress:
                 progress(BATCH)
             if left <= 0 and not int(reply[6]):
@@ -496,6 +497,7 @@ class WorkQueue:
         pending, processing, leased, delayed, due, dead, oldest, paused, now = map(int, r[:9])
         leased = min(leased, processing)
         counters = {text(r[i]) or "": int(r[i + 1]) for i in range(9, len(r), 2)}
+        counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
         return Stats(
             queue=self.prefix, pending=pending, processing=processing, leased=leased,
             abandoned=processing - leased, delayed=delayed, due=due, dead=dead,
@@ -528,6 +530,38 @@ class WorkQueue:
             if len(r) < PEEK_FIELDS * n:
                 break
         return out
+
+    # -- de-dup window --------------------------------------------------------------------
+    def set_dedup_window(self, seconds: float) -> int:
+        """Remember ids completed from now on for ``seconds`` (refused by push meanwhile);
+        0 turns the window off and forgets every id. Also prunes a bounded batch of expired
+        ids; returns how many."""
+        if not 0 <= seconds <= MAX_DELAY:
+            raise UsageError("the de-dup window must be between 0 and ten years (in seconds)")
+        return int(self._run("dedup", ["set", ms(seconds)]))
+
+    def dedup_ids(self, *, now_ms: int | None = None,
+                  ) -> tuple[float | None, list[tuple[str, float, float]]]:
+        """The de-dup window in seconds (None: none set) and the ids it remembers, soonest
+        forgotten first: (id, forgotten at (epoch s), seconds left). Read BATCH at a time."""
+        window: float | None = None
+        out: list[tuple[str, float, float]] = []
+        while True:
+            r = self._run("dedup", ["list", len(out), BATCH], now_ms)
+            window = secs(int(r[0])) if int(r[0]) >= 0 else None
+            now = int(r[1])
+            out.extend((text(r[i]) or "", secs(float(r[i + 1])), secs(float(r[i + 1]) - now))
+                       for i in range(2, len(r), 2))
+            if len(r) - 2 < 2 * BATCH:
+                return window, out
+
+    def clear_dedup(self, ids: Iterable[str]) -> int:
+        """Forget ids of the de-dup window (push accepts them again); returns how many it
+        remembered."""
+        cleared = 0
+        for batch in batches([check_id(i) for i in ids], BATCH):
+            cleared += int(self._run("dedup", ["clear", *batch]))
+        return cleared
 
     # -- pause ---------------------------------------------------------------------------
     def pause(self) -> None:
