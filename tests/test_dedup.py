@@ -49,6 +49,14 @@ def test_id_from_data_hashes_and_the_worker_path(r):
     assert again[1].added
 
 
+def test_at_most_once_leases_are_remembered(r):
+    q = WorkQueue(r, "q")
+    q.set_dedup_window(60)
+    q.push([NewItem(b"{}", "a")])
+    assert [i.id for i in q.lease(1, at_most_once=True)] == ["a"]
+    assert q.push([NewItem(b"{}", "a")])[0].reason == "recently completed"
+
+
 def test_no_window_no_memory_and_one_zadd_per_call_with_one(r):
     q = WorkQueue(r, "q")
     q.push([NewItem(b"{}", f"i{k}") for k in range(100)])

@@ -256,8 +256,9 @@ end
 -- by push), remember these completed ids in P:dedup until now + window, so push refuses them
 -- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window.
 local function remember_completed(ids)
+  if #ids == 0 then return end
   local window = tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW))
-  if not window or #ids == 0 then return end
+  if not window then return end
   local args = {}
   for i, id in ipairs(ids) do
     args[2 * i - 1] = NOW + window
