@@ -87,6 +87,8 @@ def test_requeue_dead_old_forms_unchanged(cli):
     ["purge", "q", "--state", "all", "--match", "user", "--yes"],
     ["requeue-dead", "q", "a1", "--match", "user"],
     ["requeue-dead", "q", "--match", "user", "--rate", "0"],
+    ["requeue-dead", "q", "--summary"],  # how to report, not which items: no selection
+    ["requeue-dead", "q", "--rate", "5"],
 ])
 def test_bad_filters_exit_2_with_one_line_and_touch_nothing(cli, r, args):
     fill_dead(cli)

@@ -94,6 +94,9 @@ def test_each_condition(r):
     # dead longer than 50 ms before NOW + 53: d000..d003 (dead at NOW+0..3)
     assert ids(ItemFilter(older_than=0.05), now_ms=NOW + 53) == ["d000", "d001", "d002",
                                                                   "d003"]
+    # sorted by time of death: the scan stops at the first item dead too recently
+    report, _ = run(q, "dead", ItemFilter(older_than=0.05), now_ms=NOW + 53, limit=100)
+    assert report.scanned == 5
 
 
 def test_older_than_for_pending_reads_the_push_time(r):

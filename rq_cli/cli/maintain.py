@@ -112,8 +112,8 @@ def requeue_dead(
     Example: rq-cli requeue-dead emails --match "user == 'u-7'" --error timeout --rate 100
     """
     flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
-    filtered = any(x is not None for x in (match, error, min_attempts, rate)) or \
-        bool(reason) or summary
+    has_filter = any(x is not None for x in (match, error, min_attempts)) or bool(reason)
+    filtered = has_filter or rate is not None or summary  # (--rate, --summary: how, not which)
     st = state(ctx)
     out = st.output(as_json)
     chosen = _dead_ids(st, ids)
@@ -121,7 +121,7 @@ def requeue_dead(
                                or filtered):
         raise UsageError("give ids, or --all/--limit/--older-than/a filter, not both")
     if chosen is None and not (every or limit is not None or older_than is not None
-                               or filtered):
+                               or has_filter):
         raise UsageError("say which dead items: ids, '-' to read them from stdin, --all, "
                          "--limit N, --older-than SECONDS or a filter (--match ...)")
     wq = st.queue(queue)
