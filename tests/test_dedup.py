@@ -95,16 +95,26 @@ def test_pruned_in_bounded_batches_by_clean_and_push(r):
 
 def test_dedup_ids_and_clear(r):
     q = WorkQueue(r, "q")
-    assert q.dedup_ids() == (None, [])
+    assert q.dedup_ids() == (None, 0, [])
     q.set_dedup_window(100)
     q.push([NewItem(b"{}", "a"), NewItem(b"{}", "b")])
     q.lease(2)
     q.complete(["a"])
-    window, ids = q.dedup_ids()
-    assert window == 100 and [i for i, _, _ in ids] == ["a"]
+    window, total, ids = q.dedup_ids()
+    assert window == 100 and total == 1 and [i for i, _, _ in ids] == ["a"]
     assert 99 < ids[0][2] <= 100
     assert q.clear_dedup(["a", "nope"]) == 1
-    assert q.dedup_ids()[1] == []
+    assert q.dedup_ids()[1:] == (0, [])
+
+
+def test_dedup_ids_pages_and_counts(r):
+    q = WorkQueue(r, "q")
+    r.zadd("q:dedup", {f"id{k:04d}": 10**15 + k for k in range(2500)})
+    r.zadd("q:dedup", {"gone": 1})  # expired, not yet pruned: not listed
+    window, total, ids = q.dedup_ids(2100)
+    assert (window, total, len(ids)) == (None, 2500, 2100)
+    assert [i for i, _, _ in ids] == [f"id{k:04d}" for k in range(2100)]
+    assert q.dedup_ids(0)[1:] == (2500, [])
 
 
 def test_the_key_shares_the_queues_slot():
@@ -140,6 +150,7 @@ def test_cli_push_window_summary_and_dedup_command(cli, r):
     assert [x["id"] for x in listed.json] == [item_id]
     assert 0 < listed.json[0]["remaining_s"] <= 120
     assert "window 120 s, 1 ids remembered" in listed.stderr
+    assert cli("dedup", "q", "-n", "0").stderr.endswith("1 ids remembered (0 shown)\n")
     assert cli("dedup", "q", "--clear", item_id).one == {"queue": "q", "cleared": 1}
     assert cli("push", "q", "--id-from-data", '{"n": 1}').one["added"] is True
 

@@ -19,6 +19,8 @@ def dedup(
         help="With --clear: the ids to forget.", show_default=False, metavar="ID")] = None,
     clear: Annotated[bool, typer.Option(
         "--clear", help="Forget the given ids: push accepts them again.")] = False,
+    count: Annotated[int, typer.Option(
+        "--count", "-n", min=0, max=1_000_000, help="List at most this many ids.")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
     """List the recently completed ids that push refuses (the de-dup window), or forget some.
@@ -39,9 +41,10 @@ def dedup(
             raise NothingToDo(f"none of the {len(ids or [])} ids is remembered by the de-dup "
                               f"window of {queue}")
         return
-    window, remembered = wq.dedup_ids()
+    window, total, remembered = wq.dedup_ids(count)
+    shown = f" ({len(remembered)} shown)" if len(remembered) < total else ""
     out.message(f"rq-cli: dedup {queue}: window "
                 f"{'not set' if window is None else f'{window:g} s'}, "
-                f"{len(remembered)} ids remembered")
+                f"{total} ids remembered{shown}")
     out.rows([{"id": i, "forgotten_at": at, "remaining_s": left}
               for i, at, left in remembered], DEDUP_COLUMNS)

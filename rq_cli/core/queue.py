@@ -540,20 +540,23 @@ class WorkQueue:
             raise UsageError("the de-dup window must be between 0 and ten years (in seconds)")
         return int(self._run("dedup", ["set", ms(seconds)]))
 
-    def dedup_ids(self, *, now_ms: int | None = None,
-                  ) -> tuple[float | None, list[tuple[str, float, float]]]:
-        """The de-dup window in seconds (None: none set) and the ids it remembers, soonest
-        forgotten first: (id, forgotten at (epoch s), seconds left). Read BATCH at a time."""
-        window: float | None = None
+    def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,
+                  ) -> tuple[float | None, int, list[tuple[str, float, float]]]:
+        """The de-dup window in seconds (None: none set), how many ids it remembers, and the
+        first ``count`` of them, soonest forgotten first: (id, forgotten at (epoch s),
+        seconds left). Read BATCH at a time."""
+        if count < 0:
+            raise UsageError("count cannot be negative")
         out: list[tuple[str, float, float]] = []
         while True:
-            r = self._run("dedup", ["list", len(out), BATCH], now_ms)
+            n = min(BATCH, count - len(out))
+            r = self._run("dedup", ["list", len(out), n], now_ms)
             window = secs(int(r[0])) if int(r[0]) >= 0 else None
-            now = int(r[1])
+            now, total = int(r[1]), int(r[2])
             out.extend((text(r[i]) or "", secs(float(r[i + 1])), secs(float(r[i + 1]) - now))
-                       for i in range(2, len(r), 2))
-            if len(r) - 2 < 2 * BATCH:
-                return window, out
+                       for i in range(3, len(r), 2))
+            if len(r) - 3 < 2 * n or len(out) >= count:
+                return window, total, out
 
     def clear_dedup(self, ids: Iterable[str]) -> int:
         """Forget ids of the de-dup window (push accepts them again); returns how many it

@@ -4,12 +4,13 @@
 -- ARGV[4] mode:
 --   "set": ARGV[5] window in ms ("0" = no window: stop remembering, forget every id), then
 --          forget up to PRUNE_BATCH expired ids (clean forgets the rest); returns how many
---   "list": ARGV[5] offset, ARGV[6] count; returns {window_ms or -1, now_ms, id1, until1, ...}
---          (ids still remembered, soonest forgotten first)
+--   "list": ARGV[5] offset, ARGV[6] count; returns {window_ms or -1, now_ms, remembered,
+--          id1, until1, ...} (ids still remembered, soonest forgotten first)
 --   "clear": forget ARGV[5..] ids; returns how many were remembered
 local mode = ARGV[4]
 if mode == 'list' then
-  local out = {tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW)) or -1, NOW}
+  local out = {tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW)) or -1, NOW,
+               redis.call('ZCOUNT', K_DEDUP, '(' .. NOW, '+inf')}
   local got = redis.call('ZRANGEBYSCORE', K_DEDUP, '(' .. NOW, '+inf', 'WITHSCORES', 'LIMIT',
                          tonumber(ARGV[5]), tonumber(ARGV[6]))
   for i = 1, #got do out[#out + 1] = got[i] end
