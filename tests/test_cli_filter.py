@@ -141,6 +141,15 @@ def test_progress_bar_on_a_terminal(cli, r):
     assert run.exit_code == 0 and run.one["requeued"] == 6
 
 
+def test_counts_as_a_table_on_a_terminal(cli, r):
+    fill_dead(cli)
+    run = cli("requeue-dead", "q", "--match", "user == 'u-1'", tty=True)
+    assert run.exit_code == 0
+    header, values = [line for line in run.stdout.splitlines() if line.strip()][:3:2]
+    assert "requeued" in header and "not json" in header
+    assert values.split()[:6] == ["q", "dead", "7", "3", "1", "3"]
+
+
 def test_ctrl_c_then_rerun_moves_each_item_once(server_url, r, tmp_path: Path):
     """A real process interrupted by SIGINT mid-run: exit 130, each line it printed is an
     item that moved, and a re-run moves exactly the rest."""

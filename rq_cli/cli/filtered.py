@@ -43,10 +43,12 @@ SummaryOpt = Annotated[bool, typer.Option(
     "--summary", help="Print one line of counts instead of one line per item moved "
                       "(filtered runs).")]
 
-SUMMARY_COLUMNS = [Column("queue"), Column("state")] + [
-    Column(k, kind="number") for k in ("scanned", "matched", "not_json")] + [
-    Column("done", "moved", kind="number"), Column("skipped", kind="number"),
-    Column("changed", kind="number"), Column("dry_run", "dry run"), Column("sample")]
+def summary_columns(verb: str) -> list[Column]:
+    """The table of the counts (``verb``: requeued or purged)."""
+    return [Column("queue"), Column("state")] + [
+        Column(k, kind="number") for k in ("scanned", "matched", "not_json", verb, "skipped",
+                                           "changed")] + [
+        Column("dry_run", "dry run"), Column("sample")]
 
 
 def make_filter(match: str | None = None, error: str | None = None,
@@ -124,7 +126,7 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
     elif per_item:
         out.message(f"rq-cli: {label} {queue}: {describe(report, verb)}")
     else:
-        out.rows([summary_row(report, verb, to_name)], SUMMARY_COLUMNS)
+        out.rows([summary_row(report, verb, to_name)], summary_columns(verb))
     return report
 
 
