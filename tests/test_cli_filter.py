@@ -145,8 +145,10 @@ def test_counts_as_a_table_on_a_terminal(cli, r):
     fill_dead(cli)
     run = cli("requeue-dead", "q", "--match", "user == 'u-1'", tty=True)
     assert run.exit_code == 0
-    header, values = [line for line in run.stdout.splitlines() if line.strip()][:3:2]
-    assert "requeued" in header and "not json" in header
+    lines = run.stdout.splitlines()
+    header = next(line for line in lines if "requeued" in line)
+    assert "not json" in header and "changed" in header
+    values = next(line for line in lines if line.split()[:1] == ["q"])
     assert values.split()[:6] == ["q", "dead", "7", "3", "1", "3"]
 
 
@@ -178,3 +180,11 @@ def test_ctrl_c_then_rerun_moves_each_item_once(server_url, r, tmp_path: Path):
     rest = [json.loads(line)["id"] for line in rerun.stdout.splitlines()]
     assert sorted(first + rest) == [f"i{k:03d}" for k in range(n)]
     assert r.zcard("q:dead") == 0 and r.llen("q:queue") == n
+
+
+def test_peek_filter_needs_one_state(cli, r):
+    fill_dead(cli)
+    run = cli("peek", "q", "--state", "all", "--match", "user")
+    assert run.exit_code == 2 and "one state" in run.stderr
+    run = cli("peek", "q", "--id", "a1", "--match", "user")
+    assert run.exit_code == 2 and "not with a filter" in run.stderr

@@ -523,6 +523,18 @@ class WorkQueue:
 
         ``start_at`` (delayed and dead, ``count`` at most BATCH): begin at that id while it is
         still in the set, else at ``offset``: a cursor for paging while items leave."""
+        return [item for page in self.peek_pages(state, count=count, offset=offset,
+                                                 from_end=from_end, start_at=start_at,
+                                                 now_ms=now_ms)
+                for item in page]
+
+    def peek_pages(self, state: State = "pending", *, count: int = 10, offset: int = 0,
+                   from_end: str = "head", start_at: str | None = None,
+                   now_ms: int | None = None) -> Iterator[list[PeekedItem]]:
+        """:meth:`peek` in pages of at most ``BATCH`` items, one script call each, read as
+        they are consumed: memory stays flat however many items are read. Each page is
+        read at its own moment: an item that moves between pages may be missed or seen
+        twice (peek changes nothing and locks nothing)."""
         if state not in STATES:
             raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
         if from_end not in ("head", "tail"):
@@ -531,16 +543,16 @@ class WorkQueue:
             raise UsageError("count and offset cannot be negative")
         if start_at is not None and count > BATCH:
             raise UsageError(f"peek with start_at reads at most {BATCH} items")
-        out: list[PeekedItem] = []
-        while len(out) < count:
-            n = min(BATCH, count - len(out))
-            r = self._run("peek", [state, offset + len(out), n, from_end, start_at or ""],
-                          now_ms)
-            for i in range(0, len(r), PEEK_FIELDS):
-                out.append(_peeked(state, r[i:i + PEEK_FIELDS]))
-            if len(r) < PEEK_FIELDS * n:
+        done = 0
+        while done < count:
+            n = min(BATCH, count - done)
+            r = self._run("peek", [state, offset + done, n, from_end, start_at or ""], now_ms)
+            page = [_peeked(state, r[i:i + PEEK_FIELDS]) for i in range(0, len(r), PEEK_FIELDS)]
+            if page:
+                yield page
+            done += len(page)
+            if len(page) < n:
                 break
-        return out
 
     def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
         """One item by id, in whatever state it is (pending, processing, delayed or dead),
