@@ -1,0 +1,97 @@
+"""Issue 11, ``rq-cli work``: the whole command as a user runs it (start-up included), side by
+side with its baselines, interleaved, ``reps`` times.
+
+- ``rq-cli work q --max-items N -- /bin/true`` over N pending items vs a bare shell loop that
+  forks the external ``/bin/true`` N times (``bash -c 'for i in $(seq N); do /bin/true
+  </dev/null; done'``; the builtin ``true`` would not fork). Ratio: the shell's wall time over
+  the worker's (a rate ratio), budget >= 0.7x.
+- ``rq-cli work q --concurrency 8 --max-items M -- /bin/sleep 0.05`` vs the ideal, 8 items per
+  50 ms (M / 8 * 0.05 s). Ratio: ideal time over wall time, budget >= 0.8x.
+
+The worker's log (one JSON line per item) goes to a file, the commands' output to /dev/null.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from ..fill import fill
+from ..harness import CaseResult, Ctx, Row, Run, log, median, run_timed, skipped_row, summary
+
+Q = "wq"
+SLEEP = 0.05
+CONCURRENCY = 8
+
+
+def run(ctx: Ctx) -> CaseResult:
+    res = CaseResult("work")
+    measure_true = "rq-cli work q -- /bin/true / bash loop forking /bin/true"
+    measure_conc = f"rq-cli work --concurrency {CONCURRENCY} -- sleep {SLEEP} / ideal"
+    if not ctx.cli:
+        res.rows.append(skipped_row("11 work", measure_true, "min", 0.7, ctx.cli_reason))
+        res.rows.append(skipped_row("11 work", measure_conc, "min", 0.8, ctx.cli_reason))
+        return res
+    server = ctx.server
+    client = server.client()
+    true_bin = shutil.which("true") or "/bin/true"
+    sleep_bin = shutil.which("sleep") or "/bin/sleep"
+    n = ctx.scale(2_000, 500)
+    m = ctx.scale(640, 160)
+    ideal = m / CONCURRENCY * SLEEP
+    times: dict[str, list[float]] = {"worker true": [], "shell true": [], "worker c8": []}
+    ratios_true: list[float] = []
+    ratios_conc: list[float] = []
+    for rep in range(ctx.reps):
+        order = ["worker", "shell"] if rep % 2 == 0 else ["shell", "worker"]
+        got: dict[str, float] = {}
+        for who in order:
+            if who == "shell":
+                r = run_timed(["bash", "-c", f"for i in $(seq {n}); do {true_bin} </dev/null; "
+                               f"done"], env=ctx.env, cwd=ctx.work)
+            else:
+                server.flush()
+                fill(client, Q, "pending", n)
+                r = run_timed([ctx.cli, "work", Q, "--max-items", str(n), "--", true_bin],
+                              env=ctx.env, cwd=ctx.work)
+                _check(client, r, n, "work -- true")
+            got[who] = r.seconds
+        times["worker true"].append(got["worker"])
+        times["shell true"].append(got["shell"])
+        ratios_true.append(got["shell"] / got["worker"])
+        server.flush()
+        fill(client, Q, "pending", m)
+        r = run_timed([ctx.cli, "work", Q, "--concurrency", str(CONCURRENCY), "--max-items",
+                       str(m), "--", sleep_bin, str(SLEEP)], env=ctx.env, cwd=ctx.work)
+        _check(client, r, m, "work --concurrency")
+        times["worker c8"].append(r.seconds)
+        ratios_conc.append(ideal / r.seconds)
+        log(f"work rep {rep + 1}: true: worker {n / got['worker']:,.0f} items/s, shell "
+            f"{n / got['shell']:,.0f} forks/s ({ratios_true[-1]:.2f}x); concurrency "
+            f"{CONCURRENCY}: {m / r.seconds:,.0f} items/s, ideal {m / ideal:,.0f} "
+            f"({ratios_conc[-1]:.2f}x)")
+    server.flush()
+    client.close()
+    res.raw = {"items_true": n, "items_concurrency": m, "true": true_bin, "sleep": sleep_bin,
+               "seconds": {k: summary(v) for k, v in times.items()},
+               "ratio_true": summary(ratios_true), "ratio_concurrency": summary(ratios_conc)}
+    res.rows.append(Row(
+        "11 work", measure_true,
+        f"{n / median(times['worker true']):,.0f} items/s",
+        f"{n / median(times['shell true']):,.0f} forks/s", ratios_true, "min", 0.7,
+        note=f"{n} items, start-up included"))
+    res.rows.append(Row(
+        "11 work", measure_conc, f"{m / median(times['worker c8']):,.0f} items/s",
+        f"{m / ideal:,.0f} items/s", ratios_conc, "min", 0.8,
+        note=f"{m} items, start-up included"))
+    return res
+
+
+def _check(client: Any, r: Run, n: int, what: str) -> None:
+    from rq_cli.queue import WorkQueue
+
+    if r.returncode != 0:
+        raise RuntimeError(f"{what} exited {r.returncode}: {r.stderr[-300:]}")
+    done = WorkQueue(client, Q).stats().counters.get("completed", 0)
+    if done != n:
+        raise RuntimeError(f"{what}: {done} of {n} items completed")
