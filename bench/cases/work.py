@@ -88,7 +88,7 @@ def run(ctx: Ctx) -> CaseResult:
 
 
 def _check(client: Any, r: Run, n: int, what: str) -> None:
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     if r.returncode != 0:
         raise RuntimeError(f"{what} exited {r.returncode}: {r.stderr[-300:]}")
