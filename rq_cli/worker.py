@@ -112,6 +112,7 @@ class _Held:
     expires: float  # epoch seconds
     next_beat: float  # monotonic: extend the lease from then on
     reclaimed: bool = False
+    lost: str | None = None  # "lost" or "cancelled": someone else owns the item now
 
     @property
     def ref(self) -> ItemRef:
@@ -352,7 +353,8 @@ class Worker:
         return _Held(wq, item, item.lease_expires_at, next_beat, reclaimed)
 
     def _held(self) -> list[_Held]:
-        return [j.held for j in self.jobs.values() if j.stopped is None] + list(self.ahead)
+        return [j.held for j in self.jobs.values()
+                if j.stopped is None and j.held.lost is None] + list(self.ahead)
 
     def _lease(self) -> int:
         """Lease what the slots (and, for short commands, the items held ahead) want,
@@ -458,8 +460,8 @@ class Worker:
             0.8 * self.avg_duration + 0.2 * duration
         entry: dict[str, Any] = {"queue": item.queue, "id": item.id, "attempt": item.attempt,
                                  "exit_code": code, "duration_s": round(duration, 3)}
-        if job.stopped in ("lost", "cancelled"):
-            entry["outcome"] = job.stopped  # someone else owns the item now: touch nothing
+        if held.lost is not None:
+            entry["outcome"] = held.lost  # someone else owns the item now: touch nothing
         elif job.stopped == "shutdown":
             wq.fail([ref], error="worker stopped", retry_in=0)
             self.stats.returned += 1
@@ -725,7 +727,7 @@ class Worker:
                     if out.lease_expires_at is not None:
                         held.expires = out.lease_expires_at
                     continue
-                why = "cancelled" if out.outcome == "already_dead" else "lost"
+                why = held.lost = "cancelled" if out.outcome == "already_dead" else "lost"
                 self.log({"event": "lease", "queue": held.item.queue, "id": held.item.id,
                           "outcome": out.outcome,
                           "note": "cancelled: stopping the command" if why == "cancelled"

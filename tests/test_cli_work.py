@@ -325,3 +325,28 @@ def test_a_normal_exit_leaves_what_a_command_started_in_the_background(
     time.sleep(0.3)  # the guard would have acted by now
     assert _alive(child)
     os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_lost_lease_is_logged_and_stops_the_command_unless_asked_not_to(
+        server_url: str, r: redis.Redis, tmp_path: Path, keep: bool) -> None:
+    wq = WorkQueue(r, "w")
+    wq.push([NewItem(b"{}", "job")])
+    # the first heartbeat comes after the lease has run out and another session took it
+    proc = start(server_url, "w", "--max-items", "1", "--lease", "0.3", "--heartbeat", "1.2",
+                 "--grace", "0.2",
+                 *(["--keep-running-on-lost-lease"] if keep else []), "--",
+                 "sh", "-c", f"touch {tmp_path}/go; sleep 2.5; touch {tmp_path}/end")
+    wait_for(lambda: (tmp_path / "go").exists())
+    time.sleep(0.5)
+    wq.clean(grace_seconds=0)
+    other = WorkQueue(r, "w")
+    (taken,) = other.lease(lease_seconds=60)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    (note,) = [e for e in log(err) if e.get("event") == "lease"]
+    assert note["id"] == "job" and "lease lost" in note["note"]
+    assert outcomes(err) == {"job": "lost"}
+    assert (tmp_path / "end").exists() == keep  # stopped, or let run to its end
+    (held,) = wq.peek("processing")  # the other session's item: left alone
+    assert held.lease_session == other.session
