@@ -60,6 +60,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from .core.limits import BATCH
 from .core.queue import WorkQueue, lease_many
 from .core.types import ItemRef, LeasedItem
 from .errors import UsageError
@@ -234,6 +235,9 @@ class Worker:
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        # inherited as ignored, SIGCHLD would have the kernel reap the commands: their exit
+        # codes would be lost
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         self._old_wakeup = signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
 
     # -- the guard: commands do not outlive a worker killed with SIGKILL -------------------
@@ -278,7 +282,9 @@ class Worker:
                 self.stop_all("shutdown")
                 self._return_ahead()
             self._start_ahead()
-            if not self.jobs and not self.ahead and self._waiter is None and (
+            if self.jobs or self.ahead:
+                idle_since = time.monotonic()  # idle: from when the last work ended
+            elif self._waiter is None and (
                     self.signals or self._quota_done()
                     or (self.empty and self._idle_over(idle_since))):
                 break
@@ -374,7 +380,7 @@ class Worker:
             return 0
         finished, self.finished = self.finished, []
         items: list[LeasedItem]
-        if len(self.queues) == 1 and len(finished) <= 1000:
+        if len(self.queues) == 1 and len(finished) <= BATCH:
             wq = self.queues[0]
             outcomes, items = wq.complete_and_lease([h.ref for h in finished], want,
                                                     lease_seconds=self.lease_seconds)
@@ -670,8 +676,8 @@ class Worker:
             _killpg(job.pid, signal.SIGKILL)
         try:
             _, status = os.waitpid(job.pid, 0)
-        except ChildProcessError:
-            status = 0
+        except ChildProcessError:  # reaped by someone else: its exit code is unknown, so
+            status = 255 << 8  # it counts as a failure (exit 255), never as done
         job.status = os.waitstatus_to_exitcode(status)
         del self.jobs[job.pid]
         if job.pidfd is not None:
