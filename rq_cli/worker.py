@@ -145,6 +145,7 @@ class _Job:
     stopped: str | None = None  # why the worker stopped it: timeout, lost, cancelled, shutdown
     kill_at: float | None = None  # monotonic: SIGKILL the group if it is still running
     status: int | None = None  # exit code once reaped (negative: killed by that signal)
+    ended: float = 0.0  # monotonic, once reaped
 
 
 @dataclass
@@ -461,7 +462,7 @@ class Worker:
         held = job.held
         item, wq = held.item, held.wq
         ref = held.ref
-        duration = time.monotonic() - job.started
+        duration = job.ended - job.started
         self.avg_duration = duration if self.avg_duration is None else \
             0.8 * self.avg_duration + 0.2 * duration
         entry: dict[str, Any] = {"queue": item.queue, "id": item.id, "attempt": item.attempt,
@@ -679,6 +680,7 @@ class Worker:
         except ChildProcessError:  # reaped by someone else: its exit code is unknown, so
             status = 255 << 8  # it counts as a failure (exit 255), never as done
         job.status = os.waitstatus_to_exitcode(status)
+        job.ended = time.monotonic()
         del self.jobs[job.pid]
         if job.pidfd is not None:
             self.sel.unregister(job.pidfd)
@@ -687,6 +689,7 @@ class Worker:
         for stream in job.streams:
             if self._copy(stream):  # still open: a process it started holds it; let go
                 self._close_stream(stream)
+        self._start_ahead()  # the slot's next command first: settling can wait a moment
         self._settle(job)
 
     def _timers(self) -> None:
