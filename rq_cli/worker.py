@@ -12,13 +12,14 @@ Python process), in their own process group, with the item's data on a stdin pip
 ``RQ_WORKER_SESSION`` in their environment.
 
 Leasing. A command that exits 0 is completed in the next round trip, which also leases the
-next items (``complete_and_lease``). When commands are short (they ran under
-``PREFETCH_UNDER`` seconds on average), the worker holds up to ``concurrency`` items leased
-ahead, so that a slot that frees up starts its next command at once and the round trip runs
-while commands do; a refill is asked for when half of them are used, so N commands at once
-cost about one round trip per N/2 items. When the queue is empty and a slot is free, one
-lease thread waits on the server (``lease(wait=...)``: BLMOVE, not a poll) while the loop
-goes on settling commands.
+next items (``complete_and_lease``), at most ``COMPLETE_WITHIN`` seconds later. When commands
+are short (they ran under ``PREFETCH_UNDER`` seconds on average), the worker holds about
+``PREFETCH_SECONDS`` of work leased ahead (at least ``concurrency`` items, at most
+``MAX_AHEAD``), so that a slot that frees up starts its next command at once and the round
+trip runs while commands do; a refill is asked for when half of them are used, so a round
+trip serves many items. Long commands get no items ahead: none waits behind them. When the
+queue is empty and a slot is free, one lease thread waits on the server (``lease(wait=...)``:
+BLMOVE, not a poll) while the loop goes on settling commands.
 
 Outcomes: exit 0 completes the item; ``DEAD_EXIT`` dead-letters it at once (a permanent
 failure); any other exit, a signal or ``--timeout`` fails it (retried with the queue's
