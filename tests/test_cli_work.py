@@ -350,3 +350,27 @@ def test_a_lost_lease_is_logged_and_stops_the_command_unless_asked_not_to(
     assert (tmp_path / "end").exists() == keep  # stopped, or let run to its end
     (held,) = wq.peek("processing")  # the other session's item: left alone
     assert held.lease_session == other.session
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_signals_with_items_leased_ahead_leave_nothing_in_processing(
+        server_url: str, r: redis.Redis, tmp_path: Path, signals: int) -> None:
+    wq = WorkQueue(r, "w")
+    wq.push([NewItem(b"{}", f"i{n:03}") for n in range(300)])
+    # short commands: the worker leases items ahead of the running ones
+    proc = start(server_url, "w", "--concurrency", "2", "--", "sh", "-c",
+                 f"touch {tmp_path}/$RQ_ITEM_ID; sleep 0.02")
+    wait_for(lambda: len(list(tmp_path.iterdir())) >= 20)
+    for _ in range(signals):
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    done = outcomes(err)
+    stats = wq.stats()
+    assert stats.processing == 0  # every item leased ahead was run, or put back
+    assert stats.counters["completed"] == sum(o == "completed" for o in done.values())
+    assert stats.pending == 300 - stats.counters["completed"]
+    assert set(done.values()) <= {"completed", "returned"}
+    if signals == 1:
+        assert "returned" not in done.values()
