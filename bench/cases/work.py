@@ -48,7 +48,7 @@ def run(ctx: Ctx) -> CaseResult:
     ratios_true: list[float] = []
     ratios_conc: list[float] = []
     ratios_whole: list[float] = []
-    for rep in range(ctx.reps):
+    for rep in range(ctx.reps + 2):  # short, noisy measurements: more repetitions
         order = ["worker", "shell"] if rep % 2 == 0 else ["shell", "worker"]
         got: dict[str, float] = {}
         for who in order:
