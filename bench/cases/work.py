@@ -1,10 +1,10 @@
 """Issue 11, ``rq-cli work``: the whole command as a user runs it (start-up included), side by
-side with its baselines, interleaved, ``reps`` times.
+side with its baselines, interleaved, ``reps`` + 2 times (short, noisy measurements).
 
 - ``rq-cli work q --max-items N -- /bin/true`` over N pending items vs a bare shell loop that
   forks the external ``/bin/true`` N times (``bash -c 'for i in $(seq N); do /bin/true
-  </dev/null; done'``; the builtin ``true`` would not fork). Ratio: the shell's wall time over
-  the worker's (a rate ratio), budget >= 0.7x.
+  </dev/null; done'``; the builtin ``true`` would not fork), each run twice per repetition in
+  ABBA order. Ratio: the shell's wall time over the worker's (a rate ratio), budget >= 0.7x.
 - ``rq-cli work q --concurrency 8 --max-items M -- /bin/sleep 0.05`` vs the ideal, 8 items per
   50 ms. Budget >= 0.8x on the steady rate: the same command over 8 items (start-up, one
   round of commands, exit) is timed in the same repetition, and the rate is (M - 8) items
@@ -49,8 +49,10 @@ def run(ctx: Ctx) -> CaseResult:
     ratios_conc: list[float] = []
     ratios_whole: list[float] = []
     for rep in range(ctx.reps + 2):  # short, noisy measurements: more repetitions
-        order = ["worker", "shell"] if rep % 2 == 0 else ["shell", "worker"]
-        got: dict[str, float] = {}
+        # ABBA: a drift in the machine's load between the runs weighs on both alike
+        order = ["worker", "shell", "shell", "worker"] if rep % 2 == 0 else \
+            ["shell", "worker", "worker", "shell"]
+        got: dict[str, float] = {"worker": 0.0, "shell": 0.0}
         for who in order:
             if who == "shell":
                 r = run_timed(["bash", "-c", f"for i in $(seq {n}); do {true_bin} </dev/null; "
@@ -61,7 +63,7 @@ def run(ctx: Ctx) -> CaseResult:
                 r = run_timed([ctx.cli, "work", Q, "--max-items", str(n), "--", true_bin],
                               env=ctx.env, cwd=ctx.work)
                 _check(client, r, n, "work -- true")
-            got[who] = r.seconds
+            got[who] += r.seconds / 2
         times["worker true"].append(got["worker"])
         times["shell true"].append(got["shell"])
         ratios_true.append(got["shell"] / got["worker"])
