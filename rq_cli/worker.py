@@ -85,6 +85,8 @@ COMPLETE_WITHIN = 0.2
 SESSION_ENV = "RQ_WORKER_SESSION"
 #: Longest time without a pidfd (not Linux) between checks for exited commands, seconds.
 REAP_POLL = 0.01
+#: Yields of the CPU to a command that closed its output, waiting for its exit.
+EXIT_SPIN = 20
 
 _READ = 65536
 #: Signals Python ignores that a command must get back at their defaults (as subprocess does).
@@ -651,6 +653,8 @@ class Worker:
                 job, stream = what
                 if not self._copy(stream) and stream in job.streams:
                     job.streams.remove(stream)
+                    if not job.streams and job.pid in self.jobs:
+                        self._exiting(job)
             elif kind == "in":
                 self._feed(what)
             elif kind == "wake":
@@ -663,6 +667,22 @@ class Worker:
         self._note_signals()
         self._timers()
         return got
+
+    def _exiting(self, job: _Job) -> None:
+        """``job``'s command closed its output: it is most likely exiting (a process's files
+        are closed before its parent is told). Give it the CPU to finish and reap it now,
+        rather than sleep and wake once more for its pidfd (at most ``EXIT_SPIN`` yields)."""
+        if job.pidfd is None:
+            return  # the loop checks it soon anyway
+        for _ in range(EXIT_SPIN):
+            try:
+                if os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                    os.sched_yield()
+                    continue
+            except ChildProcessError:
+                pass
+            self._reap(job)
+            return
 
     def _reap(self, job: _Job) -> None:
         """If ``job``'s command has exited: collect it, its last output, and settle it."""
