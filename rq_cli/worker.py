@@ -295,9 +295,8 @@ class Worker:
             if self._leasing() and self._waiter is None and self._lease():
                 idle_since = time.monotonic()
                 self._start_ahead()
-            if self.finished and (self._waiter is not None or not self._leasing() or
-                                  time.monotonic() - self.finished_at >= COMPLETE_WITHIN):
-                self._complete()
+            if self.finished and time.monotonic() - self.finished_at >= COMPLETE_WITHIN:
+                self._complete()  # no lease round trip took them along in time
             if self._poll_once(self._timeout()):
                 idle_since = time.monotonic()
         if self.finished:

@@ -374,3 +374,19 @@ def test_signals_with_items_leased_ahead_leave_nothing_in_processing(
     assert set(done.values()) <= {"completed", "returned"}
     if signals == 1:
         assert "returned" not in done.values()
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_short_commands_share_round_trips(server_url: str, r: redis.Redis,
+                                          concurrency: int) -> None:
+    wq = WorkQueue(r, "w")
+    wq.push([NewItem(b"{}", f"i{n:03}") for n in range(200)])
+    r.config_resetstat()
+    proc = work(server_url, "w", "--concurrency", str(concurrency), "--max-items", "200",
+                "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    assert wq.stats().counters["completed"] == 200
+    stats = r.info("commandstats")
+    scripts = sum(v["calls"] for k, v in stats.items() if k.startswith("cmdstat_eval"))
+    # leased ahead and completed in the same round trips: far fewer calls than items
+    assert scripts <= 50, stats
