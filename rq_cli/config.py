@@ -71,6 +71,7 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "retry_backoff_max": (_NUMBER, _DELAY),
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
+    "dedup_window": (_NUMBER, _DELAY),
 }
 # The thresholds of ``stats --check`` (rq_cli.metrics.MEASURES), also per queue: not engine
 # options (QueueOptions), read by Config.thresholds.

@@ -16,6 +16,9 @@
 -- ARGV[10] when the pass started (ms; ignored when starting a pass)
 -- ARGV[11] how many ids to sample from each bookkeeping key at the end of a pass (prune)
 -- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start, pruned}
+-- (pruned: ids whose bookkeeping the sampled prune dropped, plus expired ids of the de-dup
+-- window forgotten at the end of a pass, `limit` at most; more_due is also set while more
+-- of those may be left)
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(ARGV[4])
 local left = tonumber(ARGV[5])
@@ -25,7 +28,8 @@ local front = ARGV[8] == '1'
 local dry = ARGV[9] == '1'
 local pass_start = tonumber(ARGV[10])
 local sample = tonumber(ARGV[11])
-local recovered, dropped, dead, suspects, promoted, more_due, pruned = 0, 0, 0, 0, 0, 0, 0
+local recovered, dropped, dead, suspects, promoted, more_due = 0, 0, 0, 0, 0, 0
+local pruned = 0
 
 if left < 0 then
   pass_start = NOW
@@ -147,6 +151,10 @@ if left <= 0 then
   else
     local more
     promoted, more = promote_due(limit)
+    if more then more_due = 1 end
+    local forgotten
+    forgotten, more = prune_dedup(limit)
+    pruned = pruned + forgotten
     if more then more_due = 1 end
     -- Forget sightings this pass did not renew (bounded: the hash holds only lease-less ids;
     -- deep clean's "d:" sightings are its own).
