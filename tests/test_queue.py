@@ -689,7 +689,7 @@ def test_fixed_keys_is_the_one_definition():
     fixed_props = {n for n in props if isinstance(getattr(k, n), str)
                    and getattr(k, n).startswith("p:") and ":" not in getattr(k, n)[2:]}
     assert fixed_props == names
-    assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders"}
+    assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders", "item_tenant"}
     assert set(META_ZSETS) == {"expires", "leases"}
 
 

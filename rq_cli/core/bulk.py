@@ -31,7 +31,7 @@ from ..errors import UsageError
 from .limits import BATCH, MAX_DELAY
 from .scripts import script_source
 from .types import NewItem, PushResult
-from .util import as_bytes, check_id, data_id, is_cluster, ms, now_arg, text
+from .util import as_bytes, check_id, check_tenant, data_id, is_cluster, ms, now_arg, text
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -64,21 +64,26 @@ REASONS = {"0": "duplicate", "2": "dead"}
 def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,
                  batch_size: int = BATCH, id_from_data: bool = False, front: bool = False,
                  delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
-                 ) -> Iterator[list[PushResult]]:
+                 tenant: str | None = None) -> Iterator[list[PushResult]]:
     """``WorkQueue.push_batches``: :func:`stream` with one PushResult per item."""
     for batch in stream(q, items, batch_size=batch_size, id_from_data=id_from_data,
-                        front=front, delay=delay, expire=expire, now_ms=now_ms):
+                        front=front, delay=delay, expire=expire, now_ms=now_ms, tenant=tenant):
         yield batch.results()
 
 
 def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
            id_from_data: bool = False, front: bool = False, delay: float = 0.0,
-           expire: float | None = None, now_ms: int | None = None) -> Iterator[Pushed]:
+           expire: float | None = None, now_ms: int | None = None,
+           tenant: str | None = None) -> Iterator[Pushed]:
     """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
 
     Memory stays bounded (a few batches). If iterating ``items`` raises, the items taken
-    before it are stored and yielded first, then the exception propagates.
+    before it are stored and yielded first, then the exception propagates. ``tenant`` (or
+    an item's own ``NewItem.tenant``) puts items in that tenant's sub-queue (fair queues):
+    such batches take the simple path, one call per run of items of one tenant.
     """
+    if tenant is not None:
+        check_tenant(tenant)
     if not 0 <= delay <= MAX_DELAY:
         raise UsageError("the delay must be between 0 and ten years (in seconds)")
     if expire is not None and not 0 < expire <= MAX_DELAY:
@@ -90,18 +95,57 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
     chunk, error = _take(source, batch_size)
     client = q.client
     if (error is None and len(chunk) == batch_size and not is_cluster(client)
-            and getattr(client, "connection", None) is None):
+            and getattr(client, "connection", None) is None and tenant is None
+            and not _tenanted(chunk)):
         yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms)
         return
-    while chunk:  # the simple path: one call per batch, each waited for
-        ids, args, fresh = _pairs(chunk, id_from_data)
-        reply = q._run("push", [*flags, "1" if fresh else "0", *args], now_ms)
-        yield Pushed(ids, text(reply) or "")
+    while chunk:  # the simple path: one call per batch (per tenant), each waited for
+        yield from _store_runs(q, chunk, id_from_data, flags, now_ms, tenant)
         if error is not None or len(chunk) < batch_size:
             break
         chunk, error = _take(source, batch_size)
     if error is not None:
         raise error
+
+
+def _store_runs(q: WorkQueue, chunk: list[Any], id_from_data: bool, flags: list[str],
+                now_ms: int | None, tenant: str | None = None) -> Iterator[Pushed]:
+    """Store ``chunk`` with one script call per run of one tenant (a tenant's sub-queue is
+    KEYS[2] of push.lua), each waited for."""
+    for run_tenant, run in _tenant_runs(chunk, tenant):
+        ids, args, fresh = _pairs(run, id_from_data)
+        keys = None
+        if run_tenant is not None:
+            keys = [q.keys.queue, q.keys.tenant_queue(run_tenant)]
+            q.sync_tenant_weight(run_tenant)
+        reply = q._run("push", [*flags, "1" if fresh else "0", *args], now_ms, keys=keys)
+        yield Pushed(ids, text(reply) or "")
+
+
+def _tenanted(chunk: list[Any]) -> bool:
+    """Whether an item of ``chunk`` names its own tenant."""
+    return any(type(item) is NewItem and item.tenant is not None for item in chunk)
+
+
+def _tenant_runs(chunk: list[Any], default: str | None,
+                 ) -> Iterator[tuple[str | None, list[Any]]]:
+    """The chunk cut into runs of consecutive items of one tenant (None: the default)."""
+    if default is None and not _tenanted(chunk):
+        yield None, chunk
+        return
+    run: list[Any] = []
+    current: str | None = None
+    for item in chunk:
+        own = item.tenant if type(item) is NewItem and item.tenant is not None else default
+        if own is not None and own is not default:
+            check_tenant(own)
+        if run and own != current:
+            yield current, run
+            run = []
+        current = own
+        run.append(item)
+    if run:
+        yield current, run
 
 
 def _take(source: Iterator[Any], size: int) -> tuple[list[Any], Exception | None]:
@@ -197,6 +241,19 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
     error: Exception | None = None
     try:
         while True:
+            if _tenanted(chunk):  # fair: items naming a tenant, one call per tenant's run
+                while inflight:
+                    if loading:
+                        conn.read_response()
+                        loading = False
+                    yield Pushed(inflight.popleft(), text(conn.read_response()) or "")
+                yield from _store_runs(q, chunk, id_from_data, flags, now_ms)
+                if error is not None or len(chunk) < batch_size:
+                    break
+                chunk, error = _take(source, batch_size)
+                if not chunk:
+                    break
+                continue
             try:
                 ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data)
             except Exception as exc:  # a bad id: store the batches before it, then raise

@@ -30,10 +30,12 @@ _META_ZSETS = META_ZSETS
 
 
 def _listed(q: WorkQueue) -> set[bytes]:
-    """Every id in the queue, processing, cleaning and delayed structures (paged reads)."""
+    """Every id in the queue, processing, cleaning and delayed structures, and in the
+    sub-queues of the tenants with work (fair queues) (paged reads)."""
     k, client = q.keys, q.client
     seen: set[bytes] = set()
-    for key in (k.processing, k.queue, k.cleaning):
+    _, tenants = q.tenants()
+    for key in (k.processing, k.queue, k.cleaning, *map(k.tenant_queue, tenants)):
         start = 0
         while page := client.lrange(key, start, start + PAGE - 1):
             seen.update(page)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from .limits import FAIR_POLL_MS
+
 LAYOUTS = ("compat", "v0.3", "v0.1")
 
 # Characters with a meaning in a SCAN/KEYS glob pattern.
@@ -68,7 +70,20 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("paused", "string", "other"),
     # clean's sightings, id -> first seen; fields are "p:<id>", "c:<id>" or "d:<id>"
     FixedKey("suspects", "hash", "other"),
+    # fair queues (README "Fair queues"): the ring of tenants with work (a LIST rotated with
+    # LMOVE, its right end the tenant whose turn it is; "" stands for the default tenant,
+    # P:queue), the ring's state (fields "turn": items the head tenant has had this turn,
+    # "pending": items in the tenants' sub-queues), the weights, and each tenanted item's
+    # tenant (id -> tenant, dropped with its item)
+    FixedKey("tenants", "list", "other"),
+    FixedKey("fair", "hash", "other"),
+    FixedKey("tenant_weights", "hash", "other"),
+    FixedKey("item_tenant", "hash", "meta"),
 )
+#: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
+TENANT_QUEUE = "tenant"
+#: The ring's name for the default tenant (the items of P:queue).
+DEFAULT_TENANT = ""
 #: per-item bookkeeping keyed by id (role "meta"), by type
 META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash")
 META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")
@@ -93,6 +108,9 @@ def lua_header() -> str:
         f"local META_ZSETS = {table(META_ZSETS)}",
         f"local UNLINKED_WHOLE = "
         f"{table(k.name for k in FIXED_KEYS if k.role in ('meta', 'other'))}",
+        f"local TENANT_KEY_PREFIX = PREFIX .. ':{TENANT_QUEUE}:'",
+        f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'",
+        f"local FAIR_POLL_MS = {FAIR_POLL_MS}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -184,6 +202,34 @@ class Keys(NamedTuple):
     def leases(self) -> str:
         """zset id -> lease deadline (ms) of leases granted or seen by rq-cli (for stats)."""
         return f"{self.prefix}:leases"
+
+    # -- fair queues -------------------------------------------------------------------
+    @property
+    def tenants(self) -> str:
+        """LIST, the ring of tenants with work; its right end has the turn."""
+        return f"{self.prefix}:tenants"
+
+    @property
+    def fair(self) -> str:
+        """hash: "turn", items the tenant at the ring's head has had in its current turn;
+        "pending", items in the tenants' sub-queues. Exists once the queue has had tenants."""
+        return f"{self.prefix}:fair"
+
+    @property
+    def tenant_weights(self) -> str:
+        """hash tenant -> weight (items per turn; absent = 1)."""
+        return f"{self.prefix}:tenant_weights"
+
+    @property
+    def item_tenant(self) -> str:
+        """hash id -> tenant of each live tenanted item (so it returns to its tenant)."""
+        return f"{self.prefix}:item_tenant"
+
+    def tenant_queue(self, tenant: str) -> str:
+        """The sub-queue (LIST) of ``tenant``; the default tenant's is P:queue."""
+        if tenant == DEFAULT_TENANT:
+            return self.queue
+        return f"{self.prefix}:{TENANT_QUEUE}:{tenant}"
 
     # -- patterns and groups ---------------------------------------------------------
     @property

@@ -34,6 +34,8 @@ from .util import (
     batches,
     check_count,
     check_id,
+    check_tenant,
+    check_weight,
     is_cluster,
     make_session,
     ms,
@@ -94,6 +96,11 @@ class WorkQueue:
                 f"queue prefix {prefix!r} has no hash tag, so its keys would be spread over "
                 f"the cluster's slots; use a prefix like '{{{prefix}}}' or 'app:{{{prefix}}}'")
         self._scripts: dict[str, Any] = {}
+        #: fair queues: the configured weights, and the tenants whose weight this object
+        #: has written to P:tenant_weights
+        self._weights = {check_tenant(t): check_weight(t, w)
+                         for t, w in self.options.tenant_weights}
+        self._weights_synced: set[str] = set()
 
     def __repr__(self) -> str:
         return f"WorkQueue({self.prefix!r}, layout={self.options.layout!r})"
@@ -106,10 +113,38 @@ class WorkQueue:
         return script
 
     def _run(self, name: str, args: Sequence[Any], now_ms: int | None = None,
-             client: Any = None) -> Any:
+             client: Any = None, keys: Sequence[str] | None = None) -> Any:
         head = [self.prefix, now_arg(now_ms), self.options.layout]
-        return self._script(name)(keys=self._script_keys, args=head + list(args),
+        return self._script(name)(keys=keys or self._script_keys, args=head + list(args),
                                   client=client or self.client)
+
+    # -- fair queues ---------------------------------------------------------------------
+    def sync_tenant_weight(self, tenant: str) -> None:
+        """Write ``tenant``'s configured weight (or its absence: weight 1) to
+        P:tenant_weights, once per tenant for this object: the leases of every client read
+        it there. Called before the first push into the tenant."""
+        if tenant in self._weights_synced:
+            return
+        weight = self._weights.get(tenant)
+        if weight is None or weight == 1:
+            self.client.hdel(self.keys.tenant_weights, tenant)
+        else:
+            self.client.hset(self.keys.tenant_weights, tenant, weight)
+        self._weights_synced.add(tenant)
+
+    def tenants(self) -> tuple[int, dict[str, int]]:
+        """(pending items of the default tenant, {tenant: pending items}) for every tenant
+        with work, in turn order; one script call per BATCH tenants."""
+        depths: dict[str, int] = {}
+        offset, default = 0, 0
+        while True:
+            r = self._run("tenants", [offset, BATCH])
+            total, default = int(r[0]), int(r[1])
+            for i in range(2, len(r), 2):
+                depths[text(r[i]) or ""] = int(r[i + 1])
+            offset += BATCH
+            if offset >= total + 1:  # (+1: the default tenant's place in the ring)
+                return default, depths
 
     @property
     def _front_requeue(self) -> str:
@@ -118,18 +153,20 @@ class WorkQueue:
     # -- push ----------------------------------------------------------------------------
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
              front: bool = False, delay: float = 0.0, expire: float | None = None,
-             now_ms: int | None = None) -> list[PushResult]:
-        """Push items; returns one PushResult per item, in order (added=False: duplicate id)."""
+             now_ms: int | None = None, tenant: str | None = None) -> list[PushResult]:
+        """Push items; returns one PushResult per item, in order (added=False: duplicate id).
+        ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins)."""
         results: list[PushResult] = []
         for batch in self.push_batches(items, id_from_data=id_from_data, front=front,
-                                       delay=delay, expire=expire, now_ms=now_ms):
+                                       delay=delay, expire=expire, now_ms=now_ms,
+                                       tenant=tenant):
             results.extend(batch)
         return results
 
     def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
                      id_from_data: bool = False, front: bool = False, delay: float = 0.0,
                      expire: float | None = None, now_ms: int | None = None,
-                     ) -> Iterator[list[PushResult]]:
+                     tenant: str | None = None) -> Iterator[list[PushResult]]:
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
@@ -140,7 +177,8 @@ class WorkQueue:
         from .bulk import push_batches
 
         return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
-                            front=front, delay=delay, expire=expire, now_ms=now_ms)
+                            front=front, delay=delay, expire=expire, now_ms=now_ms,
+                            tenant=tenant)
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
@@ -471,24 +509,37 @@ class WorkQueue:
             yield key[offset:]
 
     # -- read-only -----------------------------------------------------------------------
-    def stats(self, *, now_ms: int | None = None) -> Stats:
-        """Counts, in one round trip whatever the queue's size."""
+    def stats(self, *, now_ms: int | None = None, by_tenant: bool = False) -> Stats:
+        """Counts, in one round trip whatever the queue's size (``by_tenant``: and the
+        pending items of each tenant, one more call per BATCH tenants)."""
         from .reports import Stats
 
         r = self._run("stats", [], now_ms)
-        pending, processing, leased, delayed, due, dead, oldest, paused, now = map(int, r[:9])
+        pending, processing, leased, delayed, due, dead, oldest, paused, now, tenants = \
+            map(int, r[:10])
         leased = min(leased, processing)
-        counters = {text(r[i]) or "": int(r[i + 1]) for i in range(9, len(r), 2)}
+        counters = {text(r[i]) or "": int(r[i + 1]) for i in range(10, len(r), 2)}
+        per_tenant = None
+        if by_tenant:
+            default, depths = self.tenants()
+            per_tenant = {"": default, **depths}
         return Stats(
             queue=self.prefix, pending=pending, processing=processing, leased=leased,
             abandoned=processing - leased, delayed=delayed, due=due, dead=dead,
             oldest_pending_age_s=secs(max(now - oldest, 0)) if oldest >= 0 else None,
-            paused=bool(paused), counters=counters)
+            paused=bool(paused), counters=counters, tenants=tenants, by_tenant=per_tenant)
 
     def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
-             from_end: str = "head", now_ms: int | None = None) -> list[PeekedItem]:
+             from_end: str = "head", now_ms: int | None = None, tenant: str | None = None,
+             ) -> list[PeekedItem]:
         """Read items without changing anything. ``head``: the next to be leased (pending),
-        the oldest lease (processing), the soonest due (delayed), the oldest death (dead)."""
+        the oldest lease (processing), the soonest due (delayed), the oldest death (dead).
+        ``tenant``: the pending items of that tenant's sub-queue (fair queues)."""
+        keys = None
+        if tenant is not None:
+            if state != "pending":
+                raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
+            keys = [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
         if state not in STATES:
             raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
         if from_end not in ("head", "tail"):
@@ -498,7 +549,7 @@ class WorkQueue:
         out: list[PeekedItem] = []
         while len(out) < count:
             n = min(BATCH, count - len(out))
-            r = self._run("peek", [state, offset + len(out), n, from_end], now_ms)
+            r = self._run("peek", [state, offset + len(out), n, from_end], now_ms, keys=keys)
             for i in range(0, len(r), PEEK_FIELDS):
                 out.append(_peeked(state, r[i:i + PEEK_FIELDS]))
             if len(r) < PEEK_FIELDS * n:

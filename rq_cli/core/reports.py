@@ -62,6 +62,10 @@ class Stats:
     oldest_pending_age_s: float | None
     paused: bool
     counters: dict[str, int]
+    #: fair queues: tenants with work (the default tenant not counted)
+    tenants: int = 0
+    #: with ``by_tenant``: pending items per tenant ("" is the default tenant, P:queue)
+    by_tenant: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

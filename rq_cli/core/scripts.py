@@ -12,12 +12,14 @@ LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than import
 
 #: Every script the engine runs (``lua/<name>.lua``).
 SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
-           "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim")
+           "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim",
+           "tenants")
 
 
 @cache
 def script_source(name: str) -> str:
     """The Lua source of script ``name``, with the common prelude in front."""
-    with open(os.path.join(LUA_DIR, "_common.lua")) as common, \
+    with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
+            open(os.path.join(LUA_DIR, "_common.lua")) as common, \
             open(os.path.join(LUA_DIR, f"{name}.lua")) as script:
-        return lua_header() + common.read() + "\n" + script.read()
+        return lua_header() + fair.read() + "\n" + common.read() + "\n" + script.read()

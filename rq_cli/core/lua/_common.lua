@@ -149,8 +149,10 @@ local function drop_meta(id)
 end
 
 -- Put a live id back in line: the back (LPUSH, as peers do) or the front (RPUSH).
+-- (fair: into the item's tenant sub-queue, if it has a tenant: _fair.lua line_of)
 local function enqueue(id, front)
-  if front then redis.call('RPUSH', K_QUEUE, id) else redis.call('LPUSH', K_QUEUE, id) end
+  local line = line_of(id)
+  if front then redis.call('RPUSH', line, id) else redis.call('LPUSH', line, id) end
 end
 
 -- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).
@@ -183,6 +185,7 @@ local function dead_letter(id, reason, err)
   redis.call('ZADD', K_DEAD, NOW, id)
   local info = {reason = reason, attempts = attempts, at = NOW / 1000}
   if err then info.error = err end
+  info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
   drop_meta(id)
   count('dead', 1)
@@ -198,7 +201,7 @@ local function promote_due(limit)
   for _, id in ipairs(ids) do
     redis.call('ZREM', K_DELAYED, id)
     if redis.call('EXISTS', item_key(id)) == 1 then
-      redis.call('LPUSH', K_QUEUE, id)
+      enqueue(id) -- (fair: to its tenant)
       moved = moved + 1
     else
       drop_meta(id)

@@ -47,7 +47,7 @@ for i = 11, #ARGV, 2 do
       if delay > 0 then
         redis.call('ZADD', K_DELAYED, NOW + delay, id)
       else
-        redis.call('LPUSH', K_QUEUE, id)
+        enqueue(id) -- (fair: back to its tenant)
       end
       retried = retried + 1
       out[#out + 1] = 'R'; out[#out + 1] = NOW + delay

@@ -29,7 +29,8 @@ local leased, stamps, deadlines, holders = {}, {}, {}, {}
 local deadline = tostring(NOW + ms)
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
-  local ids = redis.call('RPOP', K_QUEUE, math.min(want - taken, limit - looked, 1000))
+  -- (fair: round-robin over the tenants with work, _fair.lua; else RPOP P:queue)
+  local ids = take_ids(math.min(want - taken, limit - looked, 1000))
   if not ids then break end
   looked = looked + #ids
   local item_keys, v3_keys, v1_keys = {}, {}, {}
@@ -98,5 +99,10 @@ count('leased', taken)
 if taken == 0 then
   local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
   if first[2] then out[3] = tonumber(first[2]) end
+  -- fair: a waiting client blocks on P:queue, which a tenant push does not touch: on a
+  -- queue that has had tenants, it looks again within FAIR_POLL_MS
+  if redis.call('EXISTS', K_FAIR) == 1 and (out[3] < 0 or out[3] > NOW + FAIR_POLL_MS) then
+    out[3] = NOW + FAIR_POLL_MS
+  end
 end
 return out

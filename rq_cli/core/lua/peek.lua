@@ -8,7 +8,8 @@
 local state, offset, n, head = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == 'head'
 local ids, scores = {}, {}
 if state == 'pending' or state == 'processing' then
-  local key = state == 'pending' and K_QUEUE or K_PROCESSING
+  -- (fair: KEYS[2], if given, is the tenant's sub-queue to read instead of P:queue)
+  local key = state == 'pending' and (KEYS[2] or K_QUEUE) or K_PROCESSING
   if head then
     local got = redis.call('LRANGE', key, -(offset + n), -(offset + 1))
     for i = #got, 1, -1 do ids[#ids + 1] = got[i] end

@@ -8,7 +8,7 @@ local state = ARGV[4]
 local batch = tonumber(ARGV[5])
 local n = 0
 if state == 'pending' then
-  local ids = redis.call('RPOP', K_QUEUE, batch)
+  local ids = take_pending(batch) -- (fair: P:queue, then the tenants' sub-queues)
   if not ids then return 0 end
   for _, id in ipairs(ids) do
     -- a second copy of an id someone holds: the leased item is not pending, keep it

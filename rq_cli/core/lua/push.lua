@@ -81,12 +81,14 @@ if n > 0 then
     call_all('ZADD', key, due)
   end
   if expire > 0 then zadd_after(K_EXPIRES, expire) end
+  -- fair: KEYS[2], if given, is a tenant's sub-queue: the items go there (_fair.lua)
+  local line = tenant_pushed(added, delay <= 0)
   if delay > 0 then
     zadd_after(K_DELAYED, delay)
   elseif front then
-    call_all('RPUSH', K_QUEUE, added)
+    call_all('RPUSH', line, added)
   else
-    call_all('LPUSH', K_QUEUE, added)
+    call_all('LPUSH', line, added)
   end
 end
 count('pushed', n)

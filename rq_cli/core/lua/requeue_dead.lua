@@ -30,7 +30,14 @@ for _, id in ipairs(ids) do
     out[#out + 1] = id
     if not dry then
       redis.call('SET', target_item, data)
-      redis.call('LPUSH', target .. ':queue', id)
+      -- fair: back to its tenant's sub-queue (in this queue; another queue gets it untenanted)
+      local tenant = target == PREFIX and dead_tenant(id)
+      if tenant then
+        redis.call('HSET', K_ITEM_TENANT, id, tenant)
+        enqueue(id)
+      else
+        redis.call('LPUSH', target .. ':queue', id)
+      end
       redis.call('HSET', target .. ':enqueued', id, NOW)
       redis.call('HDEL', target .. ':attempts', id)
       redis.call('DEL', dead_item_key(id))

@@ -1,9 +1,10 @@
 -- stats: every count in one call, each O(1) or O(log N) whatever the queue's size.
 -- Read-only. No arguments of its own.
 -- Returns {pending, processing, leased, delayed, due, dead, oldest_enqueued_ms (-1 = unknown),
---          paused, now_ms, counter1, value1, ...}
+--          paused, now_ms, tenants, counter1, value1, ...}
 -- leased counts leases in P:leases (granted by rq-cli, or seen by its clean) still running.
-local pending = redis.call('LLEN', K_QUEUE)
+-- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
+local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, 'pending')) or 0)
 local processing = redis.call('LLEN', K_PROCESSING)
 local leased = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')
 local oldest = -1
@@ -17,6 +18,7 @@ local out = {
   oldest,
   redis.call('EXISTS', K_PAUSED),
   NOW,
+  math.max(redis.call('LLEN', K_TENANTS) - 1, 0), -- fair: tenants with work
 }
 local counters = redis.call('HGETALL', K_COUNTERS)
 for i = 1, #counters do out[#out + 1] = counters[i] end
