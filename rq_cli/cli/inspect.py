@@ -16,8 +16,9 @@ STATS_COLUMNS = [
     Column("leased", kind="number"), Column("abandoned", kind="number"),
     Column("delayed", kind="number"), Column("due", kind="number"),
     Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"),
+    Column("paused"), Column("tenants", kind="number"),
 ]
+TENANT_COLUMNS = [Column("queue"), Column("tenant"), Column("pending", kind="number")]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
                   Column("discovered")]
 DiscoverOpt = Annotated[bool, typer.Option(
@@ -25,6 +26,10 @@ DiscoverOpt = Annotated[bool, typer.Option(
 
 
 def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt = False,
+          by_tenant: Annotated[bool, typer.Option(
+              "--by-tenant", help="One row per tenant with pending items (fair queues): "
+                                  "queue, tenant (null: items pushed without --tenant), "
+                                  "pending.")] = False,
           as_json: JsonOpt = False) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
 
@@ -33,6 +38,12 @@ def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt
     st = state(ctx)
     out = st.output(as_json)
     targets = _targets(st, queues or [], discover)
+    if by_tenant:
+        out.rows([{"queue": name, "tenant": tenant or None, "pending": depth}
+                  for name, wq in targets
+                  for tenant, depth in (wq.stats(by_tenant=True).by_tenant or {}).items()],
+                 TENANT_COLUMNS)
+        return
     rows = [_stats_row(name, wq.stats()) for name, wq in targets]
     out.rows(rows, STATS_COLUMNS)
 
@@ -42,7 +53,7 @@ def _stats_row(name: str, s: Stats) -> dict[str, Any]:
             "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
             "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
-            "counters": s.counters}
+            "tenants": s.tenants, "counters": s.counters}
 
 
 def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "WorkQueue"]]:
@@ -73,6 +84,9 @@ def peek(
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
     raw: RawOpt = False,
+    tenant: Annotated[str | None, typer.Option(
+        "--tenant", metavar="TENANT",
+        help="Show the pending items of this tenant's sub-queue (fair queues).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show items without changing anything.
@@ -81,7 +95,8 @@ def peek(
     """
     st = state(ctx)
     out = st.output(as_json)
-    items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value)
+    items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value,
+                                 tenant=tenant)
     if raw:
         out.raw(i.data for i in items if i.data is not None)
         return

@@ -117,7 +117,7 @@ def _store_runs(q: WorkQueue, chunk: list[Any], id_from_data: bool, flags: list[
         keys = None
         if run_tenant is not None:
             keys = [q.keys.queue, q.keys.tenant_queue(run_tenant)]
-            q.sync_tenant_weight(run_tenant)
+            q.sync_tenant_weights()
         reply = q._run("push", [*flags, "1" if fresh else "0", *args], now_ms, keys=keys)
         yield Pushed(ids, text(reply) or "")
 

@@ -96,11 +96,9 @@ class WorkQueue:
                 f"queue prefix {prefix!r} has no hash tag, so its keys would be spread over "
                 f"the cluster's slots; use a prefix like '{{{prefix}}}' or 'app:{{{prefix}}}'")
         self._scripts: dict[str, Any] = {}
-        #: fair queues: the configured weights, and the tenants whose weight this object
-        #: has written to P:tenant_weights
+        #: fair queues: the configured weights, until written to P:tenant_weights
         self._weights = {check_tenant(t): check_weight(t, w)
                          for t, w in self.options.tenant_weights}
-        self._weights_synced: set[str] = set()
 
     def __repr__(self) -> str:
         return f"WorkQueue({self.prefix!r}, layout={self.options.layout!r})"
@@ -119,18 +117,14 @@ class WorkQueue:
                                   client=client or self.client)
 
     # -- fair queues ---------------------------------------------------------------------
-    def sync_tenant_weight(self, tenant: str) -> None:
-        """Write ``tenant``'s configured weight (or its absence: weight 1) to
-        P:tenant_weights, once per tenant for this object: the leases of every client read
-        it there. Called before the first push into the tenant."""
-        if tenant in self._weights_synced:
-            return
-        weight = self._weights.get(tenant)
-        if weight is None or weight == 1:
-            self.client.hdel(self.keys.tenant_weights, tenant)
-        else:
-            self.client.hset(self.keys.tenant_weights, tenant, weight)
-        self._weights_synced.add(tenant)
+    def sync_tenant_weights(self) -> None:
+        """Write the configured tenant weights (``QueueOptions.tenant_weights``) to
+        P:tenant_weights, where every client's lease reads them: once per object, before its
+        first tenant push or lease; nothing when none are configured. A tenant no config
+        names keeps the weight last written (1 if never): configure 1 to reset it."""
+        if self._weights:
+            self.client.hset(self.keys.tenant_weights, mapping=self._weights)
+            self._weights = {}
 
     def tenants(self) -> tuple[int, dict[str, int]]:
         """(pending items of the default tenant, {tenant: pending items}) for every tenant
@@ -219,6 +213,7 @@ class WorkQueue:
         """
         lease_ms = self._lease_ms(lease_seconds)
         check_count(count)
+        self.sync_tenant_weights()
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
             items, paused, next_due, _ = self._lease_once(count, lease_ms, now_ms,
@@ -237,6 +232,7 @@ class WorkQueue:
         if len(items) > BATCH:
             raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
         check_count(count)
+        self.sync_tenant_weights()
         leased, _, _, codes = self._lease_once(count, self._lease_ms(lease_seconds), now_ms,
                                                complete=items)
         return [ItemOutcome(ref.id, _COMPLETE_OUTCOMES[code])
@@ -480,7 +476,10 @@ class WorkQueue:
             k = self.keys
             pipe = self.client.pipeline(transaction=False)
             pipe.llen(k.queue).llen(k.processing).zcard(k.delayed).zcard(k.dead)
-            counts = dict(zip(STATES, pipe.execute(), strict=True))
+            pipe.hget(k.fair, "pending")  # fair: the items in the tenants' sub-queues
+            *listed, in_tenants = pipe.execute()
+            counts = dict(zip(STATES, listed, strict=True))
+            counts["pending"] += int(in_tenants or 0)
             for s in states:
                 setattr(report, s, int(counts[s]))
             if state == "all":
@@ -624,6 +623,7 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         if order == "fair":
             _random().shuffle(ordered)
         for q in ordered:
+            q.sync_tenant_weights()
             items, _, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None,
                                            at_most_once)
             if items:
