@@ -120,13 +120,13 @@ def run(ctx: Ctx) -> CaseResult:
              "10 tenants vs none": (10, 0)}
     if ctx.quick:
         pairs["10,000 vs 10 tenants"] = (2_000, 10)
-    cost: dict[int, list[float]] = {}
+    cost: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in pairs}
     ratios: dict[str, list[float]] = {k: [] for k in pairs}
     for rep in range(ctx.reps):
         for name, (many, few) in pairs.items():
             got_many, got_few = _paired_cost(client, many, few, leases)
-            cost.setdefault(many, []).append(got_many)
-            cost.setdefault(few, []).append(got_few)
+            cost[name][0].append(got_many)
+            cost[name][1].append(got_few)
             ratios[name].append(got_many / got_few)
             log(f"fair rep {rep + 1}: {many:,} tenants {got_many:.1f} us, {few:,} tenants "
                 f"{got_few:.1f} us per lease (medians)")
@@ -136,7 +136,8 @@ def run(ctx: Ctx) -> CaseResult:
                "leases_until_small_served": {"tenants": summary(fair_n),
                                              "fifo": summary(fifo_n)},
                "leases_measured": leases,
-               "server_us_per_lease": {str(t): summary(v) for t, v in sorted(cost.items())}}
+               "server_us_per_lease": {name: {"many": summary(m), "few": summary(f)}
+                                       for name, (m, f) in cost.items()}}
     res.rows.append(Row(
         "fair", f"leases until all {total_small:,} small-tenant items are leased "
                 f"({big:,} of one tenant first)",
@@ -146,10 +147,10 @@ def run(ctx: Ctx) -> CaseResult:
         "fair", "the same, tenants / plain FIFO", f"{median(fair_n):,.0f}",
         f"{median(fifo_n):,.0f}", [f / b for f, b in zip(fair_n, fifo_n, strict=True)], "info",
         None))
-    for name, (many, few) in pairs.items():
+    for name in pairs:
         budget = 1.2 if name.startswith("10,000") and not ctx.quick else None
         res.rows.append(Row(
             "fair", f"server us per lease(1), {name}",
-            f"{median(cost[many]):.1f} us", f"{median(cost[few]):.1f} us", ratios[name],
+            f"{median(cost[name][0]):.1f} us", f"{median(cost[name][1]):.1f} us", ratios[name],
             "max" if budget else "info", budget))
     return res
