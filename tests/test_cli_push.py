@@ -206,8 +206,8 @@ def test_push_server_killed_part_way(cli, make_server):
         killer.cancel()
     assert run.exit_code == 69, run
     assert "cannot connect" in run.stderr or "Connection" in run.stderr
-    assert "confirmed before the error" in run.stderr
-    assert run.stderr.count("\n") == 2  # the count, then the error: one line each
+    assert "confirmed before it" in run.stderr
+    assert run.stderr.count("\n") == 1  # the error, with the count: one line (issue 10)
 
 
 def test_stdin_json_is_accepted_exactly_as_the_strict_decoder_would(cli, r):

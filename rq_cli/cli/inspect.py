@@ -1,28 +1,43 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
+import functools
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 import typer
 
+from ..connect import mask_url
+from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
 from ..errors import NothingToDo, UsageError
 from ..render import Column
-from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
+from .common import (
+    End,
+    Failures,
+    JsonOpt,
+    OptQueuesArg,
+    PurgeChoice,
+    QueueArg,
+    RawOpt,
+    State,
+    state,
+)
 
 if TYPE_CHECKING:
     from ..core.queue import WorkQueue
+    from ..core.types import State as ItemState
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
     Column("leased", kind="number"), Column("abandoned", kind="number"),
     Column("delayed", kind="number"), Column("due", kind="number"),
     Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"), Column("tenants", kind="number"),
+    Column("paused"), Column("tenants", kind="number"), Column("error", optional=True),
 ]
-TENANT_COLUMNS = [Column("queue"), Column("tenant"), Column("pending", kind="number")]
+TENANT_COLUMNS = [Column("queue"), Column("tenant"), Column("pending", kind="number"),
+                  Column("error", optional=True)]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
-                  Column("discovered")]
+                  Column("discovered"), Column("error", optional=True)]
 
 
 class StatsFormat(str, Enum):
@@ -104,15 +119,24 @@ def stats(
             monitor.run(st, out, targets, check=check, limits=thresholds,
                         prometheus=prometheus)
         return
-    targets = stats_targets(st, queues or [], discover)
+    failed = Failures("stats")
+    rows: list[dict[str, Any]] = []
     if by_tenant:
-        out.rows([{"queue": t.name, "tenant": tenant or None, "pending": depth}
-                  for t in targets
-                  for tenant, depth in (t.queue.stats(by_tenant=True).by_tenant or {}).items()],
-                 TENANT_COLUMNS)
+        for t in stats_targets(st, queues or [], discover, failed, rows):
+            found, error = failed.run(t.url, functools.partial(t.queue.stats, by_tenant=True))
+            if found is None:
+                rows.append({"queue": t.name, "error": error})
+                continue
+            rows.extend({"queue": t.name, "tenant": tenant or None, "pending": depth}
+                        for tenant, depth in (found.by_tenant or {}).items())
+        out.rows(rows, TENANT_COLUMNS)
+        failed.check()
         return
-    rows = [stats_row(t.name, t.queue.stats()) for t in targets]
+    for t in stats_targets(st, queues or [], discover, failed, rows):
+        found, error = failed.run(t.url, t.queue.stats)
+        rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
     out.rows(rows, STATS_COLUMNS)
+    failed.check()
 
 
 def stats_row(name: str, s: Stats) -> dict[str, Any]:
@@ -131,32 +155,23 @@ class Target(NamedTuple):
     url: str
 
 
-def stats_targets(st: State, names: list[str], discover: bool) -> list[Target]:
-    """Named queues; else the configured ones; plus (or, with none configured) discovered."""
-    targets = []
-    for name in (names or list(st.config.queues)):
-        spec = st.spec(name)
-        targets.append(Target(name, st.queue(name), spec.url))
-    if discover or not targets:
-        seen = {(id(t.queue.client), t.queue.prefix) for t in targets}
-        for url, password in st.servers():
-            client = st.client(url, password)
-            from ..core.discover import discover_queues as find
-
-            for prefix in find(client):
-                if (id(client), prefix) not in seen:
-                    seen.add((id(client), prefix))
-                    targets.append(Target(prefix, st.raw_queue(prefix, url, password), url))
-    return targets
+def stats_targets(st: State, names: list[str], discover: bool,
+                  failed: Failures | None = None,
+                  rows: list[dict[str, Any]] | None = None) -> list[Target]:
+    """Named queues; else the configured ones; plus (or, with none configured) discovered
+    (:meth:`State.targets`: a server that cannot be searched is an error row in ``rows``)."""
+    return [Target(name, wq, st.url_of(wq.client))
+            for name, wq in st.targets(names, discover, failed, rows)]
 
 
 def peek(
     ctx: typer.Context,
     queue: QueueArg,
-    item_state: Annotated[StateChoice, typer.Option(
-        "--state", "-s", help="Which items to show.")] = StateChoice.pending,
+    item_state: Annotated[PurgeChoice, typer.Option(
+        "--state", "-s", help="Which items to show; all = pending, processing, delayed, "
+                              "then dead (to copy a queue).")] = PurgeChoice.pending,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=0, max=1_000_000, help="How many items.")] = 10,
+        "--count", "-n", min=0, max=1_000_000, help="How many items (in all).")] = 10,
     end: Annotated[End, typer.Option(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
@@ -191,12 +206,20 @@ def peek(
         else:
             out.rows([peek_row(item)], _peek_columns(item.state, one=True))
         return
-    items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value,
-                                 tenant=tenant)
-    if raw:
-        out.raw(i.data for i in items if i.data is not None)
-        return
-    out.rows([peek_row(i) for i in items], _peek_columns(item_state.value))
+    if tenant is not None and item_state is not PurgeChoice.pending:
+        raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
+    wq = st.queue(queue)
+    states = cast("list[ItemState]", [s for s in STATES
+                                  if item_state is PurgeChoice.all or s == item_state.value])
+    with out.stream(_peek_columns(item_state.value)) as rows:
+        left = count
+        for name in states:  # page by page: memory stays flat for a million items
+            for page in wq.peek_pages(name, count=left, from_end=end.value, tenant=tenant):
+                left -= len(page)
+                if raw:
+                    out.raw(i.data for i in page if i.data is not None)
+                else:
+                    rows.add([peek_row(i) for i in page])
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:
@@ -214,15 +237,21 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
 
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
-    cols = [Column("id"), *([Column("state")] if one else []), Column("data", kind="data"),
+    cols = [Column("id"), *([Column("state")] if one or item_state == "all" else []),
+            Column("data", kind="data"),
             Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
     extra = {
         "processing": [Column("lease_session", "held by"),
                        Column("lease_expires_at", "lease until", kind="time"),
                        Column("abandoned")],
-        "delayed": [Column("due_at", "due", kind="time")],
+        "delayed": [Column("due_at", "due", kind="time"), Column("error")],
         "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
                  Column("error")],
+        "all": [Column("lease_expires_at", "lease until", kind="time", optional=True),
+                Column("due_at", "due", kind="time", optional=True),
+                Column("dead_at", "died", kind="time", optional=True),
+                Column("dead_reason", "reason", optional=True),
+                Column("error", optional=True)],
     }
     return cols + extra.get(item_state, [Column("error")])
 
@@ -239,21 +268,26 @@ def queues(
     """
     st = state(ctx)
     out = st.output(as_json)
-    from ..connect import mask_url
-
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for name in st.config.queues:
         spec = st.spec(name)
         rows[(spec.url, spec.prefix)] = {"queue": name, "prefix": spec.prefix,
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
+    failed = Failures("queues")
     if discover:
         from ..core.discover import discover_queues as find
 
         for url, password in st.servers():
-            for prefix in find(st.client(url, password)):
+            client = st.client(url, password)
+            found, error = failed.run(url, functools.partial(find, client))
+            if error is not None:
+                rows[(url, "")] = {"queue": None, "prefix": None, "url": mask_url(url),
+                                   "configured": False, "discovered": False, "error": error}
+            for prefix in found or []:
                 row = rows.setdefault((url, prefix), {
                     "queue": prefix, "prefix": prefix, "url": mask_url(url),
                     "configured": False, "discovered": True})
                 row["discovered"] = True
     out.rows(list(rows.values()), QUEUES_COLUMNS)
+    failed.check()

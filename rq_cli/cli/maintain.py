@@ -15,6 +15,7 @@ from ..render import Column
 from . import reading
 from .common import (
     DryRunOpt,
+    Failures,
     IdsArg,
     JsonOpt,
     OptQueuesArg,
@@ -27,7 +28,7 @@ from .common import (
 
 CLEAN_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
     "recovered", "dropped", "dead", "suspects", "promoted", "pruned", "scanned")] + [
-    Column("dry_run", "dry run")]
+    Column("dry_run", "dry run"), Column("error", optional=True)]
 REQUEUE_COLUMNS = [Column("queue"), Column("to")] + [
     Column(k, kind="number") for k in ("requeued", "skipped", "missing")] + [
     Column("dry_run", "dry run")]
@@ -58,19 +59,28 @@ def clean(
     """
     st = state(ctx)
     out = st.output(as_json)
-    names = list(queues or [])
-    if every:
-        names += [n for n in st.config.queues if n not in names]
-    if not names:
+    if not queues and not every:
         raise UsageError("name the queues to clean, or use --all for every queue of the config "
-                         "file" + (" (it has none)" if every else ""))
+                         "file (or, with none configured, every queue found on the server)")
+    failed = Failures("clean")
+    errors: list[dict[str, Any]] = []
+    # --all: the configured queues, or with none configured those found on the server
+    targets = [(name, st.queue(name)) for name in queues or []]
+    if every:
+        named = {(id(wq.client), wq.prefix) for _, wq in targets}
+        targets += [(name, wq) for name, wq in st.targets([], False, failed, errors)
+                    if (id(wq.client), wq.prefix) not in named]
     with out.stream(CLEAN_COLUMNS) as rows:
-        for name in names:
-            wq = st.queue(name)
+        rows.add(errors)
+        for name, wq in targets:
             with out.progress(f"clean {name}") as bar:
-                report = wq.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
-                                  progress=bar.advance if deep else None)
-            rows.add([{"queue": name, **asdict(report)}])
+                def run(w: Any = wq, b: Any = bar) -> Any:
+                    return w.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
+                                   progress=b.advance if deep else None)
+                report, error = failed.run(st.url_of(wq.client), run)
+            rows.add([{"queue": name, **asdict(report)} if report else
+                      {"queue": name, "error": error}])
+    failed.check()
 
 
 def requeue_dead(

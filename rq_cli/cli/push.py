@@ -1,8 +1,9 @@
 """``rq-cli push``: items from arguments, or streamed from stdin in batches."""
 
+import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Annotated, Any
 
@@ -11,10 +12,10 @@ import typer
 from ..core import bulk
 from ..core.types import NewItem, PushResult
 from ..core.util import check_tenant
-from ..errors import BadInputError, UsageError
-from ..render import Column, Output
+from ..errors import BadInputError, Interrupted, RqError, ServerError, UsageError
+from ..render import Column, Output, Progress
 from . import reading
-from .common import JsonOpt, QueueArg, interrupt_deferred, read_stdin, state
+from .common import JsonOpt, QueueArg, State, interrupt_deferred, read_stdin, state
 
 DataArg = Annotated[list[str] | None, typer.Argument(
     help="Items, each a JSON text (any bytes with --raw). '-' (or none, with stdin not a "
@@ -62,6 +63,8 @@ def push(
     from_stdin = read_stdin(data, st.terminal)
     if item_id is not None and (from_stdin or len(data or []) != 1):
         raise UsageError("--id needs exactly one DATA argument")
+    if item_id is not None:
+        reading.check_utf8(item_id, "the item id")
     if item_id is not None and id_from_data:
         raise UsageError("--id and --id-from-data cannot be used together")
     if with_ids and not from_stdin:
@@ -85,23 +88,67 @@ def push(
     lines: Iterator[Any] = (reading.push_objects(stream, raw=raw) if with_ids
                             else reading.push_lines(stream, raw=raw))
     tally = _Tally(queue, out, summary or not out.json)
-    with out.progress(f"push {queue}", total=_size(stream)) as bar:
-        try:
-            for batch in bulk.stream(wq, lines, **options):
-                tally.add_pushed(batch)
-                bar.set(_tell(stream), f"push {queue}: {tally.items} items")
-        except BadInputError:
-            # exact: everything before the bad line was stored and printed, nothing after
-            out.message(f"rq-cli: push: {tally.describe()} before the bad line; "
-                        f"nothing after it")
-            raise
-        except BaseException:
-            # the server went away or Ctrl-C: batches in flight may or may not have landed
-            out.message(f"rq-cli: push: {tally.describe()} and confirmed before the error "
-                        f"(a batch in flight may also have been stored; re-run with ids or "
-                        f"--id-from-data to add the rest without duplicates)")
-            raise
+    # no progress bar over lines being typed (stdin a terminal): it would draw over them
+    typing = st.terminal.stdin_isatty()
+    with (contextlib.nullcontext(Progress()) if typing else
+          out.progress(f"push {queue}", total=_size(stream))) as bar:
+        _stream(st, bulk.stream(wq, lines, atomic=interrupt_deferred, **options), tally,
+                lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
     tally.finish(table=False)
+
+
+def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
+            progress: Callable[[], None]) -> None:
+    """Count (and print) each stored batch. A failure ends in ONE error line that says how
+    many items were stored, exactly where that is known: before a bad line; before a
+    server that could not be reached; at a Ctrl-C, once the batches in flight are read."""
+    try:
+        try:
+            for batch in batches:
+                tally.add_pushed(batch)
+                progress()
+        except KeyboardInterrupt as exc:
+            if not isinstance(exc, bulk.Drained):  # here: the stream reads what it sent
+                _drain(batches, tally)
+            raise
+    except bulk.Drained:
+        raise Interrupted(f"interrupted: push: exactly {tally.describe()}, nothing after "
+                          f"them; to go on, push only the rest of the input (pushed again, "
+                          f"items without an id would be stored twice)") from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: push: {tally.describe()} and confirmed; a batch "
+                          f"being stored may also have been (re-running is safe only with "
+                          f"ids: --with-ids or --id-from-data)") from None
+    except BadInputError as exc:  # exact: all before the bad line is stored, none after
+        raise BadInputError(f"{exc}; push: {tally.describe()} before it, nothing after "
+                            f"it") from None
+    except Exception as exc:
+        from ..connect import translate_error
+
+        err = exc if isinstance(exc, RqError) else \
+            translate_error(exc, st.urls_used[-1]) if st.urls_used else None
+        if not isinstance(err, ServerError):
+            raise
+        said = str(err).rstrip(".")
+        if "connecting to" in str(exc):  # no connection: nothing was sent on it
+            raise type(err)(f"{said}; push: {tally.describe()} before it, nothing after "
+                            f"it" if tally.items else f"{said}; push: nothing stored") from None
+        raise type(err)(f"{said}; push: {tally.describe()} and confirmed before it; a batch "
+                        f"in flight may also have been stored (re-running is safe only "
+                        f"with ids: --with-ids or --id-from-data)") from None
+
+
+def _drain(batches: Iterator[bulk.Pushed], tally: "_Tally") -> None:
+    """Ctrl-C while counting: the stream reads the replies of the batches it sent, which
+    are counted too; it ends in :class:`~rq_cli.core.bulk.Drained` (or KeyboardInterrupt
+    where it cannot tell)."""
+    throw = getattr(batches, "throw", None)
+    if throw is None:
+        return
+    batch = throw(KeyboardInterrupt())
+    while True:
+        tally.add_pushed(batch)
+        batch = next(batches)
 
 
 class _Tally:

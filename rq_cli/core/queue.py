@@ -545,6 +545,18 @@ class WorkQueue:
         """Read items without changing anything. ``head``: the next to be leased (pending),
         the oldest lease (processing), the soonest due (delayed), the oldest death (dead).
         ``tenant``: the pending items of that tenant's sub-queue (fair queues)."""
+        return [item for page in self.peek_pages(state, count=count, offset=offset,
+                                                 from_end=from_end, now_ms=now_ms,
+                                                 tenant=tenant)
+                for item in page]
+
+    def peek_pages(self, state: State = "pending", *, count: int = 10, offset: int = 0,
+                   from_end: str = "head", now_ms: int | None = None,
+                   tenant: str | None = None) -> Iterator[list[PeekedItem]]:
+        """:meth:`peek` in pages of at most ``BATCH`` items, one script call each, read as
+        they are consumed: memory stays flat however many items are read. Each page is
+        read at its own moment: an item that moves between pages may be missed or seen
+        twice (peek changes nothing and locks nothing)."""
         keys = None
         if tenant is not None:
             if state != "pending":
@@ -556,15 +568,16 @@ class WorkQueue:
             raise UsageError("from must be head or tail")
         if count < 0 or offset < 0:
             raise UsageError("count and offset cannot be negative")
-        out: list[PeekedItem] = []
-        while len(out) < count:
-            n = min(BATCH, count - len(out))
-            r = self._run("peek", [state, offset + len(out), n, from_end], now_ms, keys=keys)
-            for i in range(0, len(r), PEEK_FIELDS):
-                out.append(_peeked(state, r[i:i + PEEK_FIELDS]))
-            if len(r) < PEEK_FIELDS * n:
+        done = 0
+        while done < count:
+            n = min(BATCH, count - done)
+            r = self._run("peek", [state, offset + done, n, from_end], now_ms, keys=keys)
+            page = [_peeked(state, r[i:i + PEEK_FIELDS]) for i in range(0, len(r), PEEK_FIELDS)]
+            if page:
+                yield page
+            done += len(page)
+            if len(page) < n:
                 break
-        return out
 
     def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
         """One item by id, in whatever state it is (pending, processing, delayed or dead),
