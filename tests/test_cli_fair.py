@@ -277,3 +277,54 @@ def test_core_refuses_bad_tenants_and_weights(r):
     with pytest.raises(UsageError):
         WorkQueue(r, "q").push([NewItem(b"1", tenant="")])
     assert r.keys("q:*") == []
+
+
+def _commands_of_one_lease(r: redis.Redis, q: WorkQueue) -> list[str]:
+    """The commands one lease(1) runs on the server (Redis 7 logs a script's own commands in
+    SLOWLOG, after the script call itself)."""
+    old = r.config_get("slowlog-*")
+    r.config_set("slowlog-max-len", 1000)
+    r.config_set("slowlog-log-slower-than", 0)
+    try:
+        r.slowlog_reset()
+        assert q.lease(1)
+        entries = r.slowlog_get(1000)
+    finally:
+        r.config_set("slowlog-log-slower-than", old["slowlog-log-slower-than"])
+        r.config_set("slowlog-max-len", old["slowlog-max-len"])
+    return [e["command"].split()[0].decode() for e in entries
+            if not e["command"].startswith(b"SLOWLOG")]
+
+
+def test_a_lease_runs_the_same_commands_with_10_or_2000_tenants(r):
+    """O(1) in the number of tenants: the same commands, none reading the whole ring."""
+    runs = []
+    for n in (10, 2000):
+        r.flushall()
+        q = WorkQueue(r, "q")
+        q.push([NewItem(b"x", tenant=f"t{i}") for i in range(n) for _ in range(2)])
+        q.lease(1)  # the scripts loaded; a turn taken
+        runs.append(sorted(_commands_of_one_lease(r, q)))
+    if len(runs[0]) <= 1:
+        pytest.skip("this server does not log a script's commands in SLOWLOG")
+    assert runs[0] == runs[1]
+    assert "LRANGE" not in runs[1] and "SCAN" not in runs[1] and "LPOS" not in runs[1]
+
+
+def test_a_stream_that_names_tenants_after_plain_batches(cli, r):
+    """The pipelined path (plain lines first) hands over to one call per tenant run."""
+    lines = [f'{{"id": "p{i}", "data": {i}}}\n' for i in range(2500)]
+    plain = "".join(lines)
+    fair = "".join(f'{{"id": "t{i}", "data": {i}, "tenant": "{"ab"[i % 2]}"}}\n'
+                   for i in range(30))
+    run = cli("push", "q", "--with-ids", "--summary", "-", input=plain + fair + "".join(lines[:2]))
+    assert run.exit_code == 0, run
+    assert (run.one["added"], run.one["duplicates"]) == (2530, 2)  # (the lines repeated)
+    stats = WorkQueue(r, "q").stats(by_tenant=True)
+    assert stats.by_tenant == {"": 2500, "a": 15, "b": 15}
+    assert [p.id for p in WorkQueue(r, "q").peek(tenant="b", count=3)] == ["t1", "t3", "t5"]
+
+
+def test_peek_all_states_with_a_tenant_is_refused(cli, r):
+    run = cli("peek", "q", "--tenant", "a", "--state", "all")
+    assert run.exit_code == 2 and "pending" in run.stderr
