@@ -328,3 +328,15 @@ def test_a_stream_that_names_tenants_after_plain_batches(cli, r):
 def test_peek_all_states_with_a_tenant_is_refused(cli, r):
     run = cli("peek", "q", "--tenant", "a", "--state", "all")
     assert run.exit_code == 2 and "pending" in run.stderr
+
+
+def test_purge_takes_many_small_tenants_per_call(r):
+    q = WorkQueue(r, "q")
+    q.push([NewItem(b"x", tenant=f"t{i}") for i in range(450)] + [NewItem(b"d")])
+    q.stats()  # (scripts loaded)
+    r.config_resetstat()
+    assert q.purge().pending == 451
+    calls = r.info("commandstats")["cmdstat_evalsha"]["calls"]
+    assert calls <= 451 // 200 + 2  # batches of SLOW_BATCH across tenants, not one per tenant
+    assert q.stats().pending == 0
+    assert not r.exists(q.keys.tenants, q.keys.item_tenant, q.keys.tenant_queue("t0"))

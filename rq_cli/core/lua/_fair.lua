@@ -127,24 +127,30 @@ local function take_ids(n)
   return ids
 end
 
--- purge pending: up to n ids out of P:queue, else out of the head tenant's sub-queue
--- (which then leaves the ring when emptied). Returns a list, or false when all are empty.
+-- purge pending: up to n ids out of P:queue, then out of the sub-queues of the tenants at the
+-- ring's head (each leaves the ring once emptied). Returns a list, or false when all are
+-- empty. At most 2n + 2 loops, each popping at least one id or passing the default tenant.
 local function take_pending(n)
-  local ids = redis.call('RPOP', K_QUEUE, n)
-  if ids then return ids end
-  while true do
+  local ids = redis.call('RPOP', K_QUEUE, n) or {}
+  local popped = 0
+  for _ = 1, 2 * n + 2 do
+    if #ids >= n then break end
     local head = redis.call('LINDEX', K_TENANTS, -1)
-    if not head then return false end
-    if head ~= DEFAULT_TENANT then
-      ids = redis.call('RPOP', tenant_key(head), n)
-      if redis.call('LLEN', tenant_key(head)) == 0 then leave_ring() end
-      if ids then
-        tenant_popped(#ids)
-        return ids
-      end
-    else
+    if not head then break end
+    if head == DEFAULT_TENANT then
       redis.call('LMOVE', K_TENANTS, K_TENANTS, 'RIGHT', 'LEFT')
       if redis.call('LLEN', K_TENANTS) <= 1 then redis.call('DEL', K_TENANTS) end
+    else
+      local key = tenant_key(head)
+      local got = redis.call('RPOP', key, n - #ids)
+      if got then
+        for _, id in ipairs(got) do ids[#ids + 1] = id end
+        popped = popped + #got
+      end
+      if redis.call('LLEN', key) == 0 then leave_ring() end
     end
   end
+  tenant_popped(popped)
+  if #ids == 0 then return false end
+  return ids
 end
