@@ -7,7 +7,7 @@
 -- (it joins when a push or requeue finds the sub-queue empty, and leaves when a lease or
 -- purge empties it); DEFAULT_TENANT ("") is in the ring while any tenant is. Without a ring
 -- a lease takes from P:queue exactly as before. Every step is O(1) in the number of tenants:
--- the ring is only ever read or rotated at its right end (LINDEX -1, LMOVE, RPOP).
+-- the ring is only ever read or changed at its ends (LINDEX, LMOVE, LPOP, RPOP, LPUSH).
 -- K_FAIR "turn" counts the items the head tenant has had in its turn; a tenant with weight w
 -- (K_TENANT_WEIGHTS, default 1) has up to w items per turn. K_FAIR "pending" counts the ids
 -- in the tenants' sub-queues (every push into and pop from them is here), for stats. K_ITEM_TENANT remembers each
@@ -97,12 +97,20 @@ local function take_ids(n)
   local ids = {}
   local used = tonumber(redis.call('HGET', K_FAIR, 'turn')) or 0
   local popped = 0
+  -- each tenant's weight, read once per call (none to read when no weight is set)
+  local weights = {}
+  local weighted = redis.call('EXISTS', K_TENANT_WEIGHTS) == 1
   for _ = 1, 2 * n + 2 do
-    local head = redis.call('LINDEX', K_TENANTS, -1)
+    -- the head has its turn, and goes to the back of the ring at once (LMOVE returns it)
+    local head = redis.call('LMOVE', K_TENANTS, K_TENANTS, 'RIGHT', 'LEFT')
     if not head then break end
     local weight = 1
-    if head ~= DEFAULT_TENANT then
-      weight = tonumber(redis.call('HGET', K_TENANT_WEIGHTS, head)) or 1
+    if weighted and head ~= DEFAULT_TENANT then
+      weight = weights[head]
+      if not weight then
+        weight = tonumber(redis.call('HGET', K_TENANT_WEIGHTS, head)) or 1
+        weights[head] = weight
+      end
     end
     local line = tenant_key(head)
     local got = false
@@ -113,11 +121,15 @@ local function take_ids(n)
       if head ~= DEFAULT_TENANT then popped = popped + #got end
     end
     if head ~= DEFAULT_TENANT and redis.call('LLEN', line) == 0 then
-      leave_ring()
+      -- its sub-queue is empty: it leaves the ring (from the back, where it now is)
+      redis.call('LPOP', K_TENANTS)
+      if redis.call('LLEN', K_TENANTS) <= 1 then redis.call('DEL', K_TENANTS) end
       used = 0
     elseif used >= weight or not got then
-      redis.call('LMOVE', K_TENANTS, K_TENANTS, 'RIGHT', 'LEFT')
-      used = 0
+      used = 0 -- its turn is over: it stays at the back
+    else
+      -- its turn goes on (into the next call, or this one's next loop): back to the head
+      redis.call('LMOVE', K_TENANTS, K_TENANTS, 'LEFT', 'RIGHT')
     end
     if #ids >= n then break end
   end
