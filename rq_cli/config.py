@@ -73,6 +73,7 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
     "tenant_weights": ("a table", lambda v: _weights_verdict(v)),
+    "dedup_window": (_NUMBER, _DELAY),
 }
 
 

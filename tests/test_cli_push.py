@@ -116,7 +116,8 @@ def test_push_non_utf8_line_is_refused_unless_raw(cli, r):
 
 def test_push_summary(cli, r):
     run = cli("push", "q", "--summary", "--id-from-data", "-", input="1\n1\n2\n")
-    assert run.one == {"queue": "q", "items": 3, "added": 2, "duplicates": 1}
+    assert run.one == {"queue": "q", "items": 3, "added": 2, "duplicates": 1,
+                       "reasons": {"duplicate": 1, "dead": 0, "recently completed": 0}}
 
 
 def test_push_with_ids_round_trips_peek_output(cli, r):

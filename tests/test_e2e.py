@@ -260,7 +260,8 @@ def test_peek_push_with_ids_round_trip(sh: Shell, r: redis.Redis) -> None:
     assert r.llen("src:queue") == 300  # peek changed nothing
     again = sh.pipeline([sh.argv("peek", "src", "-n", "1000"),
                          sh.argv("push", "dst", "--with-ids", "--summary", "-")])[-1]
-    assert again.json == [{"queue": "dst", "items": 300, "added": 0, "duplicates": 300}]
+    assert again.json == [{"queue": "dst", "items": 300, "added": 0, "duplicates": 300,
+                           "reasons": {"duplicate": 300, "dead": 0, "recently completed": 0}}]
 
 
 def test_peek_push_with_ids_keeps_whitespace_around_json(sh: Shell, r: redis.Redis) -> None:

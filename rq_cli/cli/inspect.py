@@ -10,7 +10,7 @@ from ..connect import mask_url
 from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
 from ..errors import NothingToDo, UsageError
-from ..render import Column
+from ..render import Column, Output
 from .common import (
     End,
     Failures,
@@ -22,8 +22,18 @@ from .common import (
     State,
     state,
 )
+from .filtered import (
+    ErrorOpt,
+    MatchOpt,
+    MinAttemptsOpt,
+    OlderThanOpt,
+    ReasonOpt,
+    make_filter,
+    state_size,
+)
 
 if TYPE_CHECKING:
+    from ..core.filtering import ItemFilter
     from ..core.queue import WorkQueue
     from ..core.types import State as ItemState
 
@@ -176,6 +186,11 @@ def peek(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
+    match: MatchOpt = None,
+    error: ErrorOpt = None,
+    reason: ReasonOpt = None,
+    older_than: OlderThanOpt = None,
+    min_attempts: MinAttemptsOpt = None,
     item_id: Annotated[str | None, typer.Option(
         "--id", metavar="ID", show_default=False,
         help="Show this one item, in whatever state it is (not with --state, --count or "
@@ -186,16 +201,24 @@ def peek(
         help="Show the pending items of this tenant's sub-queue (fair queues).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show items without changing anything.
+    """Show items without changing anything; with a filter, the first COUNT that match.
 
-    Example: rq-cli peek emails --state dead -n 20
+    Example: rq-cli peek emails --state dead -n 20 --match "user == 'u-7'"
     """
+    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    if flt is not None and item_id is None:
+        if item_state is PurgeChoice.all:
+            raise UsageError("a filter reads one state: give --state pending, processing, "
+                             "delayed or dead")
+        flt.check_state(item_state.value)
     st = state(ctx)
     out = st.output(as_json)
     if item_id is not None:
         given = [f"--{name}" for name, param in (("state", "item_state"), ("count", "count"),
                                                  ("from", "end"), ("tenant", "tenant"))
                  if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
+        if flt is not None:
+            given.append("a filter (--match, --error, --reason, --older-than, --min-attempts)")
         if given:
             raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
         item = st.queue(queue).item(item_id)
@@ -209,6 +232,10 @@ def peek(
     if tenant is not None and item_state is not PurgeChoice.pending:
         raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
     wq = st.queue(queue)
+    if flt is not None:
+        peek_matching(out, queue, wq, cast("ItemState", item_state.value), flt, count=count,
+                      from_end=end.value, raw=raw)
+        return
     states = cast("list[ItemState]", [s for s in STATES
                                   if item_state is PurgeChoice.all or s == item_state.value])
     with out.stream(_peek_columns(item_state.value)) as rows:
@@ -220,6 +247,29 @@ def peek(
                     out.raw(i.data for i in page if i.data is not None)
                 else:
                     rows.add([peek_row(i) for i in page])
+
+
+def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemState",
+                  flt: "ItemFilter", *, count: int, from_end: str, raw: bool) -> None:
+    """``peek`` with a filter: the first ``count`` matching items, read page by page; the
+    counts (scanned, matched, not JSON) on stderr."""
+    from ..core.filtering import FilterReport, scan
+
+    report = FilterReport(queue=queue, state=item_state, action="peek")
+    total = state_size(wq, item_state) if out.terminal.stderr_isatty() else None
+    with out.progress(f"peek {queue}", total=total) as bar, \
+            out.stream(_peek_columns(item_state)) as rows:
+        for step in scan(wq, item_state, flt, report, action="peek", limit=count,
+                         from_end=from_end):
+            if raw:
+                out.raw(i.data for i in step.items if i.data is not None)
+            elif step.items:
+                rows.add([peek_row(i) for i in step.items])
+            bar.set(report.scanned)
+    text = f"{report.matched} matched of {report.scanned} {item_state} scanned"
+    if report.not_json:
+        text += f", {report.not_json} not JSON (never match --match)"
+    out.message(f"rq-cli: peek {queue}: {text}")
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:

@@ -46,8 +46,14 @@ def push(
                            'peek print), so an exported queue re-imports.')] = False,
     raw: Annotated[bool, typer.Option(
         "--raw", help="Take data as opaque bytes instead of requiring JSON.")] = False,
+    dedup_window: Annotated[float | None, typer.Option(
+        "--dedup-window", min=0, metavar="SECONDS", show_default=False,
+        help="Remember ids completed from now on for this long and refuse them meanwhile "
+             "(reason \"recently completed\"); 0 turns it off. Default: the queue's "
+             "dedup_window, else as the queue has it.")] = None,
     summary: Annotated[bool, typer.Option(
-        "--summary", help="Print one line of counts instead of one line per item.")] = False,
+        "--summary", help="Print one line of counts (and why items were refused) instead of "
+                          "one line per item.")] = False,
     tenant: Annotated[str | None, typer.Option(
         "--tenant", metavar="TENANT",
         help='Put the items in this tenant\'s sub-queue: leases take turns between tenants '
@@ -76,6 +82,9 @@ def push(
     options: dict[str, Any] = {"id_from_data": id_from_data, "front": front, "delay": delay,
                                "expire": expire, "tenant": tenant}
     wq = st.queue(queue)
+    window = dedup_window if dedup_window is not None else wq.options.dedup_window
+    if window is not None:  # one call before the items: the queue's window, and a prune
+        wq.set_dedup_window(window)
     if not from_stdin:
         items = [NewItem(reading.check_data(reading.arg_bytes(d), raw, f"argument {n}"),
                          item_id) for n, d in enumerate(data or [], 1)]
@@ -157,10 +166,14 @@ class _Tally:
     def __init__(self, queue: str, out: Output, summary: bool) -> None:
         self.queue, self.out, self.summary = queue, out, summary
         self.items = self.added = 0
+        self.reasons: dict[str, int] = {}  # refused items by reason (the summary says why)
         self.rows: list[dict[str, Any]] = []
 
     def add(self, results: list[PushResult]) -> None:
         added = sum(1 for r in results if r.added)
+        for r in results:
+            if r.reason:
+                self.reasons[r.reason] = self.reasons.get(r.reason, 0) + 1
         text = "" if self.summary or not self.out.json else \
             "".join(_result_line(r) + "\n" for r in results)
         with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
@@ -175,6 +188,10 @@ class _Tally:
         """``add`` for a batch of a stdin push (JSON lines or a summary, never a table)."""
         ids, flags = batch
         added = flags.count("1")
+        if added < len(ids):
+            for flag, reason in bulk.REASONS.items():
+                if n := flags.count(flag):
+                    self.reasons[reason] = self.reasons.get(reason, 0) + n
         text = ""
         if not self.summary:
             if ids and added == len(ids) and _plain(ids):  # usual: one join for the batch
@@ -194,7 +211,10 @@ class _Tally:
     def finish(self, table: bool) -> None:
         if self.summary:
             self.out.record({"queue": self.queue, "items": self.items, "added": self.added,
-                             "duplicates": self.items - self.added}, title=f"push {self.queue}")
+                             "duplicates": self.items - self.added,
+                             "reasons": {r: self.reasons.get(r, 0)
+                                         for r in bulk.REASONS.values()}},
+                            title=f"push {self.queue}")
         elif self.rows and table:
             self.out.table(self.rows, _COLUMNS)
 

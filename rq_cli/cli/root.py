@@ -238,6 +238,7 @@ COMMANDS: dict[str, str] = {
     "clean": "maintain:clean",
     "requeue-dead": "maintain:requeue_dead",
     "purge": "maintain:purge",
+    "dedup": "dedup:dedup",
     "pause": "maintain:pause",
     "resume": "maintain:resume",
     "work": "work:work",

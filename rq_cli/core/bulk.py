@@ -59,7 +59,7 @@ class Pushed(NamedTuple):
 
 
 #: PushResult.reason of each flag character of push.lua's reply
-REASONS = {"0": "duplicate", "2": "dead"}
+REASONS = {"0": "duplicate", "2": "dead", "3": "recently completed"}
 
 
 class Drained(KeyboardInterrupt):

@@ -79,11 +79,17 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("fair", "hash", "other"),
     FixedKey("tenant_weights", "hash", "other"),
     FixedKey("item_tenant", "hash", "meta"),
+    # the de-dup window (issue 13): completed id -> when it is forgotten (ms); pruned in
+    # bounded batches by clean and by push (dedup.lua)
+    FixedKey("dedup", "zset", "other"),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
 #: The ring's name for the default tenant (the items of P:queue).
 DEFAULT_TENANT = ""
+#: The field of ``P:counters`` holding the queue's de-dup window in ms (absent: no window):
+#: push sets it, complete reads it (one HGET per call) to know whether to remember ids.
+DEDUP_WINDOW_FIELD = "dedup_window_ms"
 #: per-item bookkeeping keyed by id (role "meta"), by type
 META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash")
 META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")
@@ -111,6 +117,7 @@ def lua_header() -> str:
         f"local TENANT_KEY_PREFIX = PREFIX .. ':{TENANT_QUEUE}:'",
         f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'",
         f"local FAIR_POLL_MS = {FAIR_POLL_MS}",
+        f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'",
     ]
     return "\n".join(lines) + "\n"
 
@@ -197,6 +204,11 @@ class Keys(NamedTuple):
         """hash id -> the session that leased it last: kept when the lease runs out, so an
         abandoned item names the worker (``<host>:<pid>:<random>``) that held it."""
         return f"{self.prefix}:holders"
+
+    @property
+    def dedup(self) -> str:
+        """zset id -> expiry (ms): ids completed within the de-dup window, refused by push."""
+        return f"{self.prefix}:dedup"
 
     @property
     def leases(self) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
-from .keys import LAYOUTS, Keys, has_hash_tag
+from .keys import DEDUP_WINDOW_FIELD, LAYOUTS, Keys, has_hash_tag
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -411,6 +411,7 @@ class WorkQueue:
             report.dead += int(reply[3])
             report.suspects += int(reply[4])
             report.promoted += int(reply[5])
+            report.pruned += int(reply[8])  # expired ids of the de-dup window
             if progress:
                 progress(BATCH)
             if left <= 0 and not int(reply[6]):
@@ -509,6 +510,23 @@ class WorkQueue:
             self._run("purge", ["meta", BATCH])
         return report
 
+    def purge_ids(self, state: State, ids: Sequence[str], *, window: tuple[int, int] = (0, 0),
+                  ) -> list[str]:
+        """Delete the items ``ids`` of ``state``, each only if it is still there; returns
+        the ids deleted (filtered purge, :mod:`rq_cli.core.filtering`). For pending and
+        processing, ``window`` is the lowest and highest index from the left (``peek``
+        ``from_end="tail"``) at which they were read: only around it is looked for them,
+        so a call stays short on a list of millions. At most SLOW_BATCH ids per call."""
+        if state not in STATES:
+            raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+        if len(ids) > SLOW_BATCH:
+            raise UsageError(f"purge at most {SLOW_BATCH} ids per call")
+        if not ids:
+            return []
+        reply = self._run("purge_ids", [state, window[0], window[1],
+                                        *(check_id(i) for i in ids)])
+        return [text(r) or "" for r in reply]
+
     def _scan_items(self) -> Iterator[bytes]:
         """Ids of every item data key of this queue, by SCAN (bounded per call)."""
         offset = self.keys.item_key_offset
@@ -529,6 +547,7 @@ class WorkQueue:
             map(int, r[:10])
         leased = min(leased, processing)
         counters = {text(r[i]) or "": int(r[i + 1]) for i in range(10, len(r), 2)}
+        counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
         per_tenant = None
         if by_tenant:
             default, depths = self.tenants()
@@ -540,19 +559,23 @@ class WorkQueue:
             paused=bool(paused), counters=counters, tenants=tenants, by_tenant=per_tenant)
 
     def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
-             from_end: str = "head", now_ms: int | None = None, tenant: str | None = None,
-             ) -> list[PeekedItem]:
+             from_end: str = "head", start_at: str | None = None,
+             now_ms: int | None = None, tenant: str | None = None) -> list[PeekedItem]:
         """Read items without changing anything. ``head``: the next to be leased (pending),
         the oldest lease (processing), the soonest due (delayed), the oldest death (dead).
+
+        ``start_at`` (delayed and dead, ``count`` at most BATCH): begin at that id while it is
+        still in the set, else at ``offset``: a cursor for paging while items leave.
         ``tenant``: the pending items of that tenant's sub-queue (fair queues)."""
         return [item for page in self.peek_pages(state, count=count, offset=offset,
-                                                 from_end=from_end, now_ms=now_ms,
-                                                 tenant=tenant)
+                                                 from_end=from_end, start_at=start_at,
+                                                 now_ms=now_ms, tenant=tenant)
                 for item in page]
 
     def peek_pages(self, state: State = "pending", *, count: int = 10, offset: int = 0,
-                   from_end: str = "head", now_ms: int | None = None,
-                   tenant: str | None = None) -> Iterator[list[PeekedItem]]:
+                   from_end: str = "head", start_at: str | None = None,
+                   now_ms: int | None = None, tenant: str | None = None,
+                   ) -> Iterator[list[PeekedItem]]:
         """:meth:`peek` in pages of at most ``BATCH`` items, one script call each, read as
         they are consumed: memory stays flat however many items are read. Each page is
         read at its own moment: an item that moves between pages may be missed or seen
@@ -568,10 +591,13 @@ class WorkQueue:
             raise UsageError("from must be head or tail")
         if count < 0 or offset < 0:
             raise UsageError("count and offset cannot be negative")
+        if start_at is not None and count > BATCH:
+            raise UsageError(f"peek with start_at reads at most {BATCH} items")
         done = 0
         while done < count:
             n = min(BATCH, count - done)
-            r = self._run("peek", [state, offset + done, n, from_end], now_ms, keys=keys)
+            r = self._run("peek", [state, offset + done, n, from_end, start_at or ""], now_ms,
+                          keys=keys)
             page = [_peeked(state, r[i:i + PEEK_FIELDS]) for i in range(0, len(r), PEEK_FIELDS)]
             if page:
                 yield page
@@ -632,6 +658,41 @@ class WorkQueue:
             if len(reply) < HOLDER_FIELDS * HOLDERS_PAGE:
                 return list(found.values())
             offset += HOLDERS_PAGE
+
+    # -- de-dup window --------------------------------------------------------------------
+    def set_dedup_window(self, seconds: float) -> int:
+        """Remember ids completed from now on for ``seconds`` (refused by push meanwhile);
+        0 turns the window off and forgets every id. Also prunes a bounded batch of expired
+        ids; returns how many."""
+        if not 0 <= seconds <= MAX_DELAY:
+            raise UsageError("the de-dup window must be between 0 and ten years (in seconds)")
+        return int(self._run("dedup", ["set", ms(seconds)]))
+
+    def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,
+                  ) -> tuple[float | None, int, list[tuple[str, float, float]]]:
+        """The de-dup window in seconds (None: none set), how many ids it remembers, and the
+        first ``count`` of them, soonest forgotten first: (id, forgotten at (epoch s),
+        seconds left). Read BATCH at a time."""
+        if count < 0:
+            raise UsageError("count cannot be negative")
+        out: list[tuple[str, float, float]] = []
+        while True:
+            n = min(BATCH, count - len(out))
+            r = self._run("dedup", ["list", len(out), n], now_ms)
+            window = secs(int(r[0])) if int(r[0]) >= 0 else None
+            now, total = int(r[1]), int(r[2])
+            out.extend((text(r[i]) or "", secs(float(r[i + 1])), secs(float(r[i + 1]) - now))
+                       for i in range(3, len(r), 2))
+            if len(r) - 3 < 2 * n or len(out) >= count:
+                return window, total, out
+
+    def clear_dedup(self, ids: Iterable[str]) -> int:
+        """Forget ids of the de-dup window (push accepts them again); returns how many it
+        remembered."""
+        cleared = 0
+        for batch in batches([check_id(i) for i in ids], BATCH):
+            cleared += int(self._run("dedup", ["clear", *batch]))
+        return cleared
 
     # -- pause ---------------------------------------------------------------------------
     def pause(self) -> None:

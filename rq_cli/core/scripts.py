@@ -13,7 +13,7 @@ LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than import
 #: Every script the engine runs (``lua/<name>.lua``).
 SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
            "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim", "holders", "item",
-           "tenants")
+           "purge_ids", "dedup", "tenants")
 
 
 @cache

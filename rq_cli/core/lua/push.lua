@@ -8,7 +8,8 @@
 -- ARGV[8], ARGV[9], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate (an item with
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
--- or dead; requeue-dead or purge --state dead frees it).
+-- or dead; requeue-dead or purge --state dead frees it), "3" recently completed (in the
+-- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 do local bad = wrong_type(); if bad then return bad end end
 local front = ARGV[4] == '1'
 local delay = tonumber(ARGV[5])
@@ -37,11 +38,22 @@ else
     for i = 8, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
     dead = call('ZMSCORE', K_DEAD, unpack(ids))
   end
+  -- ids completed within the de-dup window (skipped when nothing is remembered)
+  local recent = {}
+  if call('EXISTS', K_DEDUP) == 1 then
+    local ids = {}
+    for i = 8, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+    recent = call('ZMSCORE', K_DEDUP, unpack(ids))
+  end
   for i = 8, #ARGV, 2 do
     local id = ARGV[i]
+    local until_ms = recent[(i - 6) / 2]
     if dead[(i - 6) / 2] then
       dups = dups + 1
       flags[(i - 6) / 2] = '2'
+    elseif until_ms and tonumber(until_ms) > NOW then
+      dups = dups + 1
+      flags[(i - 6) / 2] = '3'
     elseif call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
       n = n + 1
       added[n] = id
