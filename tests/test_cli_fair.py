@@ -114,7 +114,9 @@ def test_fail_returns_the_item_to_its_tenant(cli, r):
     assert cli("fail", "q", item["id"], "--retry-in", "0").exit_code == 0
     rows = cli("peek", "q", "--tenant", "a").json
     assert [row["id"] for row in rows] == [item["id"]]
-    assert cli("peek", "q").json == []  # not in the default tenant's line
+    # not in the default tenant's line: plain peek shows it after that, with its tenant
+    assert [(row["id"], row["tenant"]) for row in cli("peek", "q").json] == [(item["id"], "a")]
+    assert r.llen(Keys("q").queue) == 0
     assert cli("stats", "q").one["tenants"] == 1
     # with a delay, it is promoted into its tenant too
     again = cli("lease", "q").one
@@ -210,7 +212,10 @@ def test_with_ids_lines_carry_a_tenant(cli, r):
     lines = ('{"id": "x", "data": 1, "tenant": "a"}\n{"id": "y", "data": 2}\n'
              '{"id": "z", "data": 3, "tenant": "b"}\n')
     assert cli("push", "q", "--with-ids", "-", input=lines).exit_code == 0
-    assert [row["id"] for row in cli("peek", "q").json] == ["y"]
+    # the default tenant's items first, then each tenant's, in turn order
+    assert [(row["id"], row.get("tenant")) for row in cli("peek", "q").json] == [
+        ("y", None), ("x", "a"), ("z", "b")]
+    assert [row["id"] for row in cli("peek", "q", "-n", "2").json] == ["y", "x"]
     assert [row["id"] for row in cli("peek", "q", "--tenant", "b").json] == ["z"]
     # --tenant is the default for lines without their own
     assert cli("push", "q", "--with-ids", "--tenant", "c", "-",
@@ -340,3 +345,32 @@ def test_purge_takes_many_small_tenants_per_call(r):
     assert calls <= 451 // 200 + 2  # batches of SLOW_BATCH across tenants, not one per tenant
     assert q.stats().pending == 0
     assert not r.exists(q.keys.tenants, q.keys.item_tenant, q.keys.tenant_queue("t0"))
+
+
+def test_peek_shows_the_tenant_and_a_copy_keeps_it(cli, r):
+    push(cli, "a", '"1"')
+    push(cli, None, '"2"')
+    push(cli, "b", '"3"', '"4"')
+    doomed = cli("lease", "q").one  # (the default tenant's turn: "2")
+    cli("lease", "q")  # a's "1"
+    cli("fail", "q", doomed["id"], "--dead")
+    rows = cli("peek", "q", "--state", "all", "-n", "100").json
+    assert {(row["data"], row["state"], row.get("tenant")) for row in rows} == {
+        ("1", "processing", "a"), ("2", "dead", None), ("3", "pending", "b"),
+        ("4", "pending", "b")}
+    assert cli("peek", "q", "--id", rows[-1]["id"]).one.get("tenant") == rows[-1].get("tenant")
+    # the lines re-import with their tenants (each item as a pending one)
+    copy = cli("push", "copy", "--with-ids", "-", input=cli("peek", "q", "--state", "all",
+                                                              "-n", "100").stdout)
+    assert copy.exit_code == 0
+    assert cli("stats", "copy", "--by-tenant").json == [
+        {"queue": "copy", "tenant": None, "pending": 1},
+        {"queue": "copy", "tenant": "b", "pending": 2},  # (pending items are read first)
+        {"queue": "copy", "tenant": "a", "pending": 1}]
+
+
+def test_a_dead_tenant_item_names_its_tenant(cli, r):
+    push(cli, "a", '"x"')
+    item = cli("lease", "q").one
+    cli("fail", "q", item["id"], "--dead")
+    assert cli("peek", "q", "--state", "dead").one["tenant"] == "a"

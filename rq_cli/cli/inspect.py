@@ -241,12 +241,26 @@ def peek(
     with out.stream(_peek_columns(item_state.value)) as rows:
         left = count
         for name in states:  # page by page: memory stays flat for a million items
-            for page in wq.peek_pages(name, count=left, from_end=end.value, tenant=tenant):
-                left -= len(page)
-                if raw:
-                    out.raw(i.data for i in page if i.data is not None)
-                else:
-                    rows.add([peek_row(i) for i in page])
+            left = _peek_one(out, rows, wq, name, tenant, left, end.value, raw)
+            if name == "pending" and tenant is None and left > 0:
+                # fair queues: then each tenant's sub-queue, in turn order
+                for other in wq.tenants()[1]:
+                    left = _peek_one(out, rows, wq, name, other, left, end.value, raw)
+                    if left <= 0:
+                        break
+
+
+def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
+              tenant: str | None, left: int, from_end: str, raw: bool) -> int:
+    """Print up to ``left`` items of one state (of one tenant's sub-queue, for pending);
+    returns how many more are wanted."""
+    for page in wq.peek_pages(item_state, count=left, from_end=from_end, tenant=tenant):
+        left -= len(page)
+        if raw:
+            out.raw(i.data for i in page if i.data is not None)
+        else:
+            rows.add([peek_row(i) for i in page])
+    return left
 
 
 def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemState",
@@ -277,7 +291,7 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
     row: dict[str, Any] = {"id": item.id, "state": item.state, "data": item.data,
                            "attempts": item.attempts, "enqueued_at": item.enqueued_at}
     for key in ("lease_session", "lease_expires_at", "due_at", "dead_at", "dead_reason",
-                "error"):
+                "error", "tenant"):
         value = getattr(item, key)
         if value is not None:
             row[key] = value

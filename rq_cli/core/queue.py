@@ -64,7 +64,7 @@ _COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X":
                                           "Z": "already_dead", "N": "not_leased"}
 PURGE_STATES = (*STATES, "all")
 #: fields per item in peek.lua's reply (see _peeked)
-PEEK_FIELDS = 10
+PEEK_FIELDS = 11
 #: fields per item in holders.lua's reply (see WorkQueue.holders)
 HOLDER_FIELDS = 4
 
@@ -709,13 +709,15 @@ class WorkQueue:
 def _peeked(state: State, f: list[Any]) -> PeekedItem:
     from .reports import PeekedItem
 
-    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned = f
+    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned, \
+        tenant = f
     dead_at = reason = None
     if info:
         meta = json.loads(info)
         attempts = meta.get("attempts", attempts)
         reason = meta.get("reason")
         error = error or meta.get("error")
+        tenant = tenant or meta.get("tenant")
     if state == "dead" and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(
@@ -725,7 +727,7 @@ def _peeked(state: State, f: list[Any]) -> PeekedItem:
         lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
         due_at=secs(float(score)) if state == "delayed" else None,
         dead_at=dead_at, dead_reason=reason, error=text(error),
-        abandoned=int(abandoned) == 1)
+        abandoned=int(abandoned) == 1, tenant=text(tenant) if tenant else None)
 
 
 def _coded(items: list[ItemRef], reply: list[Any], names: dict[bytes, Outcome],

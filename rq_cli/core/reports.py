@@ -85,6 +85,8 @@ class PeekedItem:
     error: str | None = None
     #: processing, lease run out: lease_session/lease_expires_at are the last holder's
     abandoned: bool = False
+    #: fair queues: the tenant whose sub-queue it belongs to (None: the default tenant)
+    tenant: str | None = None
 
 
 @dataclass

@@ -47,4 +47,5 @@ return {
   holder, deadline, score, info,
   redis.call('HGET', K_ERRORS, id),
   abandoned,
+  redis.call('HGET', K_ITEM_TENANT, id), -- fair: its tenant (a dead item's is in dead_info)
 }

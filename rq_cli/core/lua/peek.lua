@@ -3,10 +3,11 @@
 -- ARGV[7] from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
 -- ARGV[8] optional, delayed/dead: begin at this member while it is still in the set (a cursor
 --   that stays put while members before it leave); else, or when it has left, at the offset
--- Returns a flat list, PEEK_FIELDS (queue.py) = 10 fields per item:
+-- Returns a flat list, PEEK_FIELDS (queue.py) = 11 fields per item:
 --   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
 --   dead_info JSON, last error, abandoned (1: in processing, its lease ran out; holder and
---   deadline are then the last holder's)
+--   deadline are then the last holder's), tenant (fair queues; false: none, or dead: in
+--   dead_info)
 local state, offset, n, head = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == 'head'
 local ids, scores = {}, {}
 if state == 'pending' or state == 'processing' then
@@ -70,5 +71,6 @@ for i, id in ipairs(ids) do
   out[#out + 1] = info
   out[#out + 1] = live and redis.call('HGET', K_ERRORS, id)
   out[#out + 1] = abandoned
+  out[#out + 1] = live and redis.call('HGET', K_ITEM_TENANT, id) -- fair: its tenant, or false
 end
 return out
