@@ -374,3 +374,29 @@ def test_a_dead_tenant_item_names_its_tenant(cli, r):
     item = cli("lease", "q").one
     cli("fail", "q", item["id"], "--dead")
     assert cli("peek", "q", "--state", "dead").one["tenant"] == "a"
+
+
+def test_concurrent_workers_lease_every_tenant_item_exactly_once(r):
+    q = WorkQueue(r, "q")
+    pushed = {res.id for t in range(5) for res in q.push([b"%d" % i for i in range(60)],
+                                                         tenant=f"t{t}")}
+    pushed |= {res.id for res in q.push([b"plain"] * 20)}
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        mine = WorkQueue(redis.Redis(connection_pool=r.connection_pool), "q")
+        while items := mine.lease(7):
+            mine.complete([i.id for i in items])
+            with lock:
+                got.extend(i.id for i in items)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(got) == sorted(pushed)  # each once, none lost
+    k = Keys("q")
+    assert not r.exists(k.tenants, k.item_tenant, k.queue)
+    assert r.hget(k.fair, "pending") == b"0"
