@@ -5,8 +5,8 @@ A queue is a key prefix ``P``. The peer-compatible keys (``P:item:<id>``, ``P:qu
 contract with the redis-work-queue clients and must never change.
 
 ``FIXED_KEYS`` is the one definition of a queue's fixed keys (``P:<name>``): their Redis
-types and roles. From it come the ``Keys`` properties' names (a test ties the two), the Lua
-prelude's ``K_<NAME>`` variables, its type check and its bookkeeping lists (``lua_header``),
+types and roles. From it come the ``Keys`` properties' names (a test ties the two), the scripts'
+``K_<NAME>`` variables, their type checks and bookkeeping lists (``scripts.source``),
 the hashes and sets that deep clean sweeps (``META_HASHES``, ``META_ZSETS``) and the keys that
 ``purge --state all`` unlinks whole. **Adding a key**: one ``FixedKey`` line here and its
 ``Keys`` property; a per-item bookkeeping key (role ``meta``) is then dropped with its item by
@@ -15,7 +15,6 @@ every script, swept by deep clean and purged, with no other edit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
 
 LAYOUTS = ("compat", "v0.3", "v0.1")
@@ -47,54 +46,34 @@ class FixedKey(NamedTuple):
     #: "meta": per-item bookkeeping, id -> value: dropped with its item, swept by deep clean;
     #: "other": everything else (unlinked whole by ``purge --state all``)
     role: str
+    #: absent from a busy queue most of the time (nothing delayed, dead, expiring, failed,
+    #: paused or suspected): one EXISTS over these spares their type checks (scripts.py)
+    rare: bool = False
 
 
 FIXED_KEYS: tuple[FixedKey, ...] = (
     # peer-compatible
     FixedKey("queue", "list", "line"),
     FixedKey("processing", "list", "line"),
-    FixedKey("cleaning", "list", "other"),
+    FixedKey("cleaning", "list", "other", rare=True),
     # rq-cli's own
-    FixedKey("delayed", "zset", "line"),
-    FixedKey("dead", "zset", "line"),
-    FixedKey("expires", "zset", "meta"),
+    FixedKey("delayed", "zset", "line", rare=True),
+    FixedKey("dead", "zset", "line", rare=True),
+    FixedKey("expires", "zset", "meta", rare=True),
     FixedKey("leases", "zset", "meta"),
     FixedKey("attempts", "hash", "meta"),
     FixedKey("enqueued", "hash", "meta"),
-    FixedKey("errors", "hash", "meta"),
+    FixedKey("errors", "hash", "meta", rare=True),
     FixedKey("holders", "hash", "meta"),
-    FixedKey("dead_info", "hash", "other"),
+    FixedKey("dead_info", "hash", "other", rare=True),
     FixedKey("counters", "hash", "other"),
-    FixedKey("paused", "string", "other"),
+    FixedKey("paused", "string", "other", rare=True),
     # clean's sightings, id -> first seen; fields are "p:<id>", "c:<id>" or "d:<id>"
-    FixedKey("suspects", "hash", "other"),
+    FixedKey("suspects", "hash", "other", rare=True),
 )
 #: per-item bookkeeping keyed by id (role "meta"), by type
 META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash")
 META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")
-
-
-def lua_header() -> str:
-    """The first lines of every script: the prefix, each fixed key as ``K_<NAME>`` (KEYS[1]
-    is ``P:queue``), the type table, and the bookkeeping lists, all from ``FIXED_KEYS``."""
-    lines = ["-- Generated from rq_cli/keys.py FIXED_KEYS (keys.lua_header): do not edit here.",
-             "local PREFIX = ARGV[1]"]
-    for k in FIXED_KEYS:
-        value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"
-        lines.append(f"local K_{k.name.upper()} = {value}")
-
-    def table(names: Iterable[str]) -> str:
-        return "{" + ", ".join(f"K_{n.upper()}" for n in names) + "}"
-
-    types = ", ".join(f"{{K_{k.name.upper()}, '{k.type}'}}" for k in FIXED_KEYS)
-    lines += [
-        f"local EXPECTED_TYPES = {{{types}}}",
-        f"local META_HASHES = {table(META_HASHES)}",
-        f"local META_ZSETS = {table(META_ZSETS)}",
-        f"local UNLINKED_WHOLE = "
-        f"{table(k.name for k in FIXED_KEYS if k.role in ('meta', 'other'))}",
-    ]
-    return "\n".join(lines) + "\n"
 
 
 class Keys(NamedTuple):

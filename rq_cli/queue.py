@@ -14,12 +14,12 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .errors import ClusterError, UsageError
-from .keys import LAYOUTS, Keys, has_hash_tag, lua_header
+from .keys import LAYOUTS, Keys, has_hash_tag
+from .scripts import source
 from .types import (
     ItemOutcome,
     ItemRef,
@@ -65,13 +65,9 @@ PURGE_STATES = (*STATES, "all")
 PEEK_FIELDS = 10
 
 
-@cache
 def script_source(name: str) -> str:
-    """The Lua source of script ``name``, with the common prelude in front."""
-    lua = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
-    with open(os.path.join(lua, "_common.lua")) as common, \
-            open(os.path.join(lua, f"{name}.lua")) as script:
-        return lua_header() + common.read() + "\n" + script.read()
+    """The Lua source of script ``name`` (scripts.py: its header cut to what it uses)."""
+    return source(name)
 
 
 def make_session() -> str:

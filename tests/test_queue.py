@@ -677,13 +677,16 @@ def test_lease_and_complete_the_largest_count(q, r):
 def test_fixed_keys_is_the_one_definition():
     """Every FIXED_KEYS entry is a Keys property naming P:<name>, and every fixed-key
     property of Keys is in FIXED_KEYS (so Python, Lua, deep clean and purge agree)."""
-    from rq_cli.keys import FIXED_KEYS, META_HASHES, META_ZSETS, lua_header
+    from rq_cli.keys import FIXED_KEYS, META_HASHES, META_ZSETS
+    from rq_cli.scripts import SPECS, source
+
+    lua = "".join(source(name) for name in SPECS)
 
     k = Keys("p")
     names = {f.name for f in FIXED_KEYS}
     for f in FIXED_KEYS:
         assert getattr(k, f.name) == f"p:{f.name}"
-        assert f"local K_{f.name.upper()} = " in lua_header()
+        assert f"local K_{f.name.upper()} = " in lua
     props = {n for n, v in vars(Keys).items() if isinstance(v, property)}
     fixed_props = {n for n in props if isinstance(getattr(k, n), str)
                    and getattr(k, n).startswith("p:") and ":" not in getattr(k, n)[2:]}

@@ -1,0 +1,227 @@
+"""The Lua scripts: each one's named arguments and reply fields, and its source.
+
+``SPECS`` declares, per script, the names of its own arguments (after the common head:
+prefix, now, layout) and of its reply's fields. Python passes arguments by name
+(:meth:`ScriptSpec.argv`) and reads replies by name (:meth:`ScriptSpec.decode`); the Lua
+side reads the same names, generated into the script's header as ``A_<NAME>`` (and
+``REST``, the index in ARGV of the first repeated argument). Adding an argument is a change
+to the spec and to the script that uses it, nowhere else.
+
+Each script's source is its own file in ``lua/`` after a header cut to what it uses
+(:func:`source`): ``_common.lua``'s top-level definitions, and the fixed keys' ``K_<NAME>``
+names of ``keys.FIXED_KEYS``, are included only when the script refers to them (directly or
+through another included definition). The server time per call is the budget (DESIGN.md
+section 1): a prelude that built every helper and key name on every call cost more than a
+hot script's own work.
+
+This module imports neither Typer nor rich.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, NamedTuple
+
+from .keys import FIXED_KEYS
+
+#: ARGV[1..3] of every script: prefix, now (ms, "" = the server's clock), layout
+HEAD = ("prefix", "now", "layout")
+
+
+class Reply(NamedTuple):
+    """A decoded script reply: its fixed fields by name, and its repeated groups, each a
+    tuple in the order of the spec's ``rows`` names."""
+
+    fields: dict[str, Any]
+    rows: list[tuple[Any, ...]]
+
+
+class ScriptSpec(NamedTuple):
+    """The calling convention of one script in ``lua/``."""
+
+    name: str
+    #: its own arguments, ARGV[4], ARGV[5], ... in order (``A_<NAME>`` in Lua)
+    args: tuple[str, ...] = ()
+    #: the repeated arguments after them (a group per item), e.g. ("id", "session");
+    #: in Lua they start at ARGV[REST]
+    rest: tuple[str, ...] = ()
+    #: the reply's fixed fields, in order (an empty tuple: a plain value)
+    reply: tuple[str, ...] = ()
+    #: the reply's repeated group, after the fixed fields
+    rows: tuple[str, ...] = ()
+
+    def argv(self, head: Sequence[Any], values: dict[str, Any],
+             groups: Sequence[Sequence[Any]] = ()) -> list[Any]:
+        """ARGV for this script: the common ``head``, its arguments by name, then the
+        repeated ``groups`` (each in the order of ``rest``)."""
+        if set(values) != set(self.args):
+            missing = set(self.args) - set(values)
+            extra = set(values) - set(self.args)
+            raise TypeError(f"script {self.name}: missing {sorted(missing)}, "
+                            f"unknown {sorted(extra)}")
+        out = [*head, *(values[a] for a in self.args)]
+        width = len(self.rest)
+        for group in groups:
+            if len(group) != width:
+                raise TypeError(f"script {self.name}: a group is {self.rest}")
+            out.extend(group)
+        return out
+
+    def decode(self, reply: Sequence[Any]) -> Reply:
+        """The reply's fixed fields by name and its repeated groups as tuples."""
+        n = len(self.reply)
+        fields = dict(zip(self.reply, reply[:n], strict=True))
+        width = len(self.rows)
+        rows = [tuple(reply[i:i + width]) for i in range(n, len(reply), width)] if width else []
+        return Reply(fields, rows)
+
+
+_PAIRS = ("id", "session")
+
+SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
+    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "fresh"), ("id", "data")),
+    ScriptSpec("lease", ("count", "lease_ms", "session", "max_attempts", "at_most_once"),
+               _PAIRS, ("status", "deadline_ms", "next_due_ms", "completions"),
+               ("id", "data", "attempt")),
+    ScriptSpec("complete", (), _PAIRS),
+    ScriptSpec("fail", ("error", "retry_ms", "dead_reason", "max_attempts", "backoff_ms",
+                        "backoff_max_ms", "jitter"), _PAIRS, (), ("code", "due_ms")),
+    ScriptSpec("extend", ("lease_ms",), _PAIRS, (), ("code", "deadline_ms")),
+    ScriptSpec("cancel", ("error",), ("id",)),
+    ScriptSpec("reclaim", ("lease_ms", "session"), ("id", "old_session"), ("deadline_ms",),
+               ("id", "data", "attempt")),
+    ScriptSpec("clean", ("limit", "left", "grace_ms", "max_attempts", "front", "dry_run",
+                         "pass_start"),
+               (), ("left", "recovered", "dropped", "dead", "suspects", "promoted",
+                    "more_due", "pass_start")),
+    ScriptSpec("deep_clean", ("grace_ms", "max_attempts", "front", "dry_run"), ("id",),
+               ("recovered", "dead", "suspects")),
+    ScriptSpec("prune", ("dry_run", "what"), ("id",)),
+    ScriptSpec("requeue_dead", ("target", "dry_run", "mode"), ("arg",),
+               ("requeued", "skipped", "missing"), ("id",)),
+    ScriptSpec("purge", ("state", "batch"), ("id",)),
+    ScriptSpec("stats", (), (), ("pending", "processing", "leased", "delayed", "due", "dead",
+                                 "oldest_ms", "paused", "now_ms"), ("counter", "value")),
+    ScriptSpec("peek", ("state", "offset", "count", "from"), (), (),
+               ("id", "data", "attempts", "enqueued_ms", "holder", "deadline_ms", "score",
+                "dead_info", "error", "abandoned")),
+)}
+
+_LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")
+_DEFINES = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMMENT = re.compile(r"--.*$", re.M)
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """Top-level definitions of a Lua file, in order: (name, text) for each ``local NAME``
+    or ``local function NAME`` at column 0 with the lines up to the next one (the comment
+    lines just above a definition go with it)."""
+    blocks: list[tuple[str, list[str]]] = []
+    comments: list[str] = []
+    for line in text.splitlines():
+        m = _DEFINES.match(line)
+        if m:
+            blocks.append((m.group(1), [*comments, line]))
+            comments = []
+        elif not line.strip() or line.startswith("--"):
+            comments.append(line)
+        elif blocks:
+            blocks[-1][1].extend([*comments, line])
+            comments = []
+    return [(name, "\n".join(lines)) for name, lines in blocks]
+
+
+def _names(text: str) -> set[str]:
+    return set(_NAME.findall(_COMMENT.sub("", text)))
+
+
+def _key_blocks() -> list[tuple[str, str]]:
+    """``PREFIX`` and a ``K_<NAME>`` per fixed key (KEYS[1] is ``P:queue``)."""
+    out = [("PREFIX", "local PREFIX = ARGV[1]")]
+    for k in FIXED_KEYS:
+        value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"
+        out.append((f"K_{k.name.upper()}", f"local K_{k.name.upper()} = {value}"))
+    return out
+
+
+def _generated_blocks() -> list[tuple[str, str]]:
+    """The bookkeeping lists of keys.FIXED_KEYS (the type table is made per script)."""
+    def table(names: Sequence[str]) -> str:
+        return "{" + ", ".join(f"K_{n.upper()}" for n in names) + "}"
+
+    meta_h = [k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash"]
+    meta_z = [k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset"]
+    whole = [k.name for k in FIXED_KEYS if k.role in ("meta", "other")]
+
+    def drops(rare: bool) -> str:
+        return "{" + ", ".join(
+            f"{{'{'HDEL' if k.type == 'hash' else 'ZREM'}', K_{k.name.upper()}}}"
+            for k in FIXED_KEYS if k.role == "meta" and k.rare == rare) + "}"
+
+    return [("META_HASHES", f"local META_HASHES = {table(meta_h)}"),
+            ("META_ZSETS", f"local META_ZSETS = {table(meta_z)}"),
+            # {command, key} that drops an id's entry, for the usual and the rare meta keys
+            ("META_USUAL", f"local META_USUAL = {drops(False)}"),
+            ("META_RARE", f"local META_RARE = {drops(True)}"),
+            ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}")]
+
+
+def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
+    out = [(f"A_{a.upper()}", f"local A_{a.upper()} = ARGV[{i}]")
+           for i, a in enumerate(spec.args, start=len(HEAD) + 1)]
+    out.append(("REST", f"local REST = {len(HEAD) + len(spec.args) + 1}"))
+    return out
+
+
+def _type_block(keys: Sequence[str]) -> str:
+    """EXPECTED_TYPES for the fixed keys a script uses: {key, type, rare}. A rare key is
+    absent from a busy queue; one EXISTS over the rare ones spares their TYPE checks."""
+    by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
+    rows = ", ".join(f"{{{n}, '{by_name[n].type}', {'true' if by_name[n].rare else 'false'}}}"
+                     for n in keys)
+    rare = ", ".join(n for n in keys if by_name[n].rare)
+    return f"local EXPECTED_TYPES = {{{rows}}}\nlocal RARE_KEYS = {{{rare}}}"
+
+
+@cache
+def source(name: str) -> str:
+    """The Lua source of script ``name``: the header it needs, then ``lua/<name>.lua``."""
+    spec = SPECS[name]
+    with open(os.path.join(_LUA_DIR, "_common.lua")) as f:
+        common = _blocks(f.read())
+    with open(os.path.join(_LUA_DIR, f"{name}.lua")) as f:
+        body = f.read()
+    available = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks(), *common]
+    by_name = dict(available)
+    # EXPECTED_TYPES is made last, from the keys of everything else that is included
+    deps = {n: _names(t) & (set(by_name) | {"EXPECTED_TYPES", "RARE_KEYS"})
+            for n, t in available}
+    wanted: set[str] = set()
+    todo = list(_names(body) & (set(by_name) | {"EXPECTED_TYPES", "RARE_KEYS"}))
+    while todo:
+        n = todo.pop()
+        if n in wanted:
+            continue
+        wanted.add(n)
+        todo.extend(deps.get(n, ()))
+    types = ""
+    if "EXPECTED_TYPES" in wanted or "RARE_KEYS" in wanted:
+        keys = [f"K_{k.name.upper()}" for k in FIXED_KEYS
+                if f"K_{k.name.upper()}" in wanted or f"K_{k.name.upper()}" in _names(body)]
+        for k in keys:
+            wanted.add(k)
+        wanted.add("PREFIX")
+        types = _type_block(keys)
+    parts = [f"-- {name}.lua with the definitions it uses: generated by rq_cli/scripts.py "
+             f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua"]
+    for n, text in available:
+        if n in wanted:
+            parts.append(text)
+        if n == "UNLINKED_WHOLE" and types:  # after the key names, before the functions
+            parts.append(types)
+    parts.append(body)
+    return "\n".join(parts) + "\n"
