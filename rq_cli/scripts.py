@@ -114,6 +114,7 @@ _LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")
 _DEFINES = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMMENT = re.compile(r"--.*$", re.M)
+_LAZY = "--@lazy"
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
@@ -177,19 +178,51 @@ def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
     return out
 
 
-def _type_block(keys: Sequence[str]) -> str:
-    """EXPECTED_TYPES for the fixed keys a script uses: {key, type, rare}. A rare key is
-    absent from a busy queue; one EXISTS over the rare ones spares their TYPE checks."""
+def _type_check(keys: Sequence[str]) -> str:
+    """``QUIET`` and ``wrong_type()`` for the fixed keys a script uses (``K_<NAME>``).
+
+    wrong_type() returns an error reply naming the first of them that holds another type,
+    or nil. A rare key (keys.FixedKey.rare) is absent from a busy queue: one EXISTS over the
+    rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
+    its reads of them)."""
     by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
-    rows = ", ".join(f"{{{n}, '{by_name[n].type}', {'true' if by_name[n].rare else 'false'}}}"
-                     for n in keys)
+
+    def flat(rare: bool) -> str:
+        return ", ".join(f"{n}, '{by_name[n].type}'" for n in keys if by_name[n].rare == rare)
+
     rare = ", ".join(n for n in keys if by_name[n].rare)
-    return f"local EXPECTED_TYPES = {{{rows}}}\nlocal RARE_KEYS = {{{rare}}}"
+    quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
+    return f"""-- True when none of this script's rare keys exists (set by wrong_type()).
+local QUIET = false
+-- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
+-- earlier writes behind. Returns an error reply naming the first key of the wrong type.
+local function wrong_type()
+  QUIET = {quiet}
+  local checks = {{{flat(False)}}}
+  if not QUIET then
+    for _, v in ipairs({{{flat(True)}}}) do checks[#checks + 1] = v end
+  end
+  for i = 1, #checks, 2 do
+    local t = redis.call('TYPE', checks[i])['ok']
+    if t ~= 'none' and t ~= checks[i + 1] then
+      return redis.error_reply('WRONGTYPE key ' .. checks[i] .. ' holds a ' .. t .. ', not a ' ..
+        checks[i + 1] .. ': something other than this queue uses the prefix; nothing was changed')
+    end
+  end
+  return nil
+end"""
 
 
 @cache
 def source(name: str) -> str:
-    """The Lua source of script ``name``: the header it needs, then ``lua/<name>.lua``."""
+    """The Lua source of script ``name``: the definitions it uses, then ``lua/<name>.lua``.
+
+    Definitions come from the fixed keys (``K_<NAME>``), the script's spec (``A_<NAME>``,
+    ``REST``), the generated bookkeeping lists and type check, and ``lua/_common.lua``; one
+    is included when the script, or an included definition, names it. A ``_common.lua``
+    definition marked ``--@lazy`` becomes ``L.<name>``, made on the first call that uses
+    it (through L's ``__index``), so a call on the hot path does not pay for closures it
+    never calls."""
     spec = SPECS[name]
     with open(os.path.join(_LUA_DIR, "_common.lua")) as f:
         common = _blocks(f.read())
@@ -197,31 +230,41 @@ def source(name: str) -> str:
         body = f.read()
     available = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks(), *common]
     by_name = dict(available)
-    # EXPECTED_TYPES is made last, from the keys of everything else that is included
-    deps = {n: _names(t) & (set(by_name) | {"EXPECTED_TYPES", "RARE_KEYS"})
-            for n, t in available}
+    generated = {"wrong_type", "QUIET"}
+    known = set(by_name) | generated
+    deps = {n: _names(t) & known for n, t in available}
     wanted: set[str] = set()
-    todo = list(_names(body) & (set(by_name) | {"EXPECTED_TYPES", "RARE_KEYS"}))
+    todo = list(_names(body) & known)
     while todo:
         n = todo.pop()
-        if n in wanted:
-            continue
-        wanted.add(n)
-        todo.extend(deps.get(n, ()))
-    types = ""
-    if "EXPECTED_TYPES" in wanted or "RARE_KEYS" in wanted:
-        keys = [f"K_{k.name.upper()}" for k in FIXED_KEYS
-                if f"K_{k.name.upper()}" in wanted or f"K_{k.name.upper()}" in _names(body)]
-        for k in keys:
-            wanted.add(k)
-        wanted.add("PREFIX")
-        types = _type_block(keys)
+        if n not in wanted:
+            wanted.add(n)
+            todo.extend(deps.get(n, ()))
+    keys = [f"K_{k.name.upper()}" for k in FIXED_KEYS if f"K_{k.name.upper()}" in wanted]
+    lazy = {n for n, t in common if n in wanted and _LAZY in _definition(t)}
+    ref = re.compile(r"(?<![\w.:])(" + "|".join(sorted(lazy)) + r")\b") if lazy else None
+
+    def fix(text: str) -> str:
+        if ref is None:
+            return text
+        return ref.sub(r"L.\1", text).replace("local function L.", "function L.")
+
     parts = [f"-- {name}.lua with the definitions it uses: generated by rq_cli/scripts.py "
              f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua"]
-    for n, text in available:
-        if n in wanted:
-            parts.append(text)
-        if n == "UNLINKED_WHOLE" and types:  # after the key names, before the functions
-            parts.append(types)
-    parts.append(body)
+    parts += [text for n, text in available[:len(available) - len(common)] if n in wanted]
+    if "wrong_type" in wanted or "QUIET" in wanted:
+        parts.append(_type_check(keys))
+    if lazy:
+        parts.append("-- the --@lazy definitions, made on first use\nlocal L = {}")
+    parts += [fix(text) for n, text in common if n in wanted and n not in lazy]
+    if lazy:
+        parts.append("setmetatable(L, {__index = function(t, k)\n  setmetatable(t, nil)")
+        parts += [fix(text) for n, text in common if n in lazy]
+        parts.append("  return rawget(t, k)\nend})")
+    parts.append(fix(body))
     return "\n".join(parts) + "\n"
+
+
+def _definition(block: str) -> str:
+    """The ``local [function] NAME`` line of a block."""
+    return next(line for line in block.splitlines() if _DEFINES.match(line))
