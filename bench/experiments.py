@@ -70,8 +70,8 @@ def push_send_ahead(q: Any, lines: Iterable[bytes], *, depth: int = 2, batch: in
     runs batch k (the current code waits for each round trip before reading more input).
 
     JSON validation as the CLI does it (rq_cli.render.check_json) is included."""
+    from rq_cli.core.types import PushResult
     from rq_cli.render import check_json
-    from rq_cli.types import PushResult
 
     client = q.client
     sha = client.script_load(q._script("push").script)
@@ -117,7 +117,7 @@ def push_send_ahead(q: Any, lines: Iterable[bytes], *, depth: int = 2, batch: in
 
 
 def exp_push(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
     from rq_cli.render import check_json
 
     from .cases.push import QUEUE, jsonl_file, resp_file
@@ -172,7 +172,7 @@ def exp_push(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
 
 
 def exp_pushlua(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
-    from rq_cli.queue import WorkQueue, script_source
+    from rq_cli.core.queue import WorkQueue, script_source
 
     client = server.client()
     base = script_source("push")
@@ -224,7 +224,7 @@ def exp_lease(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
         scripts pipelined; each stays atomic). The loop a worker API would run."""
         import redis
 
-        from rq_cli.queue import WorkQueue
+        from rq_cli.core.queue import WorkQueue
 
         c = redis.Redis(host="127.0.0.1", port=port)
         q = WorkQueue(c, L.RQ_Q)
@@ -258,7 +258,7 @@ def exp_lease(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
         the next (complete's logic for one id in front of lease.lua, atomically)."""
         import redis
 
-        from rq_cli.queue import WorkQueue
+        from rq_cli.core.queue import WorkQueue
 
         c = redis.Redis(host="127.0.0.1", port=port)
         q = WorkQueue(c, L.RQ_Q)
@@ -461,7 +461,7 @@ def exp_batchlua(server: BenchServer, work: Path, quick: bool, reps: int) -> Non
     prototypes above, against the peer's one-at-a-time rate, side by side."""
     from importlib import resources
 
-    from rq_cli.queue import WorkQueue, script_source
+    from rq_cli.core.queue import WorkQueue, script_source
 
     from .cases import lease as L
 
@@ -526,7 +526,7 @@ def exp_batchlua(server: BenchServer, work: Path, quick: bool, reps: int) -> Non
 def exp_completelua(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
     from importlib import resources
 
-    from rq_cli.queue import WorkQueue, script_source
+    from rq_cli.core.queue import WorkQueue, script_source
 
     client = server.client()
     common = (resources.files("rq_cli") / "lua" / "_common.lua").read_text()
@@ -636,8 +636,8 @@ def exp_maint(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
     of a second client, the server time per script call and the longest call (SLOWLOG)."""
     from importlib import resources
 
-    import rq_cli.queue as qmod
-    from rq_cli.queue import WorkQueue
+    import rq_cli.core.queue as qmod
+    from rq_cli.core.queue import WorkQueue
 
     from .harness import Prober
 
@@ -717,7 +717,7 @@ def fast_candidates(q: Any, scan_count: int = 5000, hscan_count: int = 10000,
     """Prototype of deep.py's discovery: SCAN pages added to the set whole (no per-key
     generator), larger COUNTs (each call still a few ms), and the bookkeeping sweep as set
     differences on whole pages. Returns (stray candidates, stale metadata ids)."""
-    from rq_cli import deep
+    from rq_cli.core import deep
 
     client, k = q.client, q.keys
     off = k.item_key_offset
@@ -750,7 +750,7 @@ def fast_candidates(q: Any, scan_count: int = 5000, hscan_count: int = 10000,
 
 
 def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     n = 100_000 if quick else 1_000_000
     client = server.client()
@@ -762,7 +762,7 @@ def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
         assert sum(1 for _ in client.scan_iter(match="dq:item:*", count=1000)) == n
 
     def current_discovery() -> None:
-        from rq_cli import deep
+        from rq_cli.core import deep
 
         items = set(q._scan_items())
         cands = items - deep._listed(q)
@@ -782,12 +782,12 @@ def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
         set(q._scan_items())
 
     def phase_lists() -> None:
-        from rq_cli import deep
+        from rq_cli.core import deep
 
         deep._listed(q)
 
     def phase_meta() -> None:
-        from rq_cli import deep
+        from rq_cli.core import deep
 
         for _ in deep._meta_ids(q):
             pass

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .core.limits import MAX_ATTEMPTS, MAX_DELAY, MAX_DELAY_TEXT, MAX_LEASE_SECONDS, MAX_LEASE_TEXT
+from .core.types import QueueOptions
 from .errors import ConfigError
-from .types import QueueOptions
 
 # -- environment variables: the one place they are named ---------------------------------------
 ENV_URL = "RQ_CLI_URL"  # server for every queue; overrides the config file
@@ -39,14 +40,9 @@ LOCAL_FILE = "rq-cli.toml"
 LAYOUTS = ("compat", "v0.3", "v0.1")
 REQUEUE_ENDS = ("back", "front")
 
-# Bounds of the durations (seconds) and counts a config file may set. A lease is at most a
-# year, like the CLI's --lease; a delay at most ten years, which keeps every deadline in
-# milliseconds far inside the integers Redis and Lua handle exactly. nan and inf are refused
-# (tomllib reads both as floats).
-YEAR = 365 * 86400
-MAX_LEASE_SECONDS = YEAR
-MAX_DELAY_SECONDS = 10 * YEAR
-MAX_ATTEMPTS = 1_000_000_000
+# Bounds of the durations (seconds) and counts a config file may set: rq_cli.core.limits, the
+# same bounds as the CLI's options and the engine's checks. nan and inf are refused (tomllib
+# reads both as floats).
 
 
 def _between(lo: float, hi: float, hi_name: str, *,
@@ -65,9 +61,9 @@ def _between(lo: float, hi: float, hi_name: str, *,
 
 # Option keys allowed in [defaults] and [queues.NAME], with their checks.
 _NUMBER = "a number"
-_DELAY = _between(0, MAX_DELAY_SECONDS, "ten years")
+_DELAY = _between(0, MAX_DELAY, MAX_DELAY_TEXT)
 _OPTION_RULES: dict[str, tuple[str, Any]] = {
-    "lease_seconds": (_NUMBER, _between(0, MAX_LEASE_SECONDS, "a year", low_open=True)),
+    "lease_seconds": (_NUMBER, _between(0, MAX_LEASE_SECONDS, MAX_LEASE_TEXT, low_open=True)),
     "max_attempts": ("an integer", lambda v: (0 <= v <= MAX_ATTEMPTS) or
                      f"must be 0 (unlimited) or more, and at most {MAX_ATTEMPTS}"),
     "grace_seconds": (_NUMBER, _DELAY),

@@ -2,6 +2,13 @@
 
 A library module: no Typer or rich, and redis-py is imported only when a server is probed.
 
+Why this lives in the runtime package and not under tests/: the embedded server
+(:mod:`rq_cli.embedded`, behind ``embedded:`` URLs and ``rq-cli server``) starts its server
+with :func:`find_server_binary`, :func:`config_args`, :func:`log_tail` and
+:func:`version_from_info`, so they must ship in the wheel. :class:`ServerProcess` and the
+cluster helpers beside them are used only by tests/ and bench/; they stay here, next to the
+binary and config handling they share, rather than in a second copy.
+
 Which binary runs (:func:`find_server_binary`):
 
 1. ``$RQ_CLI_SERVER_BIN`` if set (CI uses it to pin Valkey or Redis explicitly);

@@ -1,105 +1,15 @@
-"""Plain dataclasses returned by :class:`rq_cli.queue.WorkQueue`. No Redis, no Typer, no rich.
+"""``from rq_cli.types import ItemRef``: the documented import, kept working.
 
-The reports of maintenance and inspection (:class:`CleanReport`, :class:`RequeueReport`,
-:class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`) are defined in
-:mod:`rq_cli.reports` and importable from here too; that module is loaded on first use, so
-``push`` and ``lease`` do not create them at start-up.
+The result types live in :mod:`rq_cli.core.types`; the report dataclasses (Stats, PeekedItem,
+...) load on first use, as there.
 """
 
-from __future__ import annotations
+from typing import Any
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from .core import types as _types
 
-if TYPE_CHECKING:
-    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
-
-State = Literal["pending", "processing", "delayed", "dead"]
-PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
-#: What complete/fail/extend did to one item. Not live: ``missing`` (no such item) or
-#: ``already_dead`` (dead-lettered). ``not_leased``: a live item no worker ever leased, left
-#: as it is. ``conflict``: another session holds the lease; ``lost``: the lease expired.
-Outcome = Literal["completed", "missing", "already_dead", "not_leased", "conflict", "retried",
-                  "dead", "extended", "lost"]
-
-
-@dataclass(frozen=True)
-class QueueOptions:
-    """Per-queue settings (DESIGN.md section 4, "Contract details", gives the defaults)."""
-
-    lease_seconds: float = 300.0
-    max_attempts: int = 5  # 0 = unlimited
-    grace_seconds: float = 5.0
-    retry_backoff: float = 2.0  # first retry delay; doubles per attempt, +-25% jitter
-    retry_backoff_max: float = 300.0
-    layout: str = "compat"  # compat | v0.3 | v0.1
-    requeue: str = "back"  # back | front: where clean puts recovered items
-
-
-@dataclass(frozen=True)
-class NewItem:
-    """An item to push. ``id=None`` makes a random id (or a SHA-256 of the data on request)."""
-
-    data: bytes
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class PushResult:
-    id: str
-    added: bool  # False: the id is taken (see reason)
-    #: why not added: "duplicate" (an item with this id is live) or "dead" (the id is
-    #: dead-lettered; requeue-dead or purge --state dead frees it); None when added
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class LeasedItem:
-    queue: str  # the queue's prefix
-    id: str
-    data: bytes
-    attempt: int  # 1 on the first lease
-    lease_expires_at: float  # epoch seconds, ms precision
-    session: str
-
-
-@dataclass(frozen=True)
-class ItemRef:
-    """An item to act on: its id, and optionally the session that leased it."""
-
-    id: str
-    session: str | None = None
-
-
-@dataclass(frozen=True)
-class ItemOutcome:
-    """Result of complete/fail/extend for one id.
-
-    outcome: completed | retried | dead | extended -- it worked;
-    missing -- no live item with that id (already completed, or never pushed);
-    conflict -- another session holds the lease; lost -- (extend) the lease has expired.
-    """
-
-    id: str
-    outcome: Outcome
-    retry_at: float | None = None  # fail: when the item becomes due again (epoch s)
-    lease_expires_at: float | None = None  # extend: the new deadline (epoch s)
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome in ("completed", "retried", "dead", "extended")
-
-
-__all__ = ["CleanReport", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
-           "PeekedItem", "PurgeReport", "PurgeState", "PushResult", "QueueOptions",
-           "RequeueReport", "State", "Stats"]
-_REPORTS = frozenset({"CleanReport", "PeekedItem", "PurgeReport", "RequeueReport", "Stats"})
+__all__ = _types.__all__
 
 
 def __getattr__(name: str) -> Any:
-    """``from rq_cli.types import Stats`` and the like load :mod:`rq_cli.reports`."""
-    if name in _REPORTS:
-        from . import reports
-
-        return getattr(reports, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(_types, name)

@@ -36,8 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .queue import WorkQueue, lease_many
-from .types import ItemRef, LeasedItem
+from .core.queue import WorkQueue, lease_many
+from .core.types import ItemRef, LeasedItem
 
 #: The command's exit code that dead-letters its item at once (a permanent failure; 100 is
 #: free in sysexits and in the shells' own codes).

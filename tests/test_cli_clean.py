@@ -6,7 +6,7 @@ import time
 
 from cli_helpers import write_config
 
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

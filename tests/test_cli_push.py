@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

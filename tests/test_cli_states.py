@@ -9,7 +9,7 @@ import json
 from redis_work_queue import Item, KeyPrefix
 from redis_work_queue import WorkQueue as PeerQueue
 
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import redis
 
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -33,10 +33,10 @@ from cli_helpers import Run, run_cli
 from redis.cluster import RedisCluster
 
 from rq_cli.connect import connect
+from rq_cli.core.queue import BATCH, WorkQueue, lease_many
+from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 from rq_cli.errors import ClusterError, ExitCode, UsageError
-from rq_cli.queue import BATCH, WorkQueue, lease_many
 from rq_cli.servers import ServerProcess
-from rq_cli.types import ItemRef, NewItem, QueueOptions
 
 #: The slot ranges of the three primaries (16384 slots in all).
 SLOT_RANGES = ((0, 5460), (5461, 10922), (10923, 16383))

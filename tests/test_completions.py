@@ -29,7 +29,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rq_cli.cli import app
+from rq_cli.cli import app, internals
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "gen_completions.py"
@@ -296,6 +296,7 @@ def test_version_flag_does_not_leak_into_completion(config_file: Path) -> None:
     assert complete("bash", "rq-cli --version pu", config=config_file) == ["push", "purge"]
 
 
+@pytest.mark.skipif(not internals.ENABLED, reason="RQ_CLI_PLAIN_TYPER=1: Typer's own format")
 @pytest.mark.usefixtures("no_network")
 def test_fish_help_texts_stay_on_one_line(config_file: Path) -> None:
     for line in ("rq-cli --", "rq-cli push emails --", "rq-cli "):
@@ -310,8 +311,9 @@ def test_completion_options_only_on_the_root() -> None:
     root = typer.main.get_command(app)
     completion_options = {"--install-completion", "--show-completion"}
     assert completion_options <= {opt for param in root.params for opt in param.opts}
+    ctx = root.make_context("rq-cli", ["--help"], resilient_parsing=True)
     for name in ("config", "server"):
-        group = getattr(root, "commands", {})[name]
+        group = root.get_command(ctx, name)
         assert not completion_options & {opt for param in group.params for opt in param.opts}
 
 

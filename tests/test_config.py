@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from rq_cli import config
+from rq_cli.core.types import QueueOptions
 from rq_cli.errors import ConfigError, ExitCode
-from rq_cli.types import QueueOptions
 
 
 def write(path: Path, text: str) -> Path:

@@ -33,9 +33,13 @@ KEEP_A_CHANGELOG = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Secur
 
 
 def walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """(path, command) for the root, every group and every command, depth first."""
+    """(path, command) for the root, every group and every command, depth first (through
+    Click's public ``list_commands``/``get_command``, as help and completion see them)."""
     yield path, command
-    for name, sub in getattr(command, "commands", {}).items():
+    ctx = command.make_context(path[-1] if path else "rq-cli", ["--help"],
+                               resilient_parsing=True)
+    for name in getattr(command, "list_commands", lambda ctx: [])(ctx):
+        sub = command.get_command(ctx, name)
         if not getattr(sub, "hidden", False):
             yield from walk(sub, (*path, name))
 

@@ -29,8 +29,8 @@ from peer_v03 import V03Queue
 from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
-from rq_cli.queue import WorkQueue
-from rq_cli.types import ItemRef, NewItem, QueueOptions
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 
 pytestmark = pytest.mark.filterwarnings(  # redis-py deprecates SETEX, which the peer uses
     "ignore:Call to deprecated setex:DeprecationWarning")

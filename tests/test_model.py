@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from rq_cli.queue import WorkQueue
-from rq_cli.types import ItemRef, NewItem, QueueOptions
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 
 IDS = ["a", "b", "c", "d", "e", "f"]
 LEASE_MS = 1_000_000  # 1000 s: real lease TTLs never run out during a test

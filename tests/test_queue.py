@@ -7,10 +7,11 @@ import time
 
 import pytest
 
+from rq_cli.core.keys import Keys
+from rq_cli.core.queue import WorkQueue, lease_many
+from rq_cli.core.types import ItemRef, NewItem, QueueOptions
+from rq_cli.core.util import data_id
 from rq_cli.errors import ClusterError, UsageError
-from rq_cli.keys import Keys
-from rq_cli.queue import WorkQueue, data_id, lease_many
-from rq_cli.types import ItemRef, NewItem, QueueOptions
 
 T0 = 1_800_000_000_000  # a fixed "now" in ms, for tests that move time by hand
 
@@ -613,7 +614,7 @@ def test_the_core_imports_neither_typer_nor_rich():
     import subprocess
     import sys
 
-    code = ("import sys, rq_cli.queue, rq_cli.deep; print(sorted(m for m in sys.modules "
+    code = ("import sys, rq_cli.core.queue, rq_cli.core.deep; print(sorted(m for m in sys.modules "
             "if m.split('.')[0] in ('typer', 'rich', 'click')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -677,8 +678,8 @@ def test_lease_and_complete_the_largest_count(q, r):
 def test_fixed_keys_is_the_one_definition():
     """Every FIXED_KEYS entry is a Keys property naming P:<name>, and every fixed-key
     property of Keys is in FIXED_KEYS (so Python, Lua, deep clean and purge agree)."""
-    from rq_cli.keys import FIXED_KEYS, META_HASHES, META_ZSETS
-    from rq_cli.scripts import SPECS, source
+    from rq_cli.core.keys import FIXED_KEYS, META_HASHES, META_ZSETS
+    from rq_cli.core.scripts import SPECS, source
 
     lua = "".join(source(name) for name in SPECS)
 

@@ -51,16 +51,16 @@ from pathlib import Path
 import pytest
 import redis
 
-from rq_cli.keys import Keys
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem, QueueOptions
+from rq_cli.core.keys import Keys
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem, QueueOptions
 
 # -- the worker: lease, check, process, complete; dies on purpose at chosen points -------------
 WORKER = r"""
 import json, os, random, signal, sys, time
 import redis
-from rq_cli.queue import WorkQueue
-from rq_cli.types import ItemRef, QueueOptions
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import ItemRef, QueueOptions
 
 url, prefix, journal = sys.argv[1:4]
 seed, lease_s, max_attempts = int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
@@ -112,8 +112,8 @@ while time.monotonic() < deadline:
 CLEANER = r"""
 import random, sys, time
 import redis
-from rq_cli.queue import WorkQueue
-from rq_cli.types import QueueOptions
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import QueueOptions
 
 url, prefix = sys.argv[1], sys.argv[2]
 seed, grace, run_for = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])

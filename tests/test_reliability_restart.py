@@ -41,10 +41,10 @@ from typing import Any
 import pytest
 
 from rq_cli.connect import connect
-from rq_cli.keys import Keys
-from rq_cli.queue import WorkQueue
+from rq_cli.core.keys import Keys
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.servers import ServerProcess
-from rq_cli.types import NewItem
 
 MakeServer = Callable[..., ServerProcess]
 AOF = {"appendonly": "yes", "appendfsync": "always"}

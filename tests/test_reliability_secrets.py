@@ -22,9 +22,9 @@ from urllib.parse import quote
 
 import pytest
 
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.servers import ServerProcess, free_port
-from rq_cli.types import NewItem
 
 MakeServer = Callable[..., ServerProcess]
 

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 import redis
 
-from rq_cli.queue import WorkQueue
-from rq_cli.types import ItemRef, NewItem
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import ItemRef, NewItem
 
 PREFIX = "rt"
 

@@ -21,7 +21,7 @@ def run(ctx: Ctx) -> CaseResult:
     from redis_work_queue import KeyPrefix
     from redis_work_queue import WorkQueue as PeerQueue
 
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     res = CaseResult("clean")
     n = ctx.scale(10_000, 2_000)

@@ -24,7 +24,7 @@ STRAY_EVERY = 100
 
 
 def run(ctx: Ctx) -> CaseResult:
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     res = CaseResult("deep")
     n = ctx.scale(1_000_000, 100_000)

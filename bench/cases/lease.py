@@ -21,8 +21,8 @@ PEER_Q = "pq"
 def _rq_worker(port: int, quota: int, batch: int, go: Any, out: Any) -> None:
     import redis
 
-    from rq_cli.queue import WorkQueue
-    from rq_cli.types import ItemRef
+    from rq_cli.core.queue import WorkQueue
+    from rq_cli.core.types import ItemRef
 
     c = redis.Redis(host="127.0.0.1", port=port)
     q = WorkQueue(c, RQ_Q)

@@ -58,7 +58,7 @@ def _top(prof: pstats.Stats, n: int = 22) -> str:
 
 
 def run(ctx: Ctx) -> CaseResult:
-    from rq_cli.queue import BATCH, WorkQueue
+    from rq_cli.core.queue import BATCH, WorkQueue
 
     res = CaseResult("profile")
     n = ctx.scale(200_000, 20_000)

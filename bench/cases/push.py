@@ -91,7 +91,7 @@ def run(ctx: Ctx) -> CaseResult:
         return r.seconds
 
     def t_lib() -> float:
-        from rq_cli.queue import WorkQueue
+        from rq_cli.core.queue import WorkQueue
 
         q = WorkQueue(client, QUEUE)
         t0 = time.perf_counter()

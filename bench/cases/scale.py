@@ -52,8 +52,8 @@ def _worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
     c = redis.Redis(host="127.0.0.1", port=port)
     done = 0
     if loop.startswith("rq"):
-        from rq_cli.queue import WorkQueue
-        from rq_cli.types import ItemRef
+        from rq_cli.core.queue import WorkQueue
+        from rq_cli.core.types import ItemRef
 
         q = WorkQueue(c, Q)
         q.stats()  # a first script call: connection made
@@ -143,7 +143,7 @@ def _run(ctx: Ctx, loop: str, procs: int, total: int) -> dict[str, float]:
 
 def _completion_cost(ctx: Ctx, in_flight: int, completes: int = 2000) -> float:
     """Server us per complete, completing in lease order with ``in_flight`` items leased."""
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     client = ctx.server.client()
     ctx.server.flush()
@@ -163,7 +163,7 @@ def _completion_cost(ctx: Ctx, in_flight: int, completes: int = 2000) -> float:
 
 def _longest_call_ms(ctx: Ctx, count: int = 10_000) -> tuple[float, int]:
     """(longest server call in ms, calls over 20 ms) during ``lease(count)`` + its complete."""
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     client = ctx.server.client()
     ctx.server.flush()

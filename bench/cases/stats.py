@@ -18,7 +18,7 @@ EMPTY = "se"
 
 
 def run(ctx: Ctx) -> CaseResult:
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     res = CaseResult("stats")
     server = ctx.server

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import config as configmod
+from ..core.limits import MAX_LEASE_SECONDS
 from ..errors import LeaseLost, NothingToDo, UsageError
 from ..render import Output, Terminal
 
 if TYPE_CHECKING:
-    from ..queue import WorkQueue
-    from ..types import ItemOutcome
+    from ..core.queue import WorkQueue
+    from ..core.types import ItemOutcome
 
 #: Connect timeout, seconds (reads wait longer: see connect.client_options).
 SOCKET_TIMEOUT = 5.0
@@ -64,7 +65,7 @@ class State:
         return self._clients[key]
 
     def queue(self, name: str) -> WorkQueue:
-        from ..queue import WorkQueue
+        from ..core.queue import WorkQueue
 
         spec = self.spec(name)
         return WorkQueue(self.client(spec.url, spec.password), spec.prefix, spec.options)
@@ -74,7 +75,7 @@ class State:
 
     def raw_queue(self, prefix: str, url: str, password: str | None) -> WorkQueue:
         """A queue found on a server (not named by the user): default options."""
-        from ..queue import WorkQueue
+        from ..core.queue import WorkQueue
 
         return WorkQueue(self.client(url, password), prefix, self.config.options())
 
@@ -165,7 +166,7 @@ RawOpt = Annotated[bool, typer.Option(
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Report what would be done, change nothing.")]
 LeaseOpt = Annotated[float | None, typer.Option(
-    "--lease", min=0.001, max=365 * 86400, metavar="SECONDS", show_default=False,
+    "--lease", min=0.001, max=MAX_LEASE_SECONDS, metavar="SECONDS", show_default=False,
     help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
 
 

@@ -4,12 +4,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..core.reports import PeekedItem, Stats
 from ..render import Column
-from ..reports import PeekedItem, Stats
 from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
 
 if TYPE_CHECKING:
-    from ..queue import WorkQueue
+    from ..core.queue import WorkQueue
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
@@ -52,7 +52,7 @@ def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "Wo
         seen = {(id(wq.client), wq.prefix) for _, wq in targets}
         for url, password in st.servers():
             client = st.client(url, password)
-            from ..discover import discover_queues as find
+            from ..core.discover import discover_queues as find
 
             for prefix in find(client):
                 if (id(client), prefix) not in seen:
@@ -137,7 +137,7 @@ def queues(
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
     if discover:
-        from ..discover import discover_queues as find
+        from ..core.discover import discover_queues as find
 
         for url, password in st.servers():
             for prefix in find(st.client(url, password)):

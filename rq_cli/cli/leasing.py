@@ -12,9 +12,10 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.limits import MAX_COUNT
+from ..core.types import ItemOutcome, ItemRef, LeasedItem
 from ..errors import BadInputError, NothingToDo, UsageError
 from ..render import Column
-from ..types import ItemOutcome, ItemRef, LeasedItem
 from . import reading
 from .common import (
     IdsArg,
@@ -46,7 +47,7 @@ def lease(
     queues: QueuesArg,
     lease_seconds: LeaseOpt = None,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=1, max=10_000, help="Lease up to N items (returns as soon as it "
+        "--count", "-n", min=1, max=MAX_COUNT, help="Lease up to N items (returns as soon as it "
                                                   "has at least one).")] = 1,
     wait: Annotated[float, typer.Option(
         "--wait", min=0, metavar="SECONDS",
@@ -67,7 +68,7 @@ def lease(
     """
     st = state(ctx)
     out = st.output(as_json)
-    from ..queue import lease_many
+    from ..core.queue import lease_many
 
     wqs = st.queues(queues)
     items = lease_many(wqs, count, lease_seconds=lease_seconds, wait=wait, order=order.value,

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.reports import PurgeReport
 from ..errors import NothingToDo, UsageError
 from ..render import Column
-from ..reports import PurgeReport
 from . import reading
 from .common import (
     DryRunOpt,

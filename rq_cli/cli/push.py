@@ -8,10 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import bulk
+from ..core import bulk
+from ..core.types import NewItem, PushResult
 from ..errors import BadInputError, UsageError
 from ..render import Column, Output
-from ..types import NewItem, PushResult
 from . import reading
 from .common import JsonOpt, QueueArg, interrupt_deferred, read_stdin, state
 

@@ -21,11 +21,10 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
+from ..core.limits import MAX_ID_BYTES  # checked here too, to report the input line
+from ..core.types import ItemRef, NewItem
 from ..errors import BadInputError
 from ..render import check_json
-from ..types import ItemRef, NewItem
-
-MAX_ID_BYTES = 4096  # the core's limit (queue.MAX_ID_BYTES); checked here to report the line
 
 
 def stdin_binary() -> BinaryIO:

@@ -10,12 +10,10 @@ exit 1, and ``RQ_CLI_DEBUG=1`` shows its traceback. Commands never call ``sys.ex
 It runs inside :class:`RqGroup.invoke`, so ``rq-cli`` and ``CliRunner`` behave the same.
 """
 
-import atexit
 import contextlib
 import os
 import sys
 import traceback
-from collections.abc import Mapping
 from importlib import import_module
 from typing import Annotated, Any, NoReturn
 
@@ -26,40 +24,47 @@ from .. import __version__
 from .. import config as configmod
 from ..errors import ExitCode, RqError
 from ..render import Output, Terminal, debug_enabled, message
-from . import fastparams, shellcomplete
+from . import internals
 from .common import JsonOpt, State
 
 
 class RqGroup(TyperGroup):
     """The root command group: maps every exception of a command to a message and exit code.
 
-    Start-up: commands are built from their functions on first use (:class:`LazyCommands`),
-    so a run builds only the command it runs; plain parameters skip pydantic (fastparams).
+    Start-up: commands are built from their functions on first use, through Click's
+    documented lazy-loading hooks (``list_commands`` and ``get_command``), so a run builds
+    only the command it runs; plain parameters skip pydantic (:mod:`.internals`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands = LazyCommands(self.commands)
+        self.built: dict[str, Any] = {}  # commands built so far, by name
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.built.get(cmd_name)
+        if command is None:
+            if cmd_name not in COMMANDS:
+                return super().get_command(ctx, cmd_name)
+            command = self.built[cmd_name] = build_command(cmd_name)
+        internals.install_params(command, ctx)
+        return command
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        prog_name = kwargs.get("prog_name") or "rq-cli"
+        var = kwargs.get("complete_var") or f"_{prog_name}_COMPLETE".replace("-", "_").upper()
+        if os.environ.get(var):  # a shell asks for candidates: print them one to a line
+            internals.install_completion()
+        return super().main(*args, **kwargs)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        fastparams.install(self, ctx, subcommands=False)
+        internals.install_params(self, ctx, subcommands=False)
         try:
             return super().parse_args(ctx, args)
         except BrokenPipeError as exc:  # --help or --version | head: 141, like a command
             raise typer.Exit(report(exc)) from None
-
-    def _main_shell_completion(self, ctx_args: Any, prog_name: str,
-                               complete_var: str | None = None) -> None:
-        var = complete_var or f"_{prog_name}_COMPLETE".replace("-", "_").upper()
-        if os.environ.get(var):  # a shell asks for candidates: one line each
-            shellcomplete.install()
-        super()._main_shell_completion(ctx_args, prog_name, complete_var)
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        name, command, rest = super().resolve_command(ctx, args)
-        if command is not None:
-            fastparams.install(command, ctx)
-        return name, command, rest
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -211,35 +216,6 @@ def build_command(name: str) -> Any:
     return typer.main.get_command(single)  # one command: Typer returns it as is
 
 
-class LazyCommands(dict):  # type: ignore[type-arg]
-    """``RqGroup.commands``: every name listed, each command built on first access.
-
-    A plain dict to anyone reading it (help, completion, doc generators): values, items
-    and lookups build what they return. Building all 15 commands costs ~15 ms, a tenth
-    of a ``push``.
-    """
-
-    def __init__(self, built: Mapping[str, Any]) -> None:
-        super().__init__({name: None for name in COMMANDS})
-        super().update(built)
-
-    def __getitem__(self, name: str) -> Any:
-        command = super().__getitem__(name)
-        if command is None:
-            command = build_command(name)
-            super().__setitem__(name, command)
-        return command
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self else default  # noqa: SIM401 (self.get is this)
-
-    def values(self) -> Any:
-        return [self[name] for name in self]
-
-    def items(self) -> Any:
-        return [(name, self[name]) for name in self]
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run rq-cli with ``argv`` (default: the process's arguments); ends in ``SystemExit``."""
     command = typer.main.get_command(app)
@@ -274,7 +250,8 @@ def hard_exit(code: int | str | None) -> NoReturn:
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() > 1:
         sys.exit(status)
-    atexit._run_exitfuncs()
+    if not internals.fast_exit(status):  # RQ_CLI_PLAIN_TYPER=1: the normal exit
+        sys.exit(status)
     os._exit(_flush(status))  # (again: for what the atexit handlers wrote)
 
 

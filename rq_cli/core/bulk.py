@@ -25,23 +25,16 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import UsageError
-from .queue import (
-    BATCH,
-    MAX_DELAY,
-    WorkQueue,
-    _as_bytes,
-    _check_id,
-    _is_cluster,
-    _ms,
-    _now_arg,
-    _text,
-    data_id,
-    script_source,
-)
+from ..errors import UsageError
+from .limits import BATCH, MAX_DELAY
+from .scripts import script_source
 from .types import NewItem, PushResult
+from .util import as_bytes, check_id, data_id, is_cluster, ms, now_arg, text
+
+if TYPE_CHECKING:
+    from .queue import WorkQueue
 
 #: Script calls written to the connection before the oldest reply is read.
 SEND_AHEAD = 3
@@ -92,18 +85,18 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
         raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
     if not 1 <= batch_size <= 5000:
         raise UsageError("batch size must be between 1 and 5000")
-    flags = ["1" if front else "0", str(_ms(delay)), str(_ms(expire or 0))]
+    flags = ["1" if front else "0", str(ms(delay)), str(ms(expire or 0))]
     source = iter(items)
     chunk, error = _take(source, batch_size)
     client = q.client
-    if (error is None and len(chunk) == batch_size and not _is_cluster(client)
+    if (error is None and len(chunk) == batch_size and not is_cluster(client)
             and getattr(client, "connection", None) is None):
         yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms)
         return
     while chunk:  # the simple path: one call per batch, each waited for
         ids, args, fresh = _pairs(chunk, id_from_data)
         reply = q._run("push", [*flags, "1" if fresh else "0", *args], now_ms)
-        yield Pushed(ids, _text(reply) or "")
+        yield Pushed(ids, text(reply) or "")
         if error is not None or len(chunk) < batch_size:
             break
         chunk, error = _take(source, batch_size)
@@ -140,13 +133,13 @@ def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], 
         made = iter(()) if id_from_data else iter(_random_ids(n))
         for item in chunk:
             if isinstance(item, NewItem):
-                data, item_id = _as_bytes(item.data), item.id
+                data, item_id = as_bytes(item.data), item.id
             else:
-                data, item_id = _as_bytes(item), None
+                data, item_id = as_bytes(item), None
             if item_id is None:
                 item_id = data_id(data) if id_from_data else next(made)
             else:
-                _check_id(item_id)
+                check_id(item_id)
                 fresh = False
             datas.append(data)
             ids.append(item_id)
@@ -193,7 +186,7 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
     except TypeError:  # redis-py 5: the command name is required
         conn = pool.get_connection("EVALSHA")
     keys = q._script_keys
-    lead = ["EVALSHA", script.sha, len(keys), *keys, q.prefix, _now_arg(now_ms),
+    lead = ["EVALSHA", script.sha, len(keys), *keys, q.prefix, now_arg(now_ms),
             q.options.layout, *flags, "0"]
     packed_lead = b"".join(conn.pack_command(*lead))
     stale = packed_lead[packed_lead.index(b"\r\n") + 2:]
@@ -221,7 +214,7 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
                     conn.read_response()
                     loading = False
                 reply = conn.read_response()
-                yield Pushed(inflight.popleft(), _text(reply) or "")
+                yield Pushed(inflight.popleft(), text(reply) or "")
             chunk, error = _take(source, batch_size)  # while the server runs the calls
             if not chunk:
                 break
@@ -230,7 +223,7 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
                 conn.read_response()
                 loading = False
             reply = conn.read_response()
-            yield Pushed(inflight.popleft(), _text(reply) or "")
+            yield Pushed(inflight.popleft(), text(reply) or "")
     finally:
         if inflight or loading:  # replies pending (an error, or the consumer stopped)
             conn.disconnect()

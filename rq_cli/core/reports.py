@@ -1,6 +1,6 @@
 """Reports of maintenance and inspection: clean, requeue-dead, purge, stats, peek.
 
-Plain dataclasses, re-exported by :mod:`rq_cli.types` (import them from there). They live
+Plain dataclasses, re-exported by :mod:`rq_cli.core.types` (import them from there). They live
 apart so that ``push`` and ``lease`` do not pay for creating them at start-up: each
 dataclass costs 0.3-0.6 ms to create, and start-up is a budget (issue 4).
 """
@@ -8,8 +8,10 @@ dataclass costs 0.3-0.6 ms to create, and start-up is a budget (issue 4).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .types import State
+if TYPE_CHECKING:
+    from .types import State
 
 
 @dataclass

@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 
 from .keys import FIXED_KEYS
 
+LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
+
 #: ARGV[1..3] of every script: prefix, now (ms, "" = the server's clock), layout
 HEAD = ("prefix", "now", "layout")
 
@@ -110,7 +112,9 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
                 "dead_info", "error", "abandoned")),
 )}
 
-_LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")
+#: Every script the engine runs (``lua/<name>.lua``).
+SCRIPTS = tuple(SPECS)
+
 _DEFINES = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMMENT = re.compile(r"--.*$", re.M)
@@ -224,9 +228,9 @@ def source(name: str) -> str:
     it (through L's ``__index``), so a call on the hot path does not pay for closures it
     never calls."""
     spec = SPECS[name]
-    with open(os.path.join(_LUA_DIR, "_common.lua")) as f:
+    with open(os.path.join(LUA_DIR, "_common.lua")) as f:
         common = _blocks(f.read())
-    with open(os.path.join(_LUA_DIR, f"{name}.lua")) as f:
+    with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
         body = f.read()
     available = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks(), *common]
     by_name = dict(available)
@@ -268,3 +272,8 @@ def source(name: str) -> str:
 def _definition(block: str) -> str:
     """The ``local [function] NAME`` line of a block."""
     return next(line for line in block.splitlines() if _DEFINES.match(line))
+
+
+def script_source(name: str) -> str:
+    """The Lua source of script ``name`` (see :func:`source`)."""
+    return source(name)

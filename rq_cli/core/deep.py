@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from .keys import META_HASHES, META_ZSETS
+from .limits import BATCH, MAX_CLEAN_WAIT
+from .util import batches, is_cluster, ms
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -69,9 +71,7 @@ def _meta_ids(q: WorkQueue, live: int) -> Iterator[bytes]:
 
 def _scan_item_ids(q: WorkQueue, progress: Callable[[int], None] | None) -> set[bytes]:
     """Every item id of the queue, by SCAN, a page (one call) at a time."""
-    from .queue import _is_cluster
-
-    if _is_cluster(q.client):
+    if is_cluster(q.client):
         return set(q._scan_items())
     offset, pattern = q.keys.item_key_offset, q.keys.item_pattern
     items: set[bytes] = set()
@@ -92,16 +92,14 @@ def _stray_sightings(q: WorkQueue) -> Iterator[bytes]:
 
 def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool,
                now_ms: int | None, progress: Callable[[int], None] | None) -> None:
-    from .queue import BATCH, MAX_CLEAN_WAIT, _batches, _ms
-
     items = _scan_item_ids(q, progress)
     report.scanned = len(items)
     candidates = items - _listed(q)
-    head = [_ms(grace), q.options.max_attempts, q._front_requeue, "1" if dry_run else "0"]
+    head = [ms(grace), q.options.max_attempts, q._front_requeue, "1" if dry_run else "0"]
 
     def confirm(ids: set[bytes]) -> int:
         waiting = 0
-        for batch in _batches(sorted(ids), BATCH):
+        for batch in batches(sorted(ids), BATCH):
             recovered, dead, suspects = map(int, q._run("deep_clean", head + batch, now_ms))
             report.recovered += recovered
             report.dead += dead
@@ -118,11 +116,11 @@ def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool
 
     # Sightings of ids that are no longer stray (listed again, or gone) are forgotten.
     dry = "1" if dry_run else "0"
-    for batch in _batches(sorted(set(_stray_sightings(q)) - candidates), BATCH):
+    for batch in batches(sorted(set(_stray_sightings(q)) - candidates), BATCH):
         q._run("prune", [dry, "strays", *batch], now_ms)
 
     stale = set(_meta_ids(q, len(items))) - items
     if stale:
         stale -= {member for member, _ in q.client.zscan_iter(q.keys.dead, count=SCAN_COUNT)}
-    for batch in _batches(sorted(stale), BATCH):
+    for batch in batches(sorted(stale), BATCH):
         report.pruned += int(q._run("prune", [dry, "meta", *batch], now_ms))

@@ -1,0 +1,33 @@
+"""Every limit and batch size of the engine, defined once.
+
+The CLI, the config file checks and the engine read these names; change a limit here and
+every check and message follows. This module imports nothing.
+"""
+
+DAY = 86400
+#: Longest lease, in seconds (a year).
+MAX_LEASE_SECONDS = 365 * DAY
+#: Longest delay, expiry or retry delay accepted, in seconds (ten years, leap days included).
+MAX_DELAY = 10 * 366 * DAY
+MAX_DELAY_TEXT = "ten years"
+MAX_LEASE_TEXT = "a year"
+#: Highest max_attempts a queue may set (0 means unlimited).
+MAX_ATTEMPTS = 1_000_000_000
+#: Longest accepted id, in bytes.
+MAX_ID_BYTES = 4096
+#: Most items one lease call (or ``lease --count``) returns.
+MAX_COUNT = 10_000
+
+#: Most items or ids one script call handles: keeps every call short, so the server goes on
+#: serving other clients during bulk work.
+BATCH = 1000
+#: Items per script call for purge and requeue-dead, whose per-item work is heavier: keeps
+#: each call around 10 ms, so other clients wait no longer than that.
+SLOW_BATCH = 200
+#: Most items one lease script call takes: a lease of more is several calls, each well
+#: under 20 ms of server time.
+LEASE_CHUNK = 500
+#: Longest single blocking wait, in seconds (the client's socket timeout must exceed it).
+BLOCK_CHUNK = 2.0
+#: Longest grace period that clean waits out itself to look again (seconds).
+MAX_CLEAN_WAIT = 60.0

@@ -1,0 +1,586 @@
+"""WorkQueue: every queue operation of DESIGN.md section 3, one method each.
+
+Every state change is one Lua script (``lua/``), one round trip; bulk calls are cut into
+batches of a few thousand elements per script call and pipelined. Methods return the plain
+dataclasses of :mod:`rq_cli.core.types`. ``now_ms`` (milliseconds since the epoch) may be passed
+to any time-dependent method, for tests; by default the scripts read the server's clock.
+
+This module imports neither Typer nor rich.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ClusterError, UsageError
+from .keys import LAYOUTS, Keys, has_hash_tag
+from .limits import BATCH, BLOCK_CHUNK, LEASE_CHUNK, MAX_CLEAN_WAIT, MAX_DELAY, SLOW_BATCH
+from .scripts import script_source
+from .types import (
+    ItemOutcome,
+    ItemRef,
+    LeasedItem,
+    NewItem,
+    Outcome,
+    PurgeState,
+    PushResult,
+    QueueOptions,
+    State,
+)
+from .util import (
+    batches,
+    check_count,
+    check_id,
+    is_cluster,
+    make_session,
+    ms,
+    now_arg,
+    secs,
+    server_ms,
+    text,
+)
+
+if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
+    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
+
+Progress = Callable[[int], None]  # called with the number of items just handled
+
+STATES = ("pending", "processing", "delayed", "dead")
+_COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
+                                          "Z": "already_dead", "N": "not_leased"}
+PURGE_STATES = (*STATES, "all")
+#: fields per item in peek.lua's reply (see _peeked)
+PEEK_FIELDS = 10
+
+
+def _ref(ref: str | ItemRef) -> ItemRef:
+    if isinstance(ref, str):
+        return ItemRef(check_id(ref))
+    check_id(ref.id)
+    return ref  # (frozen: it can be used as it is)
+
+
+class WorkQueue:
+    """One queue (a key prefix) on one server.
+
+    ``client`` is a ``redis.Redis`` or ``redis.RedisCluster`` returning bytes;
+    ``session`` names this worker in leases and defaults to ``<host>:<pid>:<random>``.
+    """
+
+    def __init__(self, client: Any, prefix: str, options: QueueOptions | None = None, *,
+                 session: str | None = None) -> None:
+        if not prefix:
+            raise UsageError("a queue prefix cannot be empty")
+        if ":item:" in prefix + ":":
+            # P:item:x:item:<id> would also be an item key of queue P (and SCANned as such)
+            raise UsageError(f"a queue prefix cannot contain ':item:' ({prefix!r}): its keys "
+                             f"would mix with another queue's items")
+        self.client = client
+        self.prefix = prefix
+        self.options = options or QueueOptions()
+        if self.options.layout not in LAYOUTS:
+            raise UsageError(f"layout must be one of {', '.join(LAYOUTS)}, "
+                             f"not {self.options.layout!r}")
+        if self.options.requeue not in ("back", "front"):
+            raise UsageError(f"requeue must be back or front, not {self.options.requeue!r}")
+        self.session = session or make_session()
+        self.keys = Keys(prefix)
+        self._script_keys = self.keys.script_keys  # built once: every call passes them
+        if is_cluster(client) and not has_hash_tag(prefix):
+            raise ClusterError(
+                f"queue prefix {prefix!r} has no hash tag, so its keys would be spread over "
+                f"the cluster's slots; use a prefix like '{{{prefix}}}' or 'app:{{{prefix}}}'")
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"WorkQueue({self.prefix!r}, layout={self.options.layout!r})"
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _script(self, name: str) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self.client.register_script(script_source(name))
+        return script
+
+    def _run(self, name: str, args: Sequence[Any], now_ms: int | None = None,
+             client: Any = None) -> Any:
+        head = [self.prefix, now_arg(now_ms), self.options.layout]
+        return self._script(name)(keys=self._script_keys, args=head + list(args),
+                                  client=client or self.client)
+
+    @property
+    def _front_requeue(self) -> str:
+        return "1" if self.options.requeue == "front" else "0"
+
+    # -- push ----------------------------------------------------------------------------
+    def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
+             front: bool = False, delay: float = 0.0, expire: float | None = None,
+             now_ms: int | None = None) -> list[PushResult]:
+        """Push items; returns one PushResult per item, in order (added=False: duplicate id)."""
+        results: list[PushResult] = []
+        for batch in self.push_batches(items, id_from_data=id_from_data, front=front,
+                                       delay=delay, expire=expire, now_ms=now_ms):
+            results.extend(batch)
+        return results
+
+    def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
+                     id_from_data: bool = False, front: bool = False, delay: float = 0.0,
+                     expire: float | None = None, now_ms: int | None = None,
+                     ) -> Iterator[list[PushResult]]:
+        """Stream ``items`` in batches, yielding each batch's results once it is stored.
+
+        Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
+        connection while the next batch is read (rq_cli/bulk.py). If iterating ``items``
+        raises (a bad input line), the items taken before it are stored and yielded first,
+        then the exception propagates: nothing is half-applied silently.
+        """
+        from .bulk import push_batches
+
+        return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
+                            front=front, delay=delay, expire=expire, now_ms=now_ms)
+
+    # -- lease ---------------------------------------------------------------------------
+    def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
+                    at_most_once: bool = False, complete: Sequence[ItemRef] = (),
+                    ) -> tuple[list[LeasedItem], bool, int, str]:
+        """Lease up to ``count`` items without waiting, in script calls of at most
+        ``LEASE_CHUNK`` items each (so no call holds the server long); the first call also
+        completes ``complete``. Each call is atomic for the items it returns."""
+        items: list[LeasedItem] = []
+        completions = ""
+        while True:
+            want = min(count - len(items), LEASE_CHUNK)
+            args = [want, lease_ms, self.session, self.options.max_attempts,
+                    "1" if at_most_once else "0"]
+            for ref in complete:
+                args.append(ref.id)
+                args.append(ref.session or "")
+            reply = self._run("lease", args, now_ms)
+            paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
+            if complete:
+                completions, complete = text(reply[3]) or "", ()
+            prefix, expires, session = self.prefix, secs(deadline), self.session
+            got = [LeasedItem(prefix, text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
+                              expires, session)
+                   for i in range(4, len(reply), 3)]
+            items.extend(got)
+            if len(got) < want or len(items) >= count:
+                return items, paused, next_due, completions
+
+    def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
+              at_most_once: bool = False, now_ms: int | None = None) -> list[LeasedItem]:
+        """Lease up to ``count`` items; wait up to ``wait`` seconds for the first one.
+
+        Returns [] when nothing is available in time or the queue is paused. Waiting blocks
+        on the queue without taking from it (BLMOVE P:queue P:queue), then leases atomically,
+        so no id ever sits in processing without a lease. ``at_most_once`` completes each
+        item in the same step: it is never handed out again, even if this worker dies.
+        """
+        lease_ms = self._lease_ms(lease_seconds)
+        check_count(count)
+        deadline = time.monotonic() + max(wait, 0.0)
+        while True:
+            items, paused, next_due, _ = self._lease_once(count, lease_ms, now_ms,
+                                                          at_most_once)
+            remaining = deadline - time.monotonic()
+            if items or remaining <= 0:
+                return items
+            self._wait(min(remaining, BLOCK_CHUNK), paused, next_due)
+
+    def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
+                           lease_seconds: float | None = None, now_ms: int | None = None,
+                           ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
+        """Complete ``refs``, then lease up to ``count`` items, in one step (one round trip):
+        a worker's loop. Does not wait; outcomes are those of :meth:`complete`."""
+        items = self._ref_args(refs)
+        if len(items) > BATCH:
+            raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
+        check_count(count)
+        leased, _, _, codes = self._lease_once(count, self._lease_ms(lease_seconds), now_ms,
+                                               complete=items)
+        return [ItemOutcome(ref.id, _COMPLETE_OUTCOMES[code])
+                for ref, code in zip(items, codes, strict=True)], leased
+
+    def _lease_ms(self, lease_seconds: float | None) -> int:
+        seconds = self.options.lease_seconds if lease_seconds is None else lease_seconds
+        if not seconds > 0:  # also refuses NaN
+            raise UsageError("the lease time must be a positive number of seconds")
+        if seconds > 365 * 86400:
+            raise UsageError("the lease time must be at most a year")
+        return max(ms(seconds), 1)
+
+    def _wait(self, seconds: float, paused: bool, next_due: int) -> None:
+        """Block up to ``seconds`` for an item to arrive, without taking it."""
+        if paused:
+            time.sleep(min(seconds, 0.5))
+            return
+        if next_due >= 0:  # a delayed item becomes due: wake up for it
+            seconds = min(seconds, max(next_due / 1000 - time.time(), 0.01))
+        seconds = max(round(seconds, 3), 0.01)
+        self.client.blmove(self.keys.queue, self.keys.queue, seconds, "RIGHT", "RIGHT")
+
+    # -- complete / fail / extend --------------------------------------------------------
+    @staticmethod
+    def _ref_args(refs: Iterable[str | ItemRef]) -> list[ItemRef]:
+        return [_ref(r) for r in refs]
+
+    def _per_batch(self, refs: list[ItemRef], name: str, head: list[Any],
+                   now_ms: int | None) -> list[Any]:
+        """Run script ``name`` over refs in batches; returns the concatenated replies."""
+        out: list[Any] = []
+        for batch in batches(refs, BATCH):
+            args = list(head)
+            for ref in batch:
+                args.append(ref.id)
+                args.append(ref.session or "")
+            reply = self._run(name, args, now_ms)
+            out.extend(reply.decode() if isinstance(reply, bytes) else reply)
+        return out
+
+    def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
+                 ) -> list[ItemOutcome]:
+        """Complete items: ``completed`` for exactly one caller per item, else ``missing``
+        (not live) or ``conflict`` (given a session, another session holds the lease)."""
+        items = self._ref_args(refs)
+        codes = self._per_batch(items, "complete", [], now_ms)
+        return [ItemOutcome(ref.id, _COMPLETE_OUTCOMES[code])
+                for ref, code in zip(items, codes, strict=True)]
+
+    def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
+             retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
+             reason: str = "failed") -> list[ItemOutcome]:
+        """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
+        ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
+        if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
+            raise UsageError("the retry delay must be between 0 and ten years (in seconds)")
+        items = self._ref_args(refs)
+        opts = self.options
+        head = [error or "", -1 if retry_in is None else ms(retry_in), reason if dead else "",
+                opts.max_attempts, ms(opts.retry_backoff), ms(opts.retry_backoff_max),
+                repr(_random().uniform(0.75, 1.25))]
+        reply = self._per_batch(items, "fail", head, now_ms)
+        names: dict[bytes, Outcome] = {b"R": "retried", b"D": "dead", b"M": "missing",
+                                       b"X": "conflict", b"Z": "already_dead",
+                                       b"N": "not_leased"}
+        return [ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == "retried" else None)
+                for ref, outcome, due in _coded(items, reply, names)]
+
+    def cancel(self, ids: Iterable[str], *, error: str | None = None,
+               now_ms: int | None = None) -> list[ItemOutcome]:
+        """Dead-letter items now with reason ``cancelled``, even while another session holds
+        the lease (a worker running one finds it dead at its next heartbeat and stops):
+        ``dead``, or ``missing``/``already_dead``. Never-leased items are cancelled too."""
+        refs = [ItemRef(check_id(i)) for i in ids]
+        out: list[ItemOutcome] = []
+        for batch in batches(refs, BATCH):
+            reply = self._run("cancel", [error or "", *(r.id for r in batch)], now_ms)
+            codes = reply.decode() if isinstance(reply, bytes) else reply
+            names: dict[str, Outcome] = {"D": "dead", "M": "missing", "Z": "already_dead"}
+            out.extend(ItemOutcome(r.id, names[c]) for r, c in zip(batch, codes, strict=True))
+        return out
+
+    def reclaim(self, sessions: Callable[[str], bool], *, lease_seconds: float | None = None,
+                now_ms: int | None = None) -> list[LeasedItem]:
+        """Take back, under this queue's session, the items whose last holder is a session
+        for which ``sessions(session)`` is true (a named worker's previous run, killed), if
+        that session still holds the lease or the lease ran out with the item still in
+        processing. Each is a new attempt, returned like ``lease``'s items. Reads
+        ``P:holders`` with HSCAN, a page per call."""
+        lease_ms = self._lease_ms(lease_seconds)
+        wanted = [field.decode() for field, value in
+                  self.client.hscan_iter(self.keys.holders, count=1000)
+                  if sessions(value.decode("utf-8", "replace"))]
+        items: list[LeasedItem] = []
+        for batch in batches(wanted, BATCH):
+            holders = self.client.hmget(self.keys.holders, batch)
+            args: list[Any] = [lease_ms, self.session]
+            for item_id, holder in zip(batch, holders, strict=True):
+                if holder is not None:
+                    args += [item_id, holder]
+            reply = self._run("reclaim", args, now_ms)
+            deadline = secs(int(reply[0]))
+            items.extend(LeasedItem(self.prefix, text(reply[i]) or "", reply[i + 1],
+                                    int(reply[i + 2]), deadline, self.session)
+                         for i in range(1, len(reply), 3))
+        return items
+
+    def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
+               now_ms: int | None = None) -> list[ItemOutcome]:
+        """Extend leases: ``extended`` (with the new deadline), ``lost`` (the lease has
+        expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""
+        items = self._ref_args(refs)
+        reply = self._per_batch(items, "extend", [self._lease_ms(lease_seconds)], now_ms)
+        names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
+                                       b"M": "missing", b"Z": "already_dead",
+                                       b"N": "not_leased"}
+        return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
+                for ref, outcome, ms in _coded(items, reply, names)]
+
+    # -- clean ---------------------------------------------------------------------------
+    def clean(self, *, deep: bool = False, grace_seconds: float | None = None,
+              dry_run: bool = False, now_ms: int | None = None,
+              progress: Progress | None = None) -> CleanReport:
+        """Recover abandoned items (light), and with ``deep`` also stray items found by SCAN.
+
+        Light: ids in processing (and the v0.1 cleaning journal) without a lease are
+        re-queued once seen lease-less for the grace period; ghosts are dropped; items that
+        used max_attempts are dead-lettered; due delayed items are promoted. When a pass sees
+        lease-less ids for the first time, clean waits the grace period (up to
+        MAX_CLEAN_WAIT seconds; not with an injected ``now_ms``) and looks again. Safe to run
+        from several processes at once. Each script call looks at BATCH ids at most.
+        """
+        grace = self.options.grace_seconds if grace_seconds is None else grace_seconds
+        if not 0 <= grace <= MAX_DELAY:
+            raise UsageError("the grace period must be between 0 and ten years (in seconds)")
+        from .reports import CleanReport
+
+        report = CleanReport(dry_run=dry_run)
+        self._clean_pass(report, grace, dry_run, now_ms, progress)
+        if report.suspects and not dry_run and now_ms is None and grace <= MAX_CLEAN_WAIT:
+            # Lease-less ids seen for the first time: look again once the grace period is
+            # over, so one run recovers them (a cron need not run twice).
+            time.sleep(grace)
+            report.suspects = 0
+            self._clean_pass(report, grace, dry_run, now_ms, progress)
+        if deep:
+            from .deep import deep_clean  # the SCAN side lives on its own
+
+            deep_clean(self, report, grace=grace, dry_run=dry_run, now_ms=now_ms,
+                       progress=progress)
+        return report
+
+    def _clean_pass(self, report: CleanReport, grace: float, dry_run: bool,
+                    now_ms: int | None, progress: Progress | None) -> None:
+        """One pass of light clean over processing, in bounded script calls."""
+        left, pass_start = -1, 0
+        while True:
+            reply = self._run("clean", [BATCH, left, ms(grace), self.options.max_attempts,
+                                        self._front_requeue, "1" if dry_run else "0",
+                                        pass_start], now_ms)
+            left, pass_start = int(reply[0]), int(reply[7])
+            report.recovered += int(reply[1])
+            report.dropped += int(reply[2])
+            report.dead += int(reply[3])
+            report.suspects += int(reply[4])
+            report.promoted += int(reply[5])
+            if progress:
+                progress(BATCH)
+            if left <= 0 and not int(reply[6]):
+                break
+
+    # -- dead letters --------------------------------------------------------------------
+    def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
+                     older_than: float | None = None, to: WorkQueue | None = None,
+                     dry_run: bool = False, now_ms: int | None = None,
+                     progress: Progress | None = None) -> RequeueReport:
+        """Move dead items back to the queue (or ``to`` another queue on the same server).
+
+        ``ids`` given: those; else all (optionally only the ``limit`` oldest, and only those
+        dead for more than ``older_than`` seconds).
+        """
+        target = to.prefix if to is not None else self.prefix
+        if to is not None and to.client is not self.client:
+            raise UsageError("requeue-dead --to needs a queue on the same server")
+        if to is not None and is_cluster(self.client) and \
+                self.client.keyslot(to.keys.queue) != self.client.keyslot(self.keys.queue):
+            raise ClusterError("on a cluster, requeue-dead --to needs a queue with the same "
+                               "hash tag as the source queue")
+        if limit is not None and limit < 0:
+            raise UsageError("limit cannot be negative")
+        from .reports import RequeueReport
+
+        report = RequeueReport(dry_run=dry_run)
+        dry = "1" if dry_run else "0"
+
+        def take(reply: list[Any]) -> int:
+            report.requeued += int(reply[0])
+            report.skipped += int(reply[1])
+            report.missing += int(reply[2])
+            report.ids.extend(text(r) or "" for r in reply[3:])
+            if progress:
+                progress(int(reply[0]))
+            return int(reply[0]) + int(reply[1]) + int(reply[2])
+
+        if ids is not None:
+            for batch in batches([check_id(i) for i in ids], SLOW_BATCH):
+                take(self._run("requeue_dead", [target, dry, "ids", *batch], now_ms))
+            return report
+        if older_than is not None:
+            if not 0 <= older_than <= MAX_DELAY:
+                raise UsageError("--older-than must be between 0 and ten years (in seconds)")
+            now = now_ms if now_ms is not None else server_ms(self.client)
+            cutoff = str(now - ms(older_than))
+        else:
+            cutoff = "+inf"
+        offset = 0
+        while limit is None or report.requeued < limit:
+            size = SLOW_BATCH if limit is None else min(SLOW_BATCH, limit - report.requeued)
+            before = report.requeued
+            seen = take(self._run("requeue_dead", [target, dry, "range", cutoff, size, offset],
+                                  now_ms))
+            # skipped items stay dead (and so, in a dry run, does everything): step over them
+            offset += seen - (0 if dry_run else report.requeued - before)
+            if seen < size:
+                break
+        return report
+
+    # -- purge ---------------------------------------------------------------------------
+    def purge(self, state: PurgeState = "pending", *, dry_run: bool = False,
+              progress: Progress | None = None) -> PurgeReport:
+        """Delete the items in ``state``, or with ``all`` every key of the queue, in bounded
+        batches (UNLINK), so the server keeps serving other clients."""
+        if state not in PURGE_STATES:
+            raise UsageError(f"state must be one of {', '.join(PURGE_STATES)}, not {state!r}")
+        from .reports import PurgeReport
+
+        report = PurgeReport(dry_run=dry_run)
+        states = STATES if state == "all" else (state,)
+        if dry_run:
+            k = self.keys
+            pipe = self.client.pipeline(transaction=False)
+            pipe.llen(k.queue).llen(k.processing).zcard(k.delayed).zcard(k.dead)
+            counts = dict(zip(STATES, pipe.execute(), strict=True))
+            for s in states:
+                setattr(report, s, int(counts[s]))
+            if state == "all":
+                report.strays = sum(1 for _ in self._scan_items()) - report.pending \
+                    - report.processing - report.delayed
+                report.strays = max(report.strays, 0)
+            return report
+        for s in states:
+            while n := int(self._run("purge", [s, SLOW_BATCH])):
+                setattr(report, s, getattr(report, s) + n)
+                if progress:
+                    progress(n)
+        if state == "all":
+            for batch in batches(self._scan_items(), SLOW_BATCH):
+                report.strays += int(self._run("purge", ["strays", SLOW_BATCH, *batch]))
+            self._run("purge", ["meta", BATCH])
+        return report
+
+    def _scan_items(self) -> Iterator[bytes]:
+        """Ids of every item data key of this queue, by SCAN (bounded per call)."""
+        offset = self.keys.item_key_offset
+        kwargs: dict[str, Any] = {}
+        if is_cluster(self.client):  # a queue's keys share one slot: scan only its node
+            kwargs["target_nodes"] = self.client.get_node_from_key(self.keys.queue)
+        for key in self.client.scan_iter(match=self.keys.item_pattern, count=BATCH, **kwargs):
+            yield key[offset:]
+
+    # -- read-only -----------------------------------------------------------------------
+    def stats(self, *, now_ms: int | None = None) -> Stats:
+        """Counts, in one round trip whatever the queue's size."""
+        from .reports import Stats
+
+        r = self._run("stats", [], now_ms)
+        pending, processing, leased, delayed, due, dead, oldest, paused, now = map(int, r[:9])
+        leased = min(leased, processing)
+        counters = {text(r[i]) or "": int(r[i + 1]) for i in range(9, len(r), 2)}
+        return Stats(
+            queue=self.prefix, pending=pending, processing=processing, leased=leased,
+            abandoned=processing - leased, delayed=delayed, due=due, dead=dead,
+            oldest_pending_age_s=secs(max(now - oldest, 0)) if oldest >= 0 else None,
+            paused=bool(paused), counters=counters)
+
+    def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
+             from_end: str = "head", now_ms: int | None = None) -> list[PeekedItem]:
+        """Read items without changing anything. ``head``: the next to be leased (pending),
+        the oldest lease (processing), the soonest due (delayed), the oldest death (dead)."""
+        if state not in STATES:
+            raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+        if from_end not in ("head", "tail"):
+            raise UsageError("from must be head or tail")
+        if count < 0 or offset < 0:
+            raise UsageError("count and offset cannot be negative")
+        out: list[PeekedItem] = []
+        while len(out) < count:
+            n = min(BATCH, count - len(out))
+            r = self._run("peek", [state, offset + len(out), n, from_end], now_ms)
+            for i in range(0, len(r), PEEK_FIELDS):
+                out.append(_peeked(state, r[i:i + PEEK_FIELDS]))
+            if len(r) < PEEK_FIELDS * n:
+                break
+        return out
+
+    # -- pause ---------------------------------------------------------------------------
+    def pause(self) -> None:
+        """Lease nothing from this queue (rq-cli workers) until resumed."""
+        self.client.set(self.keys.paused, b"1")
+
+    def resume(self) -> None:
+        self.client.delete(self.keys.paused)
+
+    def is_paused(self) -> bool:
+        return bool(self.client.exists(self.keys.paused))
+
+
+def _peeked(state: State, f: list[Any]) -> PeekedItem:
+    from .reports import PeekedItem
+
+    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned = f
+    dead_at = reason = None
+    if info:
+        meta = json.loads(info)
+        attempts = meta.get("attempts", attempts)
+        reason = meta.get("reason")
+        error = error or meta.get("error")
+    if state == "dead" and int(float(score)) >= 0:
+        dead_at = secs(float(score))
+    return PeekedItem(
+        id=text(item_id) or "", state=state, data=data, attempts=int(attempts),
+        enqueued_at=secs(int(enqueued)) if int(enqueued) >= 0 else None,
+        lease_session=text(holder) if holder else None,
+        lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
+        due_at=secs(float(score)) if state == "delayed" else None,
+        dead_at=dead_at, dead_reason=reason, error=text(error),
+        abandoned=int(abandoned) == 1)
+
+
+def _coded(items: list[ItemRef], reply: list[Any], names: dict[bytes, Outcome],
+           ) -> Iterator[tuple[ItemRef, Outcome, int]]:
+    """(ref, outcome, number) per item of a script reply {code1, number1, code2, ...}."""
+    for i, ref in enumerate(items):
+        code = reply[2 * i]
+        yield ref, names[code if isinstance(code, bytes) else code.encode()], int(reply[2 * i + 1])
+
+
+def _random() -> Any:
+    import random  # imported on first use: start-up time is a budget of its own
+
+    return random
+
+
+def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: float | None = None,
+               wait: float = 0.0, order: str = "strict", at_most_once: bool = False,
+               ) -> list[LeasedItem]:
+    """Lease from several queues: ``strict`` takes from the first non-empty queue in the
+    given order, ``fair`` tries them in a random order each time. All items returned come
+    from one queue. Waits up to ``wait`` seconds, polling the queues in turn."""
+    if order not in ("strict", "fair"):
+        raise UsageError("order must be strict or fair")
+    if not queues:
+        raise UsageError("no queue to lease from")
+    if len(queues) == 1:
+        return queues[0].lease(count, lease_seconds=lease_seconds, wait=wait,
+                               at_most_once=at_most_once)
+    check_count(count)
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        ordered = list(queues)
+        if order == "fair":
+            _random().shuffle(ordered)
+        for q in ordered:
+            items, _, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None,
+                                           at_most_once)
+            if items:
+                return items
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return []
+        # no multi-key "block without taking": wait on each queue briefly in turn
+        per_queue = max(min(remaining, 0.5) / len(ordered), 0.01)
+        for q in ordered:
+            q._wait(per_queue, False, -1)

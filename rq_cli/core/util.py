@@ -1,0 +1,81 @@
+"""Small conversions shared by the engine's modules (ids, times, batches, replies).
+
+This module imports nothing from the rest of rq_cli but the limits and the errors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+from ..errors import UsageError
+from .limits import MAX_COUNT, MAX_ID_BYTES
+
+
+def make_session() -> str:
+    """A session id that tells who holds a lease: ``<host>:<pid>:<random>``."""
+    return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def data_id(data: bytes) -> str:
+    """The id ``--id-from-data`` gives: the SHA-256 of the data, hex."""
+    import hashlib  # only --id-from-data needs it: kept off start-up
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def as_bytes(data: bytes | str) -> bytes:
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def check_id(item_id: str) -> str:
+    """``item_id`` itself, or UsageError when it is empty or longer than MAX_ID_BYTES."""
+    if not item_id:
+        raise UsageError("an item id cannot be empty")
+    # (a character is at most 4 bytes in UTF-8: only long ids need encoding to be measured)
+    if len(item_id) * 4 > MAX_ID_BYTES and len(item_id.encode()) > MAX_ID_BYTES:
+        raise UsageError(f"an item id is at most {MAX_ID_BYTES} bytes")
+    return item_id
+
+
+def check_count(count: int) -> None:
+    if not 1 <= count <= MAX_COUNT:
+        raise UsageError(f"count must be between 1 and {MAX_COUNT}")
+
+
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of at most ``size``."""
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def now_arg(now_ms: int | None) -> str:
+    """The ``now`` script argument: empty means "read the server's clock"."""
+    return "" if now_ms is None else str(int(now_ms))
+
+
+def ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def secs(ms: int | float) -> float:
+    return round(ms / 1000, 3)
+
+
+def text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def is_cluster(client: Any) -> bool:
+    return type(client).__name__ in ("RedisCluster", "ValkeyCluster")
+
+
+def server_ms(client: Any) -> int:
+    """The server's clock, in milliseconds since the epoch (one TIME round trip)."""
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000

@@ -1,0 +1,166 @@
+"""The layering of DESIGN.md section 1, checked on the source (no server needed).
+
+- no import cycles between rq_cli's modules, counting imports inside functions (an import
+  moved into a function to dodge a cycle is still a cycle);
+- no module imports another module's underscore names;
+- the core (rq_cli/core/) imports neither Typer, Click nor rich, nor anything of the CLI;
+- the documented library imports keep working.
+
+Imports under ``if TYPE_CHECKING:`` are for annotations only and are not counted.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "rq_cli"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs (anywhere in the module), skipping TYPE_CHECKING."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def resolve(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module an ImportFrom names (``from ..x import y`` in a.b.c -> a.x)."""
+    if not node.level:
+        return node.module or ""
+    is_package = MODULES[module].name == "__init__.py"
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(module: str) -> list[tuple[str, list[str]]]:
+    """(imported module, names imported from it) for each runtime import of ``module``."""
+    tree = ast.parse(MODULES[module].read_text())
+    result: list[tuple[str, list[str]]] = []
+    for node in runtime_imports(tree):
+        if isinstance(node, ast.Import):
+            result.extend((alias.name, []) for alias in node.names)
+        else:
+            target = resolve(module, node)
+            names = [alias.name for alias in node.names]
+            # `from pkg import submodule` imports the submodule
+            subs = [n for n in names if f"{target}.{n}" in MODULES]
+            result.extend((f"{target}.{n}", []) for n in subs)
+            rest = [n for n in names if n not in subs]
+            if rest or not subs:
+                result.append((target, rest))
+    return result
+
+
+def graph() -> dict[str, set[str]]:
+    return {m: {t for t, _ in imports_of(m) if t in MODULES and t != m} for m in MODULES}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_checker_sees_a_cycle_and_the_type_checking_exemption():
+    # the checks below are only as good as this one: a cycle is found, a chain is not
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n"
+                     "def f():\n    import y\n")
+    assert [a.name for n in runtime_imports(tree) if isinstance(n, ast.Import)
+            for a in n.names] == ["y"]
+
+
+def test_the_layers_are_folders():
+    assert {"rq_cli.core", "rq_cli.cli", "rq_cli.core.queue", "rq_cli.core.keys",
+            "rq_cli.core.limits", "rq_cli.core.scripts"} <= set(MODULES)
+    assert (PACKAGE / "core" / "lua" / "_common.lua").is_file()
+
+
+def test_no_import_cycles_even_through_imports_inside_functions():
+    edges = graph()
+    assert sum(map(len, edges.values())) > 40  # the graph was really read
+    assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or [])
+
+
+def test_no_module_imports_another_modules_private_names():
+    offences = []
+    for module in MODULES:
+        for target, names in imports_of(module):
+            if target.startswith("rq_cli") and target != module:
+                offences += [f"{module}: from {target} import {n}" for n in names
+                             if n.startswith("_") and not n.startswith("__")]
+    assert offences == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.core")))
+def test_the_core_imports_no_cli_library(module):
+    for target, _ in imports_of(module):
+        root = target.split(".")[0]
+        assert root not in ("typer", "click", "rich"), (module, target)
+        assert not target.startswith(("rq_cli.cli", "rq_cli.render", "rq_cli.config")), \
+            (module, target)
+
+
+def test_documented_library_imports_work_and_load_no_cli_library():
+    code = ("import sys\n"
+            "from rq_cli.queue import WorkQueue, lease_many\n"
+            "from rq_cli.types import ItemRef, NewItem, Stats, PeekedItem\n"
+            "from rq_cli.core import WorkQueue as W\n"
+            "assert W is WorkQueue and Stats.__module__ == 'rq_cli.core.reports'\n"
+            "bad = [m for m in ('typer', 'click', 'rich') if m in sys.modules]\n"
+            "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
