@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -55,22 +55,15 @@ class ScriptSpec(NamedTuple):
     #: the reply's repeated group, after the fixed fields
     rows: tuple[str, ...] = ()
 
-    def argv(self, head: Sequence[Any], values: dict[str, Any],
-             groups: Sequence[Sequence[Any]] = ()) -> list[Any]:
-        """ARGV for this script: the common ``head``, its arguments by name, then the
-        repeated ``groups`` (each in the order of ``rest``)."""
-        if set(values) != set(self.args):
-            missing = set(self.args) - set(values)
-            extra = set(values) - set(self.args)
-            raise TypeError(f"script {self.name}: missing {sorted(missing)}, "
-                            f"unknown {sorted(extra)}")
-        out = [*head, *(values[a] for a in self.args)]
-        width = len(self.rest)
-        for group in groups:
-            if len(group) != width:
-                raise TypeError(f"script {self.name}: a group is {self.rest}")
-            out.extend(group)
-        return out
+    def argv(self, head: Sequence[Any], values: Mapping[str, Any],
+             rest: Sequence[Any] = ()) -> list[Any]:
+        """ARGV for this script: the common ``head``, its arguments by name, then ``rest``:
+        the repeated groups, flat (each group in the order of ``self.rest``)."""
+        if len(values) != len(self.args) or any(a not in values for a in self.args):
+            raise TypeError(f"script {self.name} takes {self.args}, not {tuple(values)}")
+        if rest and (not self.rest or len(rest) % len(self.rest)):
+            raise TypeError(f"script {self.name}: repeated arguments come as {self.rest}")
+        return [*head, *(values[a] for a in self.args), *rest]
 
     def decode(self, reply: Sequence[Any]) -> Reply:
         """The reply's fixed fields by name and its repeated groups as tuples."""

@@ -1,11 +1,11 @@
 -- peek: read up to `count` items of one state, changing nothing. Read-only.
--- ARGV[4] state: pending | processing | delayed | dead   ARGV[5] offset   ARGV[6] count
--- ARGV[7] from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
+-- A_STATE state: pending | processing | delayed | dead   A_OFFSET offset   A_COUNT count
+-- A_FROM from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
 -- Returns a flat list, PEEK_FIELDS (queue.py) = 10 fields per item:
 --   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
 --   dead_info JSON, last error, abandoned (1: in processing, its lease ran out; holder and
 --   deadline are then the last holder's)
-local state, offset, n, head = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == 'head'
+local state, offset, n, head = A_STATE, tonumber(A_OFFSET), tonumber(A_COUNT), A_FROM == 'head'
 local ids, scores = {}, {}
 if state == 'pending' or state == 'processing' then
   local key = state == 'pending' and K_QUEUE or K_PROCESSING
