@@ -2,7 +2,9 @@
 
 The scripts of git revision ``REV`` (its ``queue.script_source``) against the working
 tree's, alternating, three rounds; per loop the server's script time per item (EVALSHA usec
-from ``INFO commandstats``) and nested commands per item. Figures of one run only.
+from ``INFO commandstats``, wall clock: inflated when the server waits for a core), the
+server process's CPU time per item (``INFO cpu``: not inflated, but with its network work)
+and nested commands per item. Figures of one run only.
 """
 
 from __future__ import annotations
@@ -75,8 +77,11 @@ def main(argv: list[str]) -> int:
                 q.purge("all")
         for name, runs in sorted(res.items(), key=lambda kv: kv[0].split(" ", 1)[1]):
             us = sorted(r["us_per_item"] for r in runs)
-            print(f"{name:32s} {us[1]:6.1f} us/item (runs {', '.join(f'{u:.1f}' for u in us)})"
-                  f", {runs[0]['nested_per_item']:.2f} nested/item")
+            cpu = sorted(r["cpu_us_per_item"] for r in runs)
+            print(f"{name:32s} exec {us[1]:6.1f} us/item (runs "
+                  f"{', '.join(f'{u:.1f}' for u in us)}), server CPU {cpu[1]:6.1f} us/item "
+                  f"(runs {', '.join(f'{u:.1f}' for u in cpu)}), "
+                  f"{runs[0]['nested_per_item']:.2f} nested/item")
     return 0
 
 
