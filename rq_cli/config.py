@@ -72,9 +72,18 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
 }
+# The thresholds of ``stats --check`` (rq_cli.metrics.MEASURES), also per queue: not engine
+# options (QueueOptions), read by Config.thresholds.
+_CHECK_RULES: dict[str, tuple[str, Any]] = {
+    "max_pending": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
+    "max_age": (_NUMBER, _DELAY),
+    "max_dead": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
+    "max_abandoned": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
+}
+_RULES = {**_OPTION_RULES, **_CHECK_RULES}
 _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
 TOP_LEVEL_KEYS = ("url", "password_env", "defaults", "queues")
-QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *_OPTION_RULES)
+QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *_RULES)
 SECRET_HINT = "(hidden)"
 
 
@@ -206,6 +215,14 @@ class Config:
                   for k, v in merged.items() if k in known}
         return QueueOptions(**kwargs)
 
+    def thresholds(self, name: str | None = None) -> dict[str, float]:
+        """The ``stats --check`` limits set in the file: ``[defaults]`` < ``[queues.NAME]``
+        (keys ``max_pending``, ``max_age``, ``max_dead``, ``max_abandoned``)."""
+        merged = {k: v for k, v in self.defaults.items() if k in _CHECK_RULES}
+        if name is not None and name in self.queues:
+            merged.update({k: v for k, v in self.queues[name].items() if k in _CHECK_RULES})
+        return merged
+
     # -- display --------------------------------------------------------------------------
     def _file(self) -> str:
         return str(self.path) if self.path else "config"
@@ -226,11 +243,12 @@ class Config:
                 entry["password_env"] = password_env
                 entry["password"] = SECRET_HINT if env.get(password_env) else "(not set)"
             entry.update(_options_dict(self.options(name)))
+            entry.update(self.thresholds(name))
             queues[name] = entry
         shown: dict[str, Any] = {
             "path": str(self.path) if self.path else None,
             "url": mask(self.default_url(url=url, env=env)),
-            "defaults": _options_dict(self.options()),
+            "defaults": {**_options_dict(self.options()), **self.thresholds()},
             "queues": queues,
         }
         if self.password_env:
@@ -290,7 +308,7 @@ class _Validator:
         cfg.url = self.string((), data, "url")
         cfg.password_env = self.string((), data, "password_env")
         defaults = self.table((), data, "defaults")
-        self.unknown(("defaults",), defaults, tuple(_OPTION_RULES))
+        self.unknown(("defaults",), defaults, tuple(_RULES))
         cfg.defaults = self.options(("defaults",), defaults)
         queues = self.table((), data, "queues")
         for name, section in queues.items():
@@ -336,7 +354,7 @@ class _Validator:
 
     def options(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for key, (kind, check) in _OPTION_RULES.items():
+        for key, (kind, check) in _RULES.items():
             if key not in data:
                 continue
             value = data[key]

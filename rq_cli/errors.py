@@ -18,6 +18,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # bad arguments or options (Typer/Click's own code)
     NOTHING = 3  # lease found nothing in time; complete/fail/extend found no live item
     LEASE_LOST = 4  # another session holds the lease, or the lease expired (extend)
+    BREACHED = 5  # stats --check: a queue is past one of its thresholds
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
     CONFIG = 78  # config file error (EX_CONFIG)
@@ -77,3 +78,9 @@ class LeaseLost(RqError):
     """The lease is held by another session, or has expired."""
 
     exit_code = ExitCode.LEASE_LOST
+
+
+class ThresholdBreached(RqError):
+    """``stats --check``: at least one queue is past one of its thresholds."""
+
+    exit_code = ExitCode.BREACHED

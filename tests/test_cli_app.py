@@ -31,7 +31,8 @@ def all_commands():
     return list(walk(root, ()))
 
 
-EXPECTED = {"push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "clean",
+EXPECTED = {"push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "holders",
+            "clean",
             "requeue-dead", "purge", "pause", "resume", "work", "cancel", "config", "server"}
 
 
@@ -239,8 +240,8 @@ def test_commands_are_built_lazily():
 
 
 EXPECTED_ORDER = ("push", "lease", "complete", "fail", "extend", "stats", "peek", "queues",
-                  "clean", "requeue-dead", "purge", "pause", "resume", "work", "cancel", "config",
-                  "server")
+                  "holders", "clean", "requeue-dead", "purge", "pause", "resume", "work", "cancel",
+                  "config", "server")
 
 
 def test_url_from_the_environment(cli, server_url):

@@ -404,6 +404,11 @@ def test_stats_peek_and_pause(rc: Any) -> None:
     assert q.is_paused() and q.stats().paused and q.lease() == []
     q.resume()
     assert [i.id for i in q.lease()] == ["i1"]
+    (holder,) = q.holders()  # holders and item read the queue's slot only
+    assert (holder.session, holder.items, holder.ids) == (q.session, 2, ["i0", "i1"])
+    item = q.item("i1")
+    assert item is not None and (item.state, item.lease_session) == ("processing", q.session)
+    assert q.item("i4").state == "pending" and q.item("nope") is None
 
 
 def test_two_tags_on_different_nodes_both_work(rc: Any, nodes: list[redis.Redis],

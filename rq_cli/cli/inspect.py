@@ -1,10 +1,12 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
 from ..core.reports import PeekedItem, Stats
+from ..errors import NothingToDo, UsageError
 from ..render import Column
 from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
 
@@ -20,24 +22,90 @@ STATS_COLUMNS = [
 ]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
                   Column("discovered")]
+
+
+class StatsFormat(str, Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+
+
 DiscoverOpt = Annotated[bool, typer.Option(
     "--discover", help="Also find queues on the servers by SCAN (read-only).")]
 
 
-def stats(ctx: typer.Context, queues: OptQueuesArg = None, discover: DiscoverOpt = False,
-          as_json: JsonOpt = False) -> None:
+def stats(
+    ctx: typer.Context,
+    queues: OptQueuesArg = None,
+    discover: DiscoverOpt = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", "-w", help="A live dashboard, redrawn every --interval until Ctrl-C (exit "
+                              "0); JSON lines per queue per interval when stdout is not a "
+                              "terminal.")] = False,
+    interval: Annotated[float, typer.Option(
+        "--interval", min=0.1, max=86400, metavar="SECONDS",
+        help="Seconds between refreshes of --watch.")] = 2.0,
+    iterations: Annotated[int | None, typer.Option(
+        "--iterations", min=1, metavar="N", show_default=False,
+        help="Stop --watch after N refreshes (default: run until Ctrl-C).")] = None,
+    fmt: Annotated[StatsFormat | None, typer.Option(
+        "--format", show_default=False,
+        help="table, json (lines), or prometheus (text exposition, for node_exporter's "
+             "textfile collector). Default: a table on a terminal, else JSON lines.")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Print one line per threshold breached and exit 5 if any is, else "
+                        "print nothing and exit 0 (for cron and Nagios-style agents). "
+                        "Thresholds: the --max-* options, else max_pending, max_age, max_dead, "
+                        "max_abandoned of the config.")] = False,
+    max_pending: Annotated[int | None, typer.Option(
+        "--max-pending", min=0, metavar="N", show_default=False,
+        help="--check: at most N pending items.")] = None,
+    max_age: Annotated[float | None, typer.Option(
+        "--max-age", min=0, metavar="SECONDS", show_default=False,
+        help="--check: the oldest pending item at most this old.")] = None,
+    max_dead: Annotated[int | None, typer.Option(
+        "--max-dead", min=0, metavar="N", show_default=False,
+        help="--check: at most N dead-lettered items.")] = None,
+    max_abandoned: Annotated[int | None, typer.Option(
+        "--max-abandoned", min=0, metavar="N", show_default=False,
+        help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
 
-    Example: rq-cli stats emails
+    Example: rq-cli stats emails --watch
     """
     st = state(ctx)
+    if fmt is StatsFormat.json:
+        as_json = True
     out = st.output(as_json)
-    targets = _targets(st, queues or [], discover)
-    rows = [_stats_row(name, wq.stats()) for name, wq in targets]
+    if fmt is StatsFormat.table:
+        out.json = False
+    prometheus = fmt is StatsFormat.prometheus
+    limits = (max_pending, max_age, max_dead, max_abandoned)
+    if watch or check or prometheus or any(limit is not None for limit in limits):
+        from ..metrics import Thresholds
+        from . import monitor
+
+        thresholds = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
+                                abandoned=max_abandoned)
+        monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
+                            limits=thresholds)
+        targets = stats_targets(st, queues or [], discover)
+        if watch:
+            from .watch import watch as live
+
+            live(st, out, targets, interval=interval, iterations=iterations)
+        else:
+            monitor.run(st, out, targets, check=check, limits=thresholds,
+                        prometheus=prometheus)
+        return
+    targets = stats_targets(st, queues or [], discover)
+    rows = [stats_row(t.name, t.queue.stats()) for t in targets]
     out.rows(rows, STATS_COLUMNS)
 
 
-def _stats_row(name: str, s: Stats) -> dict[str, Any]:
+def stats_row(name: str, s: Stats) -> dict[str, Any]:
     return {"queue": name, "prefix": s.queue, "pending": s.pending,
             "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
@@ -45,11 +113,22 @@ def _stats_row(name: str, s: Stats) -> dict[str, Any]:
             "counters": s.counters}
 
 
-def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "WorkQueue"]]:
+class Target(NamedTuple):
+    """A queue to read: its name (as given, configured or discovered), the queue, its server."""
+
+    name: str
+    queue: "WorkQueue"
+    url: str
+
+
+def stats_targets(st: State, names: list[str], discover: bool) -> list[Target]:
     """Named queues; else the configured ones; plus (or, with none configured) discovered."""
-    targets = [(name, st.queue(name)) for name in (names or list(st.config.queues))]
+    targets = []
+    for name in (names or list(st.config.queues)):
+        spec = st.spec(name)
+        targets.append(Target(name, st.queue(name), spec.url))
     if discover or not targets:
-        seen = {(id(wq.client), wq.prefix) for _, wq in targets}
+        seen = {(id(t.queue.client), t.queue.prefix) for t in targets}
         for url, password in st.servers():
             client = st.client(url, password)
             from ..core.discover import discover_queues as find
@@ -57,7 +136,7 @@ def _targets(st: State, names: list[str], discover: bool) -> list[tuple[str, "Wo
             for prefix in find(client):
                 if (id(client), prefix) not in seen:
                     seen.add((id(client), prefix))
-                    targets.append((prefix, st.raw_queue(prefix, url, password)))
+                    targets.append(Target(prefix, st.raw_queue(prefix, url, password), url))
     return targets
 
 
@@ -72,6 +151,10 @@ def peek(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
+    item_id: Annotated[str | None, typer.Option(
+        "--id", metavar="ID", show_default=False,
+        help="Show this one item, in whatever state it is (not with --state, --count or "
+             "--from).")] = None,
     raw: RawOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -81,6 +164,20 @@ def peek(
     """
     st = state(ctx)
     out = st.output(as_json)
+    if item_id is not None:
+        given = [f"--{name}" for name, param in (("state", "item_state"), ("count", "count"),
+                                                 ("from", "end"))
+                 if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
+        if given:
+            raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
+        item = st.queue(queue).item(item_id)
+        if item is None:
+            raise NothingToDo(f"{queue} has no item {item_id!r}, live or dead")
+        if raw:
+            out.raw([item.data] if item.data is not None else [])
+        else:
+            out.rows([peek_row(item)], _peek_columns(item.state, one=True))
+        return
     items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value)
     if raw:
         out.raw(i.data for i in items if i.data is not None)
@@ -102,9 +199,9 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
     return row
 
 
-def _peek_columns(item_state: str) -> list[Column]:
-    cols = [Column("id"), Column("data", kind="data"), Column("attempts", kind="number"),
-            Column("enqueued_at", "enqueued", kind="time")]
+def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
+    cols = [Column("id"), *([Column("state")] if one else []), Column("data", kind="data"),
+            Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
     extra = {
         "processing": [Column("lease_session", "held by"),
                        Column("lease_expires_at", "lease until", kind="time"),

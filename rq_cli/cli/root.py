@@ -129,7 +129,8 @@ app = typer.Typer(
     cls=RqGroup,
     help="A reliable work queue in Redis or Valkey: push, lease, complete, inspect, repair.\n\n"
          "Tables on a terminal, JSON lines when piped. Exit codes: 0 ok, 1 internal error, "
-         "2 usage, 3 nothing to do, 4 lease lost, 65 bad input, 69 server unavailable, "
+         "2 usage, 3 nothing to do, 4 lease lost, 5 threshold breached (stats --check), "
+         "65 bad input, 69 server unavailable, "
          "78 config error, 130 interrupted, 141 stdout closed early.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help: --help must not import rich (start-up budget)
@@ -192,6 +193,7 @@ COMMANDS: dict[str, str] = {
     "stats": "inspect:stats",
     "peek": "inspect:peek",
     "queues": "inspect:queues",
+    "holders": "holders:holders",
     "clean": "maintain:clean",
     "requeue-dead": "maintain:requeue_dead",
     "purge": "maintain:purge",

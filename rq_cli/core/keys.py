@@ -187,5 +187,11 @@ class Keys(NamedTuple):
         return [self.queue, self.processing, self.delayed, self.dead, self.counters]
 
 
+#: The fields of ``P:counters``, running totals that scripts count with ``count('<field>', n)``
+#: (a test checks that every field the scripts count is listed here): what ``stats`` prints
+#: and ``stats --format prometheus`` exports as ``rq_cli_<field>_total``.
+COUNTER_FIELDS = ("pushed", "duplicates", "leased", "completed", "failed", "retried", "dead",
+                  "expired", "requeued", "cleaned")
+
 # Suffixes by which ``queues --discover`` recognises a prefix from a key name.
 DISCOVERY_SUFFIXES = (":queue", ":processing", ":delayed", ":dead", ":counters")

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
 from .keys import LAYOUTS, Keys, has_hash_tag
-from .limits import BATCH, BLOCK_CHUNK, LEASE_CHUNK, MAX_CLEAN_WAIT, MAX_DELAY, SLOW_BATCH
+from .limits import (
+    BATCH,
+    BLOCK_CHUNK,
+    HOLDERS_PAGE,
+    LEASE_CHUNK,
+    MAX_CLEAN_WAIT,
+    MAX_DELAY,
+    SLOW_BATCH,
+)
 from .scripts import SPECS, Reply, script_source
 from .types import (
     ItemOutcome,
@@ -40,11 +48,12 @@ from .util import (
     now_arg,
     secs,
     server_ms,
+    session_origin,
     text,
 )
 
 if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
-    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
+    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
@@ -540,6 +549,60 @@ class WorkQueue:
             if len(rows) < n:
                 break
         return out
+
+    def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
+        """One item by id, in whatever state it is (pending, processing, delayed or dead),
+        or None when the id is neither live nor dead. One round trip."""
+        reply = self.call("item", {"id": check_id(item_id)}, (), now_ms)
+        if not reply:
+            return None
+        fields, rows = SPECS["item"].decode(reply)  # the state, then peek.lua's fields
+        state = text(fields["state"]) or ""
+        if state not in STATES:  # (item.lua returns only these)
+            raise ValueError(f"item.lua returned an unknown state {state!r}")
+        return _peeked(state, rows[0])  # type: ignore[arg-type]
+
+    def holders(self, *, now_ms: int | None = None) -> list[Holder]:
+        """The sessions holding the items in processing, live and abandoned leases alike.
+
+        Reads processing from its oldest lease in pages of HOLDERS_PAGE ids (one script
+        call each): a busy queue's items may move between pages, so an item can be missed
+        (never counted twice). Sessions come in order of their oldest lease; an item whose
+        lease ran out counts for the session that held it last (``abandoned``).
+        """
+        from .reports import Holder
+
+        found: dict[str | None, Holder] = {}
+        seen: set[str] = set()
+        offset = 0
+        while True:
+            _, rows = self.decoded("holders", {"offset": offset, "count": HOLDERS_PAGE},
+                                   (), now_ms)
+            for raw_id, raw_session, raw_deadline, raw_live in rows:
+                item_id = text(raw_id) or ""
+                if item_id in seen:
+                    continue
+                seen.add(item_id)
+                session = text(raw_session) if raw_session else None
+                holder = found.get(session)
+                if holder is None:
+                    host, pid = session_origin(session)
+                    holder = found[session] = Holder(session=session, host=host, pid=pid)
+                deadline = secs(int(raw_deadline)) if int(raw_deadline) >= 0 else None
+                holder.items += 1
+                holder.ids.append(item_id)
+                if int(raw_live) == 1:
+                    holder.live += 1
+                else:
+                    holder.abandoned += 1
+                if holder.oldest_id is None:
+                    holder.oldest_id, holder.oldest_deadline = item_id, deadline
+                if deadline is not None and (holder.nearest_deadline is None
+                                             or deadline < holder.nearest_deadline):
+                    holder.nearest_deadline = deadline
+            if len(rows) < HOLDERS_PAGE:
+                return list(found.values())
+            offset += HOLDERS_PAGE
 
     # -- pause ---------------------------------------------------------------------------
     def pause(self) -> None:

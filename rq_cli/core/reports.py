@@ -1,4 +1,4 @@
-"""Reports of maintenance and inspection: clean, requeue-dead, purge, stats, peek.
+"""Reports of maintenance and inspection: clean, requeue-dead, purge, stats, peek, holders.
 
 Plain dataclasses, re-exported by :mod:`rq_cli.core.types` (import them from there). They live
 apart so that ``push`` and ``lease`` do not pay for creating them at start-up: each
@@ -79,3 +79,20 @@ class PeekedItem:
     error: str | None = None
     #: processing, lease run out: lease_session/lease_expires_at are the last holder's
     abandoned: bool = False
+
+
+@dataclass
+class Holder:
+    """A session holding (or, abandoned, last holding) items of a queue's processing list."""
+
+    session: str | None  # ``<host>:<pid>:<random>`` for rq-cli; None: nobody known
+    host: str | None  # from the session, when it reads host:pid:...
+    pid: int | None
+    items: int = 0
+    live: int = 0  # items whose lease is held now
+    abandoned: int = 0  # items whose lease ran out (this session held them last)
+    #: the item held longest (leases are taken in the processing list's order) and its deadline
+    oldest_id: str | None = None
+    oldest_deadline: float | None = None
+    nearest_deadline: float | None = None  # the soonest lease deadline (past: missed)
+    ids: list[str] = field(default_factory=list)  # oldest lease first

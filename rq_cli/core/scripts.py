@@ -75,6 +75,9 @@ class ScriptSpec(NamedTuple):
 
 
 _PAIRS = ("id", "session")
+#: an item as peek.lua and item.lua return it
+_PEEKED = ("id", "data", "attempts", "enqueued_ms", "holder", "deadline_ms", "score",
+           "dead_info", "error", "abandoned")
 
 SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("push", ("front", "delay_ms", "expire_ms", "fresh"), ("id", "data")),
@@ -100,9 +103,10 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("purge", ("state", "batch"), ("id",)),
     ScriptSpec("stats", (), (), ("pending", "processing", "leased", "delayed", "due", "dead",
                                  "oldest_ms", "paused", "now_ms"), ("counter", "value")),
-    ScriptSpec("peek", ("state", "offset", "count", "from"), (), (),
-               ("id", "data", "attempts", "enqueued_ms", "holder", "deadline_ms", "score",
-                "dead_info", "error", "abandoned")),
+    ScriptSpec("peek", ("state", "offset", "count", "from"), (), (), _PEEKED),
+    ScriptSpec("item", ("id",), (), ("state",), _PEEKED),
+    ScriptSpec("holders", ("offset", "count"), (), (),
+               ("id", "session", "deadline_ms", "live")),
 )}
 
 #: Every script the engine runs (``lua/<name>.lua``).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .reports import CleanReport, PeekedItem, PurgeReport, RequeueReport, Stats
+    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
 
 State = Literal["pending", "processing", "delayed", "dead"]
 PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
@@ -90,10 +90,11 @@ class ItemOutcome:
         return self.outcome in ("completed", "retried", "dead", "extended")
 
 
-__all__ = ["CleanReport", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
+__all__ = ["CleanReport", "Holder", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "Outcome",
            "PeekedItem", "PurgeReport", "PurgeState", "PushResult", "QueueOptions",
            "RequeueReport", "State", "Stats"]
-_REPORTS = frozenset({"CleanReport", "PeekedItem", "PurgeReport", "RequeueReport", "Stats"})
+_REPORTS = frozenset({"CleanReport", "Holder", "PeekedItem", "PurgeReport", "RequeueReport",
+                      "Stats"})
 
 
 def __getattr__(name: str) -> Any:

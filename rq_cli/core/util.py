@@ -19,6 +19,15 @@ def make_session() -> str:
     return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
+def session_origin(session: str | None) -> tuple[str | None, int | None]:
+    """(host, pid) of a session made by :func:`make_session` (``<host>:<pid>:<random>``), or
+    (None, None) for one that does not read so (a peer client's random session id)."""
+    parts = (session or "").rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit():
+        return None, None
+    return parts[0], int(parts[1])
+
+
 def data_id(data: bytes) -> str:
     """The id ``--id-from-data`` gives: the SHA-256 of the data, hex."""
     import hashlib  # only --id-from-data needs it: kept off start-up

@@ -1,7 +1,7 @@
 -- peek: read up to `count` items of one state, changing nothing. Read-only.
 -- A_STATE state: pending | processing | delayed | dead   A_OFFSET offset   A_COUNT count
 -- A_FROM from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
--- Returns a flat list, PEEK_FIELDS (queue.py) = 10 fields per item:
+-- Returns a flat list, SPECS['peek'].rows (scripts.py) per item:
 --   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
 --   dead_info JSON, last error, abandoned (1: in processing, its lease ran out; holder and
 --   deadline are then the last holder's)

@@ -1,0 +1,51 @@
+"""``rq-cli holders``: which sessions (host, pid) hold a queue's items, live or abandoned."""
+
+from typing import Annotated, Any
+
+import typer
+
+from ..core.reports import Holder
+from ..render import Column
+from .common import JsonOpt, QueuesArg, state
+
+HOLDER_COLUMNS = [
+    Column("queue"), Column("host"), Column("pid", kind="number"),
+    Column("items", kind="number"), Column("abandoned", kind="number"),
+    Column("oldest_id", "oldest lease"),
+    Column("nearest_deadline", "nearest deadline", kind="time"),
+    Column("session"),
+]
+
+
+def holders(
+    ctx: typer.Context,
+    queues: QueuesArg,
+    with_ids: Annotated[bool, typer.Option(
+        "--ids", help="List every item id each session holds (JSON: the ids field).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the sessions holding leases, live and abandoned: host, pid, items, deadlines.
+
+    Example: rq-cli holders emails
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    columns = [*HOLDER_COLUMNS, Column("ids")] if with_ids else HOLDER_COLUMNS
+    rows = [holder_row(name, h, with_ids) for name in queues
+            for h in st.queue(name).holders()]
+    if not rows and not out.json:
+        out.message(f"rq-cli: no items in processing in {', '.join(queues)}")
+        return
+    out.rows(rows, columns)
+
+
+def holder_row(queue: str, h: Holder, with_ids: bool = False) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "queue": queue, "session": h.session, "host": h.host, "pid": h.pid,
+        "items": h.items, "live": h.live, "abandoned": h.abandoned,
+        "oldest_id": h.oldest_id, "oldest_deadline": h.oldest_deadline,
+        "nearest_deadline": h.nearest_deadline}
+    if with_ids:
+        row["ids"] = h.ids
+    return row

@@ -1,0 +1,38 @@
+-- holders: who holds the items of one page of processing. Read-only.
+-- A_OFFSET offset from the right end of P:processing (the oldest lease first)
+-- A_COUNT page size (limits.py HOLDERS_PAGE: four multi-key reads per page)
+-- Returns a flat list, SPECS['holders'].rows in scripts.py, per item, oldest lease first:
+--   id, session (false: nobody known), deadline_ms (-1: unknown), live (1: a lease is held
+--   now; 0: abandoned, the lease ran out and session is the last holder, from P:holders)
+local offset, n = tonumber(A_OFFSET), tonumber(A_COUNT)
+local got = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
+local ids = {}
+for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
+if #ids == 0 then return {} end
+local v3_keys, v1_keys = {}, {}
+for k, id in ipairs(ids) do
+  v3_keys[k] = lease_key(id)
+  v1_keys[k] = lbs_key(id)
+end
+local v3, v1 = mget_leases(v3_keys, v1_keys)
+local last = redis.call('HMGET', K_HOLDERS, unpack(ids))
+local deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids))
+local out = {}
+for k, id in ipairs(ids) do
+  local session, live = v3[k] or v1[k], 1
+  local deadline = tonumber(deadlines[k])
+  if session then
+    if not deadline or session ~= last[k] then
+      -- a lease rq-cli did not grant (a peer's): its deadline is in the key's TTL
+      local ttl = lease_pttl(id)
+      deadline = ttl >= 0 and NOW + ttl or nil
+    end
+  else
+    session, live = last[k], 0
+  end
+  out[#out + 1] = id
+  out[#out + 1] = session
+  out[#out + 1] = deadline or -1
+  out[#out + 1] = live
+end
+return out

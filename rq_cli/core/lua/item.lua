@@ -1,0 +1,50 @@
+-- item: one item by id, in whatever state it is. Read-only.
+-- A_ID the id
+-- Returns {} when the id is neither live nor dead, else {state, then SPECS['item'].rows (scripts.py)
+-- fields as peek.lua returns them}: id, data, attempts, enqueued_ms, holder,
+-- lease_deadline_ms, score_ms, dead_info JSON, last error, abandoned.
+-- The state is found in O(1) or O(log N) reads, except for a live item that is neither
+-- delayed nor leased: it is in processing (an abandoned lease: LPOS over processing, which
+-- holds only the items in flight) or else pending (the queue itself is not searched: it may
+-- be millions long).
+local id = A_ID
+local data = redis.call('GET', item_key(id))
+local state, score, info, holder, deadline, abandoned = false, -1, false, false, -1, 0
+if not data then
+  local died = redis.call('ZSCORE', K_DEAD, id)
+  if not died then return {} end
+  state, score = 'dead', died
+  data = redis.call('GET', dead_item_key(id))
+  info = redis.call('HGET', K_DEAD_INFO, id)
+else
+  local due = redis.call('ZSCORE', K_DELAYED, id)
+  if due then
+    state, score = 'delayed', due
+  else
+    holder = lease_holder(id)
+    if holder then
+      state = 'processing'
+      local at = tonumber(redis.call('ZSCORE', K_LEASES, id))
+      if at and redis.call('HGET', K_HOLDERS, id) == holder then
+        deadline = at
+      else
+        local ttl = lease_pttl(id)
+        if ttl >= 0 then deadline = NOW + ttl end
+      end
+    elseif redis.call('LPOS', K_PROCESSING, id, 'RANK', -1) then
+      state, abandoned = 'processing', 1
+      holder = redis.call('HGET', K_HOLDERS, id)
+      deadline = tonumber(redis.call('ZSCORE', K_LEASES, id)) or -1
+    else
+      state = 'pending'
+    end
+  end
+end
+return {
+  state, id, data,
+  tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0,
+  tonumber(redis.call('HGET', K_ENQUEUED, id)) or -1,
+  holder, deadline, score, info,
+  redis.call('HGET', K_ERRORS, id),
+  abandoned,
+}
