@@ -155,8 +155,6 @@ def _generated_blocks() -> list[tuple[str, str]]:
     def table(names: Sequence[str]) -> str:
         return "{" + ", ".join(f"K_{n.upper()}" for n in names) + "}"
 
-    meta_h = [k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash"]
-    meta_z = [k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset"]
     whole = [k.name for k in FIXED_KEYS if k.role in ("meta", "other")]
 
     def drops(rare: bool) -> str:
@@ -164,9 +162,7 @@ def _generated_blocks() -> list[tuple[str, str]]:
             f"{{'{'HDEL' if k.type == 'hash' else 'ZREM'}', K_{k.name.upper()}}}"
             for k in FIXED_KEYS if k.role == "meta" and k.rare == rare) + "}"
 
-    return [("META_HASHES", f"local META_HASHES = {table(meta_h)}"),
-            ("META_ZSETS", f"local META_ZSETS = {table(meta_z)}"),
-            # {command, key} that drops an id's entry, for the usual and the rare meta keys
+    return [# {command, key} that drops an id's entry, for the usual and the rare meta keys
             ("META_USUAL", f"local META_USUAL = {drops(False)}"),
             ("META_RARE", f"local META_RARE = {drops(True)}"),
             ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}")]

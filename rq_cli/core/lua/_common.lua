@@ -11,7 +11,7 @@
 -- Each script's own arguments start at ARGV[4] (named in scripts.py SPECS).
 -- Each script gets only the definitions below that it uses (rq_cli/scripts.py, source), after
 -- the names generated from rq_cli/keys.py FIXED_KEYS (PREFIX, K_QUEUE, ... K_SUSPECTS,
--- META_HASHES, META_ZSETS, META_USUAL, META_RARE, UNLINKED_WHOLE, the type check
+-- META_USUAL, META_RARE, UNLINKED_WHOLE, the type check
 -- wrong_type() and QUIET) and its named arguments (A_<NAME>, and REST: the index of the first
 -- repeated argument). A definition marked --@lazy (off the hot paths) is made only when a
 -- call first uses it: a function costs its closure on every call that defines it.
