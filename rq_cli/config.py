@@ -71,6 +71,7 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "retry_backoff_max": (_NUMBER, _DELAY),
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
+    "dedup_window": (_NUMBER, _DELAY),
 }
 # The thresholds of ``stats --check`` (rq_cli.metrics.MEASURES), also per queue: not engine
 # options (QueueOptions), read by Config.thresholds.
@@ -85,6 +86,7 @@ _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
 TOP_LEVEL_KEYS = ("url", "password_env", "defaults", "queues")
 QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *_RULES)
 SECRET_HINT = "(hidden)"
+SECRET_IN_URL = "(hidden, in the url)"
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,9 @@ def find(explicit: str | os.PathLike[str] | None = None, *, no_config: bool = Fa
     for cand in candidates(explicit, env=env, cwd=cwd):
         if cand.exists:
             return cand.path
+        if cand.source in ("--config", f"${ENV_CONFIG}") and cand.path.is_dir():
+            raise ConfigError(f"config file {cand.path} (from {cand.source}) is a directory: "
+                              f"name the file itself, for example {cand.path / LOCAL_FILE}")
         if cand.source in ("--config", f"${ENV_CONFIG}"):
             raise ConfigError(f"config file {cand.path} (from {cand.source}) does not exist")
     return None
@@ -215,6 +220,19 @@ class Config:
                   for k, v in merged.items() if k in known}
         return QueueOptions(**kwargs)
 
+    def url_error(self, spec: QueueSpec, problem: str) -> ConfigError:
+        """The config error for a server URL of this file that cannot be used: ``problem``,
+        naming the file and the line of the ``url`` key (``spec.url_source`` says which)."""
+        table = ("queues", spec.name) if spec.url_source == "queue" else ()
+        line = None
+        if self.path is not None:
+            try:
+                line = _Locator(self.path.read_text(encoding="utf-8"))(table, "url")
+            except (OSError, UnicodeDecodeError):
+                line = None
+        at = f" line {line}" if line else ""
+        return ConfigError(f"{self._file()}{at}: url in {_name(table)}: {problem}")
+
     def thresholds(self, name: str | None = None) -> dict[str, float]:
         """The ``stats --check`` limits set in the file: ``[defaults]`` < ``[queues.NAME]``
         (keys ``max_pending``, ``max_age``, ``max_dead``, ``max_abandoned``)."""
@@ -228,10 +246,12 @@ class Config:
         return str(self.path) if self.path else "config"
 
     def show(self, *, url: str | None = None, env: Mapping[str, str] | None = None,
-             mask: Callable[[str], str] = str) -> dict[str, Any]:
+             mask: Callable[[str], str] = str,
+             password_of: Callable[[str], str | None] = lambda url: None) -> dict[str, Any]:
         """The effective configuration, secrets hidden (``rq-cli config show``).
 
-        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``).
+        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``); ``password_of`` finds
+        the password a URL carries (``rq_cli.connect.url_password``), shown as set, hidden.
         """
         env = os.environ if env is None else env
         queues = {}
@@ -242,6 +262,8 @@ class Config:
             if password_env:
                 entry["password_env"] = password_env
                 entry["password"] = SECRET_HINT if env.get(password_env) else "(not set)"
+            elif password_of(server):
+                entry["password"] = SECRET_IN_URL
             entry.update(_options_dict(self.options(name)))
             entry.update(self.thresholds(name))
             queues[name] = entry
@@ -253,6 +275,8 @@ class Config:
         }
         if self.password_env:
             shown["password_env"] = self.password_env
+        if password_of(self.default_url(url=url, env=env)):
+            shown["password"] = SECRET_IN_URL
         return shown
 
 

@@ -233,11 +233,38 @@ def _connect_plain(url: str, *, password: str | None, timeout: float) -> Any:
     import redis
 
     url, extra = _with_password(url, password)
+    _check_db_path(url)
     try:
-        return redis.Redis.from_url(url, **client_options(timeout), **extra)
+        client = redis.Redis.from_url(url, **client_options(timeout), **extra)
+        pool = client.connection_pool
+        # redis-py passes unknown query options on to the connection class, which is made
+        # at the first command: make one now (no socket yet) so a typo is a usage error.
+        pool.connection_class(**pool.connection_kwargs)
     except ValueError as err:
         raise UsageError(f"cannot use server URL {mask_url(url)!r}: "
                          f"{safe_detail(str(err), url)}") from None
+    except TypeError as err:
+        option = re.search(r"keyword argument '([^']*)'", str(err))
+        raise UsageError(f"cannot use server URL {mask_url(url)!r}: unknown option "
+                         f"{option.group(1) if option else str(err)!r} in its query string")\
+            from None
+    return client
+
+
+def _check_db_path(url: str) -> None:
+    """Refuse a ``redis://host/PATH`` whose PATH is not a database number (redis-py reads
+    ``/abc`` as database 0 without a word)."""
+    if scheme_of(url) == "unix":
+        return
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return  # redis-py's own parse reports it
+    db = path.strip("/")
+    if db and not db.isdigit():
+        raise UsageError(f"cannot use server URL {mask_url(url)!r}: the path must be a "
+                         f"database number, as in redis://host:6379/0, not "
+                         f"{safe_detail(repr(path), url)}")
 
 
 def _connect_cluster(url: str, *, password: str | None, timeout: float) -> Any:

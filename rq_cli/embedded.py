@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import ServerError
+from .errors import ServerError, UsageError
 from .servers import (
     ENV_SERVER_BIN,
     ServerStartError,
@@ -136,7 +136,14 @@ def _prepare_dir(directory: PathLike) -> Path:
             f"the embedded server's socket path is too long for a unix socket ({sock}): "
             "use a data directory with a shorter path, for example embedded:~/.rq-cli"
         )
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if data_dir.exists() and not data_dir.is_dir():
+        raise UsageError(f"cannot use embedded:{directory}: {data_dir} is not a directory "
+                         "(embedded:DIR names the server's data directory)")
+    try:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot use embedded:{directory}: cannot create the directory "
+                         f"{data_dir}: {exc.strerror or exc}") from None
     st = data_dir.stat()
     if st.st_uid != os.getuid():
         raise ServerError(f"the embedded server's directory {data_dir} belongs to another user")

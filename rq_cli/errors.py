@@ -80,6 +80,12 @@ class LeaseLost(RqError):
     exit_code = ExitCode.LEASE_LOST
 
 
+class Interrupted(RqError):
+    """Ctrl-C, with something to say about what was done before it."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
 class ThresholdBreached(RqError):
     """``stats --check``: at least one queue is past one of its thresholds."""
 

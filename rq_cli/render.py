@@ -8,10 +8,11 @@
 
 Payload data (``bytes``) is written as follows, everywhere:
 
-- valid UTF-8 holding a valid JSON text (RFC 8259: no NaN/Infinity): embedded verbatim as
-  JSON under ``"data"`` (a line break, which valid JSON can only have as whitespace, becomes a
-  space so the output stays one object per line);
-- other valid UTF-8: a JSON string under ``"data"``;
+- valid UTF-8 holding a valid JSON text (RFC 8259: no NaN/Infinity) with no whitespace
+  around it and no line break in it: embedded verbatim as JSON under ``"data"``;
+- other valid UTF-8 (plain text, or JSON a reader would not get back byte for byte): a JSON
+  string of the text under ``"data"``, followed by ``"raw": true``, so that the plain text
+  ``hi`` (``"data":"hi","raw":true``) and the JSON string ``"hi"`` (``"data":"hi"``) differ;
 - not UTF-8: base64 under ``"data_b64"`` instead of ``"data"``, so nothing is lost
   (``push --with-ids`` reads ``data_b64`` back);
 - no data at all (``peek`` of a ghost: an id whose data key is gone): ``"data": null``;
@@ -103,17 +104,23 @@ def is_json(text: str) -> bool:
     return True
 
 
-def data_json(data: bytes) -> tuple[str, str]:
-    """(key suffix, JSON text) for payload ``data``: ("", embedded) or ("_b64", base64 string)."""
+_JSON_SPACE = " \t\n\r"
+
+
+def data_json(data: bytes) -> tuple[str, str, bool]:
+    """(key suffix, JSON text, raw) for payload ``data``: ("", embedded, False), ("", a JSON
+    string of the text, True) or ("_b64", a base64 string, False); see the module docstring.
+
+    Lossless: a JSON text is embedded only where a reader gets its exact bytes back (the
+    value's own text), so not with whitespace around it or a line break in it."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return "_b64", '"' + base64.b64encode(data).decode("ascii") + '"'
-    if is_json(text):
-        if "\n" in text or "\r" in text:  # only possible as whitespace in valid JSON
-            text = text.replace("\r", " ").replace("\n", " ")
-        return "", text
-    return "", encode_basestring(text)
+        return "_b64", '"' + base64.b64encode(data).decode("ascii") + '"', False
+    if text and text[0] not in _JSON_SPACE and text[-1] not in _JSON_SPACE and \
+            "\n" not in text and "\r" not in text and is_json(text):
+        return "", text, False
+    return "", encode_basestring(text), True
 
 
 def _value(value: Any) -> str:
@@ -142,8 +149,8 @@ def json_line(row: dict[str, Any]) -> str:
     parts = []
     for key, value in row.items():
         if isinstance(value, bytes):
-            suffix, text = data_json(value)
-            parts.append(f'"{key}{suffix}":{text}')
+            suffix, text, raw = data_json(value)
+            parts.append(f'"{key}{suffix}":{text}' + (',"raw":true' if raw else ""))
         else:
             parts.append(encode_basestring_ascii(key) + ":" + _value(value))
     return "{" + ",".join(parts) + "}"
@@ -223,6 +230,7 @@ class Column(NamedTuple):  # (NamedTuple: cheaper to create than a dataclass at 
     key: str
     header: str = ""
     kind: str = "text"  # text | data | time | age | number
+    optional: bool = False  # left out of a table when no row has a value for it
 
     @property
     def title(self) -> str:
@@ -293,16 +301,44 @@ class Output:
 
     def table(self, rows: Sequence[dict[str, Any]], columns: Sequence[Column],
               title: str | None = None, show_header: bool = True) -> None:
-        from rich.table import Table
+        """A table fitted to the terminal: headers never split inside a word, numbers and
+        ids never wrap (on a narrow terminal an id is shortened in the middle, ``f1213…2899``),
+        other text (data above all) wraps; optional columns no row fills are left out."""
+        columns = [col for col in columns if not col.optional
+                   or any(row.get(col.key) is not None for row in rows)]
+        cells = [[human(row.get(col.key), col.kind) for col in columns] for row in rows]
+        console = self.console()
+        natural = {n: max([len(line[n]) for line in cells] + [0]) for n, col in
+                   enumerate(columns) if not _fixed(col)}
+        floor = {n: _min_width(columns[n], show_header) for n in natural}
+        # room kept for the wrapping columns (data above all) before ids are shortened
+        reserve = sum(max(0, min(natural[n], WRAP_RESERVE) - floor[n]) for n in natural)
+        overflow = self.overflow(cells, columns, show_header, compact=False) + reserve
+        compact = overflow > 0  # too wide: one space between columns instead of three
+        if compact:
+            overflow = self.overflow(cells, columns, show_header, compact=True) + reserve
+        ids = [n for n, col in enumerate(columns) if col.key == "id"]
+        if ids and overflow > 0:  # still too wide: shorten the ids in the middle
+            longest = max((len(line[n]) for line in cells for n in ids), default=0)
+            fit = max(MIN_ID_CHARS, longest - overflow)
+            cells = [[middle_ellipsis(cell, fit) if n in ids else cell
+                      for n, cell in enumerate(line)] for line in cells]
+        # what is left is shared among the columns that wrap, so that rich never has to
+        # squeeze a header or a number to fit
+        spare = max(0, -self.overflow(cells, columns, show_header, compact))
+        console.print(_table(cells, columns, title, show_header, compact,
+                             _share(spare, natural, floor)))
 
-        table = Table(title=title, show_header=show_header, header_style="bold",
-                      title_justify="left", box=_box())
-        for col in columns:
-            table.add_column(col.title, justify="right" if col.kind == "number" else "left",
-                             overflow="fold")
-        for row in rows:
-            table.add_row(*(human(row.get(col.key), col.kind) for col in columns))
-        self.console().print(table)
+    def overflow(self, cells: list[list[str]], columns: Sequence[Column], show_header: bool,
+                 compact: bool) -> int:
+        """How many characters too wide the table is with every text cell wrapped as far as
+        it goes: the header words, ids and numbers (which never wrap) must fit."""
+        fixed = [[cell if _fixed(col) else "" for col, cell in zip(columns, line, strict=True)]
+                 for line in cells]
+        console = self.console()
+        skeleton = _table(fixed, columns, None, show_header, compact)
+        options = console.options.update_width(1_000_000)
+        return int(console.measure(skeleton, options=options).maximum - console.width)
 
     def text(self, text: str) -> None:
         """Plain human text on stdout (terminal mode only)."""
@@ -366,6 +402,60 @@ class RowStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()  # also on errors: what was done is shown
+
+
+#: Fewest characters an id is shortened to on a narrow terminal (5 + "…" + 6).
+MIN_ID_CHARS = 12
+#: Characters each wrapping column is given, if it needs them, before ids are shortened.
+WRAP_RESERVE = 16
+
+
+def middle_ellipsis(text: str, width: int) -> str:
+    """``text`` shortened to ``width`` characters by an ellipsis in the middle, which keeps
+    the start and the end of an id (both tell ids apart)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def _min_width(col: Column, show_header: bool) -> int:
+    """A column's narrowest: its header's longest word (headers never split in a word)."""
+    return max([len(word) for word in col.title.split()] + [1]) if show_header else 1
+
+
+def _share(spare: int, natural: dict[int, int], floor: dict[int, int]) -> dict[int, int]:
+    """Widths of the wrapping columns: each its natural width, or, where ``spare`` (what
+    the table can grow by beyond every floor) is short, an even share of it."""
+    widths = dict(floor)
+    wanted = sorted(natural, key=lambda n: natural[n] - floor[n])
+    for left, n in enumerate(wanted):
+        extra = min(max(0, natural[n] - floor[n]), spare // (len(wanted) - left))
+        widths[n] += extra
+        spare -= extra
+    return widths
+
+
+def _table(cells: list[list[str]], columns: Sequence[Column], title: str | None,
+           show_header: bool, compact: bool, widths: dict[int, int] | None = None) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, show_header=show_header, header_style="bold",
+                  title_justify="left", box=_box(), pad_edge=False,
+                  padding=(0, 0) if compact else (0, 1))
+    for n, col in enumerate(columns):
+        table.add_column(col.title, justify="right" if col.kind == "number" else "left",
+                         overflow="fold", no_wrap=_fixed(col),
+                         min_width=_min_width(col, show_header),
+                         max_width=(widths or {}).get(n))
+    for line in cells:
+        table.add_row(*line)
+    return table
+
+
+def _fixed(col: Column) -> bool:
+    """Whether a column's cells never wrap: numbers and ids."""
+    return col.kind == "number" or col.key == "id"
 
 
 def _box() -> Any:

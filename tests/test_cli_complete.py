@@ -97,7 +97,7 @@ def test_complete_bad_line_applies_lines_before_it(cli, r):
 
 def test_complete_nothing_given_is_a_usage_error(cli):
     assert cli("complete", "q", stdin_tty=True).exit_code == 2
-    assert cli("complete", "q", "-", input="").exit_code == 2
+    assert cli("complete", "q", "-", input="").exit_code == 3  # empty stdin: nothing to do
 
 
 def test_complete_dash_mixed_with_ids_is_a_usage_error(cli):

@@ -116,7 +116,8 @@ def test_push_non_utf8_line_is_refused_unless_raw(cli, r):
 
 def test_push_summary(cli, r):
     run = cli("push", "q", "--summary", "--id-from-data", "-", input="1\n1\n2\n")
-    assert run.one == {"queue": "q", "items": 3, "added": 2, "duplicates": 1}
+    assert run.one == {"queue": "q", "items": 3, "added": 2, "duplicates": 1,
+                       "reasons": {"duplicate": 1, "dead": 0, "recently completed": 0}}
 
 
 def test_push_with_ids_round_trips_peek_output(cli, r):
@@ -206,8 +207,8 @@ def test_push_server_killed_part_way(cli, make_server):
         killer.cancel()
     assert run.exit_code == 69, run
     assert "cannot connect" in run.stderr or "Connection" in run.stderr
-    assert "confirmed before the error" in run.stderr
-    assert run.stderr.count("\n") == 2  # the count, then the error: one line each
+    assert "confirmed before it" in run.stderr
+    assert run.stderr.count("\n") == 1  # the error, with the count: one line (issue 10)
 
 
 def test_stdin_json_is_accepted_exactly_as_the_strict_decoder_would(cli, r):

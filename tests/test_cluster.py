@@ -340,6 +340,32 @@ def test_requeue_dead_in_place(rc: Any) -> None:
     assert (stats.pending, stats.dead) == (4, 0)
 
 
+def test_filtered_requeue_purge_and_the_dedup_window(rc: Any) -> None:
+    """Issue 13 on a cluster: the filtered scan (peek pages with a cursor, requeue by ids,
+    purge_ids) and the de-dup window (P:dedup, in the queue's slot) work on a tagged queue."""
+    from rq_cli.core.filtering import FilterReport, ItemFilter, scan
+
+    q = WorkQueue(rc, JOBS)
+    q.push([NewItem(json.dumps({"k": k}).encode(), f"i{k}") for k in range(6)])
+    q.lease(6)
+    q.fail([f"i{k}" for k in range(6)], dead=True)
+    report = FilterReport(JOBS, "dead", "requeue")
+    moved = [i for s in scan(q, "dead", ItemFilter(match="k > `2`"), report, action="requeue",
+                             now_ms=None) for i in s.ids]
+    assert sorted(moved) == ["i3", "i4", "i5"] and q.stats().dead == 3
+    report = FilterReport(JOBS, "pending", "purge")
+    purged = [i for s in scan(q, "pending", ItemFilter(match="k == `4`"), report,
+                              action="purge") for i in s.ids]
+    assert purged == ["i4"] and q.stats().pending == 2
+    q.set_dedup_window(60)
+    got = q.lease(2)
+    q.complete(got)
+    assert all(p.reason == "recently completed" for p in q.push(
+        [NewItem(b"{}", item.id) for item in got]))
+    assert rc.keyslot(q.keys.dedup) == rc.keyslot(q.keys.queue)
+    assert q.dedup_ids()[1] == 2
+
+
 def test_requeue_dead_to_a_queue_with_the_same_tag(rc: Any) -> None:
     q = WorkQueue(rc, JOBS)
     retry = WorkQueue(rc, JOBS_RETRY)

@@ -18,12 +18,15 @@ from rq_cli.render import Column, Output, Terminal
     (b'{"a": 1}', {"data": {"a": 1}}),
     (b"[1,2]", {"data": [1, 2]}),
     (b'"s"', {"data": "s"}),
-    (b"plain text", {"data": "plain text"}),
-    (b"NaN", {"data": "NaN"}),  # not JSON (RFC 8259): a string
-    (b"\xef\xbb\xbf{}", {"data": "\ufeff{}"}),  # a BOM is not JSON either
+    (b"plain text", {"data": "plain text", "raw": True}),  # not the JSON string "plain text"
+    (b"NaN", {"data": "NaN", "raw": True}),  # not JSON (RFC 8259): a string
+    (b"\xef\xbb\xbf{}", {"data": "\ufeff{}", "raw": True}),  # a BOM is not JSON either
     (b"\xff\xfe", {"data_b64": "//4="}),
-    (b"", {"data": ""}),
-    (b'{"a":\n1}', {"data": {"a": 1}}),
+    (b"", {"data": "", "raw": True}),
+    # JSON whose exact bytes a reader would not get back from an embedded value: as text
+    (b'{"a":\n1}', {"data": '{"a":\n1}', "raw": True}),
+    (b' {"a": 1}', {"data": ' {"a": 1}', "raw": True}),
+    (b"1\t", {"data": "1\t", "raw": True}),
 ])
 def test_data_encoding(data, expected):
     line = render.json_line({"data": data})
@@ -50,8 +53,11 @@ def test_any_bytes_give_one_valid_json_line(data):
                     lambda children: st.lists(children) | st.dictionaries(st.text(), children),
                     max_leaves=10))
 def test_json_values_round_trip(value):
-    data = json.dumps(value, indent=1).encode()
-    assert json.loads(render.json_line({"data": data}))["data"] == value
+    for data in (json.dumps(value).encode(), json.dumps(value, indent=1).encode()):
+        row = json.loads(render.json_line({"data": data}))
+        # on one line: embedded; with line breaks: the text itself, marked raw
+        assert (json.loads(row["data"]) if row.get("raw") else row["data"]) == value
+        assert row.get("raw", False) == (b"\n" in data)
 
 
 def test_times_have_millisecond_precision():

@@ -7,22 +7,26 @@ only when a command asks for a queue, so ``--help`` and completion never touch t
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from .. import config as configmod
 from ..core.limits import MAX_LEASE_SECONDS
-from ..errors import LeaseLost, NothingToDo, UsageError
+from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError
 from ..render import Output, Terminal
+from .reading import check_utf8
 
 if TYPE_CHECKING:
     from ..core.queue import WorkQueue
     from ..core.types import ItemOutcome
+
+T = TypeVar("T")
 
 #: Connect timeout, seconds (reads wait longer: see connect.client_options).
 SOCKET_TIMEOUT = 5.0
@@ -49,26 +53,37 @@ class State:
         return configmod.load(self.config_path, no_config=self.no_config)
 
     def spec(self, name: str) -> configmod.QueueSpec:
+        check_utf8(name, "the queue name")
         spec = self.config.resolve(name, url=self.url, raw_prefix=self.raw_prefix)
         if spec.password:
             self.secrets.append(spec.password)
         return spec
 
-    def client(self, url: str, password: str | None = None) -> Any:
-        """One client per server: queues on the same server share it."""
+    def client(self, url: str, password: str | None = None,
+               spec: configmod.QueueSpec | None = None) -> Any:
+        """One client per server: queues on the same server share it.
+
+        A URL the config file gave (``spec``) that cannot be used is a config error (78)
+        naming the file and line; one from ``--url`` or the environment, a usage error (2).
+        """
         key = (url, password)
         if key not in self._clients:
             from ..connect import connect
 
             self.urls_used.append(url)
-            self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT)
+            try:
+                self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT)
+            except UsageError as err:
+                if spec is not None and spec.url_source in ("queue", "file"):
+                    raise self.config.url_error(spec, str(err)) from None
+                raise
         return self._clients[key]
 
     def queue(self, name: str) -> WorkQueue:
         from ..core.queue import WorkQueue
 
         spec = self.spec(name)
-        return WorkQueue(self.client(spec.url, spec.password), spec.prefix, spec.options)
+        return WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
 
     def queues(self, names: list[str]) -> list[WorkQueue]:
         return [self.queue(name) for name in names]
@@ -78,6 +93,34 @@ class State:
         from ..core.queue import WorkQueue
 
         return WorkQueue(self.client(url, password), prefix, self.config.options())
+
+    def targets(self, names: list[str], discover: bool, failed: Failures | None = None,
+                rows: list[dict[str, Any]] | None = None) -> list[tuple[str, WorkQueue]]:
+        """Named queues; else the configured ones; plus (or, with none configured) discovered.
+
+        A server that cannot be searched is an error row in ``rows`` (``failed`` counts it);
+        without ``rows``, its error is raised.
+        """
+        targets = [(name, self.queue(name)) for name in (names or list(self.config.queues))]
+        if discover or not targets:
+            from ..connect import mask_url
+            from ..core.discover import discover_queues
+
+            seen = {(id(wq.client), wq.prefix) for _, wq in targets}
+            for url, password in self.servers():
+                fails = failed or Failures("discover")
+                client = self.client(url, password)
+                found, error = fails.run(url, functools.partial(discover_queues, client))
+                if error is not None:
+                    if rows is None:
+                        fails.check()
+                    else:
+                        rows.append({"queue": None, "url": mask_url(url), "error": error})
+                for prefix in found or []:
+                    if (id(client), prefix) not in seen:
+                        seen.add((id(client), prefix))
+                        targets.append((prefix, self.raw_queue(prefix, url, password)))
+        return targets
 
     def servers(self) -> list[tuple[str, str | None]]:
         """(url, password) of every server in play: the configured queues' and the default."""
@@ -89,6 +132,13 @@ class State:
                 found.append((spec.url, spec.password))
         return found
 
+    def url_of(self, client: Any) -> str:
+        """The URL a client of this invocation was opened for ('' if not ours)."""
+        for (url, _), known in self._clients.items():
+            if known is client:
+                return url
+        return ""
+
     def output(self, as_json: bool = False) -> Output:
         return Output(self.terminal, as_json=as_json or self.as_json)
 
@@ -99,6 +149,38 @@ class State:
         for client in self._clients.values():
             with contextlib.suppress(Exception):  # closing is best effort
                 client.close()
+
+
+class Failures:
+    """Queues of a multi-queue command (``stats``, ``queues``, ``clean --all``) whose server
+    failed: each becomes an error row and the command goes on with the next queue; at the
+    end :meth:`check` ends the command with exit 69 and one stderr line.
+    """
+
+    def __init__(self, verb: str) -> None:
+        self.verb = verb
+        self.errors: list[str] = []
+        self.tried = 0
+
+    def run(self, url: str, call: Callable[[], T]) -> tuple[T | None, str | None]:
+        """``(call(), None)``, or ``(None, message)`` if the server failed (exit 69 errors:
+        unreachable, refusing, wrong key type). Anything else is raised."""
+        from ..connect import translate_error
+
+        self.tried += 1
+        try:
+            return call(), None
+        except Exception as exc:
+            err = exc if isinstance(exc, RqError) else translate_error(exc, url)
+            if not isinstance(err, ServerError):
+                raise
+            self.errors.append(str(err))
+            return None, str(err)
+
+    def check(self) -> None:
+        if self.errors:
+            raise ServerError(f"{self.verb}: {len(self.errors)} of {self.tried} failed, the "
+                              f"rest is shown: {self.errors[0]}")
 
 
 def state(ctx: typer.Context) -> State:

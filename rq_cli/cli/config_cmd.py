@@ -50,14 +50,15 @@ def show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """
     st = state(ctx)
     out = st.output(as_json)
-    from ..connect import mask_url
+    from ..connect import mask_url, url_password
 
-    shown = st.config.show(url=st.url, mask=mask_url)
+    shown = st.config.show(url=st.url, mask=mask_url, password_of=url_password)
     if out.json:
         out.record(shown)
         return
+    secret = f" (password: {shown['password']})" if "password" in shown else ""
     out.text(f"config file: {shown['path'] or '(none)'}\n"
-             f"default server: {shown['url']}")
+             f"default server: {shown['url']}{secret}")
     out.table([{"field": k, "value": v} for k, v in shown["defaults"].items()],
               [Column("field"), Column("value")], title="defaults", show_header=False)
     rows: list[dict[str, Any]] = [{"queue": name, **entry}

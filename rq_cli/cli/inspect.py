@@ -1,27 +1,51 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
+import functools
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 import typer
 
+from ..connect import mask_url
+from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
 from ..errors import NothingToDo, UsageError
-from ..render import Column
-from .common import End, JsonOpt, OptQueuesArg, QueueArg, RawOpt, State, StateChoice, state
+from ..render import Column, Output
+from .common import (
+    End,
+    Failures,
+    JsonOpt,
+    OptQueuesArg,
+    PurgeChoice,
+    QueueArg,
+    RawOpt,
+    State,
+    state,
+)
+from .filtered import (
+    ErrorOpt,
+    MatchOpt,
+    MinAttemptsOpt,
+    OlderThanOpt,
+    ReasonOpt,
+    make_filter,
+    state_size,
+)
 
 if TYPE_CHECKING:
+    from ..core.filtering import ItemFilter
     from ..core.queue import WorkQueue
+    from ..core.types import State as ItemState
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
     Column("leased", kind="number"), Column("abandoned", kind="number"),
     Column("delayed", kind="number"), Column("due", kind="number"),
     Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"),
+    Column("paused"), Column("error", optional=True),
 ]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
-                  Column("discovered")]
+                  Column("discovered"), Column("error", optional=True)]
 
 
 class StatsFormat(str, Enum):
@@ -100,9 +124,13 @@ def stats(
             monitor.run(st, out, targets, check=check, limits=thresholds,
                         prometheus=prometheus)
         return
-    targets = stats_targets(st, queues or [], discover)
-    rows = [stats_row(t.name, t.queue.stats()) for t in targets]
+    failed = Failures("stats")
+    rows: list[dict[str, Any]] = []
+    for t in stats_targets(st, queues or [], discover, failed, rows):
+        found, error = failed.run(t.url, t.queue.stats)
+        rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
     out.rows(rows, STATS_COLUMNS)
+    failed.check()
 
 
 def stats_row(name: str, s: Stats) -> dict[str, Any]:
@@ -121,36 +149,32 @@ class Target(NamedTuple):
     url: str
 
 
-def stats_targets(st: State, names: list[str], discover: bool) -> list[Target]:
-    """Named queues; else the configured ones; plus (or, with none configured) discovered."""
-    targets = []
-    for name in (names or list(st.config.queues)):
-        spec = st.spec(name)
-        targets.append(Target(name, st.queue(name), spec.url))
-    if discover or not targets:
-        seen = {(id(t.queue.client), t.queue.prefix) for t in targets}
-        for url, password in st.servers():
-            client = st.client(url, password)
-            from ..core.discover import discover_queues as find
-
-            for prefix in find(client):
-                if (id(client), prefix) not in seen:
-                    seen.add((id(client), prefix))
-                    targets.append(Target(prefix, st.raw_queue(prefix, url, password), url))
-    return targets
+def stats_targets(st: State, names: list[str], discover: bool,
+                  failed: Failures | None = None,
+                  rows: list[dict[str, Any]] | None = None) -> list[Target]:
+    """Named queues; else the configured ones; plus (or, with none configured) discovered
+    (:meth:`State.targets`: a server that cannot be searched is an error row in ``rows``)."""
+    return [Target(name, wq, st.url_of(wq.client))
+            for name, wq in st.targets(names, discover, failed, rows)]
 
 
 def peek(
     ctx: typer.Context,
     queue: QueueArg,
-    item_state: Annotated[StateChoice, typer.Option(
-        "--state", "-s", help="Which items to show.")] = StateChoice.pending,
+    item_state: Annotated[PurgeChoice, typer.Option(
+        "--state", "-s", help="Which items to show; all = pending, processing, delayed, "
+                              "then dead (to copy a queue).")] = PurgeChoice.pending,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=0, max=1_000_000, help="How many items.")] = 10,
+        "--count", "-n", min=0, max=1_000_000, help="How many items (in all).")] = 10,
     end: Annotated[End, typer.Option(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "
                        "tail: the other end.")] = End.head,
+    match: MatchOpt = None,
+    error: ErrorOpt = None,
+    reason: ReasonOpt = None,
+    older_than: OlderThanOpt = None,
+    min_attempts: MinAttemptsOpt = None,
     item_id: Annotated[str | None, typer.Option(
         "--id", metavar="ID", show_default=False,
         help="Show this one item, in whatever state it is (not with --state, --count or "
@@ -158,16 +182,24 @@ def peek(
     raw: RawOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show items without changing anything.
+    """Show items without changing anything; with a filter, the first COUNT that match.
 
-    Example: rq-cli peek emails --state dead -n 20
+    Example: rq-cli peek emails --state dead -n 20 --match "user == 'u-7'"
     """
+    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    if flt is not None and item_id is None:
+        if item_state is PurgeChoice.all:
+            raise UsageError("a filter reads one state: give --state pending, processing, "
+                             "delayed or dead")
+        flt.check_state(item_state.value)
     st = state(ctx)
     out = st.output(as_json)
     if item_id is not None:
         given = [f"--{name}" for name, param in (("state", "item_state"), ("count", "count"),
                                                  ("from", "end"))
                  if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
+        if flt is not None:
+            given.append("a filter (--match, --error, --reason, --older-than, --min-attempts)")
         if given:
             raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
         item = st.queue(queue).item(item_id)
@@ -178,11 +210,45 @@ def peek(
         else:
             out.rows([peek_row(item)], _peek_columns(item.state, one=True))
         return
-    items = st.queue(queue).peek(item_state.value, count=count, from_end=end.value)
-    if raw:
-        out.raw(i.data for i in items if i.data is not None)
+    wq = st.queue(queue)
+    if flt is not None:
+        peek_matching(out, queue, wq, cast("ItemState", item_state.value), flt, count=count,
+                      from_end=end.value, raw=raw)
         return
-    out.rows([peek_row(i) for i in items], _peek_columns(item_state.value))
+    states = cast("list[ItemState]", [s for s in STATES
+                                  if item_state is PurgeChoice.all or s == item_state.value])
+    with out.stream(_peek_columns(item_state.value)) as rows:
+        left = count
+        for name in states:  # page by page: memory stays flat for a million items
+            for page in wq.peek_pages(name, count=left, from_end=end.value):
+                left -= len(page)
+                if raw:
+                    out.raw(i.data for i in page if i.data is not None)
+                else:
+                    rows.add([peek_row(i) for i in page])
+
+
+def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemState",
+                  flt: "ItemFilter", *, count: int, from_end: str, raw: bool) -> None:
+    """``peek`` with a filter: the first ``count`` matching items, read page by page; the
+    counts (scanned, matched, not JSON) on stderr."""
+    from ..core.filtering import FilterReport, scan
+
+    report = FilterReport(queue=queue, state=item_state, action="peek")
+    total = state_size(wq, item_state) if out.terminal.stderr_isatty() else None
+    with out.progress(f"peek {queue}", total=total) as bar, \
+            out.stream(_peek_columns(item_state)) as rows:
+        for step in scan(wq, item_state, flt, report, action="peek", limit=count,
+                         from_end=from_end):
+            if raw:
+                out.raw(i.data for i in step.items if i.data is not None)
+            elif step.items:
+                rows.add([peek_row(i) for i in step.items])
+            bar.set(report.scanned)
+    text = f"{report.matched} matched of {report.scanned} {item_state} scanned"
+    if report.not_json:
+        text += f", {report.not_json} not JSON (never match --match)"
+    out.message(f"rq-cli: peek {queue}: {text}")
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:
@@ -200,15 +266,21 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
 
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
-    cols = [Column("id"), *([Column("state")] if one else []), Column("data", kind="data"),
+    cols = [Column("id"), *([Column("state")] if one or item_state == "all" else []),
+            Column("data", kind="data"),
             Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
     extra = {
         "processing": [Column("lease_session", "held by"),
                        Column("lease_expires_at", "lease until", kind="time"),
                        Column("abandoned")],
-        "delayed": [Column("due_at", "due", kind="time")],
+        "delayed": [Column("due_at", "due", kind="time"), Column("error")],
         "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
                  Column("error")],
+        "all": [Column("lease_expires_at", "lease until", kind="time", optional=True),
+                Column("due_at", "due", kind="time", optional=True),
+                Column("dead_at", "died", kind="time", optional=True),
+                Column("dead_reason", "reason", optional=True),
+                Column("error", optional=True)],
     }
     return cols + extra.get(item_state, [Column("error")])
 
@@ -225,21 +297,26 @@ def queues(
     """
     st = state(ctx)
     out = st.output(as_json)
-    from ..connect import mask_url
-
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for name in st.config.queues:
         spec = st.spec(name)
         rows[(spec.url, spec.prefix)] = {"queue": name, "prefix": spec.prefix,
                                          "url": mask_url(spec.url), "configured": True,
                                          "discovered": False}
+    failed = Failures("queues")
     if discover:
         from ..core.discover import discover_queues as find
 
         for url, password in st.servers():
-            for prefix in find(st.client(url, password)):
+            client = st.client(url, password)
+            found, error = failed.run(url, functools.partial(find, client))
+            if error is not None:
+                rows[(url, "")] = {"queue": None, "prefix": None, "url": mask_url(url),
+                                   "configured": False, "discovered": False, "error": error}
+            for prefix in found or []:
                 row = rows.setdefault((url, prefix), {
                     "queue": prefix, "prefix": prefix, "url": mask_url(url),
                     "configured": False, "discovered": True})
                 row["discovered"] = True
     out.rows(list(rows.values()), QUEUES_COLUMNS)
+    failed.check()

@@ -37,8 +37,8 @@ LEASE_COLUMNS = [Column("queue"), Column("id"), Column("data", kind="data"),
 #: lease --at-most-once: the items were completed as they were taken (no lease)
 TAKEN_COLUMNS = LEASE_COLUMNS[:4]
 OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),
-                   Column("retry_at", "retry at", kind="time"),
-                   Column("lease_expires_at", "lease until", kind="time")]
+                   Column("retry_at", "retry at", kind="time", optional=True),
+                   Column("lease_expires_at", "lease until", kind="time", optional=True)]
 REF_BATCH = 1000
 
 
@@ -154,6 +154,8 @@ def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, v
             done = call(st.queue(name), refs)
             rows.add(outcome_rows(name, done))
             outcomes.extend(done)
+    if not outcomes and read_stdin(ids, st.terminal):  # `rq-cli lease q | ... -`, nothing leased
+        raise NothingToDo(f"nothing to {verb}: no ids on stdin")
     if not outcomes:
         raise UsageError(f"no ids to {verb}: give ids, or '-' to read them from stdin")
     check_outcomes(outcomes, verb)

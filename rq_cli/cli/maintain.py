@@ -15,6 +15,7 @@ from ..render import Column
 from . import reading
 from .common import (
     DryRunOpt,
+    Failures,
     IdsArg,
     JsonOpt,
     OptQueuesArg,
@@ -24,10 +25,21 @@ from .common import (
     complete_queue,
     state,
 )
+from .filtered import (
+    ErrorOpt,
+    MatchOpt,
+    MinAttemptsOpt,
+    OlderThanOpt,
+    RateOpt,
+    ReasonOpt,
+    SummaryOpt,
+    make_filter,
+    run_moves,
+)
 
 CLEAN_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
     "recovered", "dropped", "dead", "suspects", "promoted", "pruned", "scanned")] + [
-    Column("dry_run", "dry run")]
+    Column("dry_run", "dry run"), Column("error", optional=True)]
 REQUEUE_COLUMNS = [Column("queue"), Column("to")] + [
     Column(k, kind="number") for k in ("requeued", "skipped", "missing")] + [
     Column("dry_run", "dry run")]
@@ -58,19 +70,28 @@ def clean(
     """
     st = state(ctx)
     out = st.output(as_json)
-    names = list(queues or [])
-    if every:
-        names += [n for n in st.config.queues if n not in names]
-    if not names:
+    if not queues and not every:
         raise UsageError("name the queues to clean, or use --all for every queue of the config "
-                         "file" + (" (it has none)" if every else ""))
+                         "file (or, with none configured, every queue found on the server)")
+    failed = Failures("clean")
+    errors: list[dict[str, Any]] = []
+    # --all: the configured queues, or with none configured those found on the server
+    targets = [(name, st.queue(name)) for name in queues or []]
+    if every:
+        named = {(id(wq.client), wq.prefix) for _, wq in targets}
+        targets += [(name, wq) for name, wq in st.targets([], False, failed, errors)
+                    if (id(wq.client), wq.prefix) not in named]
     with out.stream(CLEAN_COLUMNS) as rows:
-        for name in names:
-            wq = st.queue(name)
+        rows.add(errors)
+        for name, wq in targets:
             with out.progress(f"clean {name}") as bar:
-                report = wq.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
-                                  progress=bar.advance if deep else None)
-            rows.add([{"queue": name, **asdict(report)}])
+                def run(w: Any = wq, b: Any = bar) -> Any:
+                    return w.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
+                                   progress=b.advance if deep else None)
+                report, error = failed.run(st.url_of(wq.client), run)
+            rows.add([{"queue": name, **asdict(report)} if report else
+                      {"queue": name, "error": error}])
+    failed.check()
 
 
 def requeue_dead(
@@ -79,30 +100,47 @@ def requeue_dead(
     ids: IdsArg = None,
     every: Annotated[bool, typer.Option("--all", help="Every dead item.")] = False,
     limit: Annotated[int | None, typer.Option(
-        "--limit", min=0, metavar="N", help="Only the N oldest dead items.")] = None,
+        "--limit", min=0, metavar="N",
+        help="Only the N oldest dead items (with a filter: at most N items).")] = None,
     older_than: Annotated[SecondsOpt, typer.Option(
         "--older-than", min=0, metavar="SECONDS",
         help="Only items dead for longer than this.")] = None,
+    match: MatchOpt = None,
+    error: ErrorOpt = None,
+    reason: ReasonOpt = None,
+    min_attempts: MinAttemptsOpt = None,
+    rate: RateOpt = None,
     to: Annotated[str | None, typer.Option(
         "--to", metavar="QUEUE", autocompletion=complete_queue,
         help="Into this queue (same server) instead.")] = None,
+    summary: SummaryOpt = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Move dead-lettered items back into the queue.
+    """Move dead-lettered items back into the queue, all or those matching a filter.
 
-    Example: rq-cli requeue-dead emails --older-than 3600 --limit 100
+    Example: rq-cli requeue-dead emails --match "user == 'u-7'" --error timeout --rate 100
     """
+    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    has_filter = any(x is not None for x in (match, error, min_attempts)) or bool(reason)
+    filtered = has_filter or rate is not None or summary  # (--rate, --summary: how, not which)
     st = state(ctx)
     out = st.output(as_json)
     chosen = _dead_ids(st, ids)
-    if chosen is not None and (every or limit is not None or older_than is not None):
-        raise UsageError("give ids, or --all/--limit/--older-than, not both")
-    if chosen is None and not (every or limit is not None or older_than is not None):
+    if chosen is not None and (every or limit is not None or older_than is not None
+                               or filtered):
+        raise UsageError("give ids, or --all/--limit/--older-than/a filter, not both")
+    if chosen is None and not (every or limit is not None or older_than is not None
+                               or has_filter):
         raise UsageError("say which dead items: ids, '-' to read them from stdin, --all, "
-                         "--limit N or --older-than SECONDS")
+                         "--limit N, --older-than SECONDS or a filter (--match ...)")
     wq = st.queue(queue)
     target = st.queue(to) if to is not None else None
+    if filtered:  # scanned page by page: a JSON line per item moved
+        run_moves(out, queue, wq, "dead", flt, action="requeue", verb="requeued",
+                  to_name=to or queue, to=target, limit=limit, rate=rate, dry_run=dry_run,
+                  summary=summary, label="requeue-dead")
+        return
     with out.progress(f"requeue-dead {queue}") as bar:
         report = wq.requeue_dead(chosen, limit=limit, older_than=older_than, to=target,
                                  dry_run=dry_run, progress=bar.advance)
@@ -138,21 +176,52 @@ def purge(
     which: Annotated[PurgeChoice, typer.Option(
         "--state", "-s", help="Which items to delete; all = every key of the queue.")
     ] = PurgeChoice.pending,
+    match: MatchOpt = None,
+    error: ErrorOpt = None,
+    reason: ReasonOpt = None,
+    older_than: OlderThanOpt = None,
+    min_attempts: MinAttemptsOpt = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=0, metavar="N", help="Delete at most N items (filtered runs).")
+    ] = None,
+    rate: RateOpt = None,
+    summary: SummaryOpt = False,
     yes: Annotated[bool, typer.Option(
         "--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete items (pending ones unless --state says otherwise); asks first.
+    """Delete items (pending ones unless --state says otherwise), all or those matching a
+    filter; asks first.
 
-    Example: rq-cli purge emails --state dead --yes
+    Example: rq-cli purge emails --state dead --reason expired --yes
     """
+    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    filtered = flt is not None or limit is not None or rate is not None or summary
+    if filtered and which is PurgeChoice.all:
+        raise UsageError("a filter, --limit, --rate or --summary needs one --state "
+                         "(pending, processing, delayed or dead), not all")
+    if flt is not None:
+        flt.check_state(which.value)
     st = state(ctx)
     out = st.output(as_json)
     wq = st.queue(queue)
     if not (yes or dry_run) and not st.terminal.stdin_isatty():
         raise UsageError(f"refusing to purge {queue} without --yes: stdin is not a terminal to "
                          f"confirm on (--dry-run shows what would go)")
+    if filtered:
+        item_state: Any = which.value
+        if not yes and not dry_run:
+            counted = run_moves(out, queue, wq, item_state, flt, action="purge",
+                                verb="purged", limit=limit, dry_run=True,
+                                label="purge (counting)", quiet=True)
+            if not counted.matched or not typer.confirm(
+                    f"Delete the {counted.matched} matching {which.value} items of queue "
+                    f"{queue}?", default=False, err=True):
+                raise NothingToDo(f"purge of {queue} cancelled: nothing deleted")
+        run_moves(out, queue, wq, item_state, flt, action="purge", verb="purged",
+                  limit=limit, rate=rate, dry_run=dry_run, summary=summary, label="purge")
+        return
     total = None
     if not yes and not dry_run:
         preview = wq.purge(which.value, dry_run=True)

@@ -1,8 +1,9 @@
 """``rq-cli push``: items from arguments, or streamed from stdin in batches."""
 
+import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Annotated, Any
 
@@ -10,10 +11,10 @@ import typer
 
 from ..core import bulk
 from ..core.types import NewItem, PushResult
-from ..errors import BadInputError, UsageError
-from ..render import Column, Output
+from ..errors import BadInputError, Interrupted, RqError, ServerError, UsageError
+from ..render import Column, Output, Progress
 from . import reading
-from .common import JsonOpt, QueueArg, interrupt_deferred, read_stdin, state
+from .common import JsonOpt, QueueArg, State, interrupt_deferred, read_stdin, state
 
 DataArg = Annotated[list[str] | None, typer.Argument(
     help="Items, each a JSON text (any bytes with --raw). '-' (or none, with stdin not a "
@@ -44,8 +45,14 @@ def push(
                            'peek print), so an exported queue re-imports.')] = False,
     raw: Annotated[bool, typer.Option(
         "--raw", help="Take data as opaque bytes instead of requiring JSON.")] = False,
+    dedup_window: Annotated[float | None, typer.Option(
+        "--dedup-window", min=0, metavar="SECONDS", show_default=False,
+        help="Remember ids completed from now on for this long and refuse them meanwhile "
+             "(reason \"recently completed\"); 0 turns it off. Default: the queue's "
+             "dedup_window, else as the queue has it.")] = None,
     summary: Annotated[bool, typer.Option(
-        "--summary", help="Print one line of counts instead of one line per item.")] = False,
+        "--summary", help="Print one line of counts (and why items were refused) instead of "
+                          "one line per item.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add items to a queue, from arguments or one per line from stdin.
@@ -57,6 +64,8 @@ def push(
     from_stdin = read_stdin(data, st.terminal)
     if item_id is not None and (from_stdin or len(data or []) != 1):
         raise UsageError("--id needs exactly one DATA argument")
+    if item_id is not None:
+        reading.check_utf8(item_id, "the item id")
     if item_id is not None and id_from_data:
         raise UsageError("--id and --id-from-data cannot be used together")
     if with_ids and not from_stdin:
@@ -66,6 +75,9 @@ def push(
     options: dict[str, Any] = {"id_from_data": id_from_data, "front": front, "delay": delay,
                                "expire": expire}
     wq = st.queue(queue)
+    window = dedup_window if dedup_window is not None else wq.options.dedup_window
+    if window is not None:  # one call before the items: the queue's window, and a prune
+        wq.set_dedup_window(window)
     if not from_stdin:
         items = [NewItem(reading.check_data(reading.arg_bytes(d), raw, f"argument {n}"),
                          item_id) for n, d in enumerate(data or [], 1)]
@@ -78,23 +90,67 @@ def push(
     lines: Iterator[Any] = (reading.push_objects(stream, raw=raw) if with_ids
                             else reading.push_lines(stream, raw=raw))
     tally = _Tally(queue, out, summary or not out.json)
-    with out.progress(f"push {queue}", total=_size(stream)) as bar:
-        try:
-            for batch in bulk.stream(wq, lines, **options):
-                tally.add_pushed(batch)
-                bar.set(_tell(stream), f"push {queue}: {tally.items} items")
-        except BadInputError:
-            # exact: everything before the bad line was stored and printed, nothing after
-            out.message(f"rq-cli: push: {tally.describe()} before the bad line; "
-                        f"nothing after it")
-            raise
-        except BaseException:
-            # the server went away or Ctrl-C: batches in flight may or may not have landed
-            out.message(f"rq-cli: push: {tally.describe()} and confirmed before the error "
-                        f"(a batch in flight may also have been stored; re-run with ids or "
-                        f"--id-from-data to add the rest without duplicates)")
-            raise
+    # no progress bar over lines being typed (stdin a terminal): it would draw over them
+    typing = st.terminal.stdin_isatty()
+    with (contextlib.nullcontext(Progress()) if typing else
+          out.progress(f"push {queue}", total=_size(stream))) as bar:
+        _stream(st, bulk.stream(wq, lines, atomic=interrupt_deferred, **options), tally,
+                lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
     tally.finish(table=False)
+
+
+def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
+            progress: Callable[[], None]) -> None:
+    """Count (and print) each stored batch. A failure ends in ONE error line that says how
+    many items were stored, exactly where that is known: before a bad line; before a
+    server that could not be reached; at a Ctrl-C, once the batches in flight are read."""
+    try:
+        try:
+            for batch in batches:
+                tally.add_pushed(batch)
+                progress()
+        except KeyboardInterrupt as exc:
+            if not isinstance(exc, bulk.Drained):  # here: the stream reads what it sent
+                _drain(batches, tally)
+            raise
+    except bulk.Drained:
+        raise Interrupted(f"interrupted: push: exactly {tally.describe()}, nothing after "
+                          f"them; to go on, push only the rest of the input (pushed again, "
+                          f"items without an id would be stored twice)") from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: push: {tally.describe()} and confirmed; a batch "
+                          f"being stored may also have been (re-running is safe only with "
+                          f"ids: --with-ids or --id-from-data)") from None
+    except BadInputError as exc:  # exact: all before the bad line is stored, none after
+        raise BadInputError(f"{exc}; push: {tally.describe()} before it, nothing after "
+                            f"it") from None
+    except Exception as exc:
+        from ..connect import translate_error
+
+        err = exc if isinstance(exc, RqError) else \
+            translate_error(exc, st.urls_used[-1]) if st.urls_used else None
+        if not isinstance(err, ServerError):
+            raise
+        said = str(err).rstrip(".")
+        if "connecting to" in str(exc):  # no connection: nothing was sent on it
+            raise type(err)(f"{said}; push: {tally.describe()} before it, nothing after "
+                            f"it" if tally.items else f"{said}; push: nothing stored") from None
+        raise type(err)(f"{said}; push: {tally.describe()} and confirmed before it; a batch "
+                        f"in flight may also have been stored (re-running is safe only "
+                        f"with ids: --with-ids or --id-from-data)") from None
+
+
+def _drain(batches: Iterator[bulk.Pushed], tally: "_Tally") -> None:
+    """Ctrl-C while counting: the stream reads the replies of the batches it sent, which
+    are counted too; it ends in :class:`~rq_cli.core.bulk.Drained` (or KeyboardInterrupt
+    where it cannot tell)."""
+    throw = getattr(batches, "throw", None)
+    if throw is None:
+        return
+    batch = throw(KeyboardInterrupt())
+    while True:
+        tally.add_pushed(batch)
+        batch = next(batches)
 
 
 class _Tally:
@@ -103,10 +159,14 @@ class _Tally:
     def __init__(self, queue: str, out: Output, summary: bool) -> None:
         self.queue, self.out, self.summary = queue, out, summary
         self.items = self.added = 0
+        self.reasons: dict[str, int] = {}  # refused items by reason (the summary says why)
         self.rows: list[dict[str, Any]] = []
 
     def add(self, results: list[PushResult]) -> None:
         added = sum(1 for r in results if r.added)
+        for r in results:
+            if r.reason:
+                self.reasons[r.reason] = self.reasons.get(r.reason, 0) + 1
         text = "" if self.summary or not self.out.json else \
             "".join(_result_line(r) + "\n" for r in results)
         with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
@@ -121,6 +181,10 @@ class _Tally:
         """``add`` for a batch of a stdin push (JSON lines or a summary, never a table)."""
         ids, flags = batch
         added = flags.count("1")
+        if added < len(ids):
+            for flag, reason in bulk.REASONS.items():
+                if n := flags.count(flag):
+                    self.reasons[reason] = self.reasons.get(reason, 0) + n
         text = ""
         if not self.summary:
             if ids and added == len(ids) and _plain(ids):  # usual: one join for the batch
@@ -140,7 +204,10 @@ class _Tally:
     def finish(self, table: bool) -> None:
         if self.summary:
             self.out.record({"queue": self.queue, "items": self.items, "added": self.added,
-                             "duplicates": self.items - self.added}, title=f"push {self.queue}")
+                             "duplicates": self.items - self.added,
+                             "reasons": {r: self.reasons.get(r, 0)
+                                         for r in bulk.REASONS.values()}},
+                            title=f"push {self.queue}")
         elif self.rows and table:
             self.out.table(self.rows, _COLUMNS)
 

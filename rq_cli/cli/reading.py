@@ -110,8 +110,9 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
 def push_objects(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[NewItem]:
     """Items of ``push --with-ids -``: lines ``{"id": ..., "data": ...}`` as lease/peek print.
 
-    ``data`` is stored as the exact JSON text of the value; with ``--raw`` a string value is
-    stored as the string itself. ``data_b64`` (what peek prints for non-UTF-8 data) is
+    ``data`` is stored as the exact JSON text of the value; a string value marked ``"raw":
+    true`` (what lease and peek print for data that is not JSON), or any string value with
+    ``--raw``, is stored as the string itself. ``data_b64`` (what peek prints for non-UTF-8 data) is
     decoded. A missing or null ``id`` gets a new one (or the data's hash, --id-from-data).
     """
     for number, line in enumerate(stream, 1):
@@ -145,7 +146,12 @@ def object_item(line: bytes, raw: bool) -> NewItem:
             raise BadInputError('"data_b64" must be a base64 string')
     elif "data" in fields:
         value, source = fields["data"]
-        if raw and isinstance(value, str):
+        marked = fields.get("raw", (False, ""))[0]
+        if marked not in (True, False):
+            raise BadInputError('"raw" must be true or false')
+        if marked and not isinstance(value, str):
+            raise BadInputError('"raw": true needs "data" to be a string (the text itself)')
+        if (raw or marked) and isinstance(value, str):
             try:
                 data = value.encode("utf-8")
             except UnicodeEncodeError:
@@ -157,11 +163,30 @@ def object_item(line: bytes, raw: bool) -> NewItem:
     return NewItem(data=data, id=item_id)
 
 
+def check_utf8(value: str, what: str) -> str:
+    """``value``, unless it is not UTF-8 text: a command-line argument whose bytes are not
+    UTF-8 (Python keeps them as lone surrogates), or a JSON string with a lone surrogate
+    escape. Queue names and ids are stored as UTF-8: refused (exit 65), not a crash."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = value.encode("utf-8", "surrogateescape" if _escaped(value) else "surrogatepass")
+        raise BadInputError(f"{what} {shown.decode('ascii', 'backslashreplace')!s} is not "
+                            f"valid UTF-8 text") from None
+    return value
+
+
+def _escaped(value: str) -> bool:
+    """Whether every lone surrogate of ``value`` is a byte kept by surrogateescape."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in value)
+
+
 def check_id(item_id: Any) -> str:
     if not isinstance(item_id, str):
         raise BadInputError(f'"id" must be a string, not {type(item_id).__name__}')
     if not item_id:
         raise BadInputError("an item id cannot be empty")
+    check_utf8(item_id, "the item id")
     if len(item_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
         raise BadInputError(f"an item id is at most {MAX_ID_BYTES} bytes")
     return item_id

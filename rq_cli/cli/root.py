@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .. import config as configmod
-from ..errors import ExitCode, RqError
+from ..errors import BadInputError, ExitCode, RqError
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
 from .common import JsonOpt, State
@@ -57,7 +57,26 @@ class RqGroup(TyperGroup):
         var = kwargs.get("complete_var") or f"_{prog_name}_COMPLETE".replace("-", "_").upper()
         if os.environ.get(var):  # a shell asks for candidates: print them one to a line
             internals.install_completion()
-        return super().main(*args, **kwargs)
+        return self._main_one_line(*args, **kwargs)
+
+    def _main_one_line(self, *args: Any, **extra: Any) -> Any:
+        """Click's ``main`` in its documented ``standalone_mode=False``: errors come back here,
+        and each becomes ONE stderr line (Click's own usage box is four); then the exit.
+
+        (Keywords as Click passes them; ``standalone_mode`` is keyword-only here.)
+        """
+        standalone_mode = extra.get("standalone_mode", True)
+        extra["standalone_mode"] = False
+        try:
+            code = super().main(*args, **extra)
+            code = code if isinstance(code, int) else 0  # (a return value, or Exit's code)
+        except typer.Abort:  # a prompt ended by Ctrl-D or Ctrl-C
+            code = report(KeyboardInterrupt())
+        except Exception as exc:
+            code = usage(exc) if _is_click_error(exc) else report(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         internals.install_params(self, ctx, subcommands=False)
@@ -85,7 +104,10 @@ def report(exc: BaseException, st: State | None = None) -> int:
         message("rq-cli: interrupted")
         return ExitCode.INTERRUPTED
     err: BaseException = exc
-    if not isinstance(exc, RqError) and st is not None and st.urls_used:
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        err = BadInputError("an argument is not valid UTF-8 (the shell passed bytes that are "
+                            "not UTF-8 text); only push --raw DATA may be any bytes")
+    elif not isinstance(exc, RqError) and st is not None and st.urls_used:
         from ..connect import translate_error
 
         err = translate_error(exc, st.urls_used[-1]) or exc
@@ -99,6 +121,25 @@ def report(exc: BaseException, st: State | None = None) -> int:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     message("rq-cli: " + " ".join(scrub(text, st).split()))
     return int(code)
+
+
+def _is_click_error(exc: BaseException) -> bool:
+    """A ClickException (usage errors, bad option values): the Click Typer ships is not ours
+    to import, and it has a ``format_message`` and an ``exit_code``."""
+    return any(cls.__name__ == "ClickException" for cls in type(exc).__mro__)
+
+
+def usage(exc: Any) -> int:
+    """Print a Click error as one line (``rq-cli: <what>; see 'rq-cli lease --help'``)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `rq-cli` alone: the help is the answer
+        exc.show()
+        return int(exc.exit_code)
+    text = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        text += f"; see '{ctx.command_path} --help'"
+    message("rq-cli: " + scrub(text, None))
+    return int(exc.exit_code)
 
 
 def scrub(text: str, st: State | None) -> str:
@@ -197,6 +238,7 @@ COMMANDS: dict[str, str] = {
     "clean": "maintain:clean",
     "requeue-dead": "maintain:requeue_dead",
     "purge": "maintain:purge",
+    "dedup": "dedup:dedup",
     "pause": "maintain:pause",
     "resume": "maintain:resume",
     "work": "work:work",

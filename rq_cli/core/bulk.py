@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -58,7 +59,12 @@ class Pushed(NamedTuple):
 
 
 #: PushResult.reason of each flag character of push.lua's reply
-REASONS = {"0": "duplicate", "2": "dead"}
+REASONS = {"0": "duplicate", "2": "dead", "3": "recently completed"}
+
+
+class Drained(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`stream`, after every batch it had sent was stored and yielded:
+    what the caller counted is exactly what was stored."""
 
 
 def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,
@@ -73,11 +79,19 @@ def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,
 
 def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
            id_from_data: bool = False, front: bool = False, delay: float = 0.0,
-           expire: float | None = None, now_ms: int | None = None) -> Iterator[Pushed]:
+           expire: float | None = None, now_ms: int | None = None,
+           atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
+           ) -> Iterator[Pushed]:
     """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
 
     Memory stays bounded (a few batches). If iterating ``items`` raises, the items taken
-    before it are stored and yielded first, then the exception propagates.
+    before it are stored and yielded first, then the exception propagates. On Ctrl-C (a
+    KeyboardInterrupt raised here, or thrown in with ``.throw()``) the batches already sent
+    are yielded, then :class:`Drained` is raised (only on the pipelined path: otherwise a
+    plain KeyboardInterrupt, and the batch being stored may or may not have been).
+    ``atomic`` wraps each write of a batch and each read of a reply: a context that holds
+    Ctrl-C back until it ends (the CLI's) keeps a reply from being cut in half, which would
+    close the connection and lose the replies still in flight.
     """
     if not 0 <= delay <= MAX_DELAY:
         raise UsageError("the delay must be between 0 and ten years (in seconds)")
@@ -92,7 +106,8 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
     client = q.client
     if (error is None and len(chunk) == batch_size and not is_cluster(client)
             and getattr(client, "connection", None) is None):
-        yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms)
+        yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms,
+                               atomic)
         return
     while chunk:  # the simple path: one call per batch, each waited for
         ids, args, fresh = _pairs(chunk, id_from_data)
@@ -179,6 +194,7 @@ def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list
 
 def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_size: int,
                 id_from_data: bool, flags: dict[str, str], now_ms: int | None,
+                atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
                 ) -> Iterator[Pushed]:
     """Stream batches with up to SEND_AHEAD script calls in flight on one connection."""
     script = q.script("push")
@@ -208,25 +224,40 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
             if load is not None:
                 command = [*load, *command]
                 load, loading = None, True
-            conn.send_packed_command(command, check_health=False)
+            with atomic():
+                conn.send_packed_command(command, check_health=False)
             inflight.append(ids)
             if error is not None or len(chunk) < batch_size:
                 break
             while len(inflight) >= SEND_AHEAD:
-                if loading:
-                    conn.read_response()
-                    loading = False
-                reply = conn.read_response()
+                with atomic():
+                    if loading:
+                        conn.read_response()
+                        loading = False
+                    reply = conn.read_response()
                 yield Pushed(inflight.popleft(), text(reply) or "")
             chunk, error = _take(source, batch_size)  # while the server runs the calls
             if not chunk:
                 break
         while inflight:
-            if loading:
-                conn.read_response()
-                loading = False
-            reply = conn.read_response()
+            with atomic():
+                if loading:
+                    conn.read_response()
+                    loading = False
+                reply = conn.read_response()
             yield Pushed(inflight.popleft(), text(reply) or "")
+    except KeyboardInterrupt:
+        # Ctrl-C (here, or thrown in by the consumer): the batches sent are being stored
+        # whatever happens now, so read their replies and yield them, that the caller may
+        # count exactly what was stored; then stop. A second Ctrl-C stops at once.
+        while inflight:
+            with atomic():
+                if loading:
+                    conn.read_response()
+                    loading = False
+                reply = conn.read_response()
+            yield Pushed(inflight.popleft(), text(reply) or "")
+        raise Drained from None
     finally:
         if inflight or loading:  # replies pending (an error, or the consumer stopped)
             conn.disconnect()

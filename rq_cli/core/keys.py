@@ -70,7 +70,13 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("paused", "string", "other", rare=True),
     # clean's sightings, id -> first seen; fields are "p:<id>", "c:<id>" or "d:<id>"
     FixedKey("suspects", "hash", "other", rare=True),
+    # the de-dup window (issue 13): completed id -> when it is forgotten (ms); pruned in
+    # bounded batches by clean and by push (dedup.lua)
+    FixedKey("dedup", "zset", "other", rare=True),
 )
+#: The field of ``P:counters`` holding the queue's de-dup window in ms (absent: no window):
+#: push sets it, complete reads it (one HGET per call) to know whether to remember ids.
+DEDUP_WINDOW_FIELD = "dedup_window_ms"
 #: per-item bookkeeping keyed by id (role "meta"), by type
 META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash")
 META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")
@@ -158,6 +164,11 @@ class Keys(NamedTuple):
         """hash id -> the session that leased it last: kept when the lease runs out, so an
         abandoned item names the worker (``<host>:<pid>:<random>``) that held it."""
         return f"{self.prefix}:holders"
+
+    @property
+    def dedup(self) -> str:
+        """zset id -> expiry (ms): ids completed within the de-dup window, refused by push."""
+        return f"{self.prefix}:dedup"
 
     @property
     def leases(self) -> str:

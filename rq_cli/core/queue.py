@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
-from .keys import LAYOUTS, Keys, has_hash_tag
+from .keys import DEDUP_WINDOW_FIELD, LAYOUTS, Keys, has_hash_tag
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -405,6 +405,7 @@ class WorkQueue:
             report.dead += int(r["dead"])
             report.suspects += int(r["suspects"])
             report.promoted += int(r["promoted"])
+            report.pruned += int(r["pruned"])  # expired ids of the de-dup window
             if progress:
                 progress(BATCH)
             if left <= 0 and not int(r["more_due"]):
@@ -504,6 +505,24 @@ class WorkQueue:
             self.call("purge", {"state": "meta", "batch": BATCH})
         return report
 
+    def purge_ids(self, state: State, ids: Sequence[str], *, window: tuple[int, int] = (0, 0),
+                  ) -> list[str]:
+        """Delete the items ``ids`` of ``state``, each only if it is still there; returns
+        the ids deleted (filtered purge, :mod:`rq_cli.core.filtering`). For pending and
+        processing, ``window`` is the lowest and highest index from the left (``peek``
+        ``from_end="tail"``) at which they were read: only around it is looked for them,
+        so a call stays short on a list of millions. At most SLOW_BATCH ids per call."""
+        if state not in STATES:
+            raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+        if len(ids) > SLOW_BATCH:
+            raise UsageError(f"purge at most {SLOW_BATCH} ids per call")
+        if not ids:
+            return []
+        _, rows = self.decoded("purge_ids", {"state": state, "low": window[0],
+                                             "high": window[1]},
+                               [check_id(i) for i in ids])
+        return [text(item_id) or "" for (item_id,) in rows]
+
     def scan_items(self) -> Iterator[bytes]:
         """Ids of every item data key of this queue, by SCAN (bounded per call)."""
         offset = self.keys.item_key_offset
@@ -523,6 +542,7 @@ class WorkQueue:
         processing = f["processing"]
         leased = min(f["leased"], processing)
         counters = {text(name) or "": int(value) for name, value in rows}
+        counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
         oldest = f["oldest_ms"]
         return Stats(
             queue=self.prefix, pending=f["pending"], processing=processing, leased=leased,
@@ -531,24 +551,45 @@ class WorkQueue:
             paused=bool(f["paused"]), counters=counters)
 
     def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
-             from_end: str = "head", now_ms: int | None = None) -> list[PeekedItem]:
+             from_end: str = "head", start_at: str | None = None,
+             now_ms: int | None = None) -> list[PeekedItem]:
         """Read items without changing anything. ``head``: the next to be leased (pending),
-        the oldest lease (processing), the soonest due (delayed), the oldest death (dead)."""
+        the oldest lease (processing), the soonest due (delayed), the oldest death (dead).
+
+        ``start_at`` (delayed and dead, ``count`` at most BATCH): begin at that id while it is
+        still in the set, else at ``offset``: a cursor for paging while items leave."""
+        return [item for page in self.peek_pages(state, count=count, offset=offset,
+                                                 from_end=from_end, start_at=start_at,
+                                                 now_ms=now_ms)
+                for item in page]
+
+    def peek_pages(self, state: State = "pending", *, count: int = 10, offset: int = 0,
+                   from_end: str = "head", start_at: str | None = None,
+                   now_ms: int | None = None) -> Iterator[list[PeekedItem]]:
+        """:meth:`peek` in pages of at most ``BATCH`` items, one script call each, read as
+        they are consumed: memory stays flat however many items are read. Each page is
+        read at its own moment: an item that moves between pages may be missed or seen
+        twice (peek changes nothing and locks nothing)."""
         if state not in STATES:
             raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
         if from_end not in ("head", "tail"):
             raise UsageError("from must be head or tail")
         if count < 0 or offset < 0:
             raise UsageError("count and offset cannot be negative")
-        out: list[PeekedItem] = []
-        while len(out) < count:
-            n = min(BATCH, count - len(out))
-            _, rows = self.decoded("peek", {"state": state, "offset": offset + len(out),
-                                            "count": n, "from": from_end}, (), now_ms)
-            out.extend(_peeked(state, row) for row in rows)
-            if len(rows) < n:
+        if start_at is not None and count > BATCH:
+            raise UsageError(f"peek with start_at reads at most {BATCH} items")
+        done = 0
+        while done < count:
+            n = min(BATCH, count - done)
+            _, rows = self.decoded("peek", {"state": state, "offset": offset + done, "count": n,
+                                            "from": from_end, "start_at": start_at or ""},
+                                   (), now_ms)
+            page = [_peeked(state, row) for row in rows]
+            if page:
+                yield page
+            done += len(page)
+            if len(page) < n:
                 break
-        return out
 
     def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
         """One item by id, in whatever state it is (pending, processing, delayed or dead),
@@ -603,6 +644,41 @@ class WorkQueue:
             if len(rows) < HOLDERS_PAGE:
                 return list(found.values())
             offset += HOLDERS_PAGE
+
+    # -- de-dup window --------------------------------------------------------------------
+    def set_dedup_window(self, seconds: float) -> int:
+        """Remember ids completed from now on for ``seconds`` (refused by push meanwhile);
+        0 turns the window off and forgets every id. Also prunes a bounded batch of expired
+        ids; returns how many."""
+        if not 0 <= seconds <= MAX_DELAY:
+            raise UsageError("the de-dup window must be between 0 and ten years (in seconds)")
+        return int(self.call("dedup", {"mode": "set"}, [ms(seconds)]))
+
+    def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,
+                  ) -> tuple[float | None, int, list[tuple[str, float, float]]]:
+        """The de-dup window in seconds (None: none set), how many ids it remembers, and the
+        first ``count`` of them, soonest forgotten first: (id, forgotten at (epoch s),
+        seconds left). Read BATCH at a time."""
+        if count < 0:
+            raise UsageError("count cannot be negative")
+        out: list[tuple[str, float, float]] = []
+        while True:
+            n = min(BATCH, count - len(out))
+            f, rows = self.decoded("dedup", {"mode": "list"}, [len(out), n], now_ms)
+            window = secs(int(f["window_ms"])) if int(f["window_ms"]) >= 0 else None
+            now, total = int(f["now_ms"]), int(f["remembered"])
+            out.extend((text(item_id) or "", secs(float(until)), secs(float(until) - now))
+                       for item_id, until in rows)
+            if len(rows) < n or len(out) >= count:
+                return window, total, out
+
+    def clear_dedup(self, ids: Iterable[str]) -> int:
+        """Forget ids of the de-dup window (push accepts them again); returns how many it
+        remembered."""
+        cleared = 0
+        for batch in batches([check_id(i) for i in ids], BATCH):
+            cleared += int(self.call("dedup", {"mode": "clear"}, batch))
+        return cleared
 
     # -- pause ---------------------------------------------------------------------------
     def pause(self) -> None:

@@ -21,7 +21,9 @@ class CleanReport:
     dead: int = 0  # dead-lettered (max attempts reached)
     suspects: int = 0  # lease-less but still inside the grace period: left alone this time
     promoted: int = 0  # due delayed items moved to the queue
-    pruned: int = 0  # (deep) stale metadata entries of items that no longer exist
+    #: stale metadata entries of items that no longer exist (deep), and expired ids of the
+    #: de-dup window (every clean)
+    pruned: int = 0
     scanned: int = 0  # (deep) item keys seen by SCAN
     dry_run: bool = False
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
-from .keys import FIXED_KEYS
+from .keys import DEDUP_WINDOW_FIELD, FIXED_KEYS
 
 LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
 
@@ -94,7 +94,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("clean", ("limit", "left", "grace_ms", "max_attempts", "front", "dry_run",
                          "pass_start"),
                (), ("left", "recovered", "dropped", "dead", "suspects", "promoted",
-                    "more_due", "pass_start")),
+                    "more_due", "pass_start", "pruned")),
     ScriptSpec("deep_clean", ("grace_ms", "max_attempts", "front", "dry_run"), ("id",),
                ("recovered", "dead", "suspects")),
     ScriptSpec("prune", ("dry_run", "what"), ("id",)),
@@ -103,10 +103,15 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("purge", ("state", "batch"), ("id",)),
     ScriptSpec("stats", (), (), ("pending", "processing", "leased", "delayed", "due", "dead",
                                  "oldest_ms", "paused", "now_ms"), ("counter", "value")),
-    ScriptSpec("peek", ("state", "offset", "count", "from"), (), (), _PEEKED),
+    ScriptSpec("peek", ("state", "offset", "count", "from", "start_at"), (), (), _PEEKED),
     ScriptSpec("item", ("id",), (), ("state",), _PEEKED),
     ScriptSpec("holders", ("offset", "count"), (), (),
                ("id", "session", "deadline_ms", "live")),
+    ScriptSpec("purge_ids", ("state", "low", "high"), ("id",), (), ("id",)),
+    # mode "set" (rest: the window in ms) and "clear" (rest: ids) reply with a number;
+    # "list" (rest: offset, count) with these fields and rows
+    ScriptSpec("dedup", ("mode",), ("arg",), ("window_ms", "now_ms", "remembered"),
+               ("id", "until_ms")),
 )}
 
 #: Every script the engine runs (``lua/<name>.lua``).
@@ -165,7 +170,8 @@ def _generated_blocks() -> list[tuple[str, str]]:
     return [# {command, key} that drops an id's entry, for the usual and the rare meta keys
             ("META_USUAL", f"local META_USUAL = {drops(False)}"),
             ("META_RARE", f"local META_RARE = {drops(True)}"),
-            ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}")]
+            ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}"),
+            ("F_DEDUP_WINDOW", f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'")]
 
 
 def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:

@@ -34,6 +34,9 @@ class QueueOptions:
     retry_backoff_max: float = 300.0
     layout: str = "compat"  # compat | v0.3 | v0.1
     requeue: str = "back"  # back | front: where clean puts recovered items
+    #: seconds completed ids are remembered and refused by push (None: the queue's setting
+    #: is left as it is; 0: no window). Set on the server by ``set_dedup_window``.
+    dedup_window: float | None = None
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,9 @@ class NewItem:
 class PushResult:
     id: str
     added: bool  # False: the id is taken (see reason)
-    #: why not added: "duplicate" (an item with this id is live) or "dead" (the id is
-    #: dead-lettered; requeue-dead or purge --state dead frees it); None when added
+    #: why not added: "duplicate" (an item with this id is live), "dead" (the id is
+    #: dead-lettered; requeue-dead or purge --state dead frees it) or "recently completed"
+    #: (inside the queue's de-dup window); None when added
     reason: str | None = None
 
 

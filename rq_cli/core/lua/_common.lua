@@ -243,6 +243,29 @@ local function mget_leases(v3_keys, v1_keys, extra)
   return v3, v1, ex
 end
 
+-- The de-dup window (issue 13): when the queue has one (F_DEDUP_WINDOW in P:counters, set
+-- by push), remember these completed ids in P:dedup until now + window, so push refuses them
+-- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window.
+local function remember_completed(ids)
+  if #ids == 0 then return end
+  local window = tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW))
+  if not window then return end
+  local args = {}
+  for i, id in ipairs(ids) do
+    args[2 * i - 1] = NOW + window
+    args[2 * i] = id
+  end
+  call_all('ZADD', K_DEDUP, args)
+end
+
+-- Forget up to `limit` ids of the de-dup window whose time is over. Returns how many, and
+-- whether more may be left.
+local function prune_dedup(limit) --@lazy
+  local old = redis.call('ZRANGEBYSCORE', K_DEDUP, '-inf', NOW, 'LIMIT', 0, limit)
+  if #old > 0 then call_all('ZREM', K_DEDUP, old) end
+  return #old, #old == limit
+end
+
 -- Complete the items named by pairs id, session ("" = any) in ARGV[first], ARGV[first + 1],
 -- ... Returns a string, one character per pair: "C" completed (this call's DEL removed the
 -- data: the one successful complete), "M" missing (not live), "Z" dead (not live: the id is
@@ -316,6 +339,7 @@ local function complete_pairs(first)
     for id in pairs(done) do gone[#gone + 1] = id end
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
+    remember_completed(gone)
     count('completed', completed)
   end
   return table.concat(res)

@@ -14,7 +14,9 @@
 -- A_GRACE_MS grace ms   A_MAX_ATTEMPTS max_attempts   A_FRONT "1" = re-queue at the front
 -- A_DRY_RUN "1" = dry run: change nothing, report what would be done (A_LEFT = offset)
 -- A_PASS_START when the pass started (ms; ignored when starting a pass)
--- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start}
+-- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start, pruned}
+-- (pruned: expired ids of the de-dup window forgotten at the end of a pass, `limit` at most;
+-- more_due is also set while more may be left)
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(A_LIMIT)
 local left = tonumber(A_LEFT)
@@ -24,6 +26,7 @@ local front = A_FRONT == '1'
 local dry = A_DRY_RUN == '1'
 local pass_start = tonumber(A_PASS_START)
 local recovered, dropped, dead, suspects, promoted, more_due = 0, 0, 0, 0, 0, 0
+local pruned = 0
 
 if left < 0 then
   pass_start = NOW
@@ -123,6 +126,8 @@ if left <= 0 then
     local more
     promoted, more = promote_due(limit)
     if more then more_due = 1 end
+    pruned, more = prune_dedup(limit)
+    if more then more_due = 1 end
     -- Forget sightings this pass did not renew (bounded: the hash holds only lease-less ids;
     -- deep clean's "d:" sightings are its own).
     if redis.call('HLEN', K_SUSPECTS) <= 5000 then
@@ -139,4 +144,4 @@ if left <= 0 then
 end
 
 count('cleaned', dry and 0 or recovered)
-return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start}
+return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start, pruned}

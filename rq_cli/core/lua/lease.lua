@@ -28,6 +28,7 @@ local limit = want + 1000 -- bounded: at most this many ids looked at per call
 local has_expiry = not QUIET and redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
 local leased, stamps, deadlines, holders = {}, {}, {}, {}
+local done_at_once = {} -- (at most once) completed as taken: remembered by a de-dup window
 local deadline = tostring(NOW + ms)
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
@@ -66,6 +67,7 @@ while taken < want and looked < limit do
         redis.call('DEL', item_key(id))
         drop_meta(id)
         count('completed', 1)
+        done_at_once[#done_at_once + 1] = id
         taken = taken + 1
         out[#out + 1] = id
         out[#out + 1] = data
@@ -96,6 +98,7 @@ if #leased > 0 then
   call_all('HSET', K_HOLDERS, holders)
   if not QUIET then forget_suspects(leased) end
 end
+remember_completed(done_at_once)
 count('leased', taken)
 if taken == 0 and not QUIET then
   local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')

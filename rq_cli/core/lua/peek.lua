@@ -1,6 +1,9 @@
 -- peek: read up to `count` items of one state, changing nothing. Read-only.
 -- A_STATE state: pending | processing | delayed | dead   A_OFFSET offset   A_COUNT count
 -- A_FROM from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
+-- A_START_AT optional ("" = none), delayed/dead: begin at this member while it is still in
+--   the set (a cursor that stays put while members before it leave); else, or when it has
+--   left, at the offset
 -- Returns a flat list, SPECS['peek'].rows (scripts.py) per item:
 --   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
 --   dead_info JSON, last error, abandoned (1: in processing, its lease ran out; holder and
@@ -18,6 +21,9 @@ if state == 'pending' or state == 'processing' then
 else
   local key = state == 'delayed' and K_DELAYED or K_DEAD
   local cmd = head and 'ZRANGE' or 'ZREVRANGE'
+  if A_START_AT ~= '' then
+    offset = redis.call(head and 'ZRANK' or 'ZREVRANK', key, A_START_AT) or offset
+  end
   local got = redis.call(cmd, key, offset, offset + n - 1, 'WITHSCORES')
   for i = 1, #got, 2 do
     ids[#ids + 1] = got[i]
@@ -52,15 +58,17 @@ for i, id in ipairs(ids) do
       deadline = tonumber(redis.call('ZSCORE', K_LEASES, id)) or -1
     end
   end
+  -- (a dead item's bookkeeping went when it died: its attempts and error are in dead_info)
+  local live = state ~= 'dead'
   out[#out + 1] = id
   out[#out + 1] = data
-  out[#out + 1] = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
-  out[#out + 1] = tonumber(redis.call('HGET', K_ENQUEUED, id)) or -1
+  out[#out + 1] = live and tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
+  out[#out + 1] = live and tonumber(redis.call('HGET', K_ENQUEUED, id)) or -1
   out[#out + 1] = holder
   out[#out + 1] = deadline
   out[#out + 1] = scores[i] or -1
   out[#out + 1] = info
-  out[#out + 1] = redis.call('HGET', K_ERRORS, id)
+  out[#out + 1] = live and redis.call('HGET', K_ERRORS, id)
   out[#out + 1] = abandoned
 end
 return out

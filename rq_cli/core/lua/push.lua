@@ -8,7 +8,8 @@
 -- ARGV[REST], ARGV[REST + 1], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate (an item with
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
--- or dead; requeue-dead or purge --state dead frees it).
+-- or dead; requeue-dead or purge --state dead frees it), "3" recently completed (in the
+-- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 do local bad = wrong_type(); if bad then return bad end end
 local front = A_FRONT == '1'
 local delay = tonumber(A_DELAY_MS)
@@ -37,11 +38,23 @@ else
     for i = REST, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
     dead = call('ZMSCORE', K_DEAD, unpack(ids))
   end
+  -- ids completed within the de-dup window (skipped when nothing is remembered)
+  local recent = {}
+  if not QUIET and call('EXISTS', K_DEDUP) == 1 then
+    local ids = {}
+    for i = REST, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+    recent = call('ZMSCORE', K_DEDUP, unpack(ids))
+  end
   for i = REST, #ARGV, 2 do
     local id = ARGV[i]
-    if dead[(i - REST) / 2 + 1] then
+    local k = (i - REST) / 2 + 1
+    local until_ms = recent[k]
+    if dead[k] then
       dups = dups + 1
-      flags[(i - REST) / 2 + 1] = '2'
+      flags[k] = '2'
+    elseif until_ms and tonumber(until_ms) > NOW then
+      dups = dups + 1
+      flags[k] = '3'
     elseif call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
       n = n + 1
       added[n] = id

@@ -1,0 +1,143 @@
+"""The filter options that ``peek``, ``requeue-dead`` and ``purge`` share (defined once), and
+the loop that runs a filtered scan (:func:`rq_cli.core.filtering.scan`) for them: a JSON line
+per item moved, a progress bar on a terminal, the counts at the end, and on Ctrl-C what was
+done so far (each step is finished and printed before the interrupt is taken).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..render import Column, Output, json_line
+from .common import interrupt_deferred
+
+if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
+    from ..core.filtering import Action, FilterReport, ItemFilter
+    from ..core.queue import WorkQueue
+    from ..core.types import State
+
+MatchOpt = Annotated[str | None, typer.Option(
+    "--match", metavar="EXPR", show_default=False,
+    help="Only items whose JSON payload makes this JMESPath expression truthy, e.g. "
+         "\"user == 'u-7'\" (a payload that is not JSON never matches).")]
+ErrorOpt = Annotated[str | None, typer.Option(
+    "--error", metavar="REGEX", show_default=False,
+    help="Only items whose last error matches this regular expression.")]
+ReasonOpt = Annotated[list[str] | None, typer.Option(
+    "--reason", metavar="REASON", show_default=False,
+    help="Only dead items with this dead-letter reason (max_attempts, expired, failed, "
+         "cancelled, ...); repeat for several.")]
+OlderThanOpt = Annotated[float | None, typer.Option(
+    "--older-than", min=0, metavar="SECONDS", show_default=False,
+    help="Only items dead (dead items) or first pushed (the others) longer ago than this.")]
+MinAttemptsOpt = Annotated[int | None, typer.Option(
+    "--min-attempts", min=0, metavar="N", show_default=False,
+    help="Only items leased at least N times.")]
+RateOpt = Annotated[float | None, typer.Option(
+    "--rate", min=0.001, metavar="N", show_default=False,
+    help="Move at most N items per second (filtered runs).")]
+SummaryOpt = Annotated[bool, typer.Option(
+    "--summary", help="Print one line of counts instead of one line per item moved "
+                      "(filtered runs).")]
+
+def summary_columns(verb: str) -> list[Column]:
+    """The table of the counts (``verb``: requeued or purged)."""
+    return [Column("queue"), Column("state")] + [
+        Column(k, kind="number") for k in ("scanned", "matched", "not_json", verb, "skipped",
+                                           "changed")] + [
+        Column("dry_run", "dry run"), Column("sample")]
+
+
+def make_filter(match: str | None = None, error: str | None = None,
+                reasons: list[str] | None = None, older_than: float | None = None,
+                min_attempts: int | None = None) -> ItemFilter | None:
+    """The compiled filter, or None when no condition is given. A bad expression or regex
+    fails here, before any connection is made or anything read."""
+    if match is None and error is None and not reasons and older_than is None \
+            and min_attempts is None:
+        return None
+    from ..core.filtering import ItemFilter
+
+    return ItemFilter(match=match, error=error, reasons=reasons or (), older_than=older_than,
+                      min_attempts=min_attempts)
+
+
+def summary_row(report: FilterReport, verb: str, to: str | None = None) -> dict[str, Any]:
+    row = asdict(report)
+    del row["action"]
+    row[verb] = row.pop("done")
+    if report.action != "requeue":
+        del row["skipped"]
+    if to is not None:
+        row["to"] = to
+    return row
+
+
+def describe(report: FilterReport, verb: str) -> str:
+    """The counts in words, for stderr."""
+    text = (f"{report.done} {verb} of {report.matched} matched; {report.scanned} "
+            f"{report.state} scanned")
+    if report.not_json:
+        text += f", {report.not_json} not JSON (never match --match)"
+    if report.skipped:
+        text += f", {report.skipped} skipped (a live item has the id)"
+    if report.changed:
+        text += f", {report.changed} left alone (no longer {report.state})"
+    return text
+
+
+def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFilter | None, *,
+              action: Action, verb: str, to_name: str | None = None,
+              to: WorkQueue | None = None, limit: int | None = None,
+              rate: float | None = None, dry_run: bool = False, summary: bool = False,
+              label: str, quiet: bool = False) -> FilterReport:
+    """Requeue or purge the matching items of ``state``: a JSON line per item moved (unless
+    ``summary``, a dry run or a terminal), then the counts (stdout for a dry run, with
+    ``--summary`` or on a terminal; else one line on stderr). ``quiet``: print nothing but
+    the progress bar (purge's count before it asks)."""
+    from ..core.filtering import FilterReport, ItemFilter, scan
+
+    report = FilterReport(queue=queue, state=state, action=action)
+    flt = flt or ItemFilter()
+    per_item = out.json and not summary and not dry_run
+    steps = scan(wq, state, flt, report, action=action, to=to, limit=limit, rate=rate,
+                 dry_run=dry_run)
+    total = state_size(wq, state) if out.terminal.stderr_isatty() else None
+    with out.progress(f"{label} {queue}", total=total) as bar:
+        try:
+            while True:
+                with interrupt_deferred():  # a step moved is a step printed
+                    step = next(steps, None)
+                    if step is None:
+                        break
+                    if per_item and step.ids:
+                        out.lines(json_line(_moved_row(queue, state, verb, i, to_name))
+                                  for i in step.ids)
+                bar.set(report.scanned, f"{label} {queue}: {report.done} {verb}")
+        except KeyboardInterrupt:
+            out.message(f"rq-cli: {label} {queue}: interrupted: {describe(report, verb)}; "
+                        f"run it again to go on (nothing is moved twice)")
+            raise
+    if quiet:
+        pass
+    elif per_item:
+        out.message(f"rq-cli: {label} {queue}: {describe(report, verb)}")
+    else:
+        out.rows([summary_row(report, verb, to_name)], summary_columns(verb))
+    return report
+
+
+def _moved_row(queue: str, state: str, verb: str, item_id: str,
+               to: str | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"queue": queue, "id": item_id, "state": state, verb: True}
+    if to is not None:
+        row["to"] = to
+    return row
+
+
+def state_size(wq: WorkQueue, state: str) -> int | None:
+    """How many items ``state`` holds (the progress bar's total)."""
+    return int(getattr(wq.stats(), state))

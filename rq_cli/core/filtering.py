@@ -1,0 +1,297 @@
+"""Filtered bulk repair (issue 13): the one filter that ``peek``, ``requeue-dead`` and
+``purge`` share, and the paged scan that applies it.
+
+An :class:`ItemFilter` is compiled once, before anything is read or touched, so a bad
+expression or regex is a :class:`~rq_cli.errors.UsageError` (exit 2) with nothing changed:
+
+- ``match``: a JMESPath expression over the item's JSON payload; the item matches when the
+  result is truthy in JMESPath's sense (not ``null``, ``false``, ``""``, ``[]`` or ``{}``;
+  ``0`` is true). A payload that is not JSON never matches, and is counted (``not_json``);
+- ``error``: a regular expression searched in the last error (``fail``'s or the worker's);
+- ``reasons``: dead items whose dead-letter reason is one of these;
+- ``older_than``: dead for longer than this (dead items), or first pushed longer ago than
+  this (the other states; an item pushed by a peer client has no push time and never
+  matches);
+- ``min_attempts``: leased at least this many times.
+
+The scan (:func:`scan`) reads a state a page at a time with ``WorkQueue.peek`` (PAGE items,
+one short script call each), tests each item here, and acts on exactly the matched ids with
+a bounded script call that checks each id is still where it was read (``requeue_dead`` by
+ids, ``purge_ids``): an item that moved on meanwhile is left alone and counted as
+``changed``, so a run may be interrupted (Ctrl-C between two steps) and run again without
+moving anything twice. The sets (delayed, dead) are paged with a cursor, the id that follows
+the page (``peek(start_at=...)``), which stays right while the items before it leave; lists
+are paged by index, adjusted for what was removed.
+
+The scan is a generator of steps: each step is one page read and what was done with it,
+so the caller prints, draws progress and may stop between any two. This module imports
+neither Typer nor rich.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import UsageError
+from .limits import MAX_DELAY, SLOW_BATCH
+from .util import server_ms
+
+if TYPE_CHECKING:
+    from .queue import WorkQueue
+    from .reports import PeekedItem
+    from .types import State
+
+#: Items read per peek call, and acted on per script call (requeue_dead by ids, purge_ids):
+#: each well under a millisecond of server time, so a busy or shared server that stalls
+#: mid-call still answers other clients within a few ms (bench case "filter").
+PAGE = 100
+CHUNK = min(100, SLOW_BATCH)
+#: Matched ids a dry run keeps as a sample.
+SAMPLE = 10
+#: Longest rate accepted (items per second); 0 and below are refused.
+MAX_RATE = 1_000_000
+
+Action = Literal["peek", "requeue", "purge"]
+_STATES = ("pending", "processing", "delayed", "dead")
+
+
+def _jmespath() -> Any:
+    import jmespath  # only filtered commands need it: kept off start-up
+
+    return jmespath
+
+
+def truthy(value: Any) -> bool:
+    """JMESPath's truth: false for null, false, and empty strings, lists and objects only
+    (``0`` is true, unlike Python's)."""
+    if value is None or value is False:
+        return False
+    return not (isinstance(value, (str, list, dict)) and not value)
+
+
+class ItemFilter:
+    """A compiled filter. Build it first: it raises UsageError for a bad expression,
+    regex or bound, before anything is read."""
+
+    def __init__(self, *, match: str | None = None, error: str | None = None,
+                 reasons: Sequence[str] = (), older_than: float | None = None,
+                 min_attempts: int | None = None) -> None:
+        self.match = match
+        self.error = error
+        self.reasons = tuple(reasons)
+        self.older_than = older_than
+        self.min_attempts = min_attempts
+        self._expr: Any = None
+        self._regex: re.Pattern[str] | None = None
+        if match is not None:
+            jp = _jmespath()
+            try:
+                self._expr = jp.compile(match)
+                _check_functions(self._expr.parsed)
+            except jp.exceptions.JMESPathError as exc:
+                detail = " ".join(str(exc).split("\n")[0].split()).rstrip(":")
+                at = getattr(exc, "lex_position", None)
+                where = f" (at column {at + 1})" if isinstance(at, int) and "column" not in \
+                    detail else ""
+                raise UsageError(f"--match {match!r} is not a JMESPath expression: "
+                                 f"{detail}{where}") from None
+        if error is not None:
+            try:
+                self._regex = re.compile(error)
+            except re.error as exc:
+                raise UsageError(f"--error {error!r} is not a regular expression: {exc}") \
+                    from None
+        if older_than is not None and not 0 <= older_than <= MAX_DELAY:
+            raise UsageError("--older-than must be between 0 and ten years (in seconds)")
+        if min_attempts is not None and min_attempts < 0:
+            raise UsageError("--min-attempts cannot be negative")
+        if any(not r for r in self.reasons):
+            raise UsageError("--reason cannot be empty")
+
+    @property
+    def active(self) -> bool:
+        """Whether any condition is set (an empty filter matches everything)."""
+        return any(x is not None for x in (self.match, self.error, self.older_than,
+                                            self.min_attempts)) or bool(self.reasons)
+
+    def check_state(self, state: str) -> None:
+        if self.reasons and state != "dead":
+            raise UsageError("--reason filters dead items (the dead-letter reason): use it "
+                             "with the dead state")
+
+    def test(self, item: PeekedItem, cutoff_s: float | None) -> bool | None:
+        """True if ``item`` matches; False if not; None if ``match`` is set and the payload
+        is not JSON (it never matches). ``cutoff_s``: now minus ``older_than`` (epoch s)."""
+        if self.min_attempts is not None and item.attempts < self.min_attempts:
+            return False
+        if self.reasons and item.dead_reason not in self.reasons:
+            return False
+        if cutoff_s is not None:
+            at = item.dead_at if item.state == "dead" else item.enqueued_at
+            if at is None or at > cutoff_s:
+                return False
+        if self._regex is not None and (item.error is None or
+                                        not self._regex.search(item.error)):
+            return False
+        if self._expr is not None:
+            if item.data is None:
+                return False  # a ghost: no payload at all
+            try:
+                doc = json.loads(item.data)
+            except ValueError:  # also UnicodeDecodeError
+                return None
+            try:
+                return truthy(self._expr.search(doc))
+            except _jmespath().exceptions.JMESPathError:
+                return False  # e.g. a function given the wrong type for this item
+        return True
+
+
+def _check_functions(node: Any) -> None:
+    """Refuse an unknown function name now (JMESPath itself finds it only when evaluating)."""
+    jp = _jmespath()
+    if isinstance(node, dict):
+        if node.get("type") == "function_expression":
+            known = jp.functions.Functions().FUNCTION_TABLE
+            if node.get("value") not in known:
+                raise jp.exceptions.UnknownFunctionError(
+                    f"unknown function {node.get('value')}()")
+        for child in node.get("children", ()):
+            _check_functions(child)
+
+
+@dataclass
+class FilterReport:
+    """What a filtered scan saw and did."""
+
+    queue: str
+    state: str
+    action: str
+    scanned: int = 0  # items read and tested
+    matched: int = 0
+    not_json: int = 0  # payloads that are not JSON (never match --match)
+    done: int = 0  # requeued or purged
+    skipped: int = 0  # requeue: a live item of the target has the id: it stays dead
+    changed: int = 0  # matched, but gone from that state when acted on: left alone
+    dry_run: bool = False
+    sample: list[str] = field(default_factory=list)  # the first matched ids
+
+
+@dataclass
+class Step:
+    """One step of a scan: a page read, and what was done with its matches."""
+
+    items: list[PeekedItem]  # peek: the matched items of the page
+    ids: list[str]  # requeue/purge: the ids moved in this step (nothing in a dry run)
+
+
+def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
+         action: Action = "peek", to: WorkQueue | None = None, limit: int | None = None,
+         rate: float | None = None, dry_run: bool = False, from_end: str = "head",
+         now_ms: int | None = None) -> Iterator[Step]:
+    """Walk ``state`` of ``wq`` page by page, yielding a :class:`Step` per page.
+
+    ``peek``: the matched items, up to ``limit``. ``requeue`` (dead only, into ``to`` or
+    back into ``wq``) and ``purge``: act on the matched ids, at most ``limit`` of them, at
+    most ``rate`` per second; with ``dry_run`` only count them (``report.sample`` keeps the
+    first few ids). ``report`` is filled in as the scan goes, so it is exact whenever the
+    caller stops.
+    """
+    if state not in _STATES:
+        raise UsageError(f"state must be one of {', '.join(_STATES)}, not {state!r}")
+    flt.check_state(state)
+    if action == "requeue" and state != "dead":
+        raise UsageError("requeue-dead moves dead items only")
+    if limit is not None and limit < 0:
+        raise UsageError("--limit cannot be negative")
+    if rate is not None and not 0 < rate <= MAX_RATE:
+        raise UsageError(f"--rate must be more than 0 and at most {MAX_RATE} items per second")
+    if action == "requeue":
+        wq.requeue_dead([], to=to)  # checks the target (same server, same slot) up front
+    report.dry_run = dry_run
+    if action == "purge" and state in ("pending", "processing"):
+        from_end = "tail"  # lists by index from the left: purge_ids looks around it
+    cutoff_s = None
+    if flt.older_than is not None:
+        now = now_ms if now_ms is not None else server_ms(wq.client)
+        cutoff_s = (now - round(flt.older_than * 1000)) / 1000
+    # dead items are sorted by time of death: from the head, past the cutoff none is older
+    sorted_by_age = state == "dead" and from_end == "head" and cutoff_s is not None
+    chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate / 10)))
+    started = time.monotonic()
+    zset = state in ("delayed", "dead")
+    offset, cursor = 0, None
+    while limit is None or _progress(report, action, dry_run) < limit:
+        page = wq.peek(state, count=PAGE + 1 if zset else PAGE, offset=offset,
+                       from_end=from_end, start_at=cursor, now_ms=now_ms)
+        more = len(page) > PAGE if zset else len(page) == PAGE
+        if zset:
+            cursor = page[PAGE].id if more else None
+            page = page[:PAGE]
+        matched: list[tuple[int, PeekedItem]] = []
+        past_cutoff = False
+        for i, item in enumerate(page):
+            if limit is not None and _progress(report, action, dry_run) + len(matched) >= limit:
+                # the limit is reached if every match is acted on: stop before this item,
+                # which the next page starts at if some were left alone after all
+                more, page = True, page[:i]
+                if zset:
+                    cursor = item.id
+                break
+            report.scanned += 1
+            verdict = flt.test(item, cutoff_s)
+            if verdict is None:
+                report.not_json += 1
+            elif verdict:
+                matched.append((offset + i, item))
+            elif sorted_by_age and item.dead_at is not None and item.dead_at > (cutoff_s or 0):
+                past_cutoff = True
+                break
+        report.matched += len(matched)
+        room = SAMPLE - len(report.sample)
+        report.sample.extend(it.id for _, it in matched[:max(room, 0)])
+        removed = 0
+        if action == "peek":
+            yield Step([it for _, it in matched], [])
+        elif dry_run or not matched:
+            yield Step([], [])
+        else:
+            for at in range(0, len(matched), chunk):
+                part = matched[at:at + chunk]
+                moved = _act(wq, state, action, to, part, report, now_ms)
+                removed += len(moved)
+                yield Step([], moved)
+                if rate is not None:
+                    time.sleep(max(report.done / rate - (time.monotonic() - started), 0.0))
+        if not more or past_cutoff:
+            return
+        offset += len(page) - removed
+
+
+def _progress(report: FilterReport, action: Action, dry_run: bool) -> int:
+    """What ``limit`` counts: items moved, or matched (peek, dry runs)."""
+    return report.matched if action == "peek" or dry_run else report.done
+
+
+def _act(wq: WorkQueue, state: State, action: Action, to: WorkQueue | None,
+         part: list[tuple[int, PeekedItem]], report: FilterReport,
+         now_ms: int | None) -> list[str]:
+    """Requeue or purge the ids of ``part``, each only if it is still in ``state``."""
+    ids = [it.id for _, it in part]
+    if action == "requeue":
+        done = wq.requeue_dead(ids, to=to, now_ms=now_ms)
+        report.skipped += done.skipped
+        report.changed += done.missing
+        moved = done.ids
+    else:
+        indexes = [i for i, _ in part]
+        moved = wq.purge_ids(state, ids, window=(min(indexes), max(indexes)))
+        report.changed += len(ids) - len(moved)
+    report.done += len(moved)
+    return moved
+
