@@ -1,54 +1,97 @@
 """The shell worker behind ``rq-cli work``: lease items, run a command per item, settle.
 
-Built on WorkQueue's public API only. One main thread leases, starts commands, heartbeats
-and settles outcomes; a small thread per running command waits for it to exit (and copies
-its stderr through, keeping the tail as the error) and reports to the main thread through a
-queue, so the loop wakes as soon as a command ends. Waiting for work blocks on the server
-(``lease(wait=...)``: BLMOVE), it never polls.
+Built on WorkQueue's public API only, around one event loop (epoll, or poll) in
+the main thread. It waits, all at once, for: a command to exit (a pidfd per command, Linux
+5.3+), its stderr and (with several at once) stdout to have output, its stdin to take more
+of the item's data, a signal (``signal.set_wakeup_fd``), and the lease thread's answer. No
+thread per command, no polling.
+
+Commands are started with ``os.posix_spawn`` (vfork and exec: far cheaper than forking the
+Python process), in their own process group, with the item's data on a stdin pipe and
+``RQ_QUEUE``, ``RQ_ITEM_ID``, ``RQ_ATTEMPT``, ``RQ_LEASE_EXPIRES_AT`` and
+``RQ_WORKER_SESSION`` in their environment.
+
+Leasing. A command that exits 0 is completed in the next round trip, which also leases the
+next items (``complete_and_lease``), at most ``COMPLETE_WITHIN`` seconds later. When commands
+are short (they ran under ``PREFETCH_UNDER`` seconds on average), the worker holds about
+``PREFETCH_SECONDS`` of work leased ahead (at least ``concurrency`` items, at most
+``MAX_AHEAD``), so that a slot that frees up starts its next command at once and the round
+trip runs while commands do; a refill is asked for when half of them are used, so a round
+trip serves many items. Long commands get no items ahead: none waits behind them. When the
+queue is empty and a slot is free, one lease thread waits on the server (``lease(wait=...)``:
+BLMOVE, not a poll) while the loop goes on settling commands.
 
 Outcomes: exit 0 completes the item; ``DEAD_EXIT`` dead-letters it at once (a permanent
 failure); any other exit, a signal or ``--timeout`` fails it (retried with the queue's
 backoff; dead-lettered at ``max_attempts``), with the tail of its stderr (or ``timeout``) as
-the error. Leases are extended in the background at a third of the lease time; a lease lost
-anyway (another session holds it, or the item was cancelled) stops the command unless
-``keep_running_on_lost_lease``.
+the error. A lease is extended (every item held, in one call per queue) once a third of it
+has passed, so short commands never cost an extension; a lease lost anyway (another session
+holds it, or the item was cancelled) stops the command unless ``keep_running_on_lost_lease``.
 
-Signals: the first SIGTERM/SIGINT stops leasing and lets running commands finish; a second
-stops them (SIGTERM to their process group, SIGKILL after the grace period) and puts their
-items straight back in line (``fail`` with no delay, counted as a failure), instead of
-waiting for their leases to run out. Commands run in their own process group, so a Ctrl-C
-on the terminal reaches the worker, not them.
+Signals: the first SIGTERM/SIGINT stops leasing and lets running commands finish (and runs
+the few items already leased ahead); a second stops them (SIGTERM to their process group,
+SIGKILL after the grace period) and puts their items, and those leased ahead, straight back
+in line (``fail`` with no delay, counted as a failure), instead of waiting for their leases
+to run out. Commands run in their own process group, so a Ctrl-C on the terminal reaches
+the worker, not them.
+
+SIGKILL of the worker: a small guard process, forked at start, sees the worker's end of a
+pipe close. Unless the worker said goodbye (a normal exit), it sends SIGTERM to every process
+whose environment carries this worker's ``RQ_WORKER_SESSION`` (the commands and whatever
+they started), and SIGKILL after the grace period to those still there. Their items come
+back once the leases run out (``clean``), or at once to a restart with the same ``--name``.
 
 This module imports neither Typer nor rich.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
-import queue as queuemod
+import select
+import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from .core.limits import BATCH
 from .core.queue import WorkQueue, lease_many
 from .core.types import ItemRef, LeasedItem
+from .errors import UsageError
 
 #: The command's exit code that dead-letters its item at once (a permanent failure; 100 is
 #: free in sysexits and in the shells' own codes).
 DEAD_EXIT = 100
 #: Bytes of a command's stderr kept as the item's error.
 ERROR_TAIL = 2000
-#: Longest blocking wait for work per call, seconds (signals are noticed within it).
+#: Longest blocking wait for work per call, seconds (the lease thread's).
 WAIT_CHUNK = 1.0
-#: Blocking wait for work while commands run and a slot is free: a command that ends
-#: meanwhile is settled at most this late.
-BUSY_WAIT = 0.1
+#: Commands shorter than this on average (seconds): items are leased ahead.
+PREFETCH_UNDER = 1.0
+#: Work held leased ahead for short commands, in seconds of their average duration (at
+#: least ``concurrency`` items, at most ``MAX_AHEAD``).
+PREFETCH_SECONDS = 0.1
+MAX_AHEAD = 100
+#: Longest time an item that exited 0 waits for the round trip that completes it, seconds.
+COMPLETE_WITHIN = 0.2
+#: The environment variable naming the worker's session (the guard finds commands by it).
+SESSION_ENV = "RQ_WORKER_SESSION"
+#: Longest time without a pidfd (not Linux) between checks for exited commands, seconds.
+REAP_POLL = 0.01
+#: Yields of the CPU to a command that closed its output, waiting for its exit.
+EXIT_SPIN = 20
+
+_READ = 65536
+#: Signals Python ignores that a command must get back at their defaults (as subprocess does).
+_SIGDEF = tuple(s for s in (getattr(signal, "SIGPIPE", None), getattr(signal, "SIGXFSZ", None))
+                if s is not None)
 
 
 @dataclass
@@ -65,14 +108,47 @@ class WorkerOptions:
 
 
 @dataclass
-class _Job:
-    item: LeasedItem
+class _Held:
+    """An item this worker holds the lease of: leased ahead, or running."""
+
     wq: WorkQueue
-    proc: subprocess.Popen[bytes]
+    item: LeasedItem
+    expires: float  # epoch seconds
+    next_beat: float  # monotonic: extend the lease from then on
+    reclaimed: bool = False
+    lost: str | None = None  # "lost" or "cancelled": someone else owns the item now
+
+    @property
+    def ref(self) -> ItemRef:
+        return ItemRef(self.item.id, self.item.session)
+
+
+@dataclass
+class _Stream:
+    """A pipe from a command: copied through, line by line with a tag when ``tag``."""
+
+    fd: int
+    dst: IO[bytes]
+    tag: bytes
+    tail: bytearray | None  # stderr: the last ERROR_TAIL bytes, for the error
+    partial: bytes = b""
+
+
+@dataclass
+class _Job:
+    held: _Held
+    pid: int
+    pidfd: int | None
     started: float
     deadline: float | None
+    streams: list[_Stream]
+    stdin: int | None
+    data: memoryview
     stderr_tail: bytearray = field(default_factory=bytearray)
     stopped: str | None = None  # why the worker stopped it: timeout, lost, cancelled, shutdown
+    kill_at: float | None = None  # monotonic: SIGKILL the group if it is still running
+    status: int | None = None  # exit code once reaped (negative: killed by that signal)
+    ended: float = 0.0  # monotonic, once reaped
 
 
 @dataclass
@@ -87,6 +163,19 @@ class WorkerStats:
         return self.completed + self.failed + self.dead + self.returned
 
 
+def resolve_command(command: Sequence[str]) -> str:
+    """The path to execute for ``command`` (PATH searched once, not per item); a usage error
+    when there is none."""
+    if not command:
+        raise UsageError("no command to run")
+    name = command[0]
+    path = shutil.which(name) if os.sep not in name else (
+        name if os.access(name, os.X_OK) and not os.path.isdir(name) else None)
+    if path is None:
+        raise UsageError(f"command not found or not executable: {name}")
+    return path
+
+
 class Worker:
     """Run ``command`` for items of ``queues`` (WorkQueues sharing one session)."""
 
@@ -95,27 +184,48 @@ class Worker:
                  stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None) -> None:
         self.queues = list(queues)
         self.command = list(command)
+        self.path = resolve_command(self.command)
         self.opts = options
         self.log = log
         self.out = stdout or sys.stdout.buffer
         self.err = stderr or sys.stderr.buffer
-        self.jobs: dict[tuple[str, str], _Job] = {}
-        self.done: queuemod.Queue[tuple[str, str]] = queuemod.Queue()
+        self.session = self.queues[0].session
+        self.base_env = dict(os.environ)
+        self.base_env[SESSION_ENV] = self.session
+        self.jobs: dict[int, _Job] = {}  # by pid
+        self.ahead: deque[_Held] = deque()  # leased, not started yet
+        self.finished: list[_Held] = []  # exited 0: to complete in the next round trip
+        self.finished_at = 0.0  # monotonic: when the oldest of them exited
         self.stats = WorkerStats()
         self.signals = 0
         self.signal_names: list[str] = []
         self._signals_logged = 0
         self.leased = 0
-        self._write_lock = threading.Lock()
+        self.empty = False  # the last lease found fewer items than asked for
+        self.avg_duration: float | None = None
+        self.beat_due = math.inf  # monotonic: no held item needs an extension before
         lease = self.queues[0].options.lease_seconds if options.lease_seconds is None \
             else options.lease_seconds
         self.lease_seconds = lease
         self.heartbeat = options.heartbeat or max(lease / 3, 0.05)
+        self.prefix_output = options.concurrency > 1
+        self.sel = _Poller()
+        self._waiter: threading.Thread | None = None
+        self._waiter_got: list[LeasedItem] | BaseException | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        self.sel.register(self._wake_r, False, ("wake", None))
+        self._sig_r, self._sig_w = os.pipe()
+        for fd in (self._sig_r, self._sig_w):
+            os.set_blocking(fd, False)
+        self.sel.register(self._sig_r, False, ("signal", None))
+        self._old_wakeup: int | None = None
+        self._guard_w: int | None = None
+        self._guard_pid: int | None = None
 
     # -- signals -------------------------------------------------------------------------
     def _on_signal(self, signum: int, frame: Any) -> None:
-        # Only note it: the main loop logs and acts (a handler that wrote to stderr could
-        # interrupt a write of the main thread to the same stream).
+        # Only note it: the loop logs and acts (it is woken through the wakeup fd).
         self.signals += 1
         self.signal_names.append(signal.Signals(signum).name)
 
@@ -129,6 +239,37 @@ class Worker:
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        # inherited as ignored, SIGCHLD would have the kernel reap the commands: their exit
+        # codes would be lost
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        self._old_wakeup = signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
+
+    # -- the guard: commands do not outlive a worker killed with SIGKILL -------------------
+    def start_guard(self) -> None:
+        """Fork the guard process (see the module's docstring). POSIX only; once."""
+        if self._guard_pid is not None or not hasattr(os, "fork"):
+            return
+        life_r, life_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the guard: never returns
+            try:
+                _guard(life_r, self.session, self.opts.grace)
+            finally:
+                os._exit(0)
+        os.close(life_r)
+        self._guard_w, self._guard_pid = life_w, pid
+
+    def stop_guard(self) -> None:
+        """A normal exit: tell the guard to leave the commands' leftovers alone."""
+        if self._guard_w is None or self._guard_pid is None:
+            return
+        try:
+            os.write(self._guard_w, b"x")
+            os.close(self._guard_w)
+            os.waitpid(self._guard_pid, 0)
+        except OSError:
+            pass
+        self._guard_w = self._guard_pid = None
 
     # -- main loop -----------------------------------------------------------------------
     def run(self, reclaim: Callable[[str], bool] | None = None) -> WorkerStats:
@@ -137,126 +278,199 @@ class Worker:
             for wq in self.queues:
                 for item in wq.reclaim(reclaim, lease_seconds=self.lease_seconds):
                     self.leased += 1
-                    self._start(wq, item, reclaimed=True)
+                    self.ahead.append(self._hold(wq, item, reclaimed=True))
         idle_since = time.monotonic()
-        next_beat = time.monotonic() + self.heartbeat
-        finished: list[tuple[WorkQueue, ItemRef]] = []
         while True:
             self._note_signals()
             if self.signals >= 2:
                 self.stop_all("shutdown")
-            finished += self._settle_finished(block=False)
-            want = self._room()
-            if want and self.signals == 0:
-                # nothing running: block on the server for work; commands running: block
-                # briefly, so that one ending is settled soon (a blocking wait, not a poll)
-                got = self._lease(want, finished,
-                                  wait=self._wait_for() if not self.jobs else BUSY_WAIT)
-                finished = []
-                if got:
-                    idle_since = time.monotonic()
-                elif not self.jobs and self._idle_over(idle_since):
-                    break
-            elif finished:
-                self._complete(finished)
-                finished = []
-            if not self.jobs and (self.signals or self._quota_done()):
+                self._return_ahead()
+            self._start_ahead()
+            if self.jobs or self.ahead:
+                idle_since = time.monotonic()  # idle: from when the last work ended
+            elif self._waiter is None and (
+                    self.signals or self._quota_done()
+                    or (self.empty and self._idle_over(idle_since))):
                 break
-            now = time.monotonic()
-            if self.jobs and now >= next_beat:
-                self._beat()
-                next_beat = now + self.heartbeat
-            self._enforce_timeouts()
-            if self.jobs and not self._room():
-                wake = min([next_beat] + [j.deadline for j in self.jobs.values()
-                                          if j.deadline is not None and j.stopped is None])
-                finished += self._settle_finished(
-                    block=True, timeout=min(max(wake - time.monotonic(), 0.01), WAIT_CHUNK))
-        if finished:
-            self._complete(finished)
+            if self._leasing() and self._waiter is None and self._lease():
+                idle_since = time.monotonic()
+                self._start_ahead()
+            if self.finished and time.monotonic() - self.finished_at >= COMPLETE_WITHIN:
+                self._complete()  # no lease round trip took them along in time
+            if self._poll_once(self._timeout()):
+                idle_since = time.monotonic()
+        if self.finished:
+            self._complete()
         return self.stats
 
+    def close(self) -> None:
+        """Give back the signal wakeup fd and the loop's pipes (after ``run``)."""
+        if self._old_wakeup is not None:
+            signal.set_wakeup_fd(self._old_wakeup)
+            self._old_wakeup = None
+        if self._waiter is not None:
+            self._waiter.join(WAIT_CHUNK * 2)
+        self.sel.close()
+        for fd in (self._wake_r, self._wake_w, self._sig_r, self._sig_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
     def _room(self) -> int:
-        room = self.opts.concurrency - len(self.jobs)
-        if self.opts.max_items is not None:
-            room = min(room, self.opts.max_items - self.leased)
-        return max(room, 0)
+        return max(self.opts.concurrency - len(self.jobs), 0)
+
+    def _quota_left(self) -> int | None:
+        return None if self.opts.max_items is None else self.opts.max_items - self.leased
 
     def _quota_done(self) -> bool:
-        return self.opts.max_items is not None and self.leased >= self.opts.max_items
+        left = self._quota_left()
+        return left is not None and left <= 0
 
     def _idle_over(self, since: float) -> bool:
         return self.opts.idle_exit is not None and time.monotonic() - since >= self.opts.idle_exit
 
+    def _leasing(self) -> bool:
+        return self.signals == 0 and not self._quota_done()
+
+    def _prefetch(self) -> int:
+        """How many items to hold leased ahead: none for long commands (or before the first
+        has run), else about PREFETCH_SECONDS of work."""
+        avg, n = self.avg_duration, self.opts.concurrency
+        if avg is None or avg >= PREFETCH_UNDER:
+            return 0
+        return min(max(n, math.ceil(n * PREFETCH_SECONDS / max(avg, 1e-4))), MAX_AHEAD)
+
+    def _timeout(self) -> float:
+        """Seconds the loop may wait for events: until the next timer is due."""
+        now = time.monotonic()
+        wake = now + WAIT_CHUNK
+        for job in self.jobs.values():
+            if job.deadline is not None and job.stopped is None:
+                wake = min(wake, job.deadline)
+            if job.kill_at is not None:
+                wake = min(wake, job.kill_at)
+            if job.pidfd is None:
+                wake = min(wake, now + REAP_POLL)
+        wake = min(wake, self.beat_due)
+        if self.finished:
+            wake = min(wake, self.finished_at + COMPLETE_WITHIN)
+        return max(wake - now, 0.0)
+
     # -- leasing and settling ----------------------------------------------------------------
-    def _lease(self, want: int, finished: list[tuple[WorkQueue, ItemRef]], wait: float,
-               ) -> int:
-        """Complete ``finished`` and lease up to ``want``: one round trip with one queue."""
+    def _hold(self, wq: WorkQueue, item: LeasedItem, reclaimed: bool = False) -> _Held:
+        next_beat = time.monotonic() + self.heartbeat
+        self.beat_due = min(self.beat_due, next_beat)
+        return _Held(wq, item, item.lease_expires_at, next_beat, reclaimed)
+
+    def _held(self) -> list[_Held]:
+        return [j.held for j in self.jobs.values()
+                if j.stopped is None and j.held.lost is None] + list(self.ahead)
+
+    def _lease(self) -> int:
+        """Lease what the slots (and, for short commands, the items held ahead) want,
+        completing the finished items in the same round trip; when the queue is empty and a
+        slot is free, start the lease thread instead. Returns the number of items leased."""
+        room, prefetch = self._room(), self._prefetch()
+        if room == 0 and (self.empty or len(self.ahead) > prefetch // 2):
+            return 0  # enough held; an empty queue is waited on only for a free slot
+        want = room + prefetch - len(self.ahead)
+        left = self._quota_left()
+        if left is not None:
+            want = min(want, left)
+        if want <= 0:
+            return 0
+        if self.empty and room > 0:
+            self._start_waiter(min(room, want))
+            return 0
+        finished, self.finished = self.finished, []
         items: list[LeasedItem]
-        if len(self.queues) == 1 and len(finished) <= 1000:
+        if len(self.queues) == 1 and len(finished) <= BATCH:
             wq = self.queues[0]
-            outcomes, items = wq.complete_and_lease([ref for _, ref in finished], want,
+            outcomes, items = wq.complete_and_lease([h.ref for h in finished], want,
                                                     lease_seconds=self.lease_seconds)
             self._note_completions(finished, [o.outcome for o in outcomes])
-            if not items and wait > 0 and not self.done.qsize():
-                items = wq.lease(want, lease_seconds=self.lease_seconds, wait=wait)
         else:
             self._complete(finished)
             items = lease_many(self.queues, want, lease_seconds=self.lease_seconds,
-                               wait=0.0 if self.done.qsize() else wait,
                                order=self.opts.order)
+        self._take(items)
+        self.empty = len(items) < want
+        return len(items)
+
+    def _take(self, items: list[LeasedItem]) -> None:
         by_prefix = {wq.prefix: wq for wq in self.queues}
         for item in items:
             self.leased += 1
-            self._start(by_prefix[item.queue], item)
-        return len(items)
+            self.ahead.append(self._hold(by_prefix[item.queue], item))
 
-    def _wait_for(self) -> float:
-        return WAIT_CHUNK if self.opts.idle_exit is None else min(WAIT_CHUNK,
-                                                                  max(self.opts.idle_exit, 0.01))
+    def _start_waiter(self, count: int) -> None:
+        """Wait for work on the server in the lease thread (the loop goes on meanwhile)."""
+        wait = WAIT_CHUNK if self.opts.idle_exit is None else \
+            min(WAIT_CHUNK, max(self.opts.idle_exit, 0.01))
 
-    def _complete(self, finished: list[tuple[WorkQueue, ItemRef]]) -> None:
+        def wait_for_work() -> None:
+            try:
+                self._waiter_got = lease_many(self.queues, count,
+                                              lease_seconds=self.lease_seconds, wait=wait,
+                                              order=self.opts.order)
+            except BaseException as err:  # handed to the loop, raised there
+                self._waiter_got = err
+            os.write(self._wake_w, b"w")
+
+        self._waiter_got = None
+        self._waiter = threading.Thread(target=wait_for_work, name="rq-cli-lease", daemon=True)
+        self._waiter.start()
+
+    def _waiter_done(self) -> bool:
+        """Take the lease thread's items; True when it found any."""
+        assert self._waiter is not None
+        self._waiter.join()
+        self._waiter = None
+        got, self._waiter_got = self._waiter_got, None
+        if isinstance(got, BaseException):
+            raise got
+        items = got or []
+        self._take(items)
+        self.empty = not items
+        return bool(items)
+
+    def _complete(self, finished: list[_Held] | None = None) -> None:
+        if finished is None:
+            finished, self.finished = self.finished, []
         for wq in self.queues:
-            refs = [ref for q, ref in finished if q is wq]
-            if refs:
-                outcomes = wq.complete(refs)
-                self._note_completions([(wq, r) for r in refs], [o.outcome for o in outcomes])
+            mine = [h for h in finished if h.wq is wq]
+            if mine:
+                outcomes = wq.complete([h.ref for h in mine])
+                self._note_completions(mine, [o.outcome for o in outcomes])
 
-    def _note_completions(self, finished: list[tuple[WorkQueue, ItemRef]],
-                          outcomes: list[str]) -> None:
-        for (_, ref), outcome in zip(finished, outcomes, strict=True):
+    def _note_completions(self, finished: list[_Held], outcomes: list[str]) -> None:
+        for held, outcome in zip(finished, outcomes, strict=True):
             if outcome != "completed":
-                self.log({"event": "complete", "id": ref.id, "outcome": outcome,
+                self.log({"event": "complete", "id": held.item.id, "outcome": outcome,
                           "note": "the item was not completed: its lease was lost"})
 
-    def _settle_finished(self, block: bool, timeout: float = 0.0,
-                         ) -> list[tuple[WorkQueue, ItemRef]]:
-        """Settle every command that has exited; returns the items to complete."""
-        to_complete: list[tuple[WorkQueue, ItemRef]] = []
-        try:
-            key = self.done.get(timeout=timeout) if block else self.done.get_nowait()
-        except queuemod.Empty:
-            return to_complete
-        while True:
-            job = self.jobs.pop(key)
-            ref = self._settle(job)
-            if ref is not None:
-                to_complete.append((job.wq, ref))
-            try:
-                key = self.done.get_nowait()
-            except queuemod.Empty:
-                return to_complete
+    def _return_ahead(self) -> None:
+        """Put the items leased ahead straight back in line (the second signal)."""
+        while self.ahead:
+            held = self.ahead.popleft()
+            held.wq.fail([held.ref], error="worker stopped", retry_in=0)
+            self.stats.returned += 1
+            self.log({"queue": held.item.queue, "id": held.item.id,
+                      "attempt": held.item.attempt, "exit_code": None, "duration_s": 0.0,
+                      "outcome": "returned"})
 
-    def _settle(self, job: _Job) -> ItemRef | None:
-        """Fail or dead-letter ``job``'s item; returns its ref when it is to be completed."""
-        code = job.proc.returncode
-        item, wq = job.item, job.wq
-        ref = ItemRef(item.id, item.session)
+    def _settle(self, job: _Job) -> None:
+        """Note ``job``'s outcome: completed (in the next round trip), failed, dead..."""
+        code = job.status
+        held = job.held
+        item, wq = held.item, held.wq
+        ref = held.ref
+        duration = job.ended - job.started
+        self.avg_duration = duration if self.avg_duration is None else \
+            0.8 * self.avg_duration + 0.2 * duration
         entry: dict[str, Any] = {"queue": item.queue, "id": item.id, "attempt": item.attempt,
-                                 "exit_code": code,
-                                 "duration_s": round(time.monotonic() - job.started, 3)}
-        if job.stopped in ("lost", "cancelled"):
-            entry["outcome"] = job.stopped  # someone else owns the item now: touch nothing
+                                 "exit_code": code, "duration_s": round(duration, 3)}
+        if held.lost is not None:
+            entry["outcome"] = held.lost  # someone else owns the item now: touch nothing
         elif job.stopped == "shutdown":
             wq.fail([ref], error="worker stopped", retry_in=0)
             self.stats.returned += 1
@@ -264,8 +478,9 @@ class Worker:
         elif code == 0 and job.stopped is None:
             self.stats.completed += 1
             entry["outcome"] = "completed"
-            self.log(entry)
-            return ref
+            if not self.finished:
+                self.finished_at = time.monotonic()
+            self.finished.append(held)
         elif code == DEAD_EXIT and job.stopped is None:
             wq.fail([ref], error=self._error(job, code), dead=True)
             self.stats.dead += 1
@@ -278,7 +493,6 @@ class Worker:
                 self.stats.failed += 1
             entry["outcome"] = "timeout" if job.stopped == "timeout" else out.outcome
         self.log(entry)
-        return None
 
     @staticmethod
     def _error(job: _Job, code: int | None) -> str:
@@ -290,134 +504,381 @@ class Worker:
         return f"{what}: {tail}" if tail else what
 
     # -- commands --------------------------------------------------------------------------
-    def _start(self, wq: WorkQueue, item: LeasedItem, reclaimed: bool = False) -> None:
-        env = dict(os.environ, RQ_QUEUE=item.queue, RQ_ITEM_ID=item.id,
-                   RQ_ATTEMPT=str(item.attempt),
-                   RQ_LEASE_EXPIRES_AT=f"{item.lease_expires_at:.3f}")
-        prefix = self.opts.concurrency > 1
-        proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE if prefix else None,
-                                stderr=subprocess.PIPE, env=env, start_new_session=True,
-                                preexec_fn=_die_with_parent)
-        now = time.monotonic()
-        job = _Job(item, wq, proc, now, now + self.opts.timeout if self.opts.timeout else None)
-        key = (item.queue, item.id)
-        self.jobs[key] = job
-        if reclaimed:
+    def _start_ahead(self) -> None:
+        while self.ahead and self._room() > 0 and self.signals < 2:
+            self._start(self.ahead.popleft())
+
+    def _start(self, held: _Held) -> None:
+        item = held.item
+        if held.reclaimed:
             self.log({"event": "reclaimed", "queue": item.queue, "id": item.id,
                       "attempt": item.attempt})
-        threading.Thread(target=self._feed, args=(proc, item.data), daemon=True).start()
-        threading.Thread(target=self._watch, args=(key, job, prefix), daemon=True).start()
+        env = dict(self.base_env)
+        env["RQ_QUEUE"] = item.queue
+        env["RQ_ITEM_ID"] = item.id
+        env["RQ_ATTEMPT"] = str(item.attempt)
+        env["RQ_LEASE_EXPIRES_AT"] = f"{held.expires:.3f}"
+        in_r, in_w = os.pipe()
+        err_r, err_w = os.pipe()
+        mine = [in_w, err_r]
+        theirs = [in_r, err_w]
+        actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, in_r, 0),
+                                          (os.POSIX_SPAWN_DUP2, err_w, 2)]
+        out_r = None
+        if self.prefix_output:
+            out_r, out_w = os.pipe()
+            mine.append(out_r)
+            theirs.append(out_w)
+            actions.append((os.POSIX_SPAWN_DUP2, out_w, 1))
+        now = time.monotonic()
+        try:
+            pid = os.posix_spawn(self.path, self.command, env, file_actions=actions,
+                                 setpgroup=0, setsigdef=_SIGDEF)
+        except OSError as err:
+            for fd in mine + theirs:
+                os.close(fd)
+            self._cannot_start(held, err)
+            return
+        for fd in theirs:
+            os.close(fd)
+        try:
+            pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = None  # not Linux 5.3+: the loop checks with waitpid(WNOHANG) instead
+        tag = f"[{item.id}] ".encode() if self.prefix_output else b""
+        job = _Job(held, pid, pidfd, now, now + self.opts.timeout if self.opts.timeout else None,
+                   [], in_w, memoryview(item.data), stderr_tail=bytearray())
+        err_stream = _Stream(err_r, self.err, tag, job.stderr_tail)
+        job.streams.append(err_stream)
+        if out_r is not None:
+            job.streams.append(_Stream(out_r, self.out, tag, None))
+        self.jobs[pid] = job
+        for stream in job.streams:
+            os.set_blocking(stream.fd, False)
+            self.sel.register(stream.fd, False, ("out", (job, stream)))
+        if pidfd is not None:
+            self.sel.register(pidfd, False, ("exit", job))
+        os.set_blocking(in_w, False)
+        self._feed(job)
+
+    def _cannot_start(self, held: _Held, err: OSError) -> None:
+        """The command could not be started (it vanished, out of processes...): fail the
+        item, so it is retried with the queue's backoff."""
+        (out,) = held.wq.fail([held.ref], error=f"cannot start the command: {err.strerror}")
+        self.stats.failed += out.outcome != "dead"
+        self.stats.dead += out.outcome == "dead"
+        self.log({"queue": held.item.queue, "id": held.item.id, "attempt": held.item.attempt,
+                  "exit_code": None, "duration_s": 0.0, "outcome": out.outcome,
+                  "error": err.strerror})
+
+    def _feed(self, job: _Job) -> None:
+        """Write what the command's stdin takes now; close it once all is written."""
+        fd = job.stdin
+        if fd is None:
+            return
+        try:
+            while job.data:
+                n = os.write(fd, job.data[:_READ])
+                job.data = job.data[n:]
+        except BlockingIOError:  # the pipe is full: go on when it is writable
+            if not self.sel.has(fd):
+                self.sel.register(fd, True, ("in", job))
+            return
+        except OSError:  # the command exited or closed its stdin without reading: fine
+            pass
+        self._close_stdin(job)
+
+    def _close_stdin(self, job: _Job) -> None:
+        if job.stdin is None:
+            return
+        if self.sel.has(job.stdin):
+            self.sel.unregister(job.stdin)
+        os.close(job.stdin)
+        job.stdin = None
+
+    def _copy(self, stream: _Stream) -> bool:
+        """Copy what ``stream`` has now; returns False at its end (closed then)."""
+        while stream.fd >= 0:
+            try:
+                chunk = os.read(stream.fd, _READ)
+            except BlockingIOError:
+                return True
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._close_stream(stream)
+                return False
+            if stream.tail is not None:
+                stream.tail += chunk
+                del stream.tail[:-ERROR_TAIL]
+            if not stream.tag:
+                self._write(stream, chunk)
+                continue
+            lines = (stream.partial + chunk).split(b"\n")
+            stream.partial = lines.pop()
+            if lines:
+                self._write(stream, b"".join(stream.tag + line + b"\n" for line in lines))
+        return False
+
+    def _close_stream(self, stream: _Stream) -> None:
+        """Stop copying ``stream`` (its last partial line goes out with a newline)."""
+        if stream.fd < 0:
+            return
+        if stream.partial:
+            self._write(stream, stream.partial + b"\n")
+            stream.partial = b""
+        self.sel.unregister(stream.fd)
+        os.close(stream.fd)
+        stream.fd = -1
 
     @staticmethod
-    def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    def _write(stream: _Stream, data: bytes) -> None:
         try:
-            assert proc.stdin is not None
-            proc.stdin.write(data)
-            proc.stdin.close()
-        except OSError:  # the command exited without reading its input: fine
+            stream.dst.write(data)
+            stream.dst.flush()
+        except (OSError, ValueError):
             pass
 
-    def _watch(self, key: tuple[str, str], job: _Job, prefix: bool) -> None:
-        """Copy the command's output through (prefixed with the id when running several),
-        keep its stderr's tail, wait for it to exit, then tell the main loop."""
-        tag = f"[{job.item.id}] ".encode() if prefix else b""
-        readers = []
-        if job.proc.stdout is not None:
-            readers.append(threading.Thread(target=self._copy,
-                                            args=(job.proc.stdout, self.out, tag, None)))
-        assert job.proc.stderr is not None
-        readers.append(threading.Thread(target=self._copy,
-                                        args=(job.proc.stderr, self.err, tag, job.stderr_tail)))
-        for t in readers:
-            t.daemon = True
-            t.start()
-        job.proc.wait()
-        for t in readers:
-            t.join(5)
-        self.done.put(key)
+    def _poll_once(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for events and handle them; returns True when the lease
+        thread brought items."""
+        got = False
+        for kind, what in self.sel.wait(timeout):
+            if kind == "exit":
+                job = what
+                if job.pid in self.jobs:
+                    self._reap(job)
+            elif kind == "out":
+                job, stream = what
+                if not self._copy(stream) and stream in job.streams:
+                    job.streams.remove(stream)
+                    if not job.streams and job.pid in self.jobs:
+                        self._exiting(job)
+            elif kind == "in":
+                self._feed(what)
+            elif kind == "wake":
+                _drain(self._wake_r)
+                got = self._waiter_done() or got
+            else:
+                _drain(self._sig_r)
+        for job in [j for j in self.jobs.values() if j.pidfd is None]:
+            self._reap(job)
+        self._note_signals()
+        self._timers()
+        return got
 
-    def _copy(self, src: IO[bytes], dst: IO[bytes], tag: bytes, tail: bytearray | None,
-              ) -> None:
-        for line in iter(src.readline, b""):
-            if tail is not None:
-                tail += line
-                del tail[:-ERROR_TAIL]
-            with self._write_lock:
-                try:
-                    dst.write(tag + line if tag else line)
-                    dst.flush()
-                except (OSError, ValueError):
-                    pass
-        src.close()
+    def _exiting(self, job: _Job) -> None:
+        """``job``'s command closed its output: it is most likely exiting (a process's files
+        are closed before its parent is told). Give it the CPU to finish and reap it now,
+        rather than sleep and wake once more for its pidfd (at most ``EXIT_SPIN`` yields)."""
+        if job.pidfd is None:
+            return  # the loop checks it soon anyway
+        for _ in range(EXIT_SPIN):
+            try:
+                if os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                    os.sched_yield()
+                    continue
+            except ChildProcessError:
+                pass
+            self._reap(job)
+            return
+
+    def _reap(self, job: _Job) -> None:
+        """If ``job``'s command has exited: collect it, its last output, and settle it."""
+        if job.pidfd is None:  # (with a pidfd, this is called once it has exited)
+            try:
+                if os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                    return
+            except ChildProcessError:
+                pass
+        if job.stopped is not None:
+            # the group may have members left (a shell's child): kill them while the
+            # leader's pid (the group's id) is still held by its zombie, so it is not reused
+            _killpg(job.pid, signal.SIGKILL)
+        try:
+            _, status = os.waitpid(job.pid, 0)
+        except ChildProcessError:  # reaped by someone else: its exit code is unknown, so
+            status = 255 << 8  # it counts as a failure (exit 255), never as done
+        job.status = os.waitstatus_to_exitcode(status)
+        job.ended = time.monotonic()
+        del self.jobs[job.pid]
+        if job.pidfd is not None:
+            self.sel.unregister(job.pidfd)
+            os.close(job.pidfd)
+        self._close_stdin(job)
+        for stream in job.streams:
+            if self._copy(stream):  # still open: a process it started holds it; let go
+                self._close_stream(stream)
+        self._start_ahead()  # the slot's next command first: settling can wait a moment
+        self._settle(job)
+
+    def _timers(self) -> None:
+        now = time.monotonic()
+        for job in list(self.jobs.values()):
+            if job.deadline is not None and now >= job.deadline:
+                self._kill(job, "timeout")
+            if job.kill_at is not None and now >= job.kill_at:
+                job.kill_at = None
+                _killpg(job.pid, signal.SIGKILL)
+        if now >= self.beat_due:
+            held = self._held()
+            if any(h.next_beat <= now for h in held):
+                # the others due within half a beat go along: one call for the lot
+                soon = now + self.heartbeat / 2
+                self._beat([h for h in held if h.next_beat <= soon])
+            self.beat_due = min((h.next_beat for h in self._held()), default=math.inf)
 
     def _kill(self, job: _Job, why: str) -> None:
-        if job.stopped is not None or job.proc.poll() is not None:
+        if job.stopped is not None or job.status is not None:
             return
         job.stopped = why
-        with _suppress_lookup():
-            os.killpg(job.proc.pid, signal.SIGTERM)
-        threading.Thread(target=self._kill_later, args=(job,), daemon=True).start()
-
-    def _kill_later(self, job: _Job) -> None:
-        try:
-            job.proc.wait(self.opts.grace)
-        except subprocess.TimeoutExpired:
-            with _suppress_lookup():
-                os.killpg(job.proc.pid, signal.SIGKILL)
+        _killpg(job.pid, signal.SIGTERM)
+        job.kill_at = time.monotonic() + self.opts.grace
 
     def stop_all(self, why: str = "shutdown") -> None:
         """Stop every running command (SIGTERM, SIGKILL after the grace period)."""
         for job in list(self.jobs.values()):
             self._kill(job, why)
 
-    def _enforce_timeouts(self) -> None:
-        now = time.monotonic()
-        for job in list(self.jobs.values()):
-            if job.deadline is not None and now >= job.deadline:
-                self._kill(job, "timeout")
-
-    def _beat(self) -> None:
-        """Extend the leases of running items (one call per queue); stop those lost."""
+    def _beat(self, due: list[_Held]) -> None:
+        """Extend the leases of ``due`` (one call per queue); stop the commands of those
+        lost, and drop lost items held ahead."""
+        running = {id(j.held): j for j in self.jobs.values()}
         for wq in self.queues:
-            running = [j for j in self.jobs.values() if j.wq is wq and j.stopped is None]
-            if not running:
+            mine = [h for h in due if h.wq is wq]
+            if not mine:
                 continue
-            refs = [ItemRef(j.item.id, j.item.session) for j in running]
-            for job, out in zip(running, wq.extend(refs, lease_seconds=self.lease_seconds),
-                                strict=True):
+            outcomes = wq.extend([h.ref for h in mine], lease_seconds=self.lease_seconds)
+            next_beat = time.monotonic() + self.heartbeat
+            for held, out in zip(mine, outcomes, strict=True):
+                held.next_beat = next_beat
                 if out.outcome == "extended":
+                    if out.lease_expires_at is not None:
+                        held.expires = out.lease_expires_at
                     continue
-                why = "cancelled" if out.outcome == "already_dead" else "lost"
-                self.log({"event": "lease", "queue": job.item.queue, "id": job.item.id,
+                why = held.lost = "cancelled" if out.outcome == "already_dead" else "lost"
+                self.log({"event": "lease", "queue": held.item.queue, "id": held.item.id,
                           "outcome": out.outcome,
                           "note": "cancelled: stopping the command" if why == "cancelled"
                           else "lease lost: another session may run this item"})
-                if why == "cancelled" or not self.opts.keep_running_on_lost_lease:
+                job = running.get(id(held))
+                if job is None:  # leased ahead, not started: just let it go
+                    if held in self.ahead:
+                        self.ahead.remove(held)
+                elif why == "cancelled" or not self.opts.keep_running_on_lost_lease:
                     self._kill(job, why)
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, be killed (SIGKILL) when the worker dies, so a
-    worker killed with SIGKILL leaves no command running unseen (its item comes back once
-    the lease runs out, or at once to a restart with the same --name). Elsewhere: nothing."""
-    try:
-        import ctypes
+class _Poller:
+    """Wait for fds to be readable (or writable): epoll where there is one, else poll. Each
+    fd carries the ``(kind, what)`` pair that ``wait`` hands back for it."""
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    def __init__(self) -> None:
+        self._epoll = select.epoll() if hasattr(select, "epoll") else None
+        self._poll = select.poll() if self._epoll is None else None
+        self._data: dict[int, tuple[str, Any]] = {}
+
+    def register(self, fd: int, write: bool, data: tuple[str, Any]) -> None:
+        mask = select.POLLOUT if write else select.POLLIN
+        if self._epoll is not None:
+            self._epoll.register(fd, mask)
+        else:
+            assert self._poll is not None
+            self._poll.register(fd, mask)
+        self._data[fd] = data
+
+    def has(self, fd: int) -> bool:
+        return fd in self._data
+
+    def unregister(self, fd: int) -> None:
+        if self._data.pop(fd, None) is None:
+            return
+        if self._epoll is not None:
+            self._epoll.unregister(fd)
+        else:
+            assert self._poll is not None
+            self._poll.unregister(fd)
+
+    def wait(self, timeout: float) -> list[tuple[str, Any]]:
+        """The data of the fds ready within ``timeout`` seconds (hang-ups and errors count as
+        ready: the read or write that follows tells)."""
+        if self._epoll is not None:
+            ready = self._epoll.poll(timeout)
+        else:
+            assert self._poll is not None
+            ready = self._poll.poll(math.ceil(timeout * 1000))
+        data = self._data
+        return [data[fd] for fd, _ in ready if fd in data]
+
+    def close(self) -> None:
+        if self._epoll is not None:
+            self._epoll.close()
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+        os.killpg(pgid, sig)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
         pass
 
 
-class _suppress_lookup:
-    """Ignore a process group that is already gone."""
+def _guard(life_r: int, session: str, grace: float) -> None:
+    """The guard process: wait for the worker to exit; if it did not say goodbye (it was
+    killed), stop every process that carries its session in its environment."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # the worker decides; the guard only cleans up
+    # hold nothing of the worker's: not its output pipes (a reader waits for their end),
+    # not its server connection
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, life_r)
+    os.closerange(life_r + 1, 65536)
+    try:
+        said = os.read(life_r, 1)
+    except OSError:
+        said = b""
+    if said:
+        return  # a normal exit
+    marker = f"{SESSION_ENV}={session}".encode()
+    left = _signal_marked(marker, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _signal_marked(marker, 0)
+    if left:
+        _signal_marked(marker, signal.SIGKILL)
 
-    def __enter__(self) -> None:
-        return None
 
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
-        return kind is not None and issubclass(kind, (ProcessLookupError, PermissionError))
+def _signal_marked(marker: bytes, sig: int) -> int:
+    """Send ``sig`` (0: none, just count) to the processes whose environment holds
+    ``marker``; returns how many there were."""
+    found = 0
+    me = os.getpid()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found += 1
+            if sig:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+    return found
 
 
 def log_line(entry: dict[str, Any], as_json: bool) -> str:

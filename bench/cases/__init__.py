@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..harness import CaseResult, Ctx
-from . import clean, deep, lease, profile, push, repair, scale, startup, stats
+from . import clean, deep, lease, profile, push, repair, scale, startup, stats, work
 
 CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "startup": startup.run,  # 6
@@ -17,6 +17,7 @@ CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "profile": profile.run,  # the bulk push profile
     "scale": scale.run,  # issue 9: server time per item and the many-worker curve
     "filter": repair.run,  # issue 13: filtered requeue-dead of 1M dead items, server never blocked
+    "work": work.run,  # issue 11: rq-cli work against a shell loop and the ideal
 }
 #: Cases that run the rq-cli command (the others use the library).
-NEEDS_CLI = ("startup", "stats", "push", "profile")
+NEEDS_CLI = ("startup", "stats", "push", "profile", "work")

@@ -93,7 +93,6 @@ def work(
                          idle_exit=idle_exit, order=order.value,
                          keep_running_on_lost_lease=keep_running, heartbeat=heartbeat)
     worker = Worker(wqs, command, opts, log)
-    worker.install_signals()
     host = os.uname().nodename
     reclaim = None
     if name is not None:
@@ -101,10 +100,14 @@ def work(
             parts = session.split(":")
             return len(parts) >= 3 and parts[0] == host and parts[-1] == name
 
+    worker.start_guard()
+    worker.install_signals()
     try:
         stats = worker.run(reclaim=reclaim)
+        worker.stop_guard()  # a normal exit: nothing for the guard to clean up
     finally:
-        worker.stop_all()  # (an error: no command outlives the worker)
+        worker.stop_all()  # (an error: no command outlives the worker; the guard kills
+        worker.close()  # those that ignore SIGTERM after --grace)
     log({"event": "exit", "completed": stats.completed, "failed": stats.failed,
          "dead": stats.dead, "returned": stats.returned})
 

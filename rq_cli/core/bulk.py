@@ -212,7 +212,22 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
     heads = (stale, stale[:-len(b"$1\r\n0\r\n")] + b"$1\r\n1\r\n")
     load: Any = conn.pack_command("SCRIPT", "LOAD", script_source("push"))
     inflight: deque[list[str]] = deque()
+    ready: deque[Pushed] = deque()  # replies read, not yet yielded
     loading = False  # the SCRIPT LOAD reply is still to be read
+
+    # Every send and every read changes ``inflight``/``ready`` inside the same ``atomic()``
+    # block: a Ctrl-C held back to the block's end then finds them telling the truth (a
+    # reply read but its batch still counted in flight made the drain below wait for a
+    # reply that never comes).
+    def read_one() -> None:
+        nonlocal loading
+        with atomic():
+            if loading:
+                conn.read_response()
+                loading = False
+            reply = conn.read_response()
+            ready.append(Pushed(inflight.popleft(), text(reply) or ""))
+
     error: Exception | None = None
     try:
         while True:
@@ -223,40 +238,32 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
                 break
             if load is not None:
                 command = [*load, *command]
-                load, loading = None, True
             with atomic():
                 conn.send_packed_command(command, check_health=False)
-            inflight.append(ids)
+                inflight.append(ids)
+                if load is not None:
+                    load, loading = None, True
             if error is not None or len(chunk) < batch_size:
                 break
             while len(inflight) >= SEND_AHEAD:
-                with atomic():
-                    if loading:
-                        conn.read_response()
-                        loading = False
-                    reply = conn.read_response()
-                yield Pushed(inflight.popleft(), text(reply) or "")
+                read_one()
+                while ready:
+                    yield ready.popleft()
             chunk, error = _take(source, batch_size)  # while the server runs the calls
             if not chunk:
                 break
         while inflight:
-            with atomic():
-                if loading:
-                    conn.read_response()
-                    loading = False
-                reply = conn.read_response()
-            yield Pushed(inflight.popleft(), text(reply) or "")
+            read_one()
+            while ready:
+                yield ready.popleft()
     except KeyboardInterrupt:
         # Ctrl-C (here, or thrown in by the consumer): the batches sent are being stored
         # whatever happens now, so read their replies and yield them, that the caller may
         # count exactly what was stored; then stop. A second Ctrl-C stops at once.
-        while inflight:
-            with atomic():
-                if loading:
-                    conn.read_response()
-                    loading = False
-                reply = conn.read_response()
-            yield Pushed(inflight.popleft(), text(reply) or "")
+        while ready or inflight:
+            if not ready:
+                read_one()
+            yield ready.popleft()
         raise Drained from None
     finally:
         if inflight or loading:  # replies pending (an error, or the consumer stopped)
