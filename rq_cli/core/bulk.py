@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
 from .limits import BATCH, MAX_DELAY
-from .scripts import script_source
+from .scripts import SPECS, script_source
 from .types import NewItem, PushResult
-from .util import as_bytes, check_id, check_tenant, data_id, is_cluster, ms, now_arg, text
+from .util import as_bytes, check_id, check_tenant, data_id, is_cluster, ms, text
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -104,7 +104,8 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
         raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
     if not 1 <= batch_size <= 5000:
         raise UsageError("batch size must be between 1 and 5000")
-    flags = ["1" if front else "0", str(ms(delay)), str(ms(expire or 0))]
+    flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
+             "expire_ms": str(ms(expire or 0))}
     source = iter(items)
     chunk, error = _take(source, batch_size)
     client = q.client
@@ -123,7 +124,7 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
         raise error
 
 
-def _store_runs(q: WorkQueue, chunk: list[Any], id_from_data: bool, flags: list[str],
+def _store_runs(q: WorkQueue, chunk: list[Any], id_from_data: bool, flags: dict[str, str],
                 now_ms: int | None, tenant: str | None = None) -> Iterator[Pushed]:
     """Store ``chunk`` with one script call per run of one tenant (a tenant's sub-queue is
     KEYS[2] of push.lua), each waited for."""
@@ -133,7 +134,8 @@ def _store_runs(q: WorkQueue, chunk: list[Any], id_from_data: bool, flags: list[
         if run_tenant is not None:
             keys = [q.keys.queue, q.keys.tenant_queue(run_tenant)]
             q.sync_tenant_weights()
-        reply = q._run("push", [*flags, "1" if fresh else "0", *args], now_ms, keys=keys)
+        reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args, now_ms,
+                       keys=keys)
         yield Pushed(ids, text(reply) or "")
 
 
@@ -236,19 +238,20 @@ def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list
 
 
 def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_size: int,
-                id_from_data: bool, flags: list[str], now_ms: int | None,
+                id_from_data: bool, flags: dict[str, str], now_ms: int | None,
                 atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
                 ) -> Iterator[Pushed]:
     """Stream batches with up to SEND_AHEAD script calls in flight on one connection."""
-    script = q._script("push")
+    script = q.script("push")
     pool = q.client.connection_pool
     try:
         conn = pool.get_connection()
     except TypeError:  # redis-py 5: the command name is required
         conn = pool.get_connection("EVALSHA")
-    keys = q._script_keys
-    lead = ["EVALSHA", script.sha, len(keys), *keys, q.prefix, now_arg(now_ms),
-            q.options.layout, *flags, "0"]
+    keys = q.script_keys
+    # (the command up to the repeated pairs; "fresh", last, is swapped for "1" below)
+    lead = ["EVALSHA", script.sha, len(keys), *keys,
+            *SPECS["push"].argv(q.script_head(now_ms), {**flags, "fresh": "0"})]
     packed_lead = b"".join(conn.pack_command(*lead))
     stale = packed_lead[packed_lead.index(b"\r\n") + 2:]
     heads = (stale, stale[:-len(b"$1\r\n0\r\n")] + b"$1\r\n1\r\n")

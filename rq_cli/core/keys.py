@@ -5,8 +5,8 @@ A queue is a key prefix ``P``. The peer-compatible keys (``P:item:<id>``, ``P:qu
 contract with the redis-work-queue clients and must never change.
 
 ``FIXED_KEYS`` is the one definition of a queue's fixed keys (``P:<name>``): their Redis
-types and roles. From it come the ``Keys`` properties' names (a test ties the two), the Lua
-prelude's ``K_<NAME>`` variables, its type check and its bookkeeping lists (``lua_header``),
+types and roles. From it come the ``Keys`` properties' names (a test ties the two), the scripts'
+``K_<NAME>`` variables, their type checks and bookkeeping lists (``scripts.source``),
 the hashes and sets that deep clean sweeps (``META_HASHES``, ``META_ZSETS``) and the keys that
 ``purge --state all`` unlinks whole. **Adding a key**: one ``FixedKey`` line here and its
 ``Keys`` property; a per-item bookkeeping key (role ``meta``) is then dropped with its item by
@@ -15,10 +15,7 @@ every script, swept by deep clean and purged, with no other edit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
-
-from .limits import FAIR_POLL_MS
 
 LAYOUTS = ("compat", "v0.3", "v0.1")
 
@@ -49,39 +46,42 @@ class FixedKey(NamedTuple):
     #: "meta": per-item bookkeeping, id -> value: dropped with its item, swept by deep clean;
     #: "other": everything else (unlinked whole by ``purge --state all``)
     role: str
+    #: absent from a busy queue most of the time (nothing delayed, dead, expiring, failed,
+    #: paused or suspected): one EXISTS over these spares their type checks (scripts.py)
+    rare: bool = False
 
 
 FIXED_KEYS: tuple[FixedKey, ...] = (
     # peer-compatible
     FixedKey("queue", "list", "line"),
     FixedKey("processing", "list", "line"),
-    FixedKey("cleaning", "list", "other"),
+    FixedKey("cleaning", "list", "other", rare=True),
     # rq-cli's own
-    FixedKey("delayed", "zset", "line"),
-    FixedKey("dead", "zset", "line"),
-    FixedKey("expires", "zset", "meta"),
+    FixedKey("delayed", "zset", "line", rare=True),
+    FixedKey("dead", "zset", "line", rare=True),
+    FixedKey("expires", "zset", "meta", rare=True),
     FixedKey("leases", "zset", "meta"),
     FixedKey("attempts", "hash", "meta"),
     FixedKey("enqueued", "hash", "meta"),
-    FixedKey("errors", "hash", "meta"),
+    FixedKey("errors", "hash", "meta", rare=True),
     FixedKey("holders", "hash", "meta"),
-    FixedKey("dead_info", "hash", "other"),
+    FixedKey("dead_info", "hash", "other", rare=True),
     FixedKey("counters", "hash", "other"),
-    FixedKey("paused", "string", "other"),
+    FixedKey("paused", "string", "other", rare=True),
     # clean's sightings, id -> first seen; fields are "p:<id>", "c:<id>" or "d:<id>"
-    FixedKey("suspects", "hash", "other"),
+    FixedKey("suspects", "hash", "other", rare=True),
     # fair queues (README "Fair queues"): the ring of tenants with work (a LIST rotated with
     # LMOVE, its right end the tenant whose turn it is; "" stands for the default tenant,
     # P:queue), the ring's state (fields "turn": items the head tenant has had this turn,
     # "pending": items in the tenants' sub-queues), the weights, and each tenanted item's
     # tenant (id -> tenant, dropped with its item)
-    FixedKey("tenants", "list", "other"),
-    FixedKey("fair", "hash", "other"),
-    FixedKey("tenant_weights", "hash", "other"),
-    FixedKey("item_tenant", "hash", "meta"),
+    FixedKey("tenants", "list", "other", rare=True),
+    FixedKey("fair", "hash", "other", rare=True),
+    FixedKey("tenant_weights", "hash", "other", rare=True),
+    FixedKey("item_tenant", "hash", "meta", rare=True),
     # the de-dup window (issue 13): completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)
-    FixedKey("dedup", "zset", "other"),
+    FixedKey("dedup", "zset", "other", rare=True),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -93,33 +93,6 @@ DEDUP_WINDOW_FIELD = "dedup_window_ms"
 #: per-item bookkeeping keyed by id (role "meta"), by type
 META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash")
 META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")
-
-
-def lua_header() -> str:
-    """The first lines of every script: the prefix, each fixed key as ``K_<NAME>`` (KEYS[1]
-    is ``P:queue``), the type table, and the bookkeeping lists, all from ``FIXED_KEYS``."""
-    lines = ["-- Generated from rq_cli/keys.py FIXED_KEYS (keys.lua_header): do not edit here.",
-             "local PREFIX = ARGV[1]"]
-    for k in FIXED_KEYS:
-        value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"
-        lines.append(f"local K_{k.name.upper()} = {value}")
-
-    def table(names: Iterable[str]) -> str:
-        return "{" + ", ".join(f"K_{n.upper()}" for n in names) + "}"
-
-    types = ", ".join(f"{{K_{k.name.upper()}, '{k.type}'}}" for k in FIXED_KEYS)
-    lines += [
-        f"local EXPECTED_TYPES = {{{types}}}",
-        f"local META_HASHES = {table(META_HASHES)}",
-        f"local META_ZSETS = {table(META_ZSETS)}",
-        f"local UNLINKED_WHOLE = "
-        f"{table(k.name for k in FIXED_KEYS if k.role in ('meta', 'other'))}",
-        f"local TENANT_KEY_PREFIX = PREFIX .. ':{TENANT_QUEUE}:'",
-        f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'",
-        f"local FAIR_POLL_MS = {FAIR_POLL_MS}",
-        f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'",
-    ]
-    return "\n".join(lines) + "\n"
 
 
 class Keys(NamedTuple):

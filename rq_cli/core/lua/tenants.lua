@@ -1,10 +1,10 @@
 -- tenants: a page of the ring of tenants with work, each with the length of its sub-queue
 -- (fair queues, _fair.lua). Read-only; O(page), whatever the number of tenants.
--- ARGV[4] offset   ARGV[5] page size
+-- A_OFFSET offset   A_SIZE page size
 -- Returns {tenants (with work, the default tenant not counted), default_depth (LLEN P:queue),
 --          tenant1, depth1, tenant2, depth2, ...} for ring entries offset .. offset + size - 1
 -- (from the head: the next turn first), the default tenant left out.
-local offset, size = tonumber(ARGV[4]), tonumber(ARGV[5])
+local offset, size = tonumber(A_OFFSET), tonumber(A_SIZE)
 local ring = redis.call('LLEN', K_TENANTS)
 local out = {math.max(ring - 1, 0), redis.call('LLEN', K_QUEUE)}
 if size > 0 then
