@@ -74,7 +74,7 @@ def push_send_ahead(q: Any, lines: Iterable[bytes], *, depth: int = 2, batch: in
     from rq_cli.render import check_json
 
     client = q.client
-    sha = client.script_load(q._script("push").script)
+    sha = client.script_load(q.script("push").script)
     keys = q.keys.script_keys
     head = [q.prefix, "", q.options.layout, "0", "0", "0"]
     conn = client.connection_pool.get_connection()
@@ -228,7 +228,7 @@ def exp_lease(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
 
         c = redis.Redis(host="127.0.0.1", port=port)
         q = WorkQueue(c, L.RQ_Q)
-        lease, complete = q._script("lease"), q._script("complete")
+        lease, complete = q.script("lease"), q.script("complete")
         c.script_load(lease.script)
         c.script_load(complete.script)
         keys = q.keys.script_keys  # computed once, not per call
@@ -764,7 +764,7 @@ def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
     def current_discovery() -> None:
         from rq_cli.core import deep
 
-        items = set(q._scan_items())
+        items = set(q.scan_items())
         cands = items - deep._listed(q)
         dead = {m for m, _ in client.zscan_iter(q.keys.dead, count=1000)}
         stale = {i for i in deep._meta_ids(q) if i not in items and i not in dead}
@@ -779,7 +779,7 @@ def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
         assert len(cands) == n // 100 and not stale
 
     def phase_scan() -> None:
-        set(q._scan_items())
+        set(q.scan_items())
 
     def phase_lists() -> None:
         from rq_cli.core import deep
@@ -798,7 +798,7 @@ def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
 
     variants = {"bare SCAN COUNT 1000": scan, "current deep clean (dry run)": current_full,
                 "current discovery (scan+lists+meta sweep)": current_discovery,
-                "  phase: SCAN P:item:* into a set (_scan_items)": phase_scan,
+                "  phase: SCAN P:item:* into a set (scan_items)": phase_scan,
                 "  phase: read the lists (_listed)": phase_lists,
                 "  phase: bookkeeping sweep (_meta_ids, HSCAN)": phase_meta,
                 "prototype discovery (pages, COUNT 5000/10000)": proto,

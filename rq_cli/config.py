@@ -23,7 +23,8 @@ from typing import Any, NamedTuple
 
 from .core.limits import MAX_ATTEMPTS, MAX_DELAY, MAX_DELAY_TEXT, MAX_LEASE_SECONDS, MAX_LEASE_TEXT
 from .core.types import NO_TLS, QueueOptions, TlsOptions
-from .errors import ConfigError
+from .core.util import check_tenant, check_weight
+from .errors import ConfigError, UsageError
 
 # -- environment variables: the one place they are named ---------------------------------------
 ENV_URL = "RQ_CLI_URL"  # server for every queue; overrides the config file
@@ -71,8 +72,22 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "retry_backoff_max": (_NUMBER, _DELAY),
     "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
+    "tenant_weights": ("a table", lambda v: _weights_verdict(v)),
     "dedup_window": (_NUMBER, _DELAY),
 }
+
+
+def _weights_verdict(weights: dict[str, Any]) -> Any:
+    """tenant_weights = {T = 3}: valid tenant names, whole-number weights in range."""
+    for tenant, weight in weights.items():
+        try:
+            check_tenant(tenant)
+            check_weight(tenant, weight)
+        except UsageError as exc:
+            return f"is wrong: {exc}"
+    return True
+
+
 # The thresholds of ``stats --check`` (rq_cli.metrics.MEASURES), also per queue: not engine
 # options (QueueOptions), read by Config.thresholds.
 _CHECK_RULES: dict[str, tuple[str, Any]] = {
@@ -236,6 +251,8 @@ class Config:
         known = {f.name for f in fields(QueueOptions)}
         kwargs: dict[str, Any] = {k: (float(v) if isinstance(v, int) and k != "max_attempts" else v)
                   for k, v in merged.items() if k in known}
+        if "tenant_weights" in kwargs:  # (a frozen dataclass holds pairs, not a dict)
+            kwargs["tenant_weights"] = tuple(sorted(kwargs["tenant_weights"].items()))
         return QueueOptions(**kwargs)
 
     def url_error(self, spec: QueueSpec, problem: str) -> ConfigError:
@@ -301,7 +318,9 @@ class Config:
 
 
 def _options_dict(options: QueueOptions) -> dict[str, Any]:
-    return {f.name: getattr(options, f.name) for f in fields(QueueOptions)}
+    out = {f.name: getattr(options, f.name) for f in fields(QueueOptions)}
+    out["tenant_weights"] = dict(options.tenant_weights)
+    return out
 
 
 # -- loading and validation ----------------------------------------------------------------------
@@ -423,6 +442,7 @@ class _Validator:
             value = data[key]
             ok_type = (isinstance(value, str) if kind == "a string" else
                        isinstance(value, int) if kind == "an integer" else
+                       isinstance(value, dict) if kind == "a table" else
                        isinstance(value, (int, float)))
             if isinstance(value, bool) or not ok_type:
                 raise self.fail(table, key, f"{key} in {_name(table)} must be {kind}, "

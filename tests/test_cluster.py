@@ -414,6 +414,30 @@ def test_purge_each_state_and_all(rc: Any, nodes: list[redis.Redis]) -> None:
     assert mail.stats().pending == 1  # the other queue is untouched
 
 
+def test_fair_queue_tenant_keys_share_the_slot(rc: Any, nodes: list[redis.Redis]) -> None:
+    """Fair queues: tenant sub-queues and the ring live in the queue's slot; leases take
+    turns, fail returns an item to its tenant, purge empties the sub-queues."""
+    q = WorkQueue(rc, JOBS, QueueOptions(tenant_weights=(("big", 2),)))
+    q.push([b"b%d" % i for i in range(4)], tenant="big")
+    q.push([NewItem(b"s0", tenant="small"), NewItem(b"d0")])
+    slot = rc.keyslot(q.keys.queue)
+    for key in (q.keys.tenant_queue("big"), q.keys.tenants, q.keys.fair, q.keys.item_tenant):
+        assert rc.keyslot(key) == slot
+    holders = [keys_on(n) for n in nodes if any("{jobs}" in k for k in keys_on(n))]
+    assert len(holders) == 1  # every key of the queue, the sub-queues too, on one node
+    assert {f"{JOBS}:tenant:big", f"{JOBS}:tenant:small", f"{JOBS}:tenants"} <= holders[0]
+    leased = q.lease(5, lease_seconds=30)
+    got = [i.data for i in leased]
+    assert got == [b"d0", b"b0", b"b1", b"s0", b"b2"]  # the default tenant's turn first
+    b0 = leased[1]
+    assert q.fail([b0.id], retry_in=0)[0].outcome == "retried"
+    assert [p.data for p in q.peek(tenant="big")] == [b"b3", b"b0"]
+    stats = q.stats(by_tenant=True)
+    assert (stats.pending, stats.tenants, stats.by_tenant) == (2, 1, {"": 0, "big": 2})
+    assert q.purge().pending == 2
+    assert not any(":tenant:" in k or k.endswith(":tenants") for k in all_keys(nodes))
+
+
 def test_stats_peek_and_pause(rc: Any) -> None:
     q = WorkQueue(rc, JOBS)
     q.push([NewItem(b'{"n": %d}' % i, id=f"i{i}") for i in range(5)])

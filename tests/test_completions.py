@@ -229,7 +229,7 @@ def test_queue_names_from_the_config(shell: str, config_file: Path) -> None:
 def test_options(shell: str, config_file: Path) -> None:
     push = complete(shell, "rq-cli push emails --", config=config_file)
     assert {"--id", "--id-from-data", "--front", "--delay", "--expire", "--with-ids", "--raw",
-            "--summary", "--json", "--help"} <= set(push)
+            "--summary", "--tenant", "--json", "--help"} <= set(push)
     assert complete(shell, "rq-cli push emails --with", config=config_file) == ["--with-ids"]
     assert {"--url", "--config", "--no-config", "--prefix", "--json", "--version",
             "--help"} <= set(complete(shell, "rq-cli --", config=config_file))

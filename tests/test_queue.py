@@ -678,18 +678,21 @@ def test_lease_and_complete_the_largest_count(q, r):
 def test_fixed_keys_is_the_one_definition():
     """Every FIXED_KEYS entry is a Keys property naming P:<name>, and every fixed-key
     property of Keys is in FIXED_KEYS (so Python, Lua, deep clean and purge agree)."""
-    from rq_cli.core.keys import FIXED_KEYS, META_HASHES, META_ZSETS, lua_header
+    from rq_cli.core.keys import FIXED_KEYS, META_HASHES, META_ZSETS
+    from rq_cli.core.scripts import SPECS, source
+
+    lua = "".join(source(name) for name in SPECS)
 
     k = Keys("p")
     names = {f.name for f in FIXED_KEYS}
     for f in FIXED_KEYS:
         assert getattr(k, f.name) == f"p:{f.name}"
-        assert f"local K_{f.name.upper()} = " in lua_header()
+        assert f"local K_{f.name.upper()} = " in lua
     props = {n for n, v in vars(Keys).items() if isinstance(v, property)}
     fixed_props = {n for n in props if isinstance(getattr(k, n), str)
                    and getattr(k, n).startswith("p:") and ":" not in getattr(k, n)[2:]}
     assert fixed_props == names
-    assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders"}
+    assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders", "item_tenant"}
     assert set(META_ZSETS) == {"expires", "leases"}
 
 
@@ -720,3 +723,34 @@ def test_an_abandoned_item_names_its_last_holder(q, r):
     assert not q.peek("processing")[0].abandoned
     q.complete([again])
     assert r.hlen(q.keys.holders) == 0
+
+
+def test_scripts_take_named_arguments_and_give_named_replies(q):
+    """Every script's arguments and reply fields are named once (scripts.SPECS); a call with
+    a missing or unknown argument is refused before anything is sent."""
+    import os
+    import re
+
+    from rq_cli.core.scripts import LUA_DIR, SPECS, source
+
+    for name, spec in SPECS.items():
+        lua = source(name)
+        for a in spec.args:
+            assert f"local A_{a.upper()} = ARGV[" in lua
+        # the script itself reads its arguments by name: no ARGV[<number>] past the head
+        with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
+            code = re.sub(r"--.*", "", f.read())
+        assert not re.search(r"ARGV\[([4-9]|\d\d)\]", code), name
+    with pytest.raises(TypeError, match="takes"):
+        q.call("lease", {"count": 1})
+    with pytest.raises(TypeError, match="takes"):
+        q.call("extend", {"lease_ms": 1, "nope": 2})
+    with pytest.raises(TypeError, match="repeated"):
+        q.call("extend", {"lease_ms": 1000}, ["only-an-id"])
+    q.push([NewItem(b"d", "a")])
+    fields, rows = q.decoded("stats")
+    assert fields["pending"] == 1 and fields["paused"] == 0
+    assert dict(rows)[b"pushed"] == b"1"
+    fields, rows = q.decoded("lease", {"count": 5, "lease_ms": 1000, "session": "s",
+                                       "max_attempts": 0, "at_most_once": "0"})
+    assert int(fields["status"]) == 0 and rows == [(b"a", b"d", 1)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..harness import CaseResult, Ctx
-from . import clean, deep, lease, profile, push, repair, scale, startup, stats, work
+from . import clean, deep, fair, lease, profile, push, repair, scale, startup, stats, work
 
 CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "startup": startup.run,  # 6
@@ -18,6 +18,7 @@ CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "scale": scale.run,  # issue 9: server time per item and the many-worker curve
     "filter": repair.run,  # issue 13: filtered requeue-dead of 1M dead items, server never blocked
     "work": work.run,  # issue 11: rq-cli work against a shell loop and the ideal
+    "fair": fair.run,  # issue 13: fair queues, fairness and lease cost per tenant count
 }
 #: Cases that run the rq-cli command (the others use the library).
 NEEDS_CLI = ("startup", "stats", "push", "profile", "work")

@@ -27,8 +27,8 @@ def _rq_worker(port: int, quota: int, batch: int, go: Any, out: Any) -> None:
     c = redis.Redis(host="127.0.0.1", port=port)
     q = WorkQueue(c, RQ_Q)
     for name in ("lease", "complete"):  # load the scripts before the clock starts
-        q._script(name)
-        c.script_load(q._script(name).script)
+        q.script(name)
+        c.script_load(q.script(name).script)
     go.wait()
     done = leased = 0
     refs: list[ItemRef] = []

@@ -87,7 +87,7 @@ def run(ctx: Ctx) -> CaseResult:
     per["id: uuid.uuid4().hex (alternative)"] = time.perf_counter() - t0
 
     q = WorkQueue(client, QUEUE)
-    script = q._script("push")
+    script = q.script("push")
     conn = client.connection_pool.get_connection()
     try:
         keys = q.keys.script_keys

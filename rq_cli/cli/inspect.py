@@ -42,8 +42,10 @@ STATS_COLUMNS = [
     Column("leased", kind="number"), Column("abandoned", kind="number"),
     Column("delayed", kind="number"), Column("due", kind="number"),
     Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"), Column("error", optional=True),
+    Column("paused"), Column("tenants", kind="number"), Column("error", optional=True),
 ]
+TENANT_COLUMNS = [Column("queue"), Column("tenant"), Column("pending", kind="number"),
+                  Column("error", optional=True)]
 QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
                   Column("discovered"), Column("error", optional=True)]
 
@@ -93,6 +95,9 @@ def stats(
     max_abandoned: Annotated[int | None, typer.Option(
         "--max-abandoned", min=0, metavar="N", show_default=False,
         help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
+    by_tenant: Annotated[bool, typer.Option(
+        "--by-tenant", help="One row per tenant with pending items (fair queues): queue, "
+                            "tenant (null: items pushed without --tenant), pending.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
@@ -126,6 +131,17 @@ def stats(
         return
     failed = Failures("stats")
     rows: list[dict[str, Any]] = []
+    if by_tenant:
+        for t in stats_targets(st, queues or [], discover, failed, rows):
+            found, error = failed.run(t.url, functools.partial(t.queue.stats, by_tenant=True))
+            if found is None:
+                rows.append({"queue": t.name, "error": error})
+                continue
+            rows.extend({"queue": t.name, "tenant": tenant or None, "pending": depth}
+                        for tenant, depth in (found.by_tenant or {}).items())
+        out.rows(rows, TENANT_COLUMNS)
+        failed.check()
+        return
     for t in stats_targets(st, queues or [], discover, failed, rows):
         found, error = failed.run(t.url, t.queue.stats)
         rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
@@ -143,7 +159,7 @@ def stats_row(name: str, s: Stats) -> dict[str, Any]:
             "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
             "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
-            "counters": s.counters}
+            "tenants": s.tenants, "counters": s.counters}
 
 
 class Target(NamedTuple):
@@ -185,6 +201,9 @@ def peek(
         help="Show this one item, in whatever state it is (not with --state, --count or "
              "--from).")] = None,
     raw: RawOpt = False,
+    tenant: Annotated[str | None, typer.Option(
+        "--tenant", metavar="TENANT",
+        help="Show the pending items of this tenant's sub-queue (fair queues).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show items without changing anything; with a filter, the first COUNT that match.
@@ -201,7 +220,7 @@ def peek(
     out = st.output(as_json)
     if item_id is not None:
         given = [f"--{name}" for name, param in (("state", "item_state"), ("count", "count"),
-                                                 ("from", "end"))
+                                                 ("from", "end"), ("tenant", "tenant"))
                  if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
         if flt is not None:
             given.append("a filter (--match, --error, --reason, --older-than, --min-attempts)")
@@ -215,6 +234,8 @@ def peek(
         else:
             out.rows([peek_row(item)], _peek_columns(item.state, one=True))
         return
+    if tenant is not None and item_state is not PurgeChoice.pending:
+        raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
     wq = st.queue(queue)
     if flt is not None:
         peek_matching(out, queue, wq, cast("ItemState", item_state.value), flt, count=count,
@@ -225,12 +246,26 @@ def peek(
     with out.stream(_peek_columns(item_state.value)) as rows:
         left = count
         for name in states:  # page by page: memory stays flat for a million items
-            for page in wq.peek_pages(name, count=left, from_end=end.value):
-                left -= len(page)
-                if raw:
-                    out.raw(i.data for i in page if i.data is not None)
-                else:
-                    rows.add([peek_row(i) for i in page])
+            left = _peek_one(out, rows, wq, name, tenant, left, end.value, raw)
+            if name == "pending" and tenant is None and left > 0:
+                # fair queues: then each tenant's sub-queue, in turn order
+                for other in wq.tenants()[1]:
+                    left = _peek_one(out, rows, wq, name, other, left, end.value, raw)
+                    if left <= 0:
+                        break
+
+
+def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
+              tenant: str | None, left: int, from_end: str, raw: bool) -> int:
+    """Print up to ``left`` items of one state (of one tenant's sub-queue, for pending);
+    returns how many more are wanted."""
+    for page in wq.peek_pages(item_state, count=left, from_end=from_end, tenant=tenant):
+        left -= len(page)
+        if raw:
+            out.raw(i.data for i in page if i.data is not None)
+        else:
+            rows.add([peek_row(i) for i in page])
+    return left
 
 
 def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemState",
@@ -261,7 +296,7 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
     row: dict[str, Any] = {"id": item.id, "state": item.state, "data": item.data,
                            "attempts": item.attempts, "enqueued_at": item.enqueued_at}
     for key in ("lease_session", "lease_expires_at", "due_at", "dead_at", "dead_reason",
-                "error"):
+                "error", "tenant"):
         value = getattr(item, key)
         if value is not None:
             row[key] = value

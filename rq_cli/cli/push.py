@@ -11,6 +11,7 @@ import typer
 
 from ..core import bulk
 from ..core.types import NewItem, PushResult
+from ..core.util import check_tenant
 from ..errors import BadInputError, Interrupted, RqError, ServerError, UsageError
 from ..render import Column, Output, Progress
 from . import reading
@@ -53,6 +54,10 @@ def push(
     summary: Annotated[bool, typer.Option(
         "--summary", help="Print one line of counts (and why items were refused) instead of "
                           "one line per item.")] = False,
+    tenant: Annotated[str | None, typer.Option(
+        "--tenant", metavar="TENANT",
+        help='Put the items in this tenant\'s sub-queue: leases take turns between tenants '
+             '(fair queues). With --with-ids a line\'s own "tenant" field wins.')] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Add items to a queue, from arguments or one per line from stdin.
@@ -72,8 +77,10 @@ def push(
         raise UsageError("--with-ids reads stdin: use '-'")
     if not from_stdin and not data:
         raise UsageError("nothing to push: give DATA arguments, or '-' to read stdin")
+    if tenant is not None:
+        check_tenant(tenant)
     options: dict[str, Any] = {"id_from_data": id_from_data, "front": front, "delay": delay,
-                               "expire": expire}
+                               "expire": expire, "tenant": tenant}
     wq = st.queue(queue)
     window = dedup_window if dedup_window is not None else wq.options.dedup_window
     if window is not None:  # one call before the items: the queue's window, and a prune

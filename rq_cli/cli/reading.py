@@ -23,7 +23,8 @@ from typing import Any, BinaryIO
 
 from ..core.limits import MAX_ID_BYTES  # checked here too, to report the input line
 from ..core.types import ItemRef, NewItem
-from ..errors import BadInputError
+from ..core.util import check_tenant
+from ..errors import BadInputError, UsageError
 from ..render import check_json
 
 
@@ -160,7 +161,15 @@ def object_item(line: bytes, raw: bool) -> NewItem:
             data = source.encode("utf-8")
     else:
         raise BadInputError('expected an object {"id": ..., "data": ...} (no "data" field)')
-    return NewItem(data=data, id=item_id)
+    tenant = fields.get("tenant", (None, ""))[0]
+    if tenant is not None:
+        if not isinstance(tenant, str):
+            raise BadInputError(f'"tenant" must be a string, not {type(tenant).__name__}')
+        try:
+            check_tenant(tenant)
+        except UsageError as exc:
+            raise BadInputError(str(exc)) from None
+    return NewItem(data=data, id=item_id, tenant=tenant)
 
 
 def check_utf8(value: str, what: str) -> str:

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
 from .limits import BATCH, MAX_DELAY
-from .scripts import script_source
+from .scripts import SPECS, script_source
 from .types import NewItem, PushResult
-from .util import as_bytes, check_id, data_id, is_cluster, ms, now_arg, text
+from .util import as_bytes, check_id, check_tenant, data_id, is_cluster, ms, text
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -70,16 +70,17 @@ class Drained(KeyboardInterrupt):
 def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,
                  batch_size: int = BATCH, id_from_data: bool = False, front: bool = False,
                  delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
-                 ) -> Iterator[list[PushResult]]:
+                 tenant: str | None = None) -> Iterator[list[PushResult]]:
     """``WorkQueue.push_batches``: :func:`stream` with one PushResult per item."""
     for batch in stream(q, items, batch_size=batch_size, id_from_data=id_from_data,
-                        front=front, delay=delay, expire=expire, now_ms=now_ms):
+                        front=front, delay=delay, expire=expire, now_ms=now_ms, tenant=tenant):
         yield batch.results()
 
 
 def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
            id_from_data: bool = False, front: bool = False, delay: float = 0.0,
            expire: float | None = None, now_ms: int | None = None,
+           tenant: str | None = None,
            atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
            ) -> Iterator[Pushed]:
     """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
@@ -91,32 +92,77 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
     plain KeyboardInterrupt, and the batch being stored may or may not have been).
     ``atomic`` wraps each write of a batch and each read of a reply: a context that holds
     Ctrl-C back until it ends (the CLI's) keeps a reply from being cut in half, which would
-    close the connection and lose the replies still in flight.
+    close the connection and lose the replies still in flight. ``tenant`` (or an item's own
+    ``NewItem.tenant``) puts items in that tenant's sub-queue (fair queues): such batches
+    take the simple path, one call per run of items of one tenant.
     """
+    if tenant is not None:
+        check_tenant(tenant)
     if not 0 <= delay <= MAX_DELAY:
         raise UsageError("the delay must be between 0 and ten years (in seconds)")
     if expire is not None and not 0 < expire <= MAX_DELAY:
         raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
     if not 1 <= batch_size <= 5000:
         raise UsageError("batch size must be between 1 and 5000")
-    flags = ["1" if front else "0", str(ms(delay)), str(ms(expire or 0))]
+    flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
+             "expire_ms": str(ms(expire or 0))}
     source = iter(items)
     chunk, error = _take(source, batch_size)
     client = q.client
     if (error is None and len(chunk) == batch_size and not is_cluster(client)
-            and getattr(client, "connection", None) is None):
+            and getattr(client, "connection", None) is None and tenant is None
+            and not _tenanted(chunk)):
         yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms,
                                atomic)
         return
-    while chunk:  # the simple path: one call per batch, each waited for
-        ids, args, fresh = _pairs(chunk, id_from_data)
-        reply = q._run("push", [*flags, "1" if fresh else "0", *args], now_ms)
-        yield Pushed(ids, text(reply) or "")
+    while chunk:  # the simple path: one call per batch (per tenant), each waited for
+        yield from _store_runs(q, chunk, id_from_data, flags, now_ms, tenant)
         if error is not None or len(chunk) < batch_size:
             break
         chunk, error = _take(source, batch_size)
     if error is not None:
         raise error
+
+
+def _store_runs(q: WorkQueue, chunk: list[Any], id_from_data: bool, flags: dict[str, str],
+                now_ms: int | None, tenant: str | None = None) -> Iterator[Pushed]:
+    """Store ``chunk`` with one script call per run of one tenant (a tenant's sub-queue is
+    KEYS[2] of push.lua), each waited for."""
+    for run_tenant, run in _tenant_runs(chunk, tenant):
+        ids, args, fresh = _pairs(run, id_from_data)
+        keys = None
+        if run_tenant is not None:
+            keys = [q.keys.queue, q.keys.tenant_queue(run_tenant)]
+            q.sync_tenant_weights()
+        reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args, now_ms,
+                       keys=keys)
+        yield Pushed(ids, text(reply) or "")
+
+
+def _tenanted(chunk: list[Any]) -> bool:
+    """Whether an item of ``chunk`` names its own tenant."""
+    return any(type(item) is NewItem and item.tenant is not None for item in chunk)
+
+
+def _tenant_runs(chunk: list[Any], default: str | None,
+                 ) -> Iterator[tuple[str | None, list[Any]]]:
+    """The chunk cut into runs of consecutive items of one tenant (None: the default)."""
+    if default is None and not _tenanted(chunk):
+        yield None, chunk
+        return
+    run: list[Any] = []
+    current: str | None = None
+    for item in chunk:
+        own = item.tenant if type(item) is NewItem and item.tenant is not None else default
+        if own is not None and own is not default:
+            check_tenant(own)
+        if run and own != current:
+            yield current, run
+            run = []
+        current = own
+        run.append(item)
+    if run:
+        yield current, run
 
 
 def _take(source: Iterator[Any], size: int) -> tuple[list[Any], Exception | None]:
@@ -192,19 +238,20 @@ def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list
 
 
 def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_size: int,
-                id_from_data: bool, flags: list[str], now_ms: int | None,
+                id_from_data: bool, flags: dict[str, str], now_ms: int | None,
                 atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
                 ) -> Iterator[Pushed]:
     """Stream batches with up to SEND_AHEAD script calls in flight on one connection."""
-    script = q._script("push")
+    script = q.script("push")
     pool = q.client.connection_pool
     try:
         conn = pool.get_connection()
     except TypeError:  # redis-py 5: the command name is required
         conn = pool.get_connection("EVALSHA")
-    keys = q._script_keys
-    lead = ["EVALSHA", script.sha, len(keys), *keys, q.prefix, now_arg(now_ms),
-            q.options.layout, *flags, "0"]
+    keys = q.script_keys
+    # (the command up to the repeated pairs; "fresh", last, is swapped for "1" below)
+    lead = ["EVALSHA", script.sha, len(keys), *keys,
+            *SPECS["push"].argv(q.script_head(now_ms), {**flags, "fresh": "0"})]
     packed_lead = b"".join(conn.pack_command(*lead))
     stale = packed_lead[packed_lead.index(b"\r\n") + 2:]
     heads = (stale, stale[:-len(b"$1\r\n0\r\n")] + b"$1\r\n1\r\n")
@@ -229,6 +276,21 @@ def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_siz
     error: Exception | None = None
     try:
         while True:
+            if _tenanted(chunk):  # fair: items naming a tenant, one call per tenant's run
+                while inflight:
+                    with atomic():
+                        if loading:
+                            conn.read_response()
+                            loading = False
+                        reply = conn.read_response()
+                    yield Pushed(inflight.popleft(), text(reply) or "")
+                yield from _store_runs(q, chunk, id_from_data, flags, now_ms)
+                if error is not None or len(chunk) < batch_size:
+                    break
+                chunk, error = _take(source, batch_size)
+                if not chunk:
+                    break
+                continue
             try:
                 ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data)
             except Exception as exc:  # a bad id: store the batches before it, then raise

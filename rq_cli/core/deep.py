@@ -30,10 +30,12 @@ _META_ZSETS = META_ZSETS
 
 
 def _listed(q: WorkQueue) -> set[bytes]:
-    """Every id in the queue, processing, cleaning and delayed structures (paged reads)."""
+    """Every id in the queue, processing, cleaning and delayed structures, and in the
+    sub-queues of the tenants with work (fair queues) (paged reads)."""
     k, client = q.keys, q.client
     seen: set[bytes] = set()
-    for key in (k.processing, k.queue, k.cleaning):
+    _, tenants = q.tenants()
+    for key in (k.processing, k.queue, k.cleaning, *map(k.tenant_queue, tenants)):
         start = 0
         while page := client.lrange(key, start, start + PAGE - 1):
             seen.update(page)
@@ -72,7 +74,7 @@ def _meta_ids(q: WorkQueue, live: int) -> Iterator[bytes]:
 def _scan_item_ids(q: WorkQueue, progress: Callable[[int], None] | None) -> set[bytes]:
     """Every item id of the queue, by SCAN, a page (one call) at a time."""
     if is_cluster(q.client):
-        return set(q._scan_items())
+        return set(q.scan_items())
     offset, pattern = q.keys.item_key_offset, q.keys.item_pattern
     items: set[bytes] = set()
     cursor = None
@@ -95,12 +97,14 @@ def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool
     items = _scan_item_ids(q, progress)
     report.scanned = len(items)
     candidates = items - _listed(q)
-    head = [ms(grace), q.options.max_attempts, q._front_requeue, "1" if dry_run else "0"]
+    args = {"grace_ms": ms(grace), "max_attempts": q.options.max_attempts,
+            "front": q.front_requeue, "dry_run": "1" if dry_run else "0"}
 
     def confirm(ids: set[bytes]) -> int:
         waiting = 0
         for batch in batches(sorted(ids), BATCH):
-            recovered, dead, suspects = map(int, q._run("deep_clean", head + batch, now_ms))
+            r, _ = q.decoded("deep_clean", args, batch, now_ms)
+            recovered, dead, suspects = int(r["recovered"]), int(r["dead"]), int(r["suspects"])
             report.recovered += recovered
             report.dead += dead
             waiting += suspects
@@ -117,10 +121,10 @@ def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool
     # Sightings of ids that are no longer stray (listed again, or gone) are forgotten.
     dry = "1" if dry_run else "0"
     for batch in batches(sorted(set(_stray_sightings(q)) - candidates), BATCH):
-        q._run("prune", [dry, "strays", *batch], now_ms)
+        q.call("prune", {"dry_run": dry, "what": "strays"}, batch, now_ms)
 
     stale = set(_meta_ids(q, len(items))) - items
     if stale:
         stale -= {member for member, _ in q.client.zscan_iter(q.keys.dead, count=SCAN_COUNT)}
     for batch in batches(sorted(stale), BATCH):
-        report.pruned += int(q._run("prune", [dry, "meta", *batch], now_ms))
+        report.pruned += int(q.call("prune", {"dry_run": dry, "what": "meta"}, batch, now_ms))

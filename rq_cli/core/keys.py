@@ -5,8 +5,8 @@ A queue is a key prefix ``P``. The peer-compatible keys (``P:item:<id>``, ``P:qu
 contract with the redis-work-queue clients and must never change.
 
 ``FIXED_KEYS`` is the one definition of a queue's fixed keys (``P:<name>``): their Redis
-types and roles. From it come the ``Keys`` properties' names (a test ties the two), the Lua
-prelude's ``K_<NAME>`` variables, its type check and its bookkeeping lists (``lua_header``),
+types and roles. From it come the ``Keys`` properties' names (a test ties the two), the scripts'
+``K_<NAME>`` variables, their type checks and bookkeeping lists (``scripts.source``),
 the hashes and sets that deep clean sweeps (``META_HASHES``, ``META_ZSETS``) and the keys that
 ``purge --state all`` unlinks whole. **Adding a key**: one ``FixedKey`` line here and its
 ``Keys`` property; a per-item bookkeeping key (role ``meta``) is then dropped with its item by
@@ -15,7 +15,6 @@ every script, swept by deep clean and purged, with no other edit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
 
 LAYOUTS = ("compat", "v0.3", "v0.1")
@@ -49,31 +48,47 @@ class FixedKey(NamedTuple):
     #: "meta": per-item bookkeeping, id -> value: dropped with its item, swept by deep clean;
     #: "other": everything else (unlinked whole by ``purge --state all``)
     role: str
+    #: absent from a busy queue most of the time (nothing delayed, dead, expiring, failed,
+    #: paused or suspected): one EXISTS over these spares their type checks (scripts.py)
+    rare: bool = False
 
 
 FIXED_KEYS: tuple[FixedKey, ...] = (
     # peer-compatible
     FixedKey("queue", "list", "line"),
     FixedKey("processing", "list", "line"),
-    FixedKey("cleaning", "list", "other"),
+    FixedKey("cleaning", "list", "other", rare=True),
     # rq-cli's own
-    FixedKey("delayed", "zset", "line"),
-    FixedKey("dead", "zset", "line"),
-    FixedKey("expires", "zset", "meta"),
+    FixedKey("delayed", "zset", "line", rare=True),
+    FixedKey("dead", "zset", "line", rare=True),
+    FixedKey("expires", "zset", "meta", rare=True),
     FixedKey("leases", "zset", "meta"),
     FixedKey("attempts", "hash", "meta"),
     FixedKey("enqueued", "hash", "meta"),
-    FixedKey("errors", "hash", "meta"),
+    FixedKey("errors", "hash", "meta", rare=True),
     FixedKey("holders", "hash", "meta"),
-    FixedKey("dead_info", "hash", "other"),
+    FixedKey("dead_info", "hash", "other", rare=True),
     FixedKey("counters", "hash", "other"),
-    FixedKey("paused", "string", "other"),
+    FixedKey("paused", "string", "other", rare=True),
     # clean's sightings, id -> first seen; fields are "p:<id>", "c:<id>" or "d:<id>"
-    FixedKey("suspects", "hash", "other"),
+    FixedKey("suspects", "hash", "other", rare=True),
+    # fair queues (README "Fair queues"): the ring of tenants with work (a LIST rotated with
+    # LMOVE, its right end the tenant whose turn it is; "" stands for the default tenant,
+    # P:queue), the ring's state (fields "turn": items the head tenant has had this turn,
+    # "pending": items in the tenants' sub-queues), the weights, and each tenanted item's
+    # tenant (id -> tenant, dropped with its item)
+    FixedKey("tenants", "list", "other", rare=True),
+    FixedKey("fair", "hash", "other", rare=True),
+    FixedKey("tenant_weights", "hash", "other", rare=True),
+    FixedKey("item_tenant", "hash", "meta", rare=True),
     # the de-dup window (issue 13): completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)
-    FixedKey("dedup", "zset", "other"),
+    FixedKey("dedup", "zset", "other", rare=True),
 )
+#: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
+TENANT_QUEUE = "tenant"
+#: The ring's name for the default tenant (the items of P:queue).
+DEFAULT_TENANT = ""
 #: The field of ``P:counters`` holding the queue's de-dup window in ms (absent: no window):
 #: push sets it, complete reads it (one HGET per call) to know whether to remember ids.
 DEDUP_WINDOW_FIELD = "dedup_window_ms"
@@ -91,34 +106,9 @@ MIN_REDIS_VERSION = "6.2"
 #: The error code of the reply a script gives on a server older than Redis 6 (no
 #: ``redis.setresp`` in its Lua), before it touches any key.
 OLD_SERVER_ERROR = "RQCLI_OLD_SERVER"
-
-
-def lua_header() -> str:
-    """The first lines of every script: Dragonfly's flags line (:data:`DRAGONFLY_FLAGS`), the
-    prefix, each fixed key as ``K_<NAME>`` (KEYS[1] is ``P:queue``), the type table, and the
-    bookkeeping lists, all from ``FIXED_KEYS``."""
-    lines = [DRAGONFLY_FLAGS,
-             "-- Generated from rq_cli/keys.py FIXED_KEYS (keys.lua_header): do not edit here.",
-             f"if not redis.setresp then return redis.error_reply("
-             f"'{OLD_SERVER_ERROR} this server is older than Redis 6') end",
-             "local PREFIX = ARGV[1]"]
-    for k in FIXED_KEYS:
-        value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"
-        lines.append(f"local K_{k.name.upper()} = {value}")
-
-    def table(names: Iterable[str]) -> str:
-        return "{" + ", ".join(f"K_{n.upper()}" for n in names) + "}"
-
-    types = ", ".join(f"{{K_{k.name.upper()}, '{k.type}'}}" for k in FIXED_KEYS)
-    lines += [
-        f"local EXPECTED_TYPES = {{{types}}}",
-        f"local META_HASHES = {table(META_HASHES)}",
-        f"local META_ZSETS = {table(META_ZSETS)}",
-        f"local UNLINKED_WHOLE = "
-        f"{table(k.name for k in FIXED_KEYS if k.role in ('meta', 'other'))}",
-        f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'",
-    ]
-    return "\n".join(lines) + "\n"
+#: The line of every script, before any command, that refuses such a server.
+OLD_SERVER_CHECK = (f"if not redis.setresp then return redis.error_reply("
+                    f"'{OLD_SERVER_ERROR} this server is older than Redis 6') end")
 
 
 class Keys(NamedTuple):
@@ -213,6 +203,34 @@ class Keys(NamedTuple):
     def leases(self) -> str:
         """zset id -> lease deadline (ms) of leases granted or seen by rq-cli (for stats)."""
         return f"{self.prefix}:leases"
+
+    # -- fair queues -------------------------------------------------------------------
+    @property
+    def tenants(self) -> str:
+        """LIST, the ring of tenants with work; its right end has the turn."""
+        return f"{self.prefix}:tenants"
+
+    @property
+    def fair(self) -> str:
+        """hash: "turn", items the tenant at the ring's head has had in its current turn;
+        "pending", items in the tenants' sub-queues. Exists once the queue has had tenants."""
+        return f"{self.prefix}:fair"
+
+    @property
+    def tenant_weights(self) -> str:
+        """hash tenant -> weight (items per turn; absent = 1)."""
+        return f"{self.prefix}:tenant_weights"
+
+    @property
+    def item_tenant(self) -> str:
+        """hash id -> tenant of each live tenanted item (so it returns to its tenant)."""
+        return f"{self.prefix}:item_tenant"
+
+    def tenant_queue(self, tenant: str) -> str:
+        """The sub-queue (LIST) of ``tenant``; the default tenant's is P:queue."""
+        if tenant == DEFAULT_TENANT:
+            return self.queue
+        return f"{self.prefix}:{TENANT_QUEUE}:{tenant}"
 
     # -- patterns and groups ---------------------------------------------------------
     @property

@@ -27,6 +27,13 @@ SLOW_BATCH = 200
 #: Most items one lease script call takes: a lease of more is several calls, each well
 #: under 20 ms of server time.
 LEASE_CHUNK = 500
+#: Fair queues: a lease that found nothing on a queue that has had tenants is tried again
+#: within this many ms (a tenant push does not wake a client blocked on P:queue).
+FAIR_POLL_MS = 250
+#: Longest tenant name, in bytes.
+MAX_TENANT_BYTES = 256
+#: Highest tenant weight (items per turn).
+MAX_TENANT_WEIGHT = 1000
 #: Ids of processing one ``holders`` script call reads: about 4 ms of server time (four
 #: multi-key reads of the page; 1,000 took 8-10 ms on the reference machine).
 HOLDERS_PAGE = 500

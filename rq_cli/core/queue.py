@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
@@ -20,7 +20,6 @@ from .keys import DEDUP_WINDOW_FIELD, LAYOUTS, OTHER_GENERATION, Keys, has_hash_
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
-    GENERATION_SAMPLE,
     HOLDERS_PAGE,
     LEASE_CHUNK,
     MAX_CLEAN_WAIT,
@@ -28,7 +27,7 @@ from .limits import (
     PRUNE_SAMPLE,
     SLOW_BATCH,
 )
-from .scripts import script_source
+from .scripts import SPECS, Reply, script_source
 from .types import (
     ItemOutcome,
     ItemRef,
@@ -44,6 +43,8 @@ from .util import (
     batches,
     check_count,
     check_id,
+    check_tenant,
+    check_weight,
     is_cluster,
     make_session,
     ms,
@@ -63,10 +64,6 @@ STATES = ("pending", "processing", "delayed", "dead")
 _COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
                                           "Z": "already_dead", "N": "not_leased"}
 PURGE_STATES = (*STATES, "all")
-#: fields per item in peek.lua's reply (see _peeked)
-PEEK_FIELDS = 10
-#: fields per item in holders.lua's reply (see WorkQueue.holders)
-HOLDER_FIELDS = 4
 
 
 def _ref(ref: str | ItemRef) -> ItemRef:
@@ -107,42 +104,94 @@ class WorkQueue:
                 f"queue prefix {prefix!r} has no hash tag, so its keys would be spread over "
                 f"the cluster's slots; use a prefix like '{{{prefix}}}' or 'app:{{{prefix}}}'")
         self._scripts: dict[str, Any] = {}
+        #: fair queues: the configured weights, until written to P:tenant_weights
+        self._weights = {check_tenant(t): check_weight(t, w)
+                         for t, w in self.options.tenant_weights}
 
     def __repr__(self) -> str:
         return f"WorkQueue({self.prefix!r}, layout={self.options.layout!r})"
 
-    # -- plumbing ------------------------------------------------------------------------
-    def _script(self, name: str) -> Any:
+    # -- script calls (public: bulk push, deep clean and the worker use them) ----------
+    def script(self, name: str) -> Any:
+        """Script ``name`` (scripts.SPECS) registered with the client (a redis-py Script:
+        ``.sha``, ``.script``), made once per queue."""
         script = self._scripts.get(name)
         if script is None:
             script = self._scripts[name] = self.client.register_script(script_source(name))
         return script
 
-    def _run(self, name: str, args: Sequence[Any], now_ms: int | None = None,
-             client: Any = None) -> Any:
-        head = [self.prefix, now_arg(now_ms), self.options.layout]
-        return self._script(name)(keys=self._script_keys, args=head + list(args),
-                                  client=client or self.client)
+    def script_head(self, now_ms: int | None = None) -> list[Any]:
+        """ARGV[1..3] of every script call: prefix, now ("" = the server's clock), layout."""
+        return [self.prefix, now_arg(now_ms), self.options.layout]
+
+    # -- fair queues ---------------------------------------------------------------------
+    def sync_tenant_weights(self) -> None:
+        """Write the configured tenant weights (``QueueOptions.tenant_weights``) to
+        P:tenant_weights, where every client's lease reads them: once per object, before its
+        first tenant push or lease; nothing when none are configured. A tenant no config
+        names keeps the weight last written (1 if never): configure 1 to reset it."""
+        if self._weights:
+            self.client.hset(self.keys.tenant_weights, mapping=self._weights)
+            self._weights = {}
+
+    def tenants(self) -> tuple[int, dict[str, int]]:
+        """(pending items of the default tenant, {tenant: pending items}) for every tenant
+        with work, in turn order; one script call per BATCH tenants."""
+        depths: dict[str, int] = {}
+        offset, default = 0, 0
+        while True:
+            fields, rows = self.decoded("tenants", {"offset": offset, "size": BATCH})
+            total, default = int(fields["tenants"]), int(fields["default_depth"])
+            for tenant, depth in rows:
+                depths[text(tenant) or ""] = int(depth)
+            offset += BATCH
+            if offset >= total + 1:  # (+1: the default tenant's place in the ring)
+                return default, depths
 
     @property
-    def _front_requeue(self) -> str:
+    def script_keys(self) -> list[str]:
+        """The KEYS every script call passes."""
+        return self._script_keys
+
+    def call(self, name: str, args: Mapping[str, Any] | None = None, rest: Sequence[Any] = (),
+             now_ms: int | None = None, client: Any = None,
+             keys: Sequence[str] | None = None) -> Any:
+        """Run script ``name`` with its arguments by name (``SPECS[name].args``) and the
+        repeated ones, flat, in ``rest``; returns the raw reply (decode it with
+        ``SPECS[name].decode``). ``keys``: KEYS to pass instead of :attr:`script_keys`
+        (fair queues name a tenant's sub-queue as KEYS[2])."""
+        argv = SPECS[name].argv(self.script_head(now_ms), args or {}, rest)
+        return self.script(name)(keys=keys or self._script_keys, args=argv,
+                                 client=client or self.client)
+
+    def decoded(self, name: str, args: Mapping[str, Any] | None = None,
+                rest: Sequence[Any] = (), now_ms: int | None = None,
+                keys: Sequence[str] | None = None) -> Reply:
+        """:meth:`call`, its reply decoded by name."""
+        return SPECS[name].decode(self.call(name, args, rest, now_ms, keys=keys))
+
+    @property
+    def front_requeue(self) -> str:
+        """The scripts' ``front`` argument for re-queued items: "1" = the front."""
         return "1" if self.options.requeue == "front" else "0"
 
     # -- push ----------------------------------------------------------------------------
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
              front: bool = False, delay: float = 0.0, expire: float | None = None,
-             now_ms: int | None = None) -> list[PushResult]:
-        """Push items; returns one PushResult per item, in order (added=False: duplicate id)."""
+             now_ms: int | None = None, tenant: str | None = None) -> list[PushResult]:
+        """Push items; returns one PushResult per item, in order (added=False: duplicate id).
+        ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins)."""
         results: list[PushResult] = []
         for batch in self.push_batches(items, id_from_data=id_from_data, front=front,
-                                       delay=delay, expire=expire, now_ms=now_ms):
+                                       delay=delay, expire=expire, now_ms=now_ms,
+                                       tenant=tenant):
             results.extend(batch)
         return results
 
     def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
                      id_from_data: bool = False, front: bool = False, delay: float = 0.0,
                      expire: float | None = None, now_ms: int | None = None,
-                     ) -> Iterator[list[PushResult]]:
+                     tenant: str | None = None) -> Iterator[list[PushResult]]:
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
@@ -153,7 +202,8 @@ class WorkQueue:
         from .bulk import push_batches
 
         return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
-                            front=front, delay=delay, expire=expire, now_ms=now_ms)
+                            front=front, delay=delay, expire=expire, now_ms=now_ms,
+                            tenant=tenant)
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
@@ -166,19 +216,21 @@ class WorkQueue:
         completions = ""
         while True:
             want = min(count - len(items), LEASE_CHUNK)
-            args = [want, lease_ms, self.session, self.options.max_attempts,
-                    "1" if at_most_once else "0"]
+            pairs: list[Any] = []
             for ref in complete:
-                args.append(ref.id)
-                args.append(ref.session or "")
-            reply = self._run("lease", args, now_ms)
-            paused, deadline, next_due = int(reply[0]) == 1, int(reply[1]), int(reply[2])
+                pairs.append(ref.id)
+                pairs.append(ref.session or "")
+            fields, rows = self.decoded("lease", {
+                "count": want, "lease_ms": lease_ms, "session": self.session,
+                "max_attempts": self.options.max_attempts,
+                "at_most_once": "1" if at_most_once else "0"}, pairs, now_ms)
+            paused, next_due = int(fields["status"]) == 1, int(fields["next_due_ms"])
             if complete:
-                completions, complete = text(reply[3]) or "", ()
-            prefix, expires, session = self.prefix, secs(deadline), self.session
-            got = [LeasedItem(prefix, text(reply[i]) or "", reply[i + 1], int(reply[i + 2]),
-                              expires, session)
-                   for i in range(4, len(reply), 3)]
+                completions, complete = text(fields["completions"]) or "", ()
+            prefix, session = self.prefix, self.session
+            expires = secs(int(fields["deadline_ms"]))
+            got = [LeasedItem(prefix, text(item_id) or "", data, int(attempt), expires, session)
+                   for item_id, data, attempt in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
                 return items, paused, next_due, completions
@@ -194,6 +246,7 @@ class WorkQueue:
         """
         lease_ms = self._lease_ms(lease_seconds)
         check_count(count)
+        self.sync_tenant_weights()
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
             items, paused, next_due, _ = self._lease_once(count, lease_ms, now_ms,
@@ -212,6 +265,7 @@ class WorkQueue:
         if len(items) > BATCH:
             raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
         check_count(count)
+        self.sync_tenant_weights()
         leased, _, _, codes = self._lease_once(count, self._lease_ms(lease_seconds), now_ms,
                                                complete=items)
         return [ItemOutcome(ref.id, _COMPLETE_OUTCOMES[code])
@@ -240,17 +294,22 @@ class WorkQueue:
     def _ref_args(refs: Iterable[str | ItemRef]) -> list[ItemRef]:
         return [_ref(r) for r in refs]
 
-    def _per_batch(self, refs: list[ItemRef], name: str, head: list[Any],
+    def _per_batch(self, refs: list[ItemRef], name: str, args: Mapping[str, Any],
                    now_ms: int | None) -> list[Any]:
-        """Run script ``name`` over refs in batches; returns the concatenated replies."""
+        """Run script ``name`` over (id, session) pairs in batches; returns the concatenated
+        replies (a string's characters, or a list's rows)."""
         out: list[Any] = []
+        spec = SPECS[name]
         for batch in batches(refs, BATCH):
-            args = list(head)
+            pairs: list[Any] = []
             for ref in batch:
-                args.append(ref.id)
-                args.append(ref.session or "")
-            reply = self._run(name, args, now_ms)
-            out.extend(reply.decode() if isinstance(reply, bytes) else reply)
+                pairs.append(ref.id)
+                pairs.append(ref.session or "")
+            reply = self.call(name, args, pairs, now_ms)
+            if isinstance(reply, bytes):
+                out.extend(reply.decode())
+            else:
+                out.extend(spec.decode(reply).rows)
         return out
 
     def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
@@ -258,7 +317,7 @@ class WorkQueue:
         """Complete items: ``completed`` for exactly one caller per item, else ``missing``
         (not live) or ``conflict`` (given a session, another session holds the lease)."""
         items = self._ref_args(refs)
-        codes = self._per_batch(items, "complete", [], now_ms)
+        codes = self._per_batch(items, "complete", {}, now_ms)
         return [ItemOutcome(ref.id, _COMPLETE_OUTCOMES[code])
                 for ref, code in zip(items, codes, strict=True)]
 
@@ -271,15 +330,17 @@ class WorkQueue:
             raise UsageError("the retry delay must be between 0 and ten years (in seconds)")
         items = self._ref_args(refs)
         opts = self.options
-        head = [error or "", -1 if retry_in is None else ms(retry_in), reason if dead else "",
-                opts.max_attempts, ms(opts.retry_backoff), ms(opts.retry_backoff_max),
-                repr(_random().uniform(0.75, 1.25))]
-        reply = self._per_batch(items, "fail", head, now_ms)
+        args = {"error": error or "", "retry_ms": -1 if retry_in is None else ms(retry_in),
+                "dead_reason": reason if dead else "", "max_attempts": opts.max_attempts,
+                "backoff_ms": ms(opts.retry_backoff),
+                "backoff_max_ms": ms(opts.retry_backoff_max),
+                "jitter": repr(_random().uniform(0.75, 1.25))}
+        rows = self._per_batch(items, "fail", args, now_ms)
         names: dict[bytes, Outcome] = {b"R": "retried", b"D": "dead", b"M": "missing",
                                        b"X": "conflict", b"Z": "already_dead",
                                        b"N": "not_leased"}
         return [ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == "retried" else None)
-                for ref, outcome, due in _coded(items, reply, names)]
+                for ref, outcome, due in _coded(items, rows, names)]
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -289,7 +350,7 @@ class WorkQueue:
         refs = [ItemRef(check_id(i)) for i in ids]
         out: list[ItemOutcome] = []
         for batch in batches(refs, BATCH):
-            reply = self._run("cancel", [error or "", *(r.id for r in batch)], now_ms)
+            reply = self.call("cancel", {"error": error or ""}, [r.id for r in batch], now_ms)
             codes = reply.decode() if isinstance(reply, bytes) else reply
             names: dict[str, Outcome] = {"D": "dead", "M": "missing", "Z": "already_dead"}
             out.extend(ItemOutcome(r.id, names[c]) for r, c in zip(batch, codes, strict=True))
@@ -309,15 +370,16 @@ class WorkQueue:
         items: list[LeasedItem] = []
         for batch in batches(wanted, BATCH):
             holders = self.client.hmget(self.keys.holders, batch)
-            args: list[Any] = [lease_ms, self.session]
+            pairs: list[Any] = []
             for item_id, holder in zip(batch, holders, strict=True):
                 if holder is not None:
-                    args += [item_id, holder]
-            reply = self._run("reclaim", args, now_ms)
-            deadline = secs(int(reply[0]))
-            items.extend(LeasedItem(self.prefix, text(reply[i]) or "", reply[i + 1],
-                                    int(reply[i + 2]), deadline, self.session)
-                         for i in range(1, len(reply), 3))
+                    pairs += [item_id, holder]
+            fields, rows = self.decoded("reclaim", {"lease_ms": lease_ms,
+                                                    "session": self.session}, pairs, now_ms)
+            deadline = secs(int(fields["deadline_ms"]))
+            items.extend(LeasedItem(self.prefix, text(item_id) or "", data, int(attempt),
+                                    deadline, self.session)
+                         for item_id, data, attempt in rows)
         return items
 
     def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
@@ -325,12 +387,13 @@ class WorkQueue:
         """Extend leases: ``extended`` (with the new deadline), ``lost`` (the lease has
         expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""
         items = self._ref_args(refs)
-        reply = self._per_batch(items, "extend", [self._lease_ms(lease_seconds)], now_ms)
+        rows = self._per_batch(items, "extend", {"lease_ms": self._lease_ms(lease_seconds)},
+                               now_ms)
         names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
                                        b"M": "missing", b"Z": "already_dead",
                                        b"N": "not_leased"}
         return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
-                for ref, outcome, ms in _coded(items, reply, names)]
+                for ref, outcome, ms in _coded(items, rows, names)]
 
     # -- clean ---------------------------------------------------------------------------
     def clean(self, *, deep: bool = False, grace_seconds: float | None = None,
@@ -370,20 +433,21 @@ class WorkQueue:
         """One pass of light clean over processing, in bounded script calls."""
         left, pass_start = -1, 0
         while True:
-            reply = self._run("clean", [BATCH, left, ms(grace), self.options.max_attempts,
-                                        self._front_requeue, "1" if dry_run else "0",
-                                        pass_start, PRUNE_SAMPLE], now_ms)
-            (left, recovered, dropped, dead, suspects, promoted, more_due, pass_start,
-             pruned) = map(int, reply)
-            report.recovered += recovered
-            report.dropped += dropped
-            report.dead += dead
-            report.suspects += suspects
-            report.promoted += promoted
-            report.pruned += pruned  # bookkeeping of gone items, expired de-dup window ids
+            r, _ = self.decoded("clean", {
+                "limit": BATCH, "left": left, "grace_ms": ms(grace),
+                "max_attempts": self.options.max_attempts, "front": self.front_requeue,
+                "dry_run": "1" if dry_run else "0", "pass_start": pass_start,
+                "sample": PRUNE_SAMPLE}, (), now_ms)
+            left, pass_start = int(r["left"]), int(r["pass_start"])
+            report.recovered += int(r["recovered"])
+            report.dropped += int(r["dropped"])
+            report.dead += int(r["dead"])
+            report.suspects += int(r["suspects"])
+            report.promoted += int(r["promoted"])
+            report.pruned += int(r["pruned"])  # bookkeeping of gone items, expired de-dup ids
             if progress:
                 progress(BATCH)
-            if left <= 0 and not more_due:
+            if left <= 0 and not int(r["more_due"]):
                 break
 
     # -- dead letters --------------------------------------------------------------------
@@ -410,18 +474,22 @@ class WorkQueue:
         report = RequeueReport(dry_run=dry_run)
         dry = "1" if dry_run else "0"
 
-        def take(reply: list[Any]) -> int:
-            report.requeued += int(reply[0])
-            report.skipped += int(reply[1])
-            report.missing += int(reply[2])
-            report.ids.extend(text(r) or "" for r in reply[3:])
+        def take(mode: str, rest: Sequence[Any]) -> int:
+            r, rows = self.decoded("requeue_dead", {"target": target, "dry_run": dry,
+                                                    "mode": mode}, rest, now_ms)
+            requeued, skipped, missing = int(r["requeued"]), int(r["skipped"]), \
+                int(r["missing"])
+            report.requeued += requeued
+            report.skipped += skipped
+            report.missing += missing
+            report.ids.extend(text(item_id) or "" for (item_id,) in rows)
             if progress:
-                progress(int(reply[0]))
-            return int(reply[0]) + int(reply[1]) + int(reply[2])
+                progress(requeued)
+            return requeued + skipped + missing
 
         if ids is not None:
             for batch in batches([check_id(i) for i in ids], SLOW_BATCH):
-                take(self._run("requeue_dead", [target, dry, "ids", *batch], now_ms))
+                take("ids", batch)
             return report
         if older_than is not None:
             if not 0 <= older_than <= MAX_DELAY:
@@ -434,8 +502,7 @@ class WorkQueue:
         while limit is None or report.requeued < limit:
             size = SLOW_BATCH if limit is None else min(SLOW_BATCH, limit - report.requeued)
             before = report.requeued
-            seen = take(self._run("requeue_dead", [target, dry, "range", cutoff, size, offset],
-                                  now_ms))
+            seen = take("range", [cutoff, size, offset])
             # skipped items stay dead (and so, in a dry run, does everything): step over them
             offset += seen - (0 if dry_run else report.requeued - before)
             if seen < size:
@@ -457,23 +524,27 @@ class WorkQueue:
             k = self.keys
             pipe = self.client.pipeline(transaction=False)
             pipe.llen(k.queue).llen(k.processing).zcard(k.delayed).zcard(k.dead)
-            counts = dict(zip(STATES, pipe.execute(), strict=True))
+            pipe.hget(k.fair, "pending")  # fair: the items in the tenants' sub-queues
+            *listed, in_tenants = pipe.execute()
+            counts = dict(zip(STATES, listed, strict=True))
+            counts["pending"] += int(in_tenants or 0)
             for s in states:
                 setattr(report, s, int(counts[s]))
             if state == "all":
-                report.strays = sum(1 for _ in self._scan_items()) - report.pending \
+                report.strays = sum(1 for _ in self.scan_items()) - report.pending \
                     - report.processing - report.delayed
                 report.strays = max(report.strays, 0)
             return report
         for s in states:
-            while n := int(self._run("purge", [s, SLOW_BATCH])):
+            while n := int(self.call("purge", {"state": s, "batch": SLOW_BATCH})):
                 setattr(report, s, getattr(report, s) + n)
                 if progress:
                     progress(n)
         if state == "all":
-            for batch in batches(self._scan_items(), SLOW_BATCH):
-                report.strays += int(self._run("purge", ["strays", SLOW_BATCH, *batch]))
-            self._run("purge", ["meta", BATCH])
+            for batch in batches(self.scan_items(), SLOW_BATCH):
+                report.strays += int(self.call("purge", {"state": "strays",
+                                                         "batch": SLOW_BATCH}, batch))
+            self.call("purge", {"state": "meta", "batch": BATCH})
         return report
 
     def purge_ids(self, state: State, ids: Sequence[str], *, window: tuple[int, int] = (0, 0),
@@ -489,11 +560,12 @@ class WorkQueue:
             raise UsageError(f"purge at most {SLOW_BATCH} ids per call")
         if not ids:
             return []
-        reply = self._run("purge_ids", [state, window[0], window[1],
-                                        *(check_id(i) for i in ids)])
-        return [text(r) or "" for r in reply]
+        _, rows = self.decoded("purge_ids", {"state": state, "low": window[0],
+                                             "high": window[1]},
+                               [check_id(i) for i in ids])
+        return [text(item_id) or "" for (item_id,) in rows]
 
-    def _scan_items(self) -> Iterator[bytes]:
+    def scan_items(self) -> Iterator[bytes]:
         """Ids of every item data key of this queue, by SCAN (bounded per call)."""
         offset = self.keys.item_key_offset
         kwargs: dict[str, Any] = {}
@@ -503,43 +575,58 @@ class WorkQueue:
             yield key[offset:]
 
     # -- read-only -----------------------------------------------------------------------
-    def stats(self, *, now_ms: int | None = None) -> Stats:
-        """Counts, in one round trip whatever the queue's size."""
+    def stats(self, *, now_ms: int | None = None, by_tenant: bool = False) -> Stats:
+        """Counts, in one round trip whatever the queue's size (``by_tenant``: and the
+        pending items of each tenant, one more call per BATCH tenants)."""
         from .reports import Stats
 
-        r = self._run("stats", [GENERATION_SAMPLE], now_ms)
-        (pending, processing, leased, delayed, due, dead, oldest, paused, now,
-         other) = map(int, r[:10])
-        leased = min(leased, processing)
-        counters = {text(r[i]) or "": int(r[i + 1]) for i in range(10, len(r), 2)}
+        fields, rows = self.decoded("stats", {}, (), now_ms)
+        f = {name: int(value) for name, value in fields.items()}
+        processing = f["processing"]
+        leased = min(f["leased"], processing)
+        counters = {text(name) or "": int(value) for name, value in rows}
         counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
+        oldest = f["oldest_ms"]
+        per_tenant = None
+        if by_tenant:
+            default, depths = self.tenants()
+            per_tenant = {"": default, **depths}
         return Stats(
-            queue=self.prefix, pending=pending, processing=processing, leased=leased,
-            abandoned=processing - leased, delayed=delayed, due=due, dead=dead,
-            oldest_pending_age_s=secs(max(now - oldest, 0)) if oldest >= 0 else None,
-            paused=bool(paused), counters=counters,
-            other_generation=OTHER_GENERATION.get(self.options.layout) if other else None)
+            queue=self.prefix, pending=f["pending"], processing=processing, leased=leased,
+            abandoned=processing - leased, delayed=f["delayed"], due=f["due"], dead=f["dead"],
+            oldest_pending_age_s=secs(max(f["now_ms"] - oldest, 0)) if oldest >= 0 else None,
+            paused=bool(f["paused"]), counters=counters, tenants=f["tenants"],
+            by_tenant=per_tenant,
+            other_generation=(OTHER_GENERATION.get(self.options.layout)
+                              if f["other_generation"] else None))
 
     def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
              from_end: str = "head", start_at: str | None = None,
-             now_ms: int | None = None) -> list[PeekedItem]:
+             now_ms: int | None = None, tenant: str | None = None) -> list[PeekedItem]:
         """Read items without changing anything. ``head``: the next to be leased (pending),
         the oldest lease (processing), the soonest due (delayed), the oldest death (dead).
 
         ``start_at`` (delayed and dead, ``count`` at most BATCH): begin at that id while it is
-        still in the set, else at ``offset``: a cursor for paging while items leave."""
+        still in the set, else at ``offset``: a cursor for paging while items leave.
+        ``tenant``: the pending items of that tenant's sub-queue (fair queues)."""
         return [item for page in self.peek_pages(state, count=count, offset=offset,
                                                  from_end=from_end, start_at=start_at,
-                                                 now_ms=now_ms)
+                                                 now_ms=now_ms, tenant=tenant)
                 for item in page]
 
     def peek_pages(self, state: State = "pending", *, count: int = 10, offset: int = 0,
                    from_end: str = "head", start_at: str | None = None,
-                   now_ms: int | None = None) -> Iterator[list[PeekedItem]]:
+                   now_ms: int | None = None, tenant: str | None = None,
+                   ) -> Iterator[list[PeekedItem]]:
         """:meth:`peek` in pages of at most ``BATCH`` items, one script call each, read as
         they are consumed: memory stays flat however many items are read. Each page is
         read at its own moment: an item that moves between pages may be missed or seen
         twice (peek changes nothing and locks nothing)."""
+        keys = None
+        if tenant is not None:
+            if state != "pending":
+                raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
+            keys = [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
         if state not in STATES:
             raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
         if from_end not in ("head", "tail"):
@@ -551,8 +638,10 @@ class WorkQueue:
         done = 0
         while done < count:
             n = min(BATCH, count - done)
-            r = self._run("peek", [state, offset + done, n, from_end, start_at or ""], now_ms)
-            page = [_peeked(state, r[i:i + PEEK_FIELDS]) for i in range(0, len(r), PEEK_FIELDS)]
+            _, rows = self.decoded("peek", {"state": state, "offset": offset + done, "count": n,
+                                            "from": from_end, "start_at": start_at or ""},
+                                   (), now_ms, keys=keys)
+            page = [_peeked(state, row) for row in rows]
             if page:
                 yield page
             done += len(page)
@@ -562,14 +651,14 @@ class WorkQueue:
     def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
         """One item by id, in whatever state it is (pending, processing, delayed or dead),
         or None when the id is neither live nor dead. One round trip."""
-        reply = self._run("item", [check_id(item_id)], now_ms)
+        reply = self.call("item", {"id": check_id(item_id)}, (), now_ms)
         if not reply:
             return None
-        raw_state, *fields = reply  # the state, then peek.lua's fields
-        state = text(raw_state) or ""
+        fields, rows = SPECS["item"].decode(reply)  # the state, then peek.lua's fields
+        state = text(fields["state"]) or ""
         if state not in STATES:  # (item.lua returns only these)
             raise ValueError(f"item.lua returned an unknown state {state!r}")
-        return _peeked(state, fields)  # type: ignore[arg-type]
+        return _peeked(state, rows[0])  # type: ignore[arg-type]
 
     def holders(self, *, now_ms: int | None = None) -> list[Holder]:
         """The sessions holding the items in processing, live and abandoned leases alike.
@@ -585,9 +674,9 @@ class WorkQueue:
         seen: set[str] = set()
         offset = 0
         while True:
-            reply = self._run("holders", [offset, HOLDERS_PAGE], now_ms)
-            for i in range(0, len(reply), HOLDER_FIELDS):
-                raw_id, raw_session, raw_deadline, raw_live = reply[i:i + HOLDER_FIELDS]
+            _, rows = self.decoded("holders", {"offset": offset, "count": HOLDERS_PAGE},
+                                   (), now_ms)
+            for raw_id, raw_session, raw_deadline, raw_live in rows:
                 item_id = text(raw_id) or ""
                 if item_id in seen:
                     continue
@@ -609,7 +698,7 @@ class WorkQueue:
                 if deadline is not None and (holder.nearest_deadline is None
                                              or deadline < holder.nearest_deadline):
                     holder.nearest_deadline = deadline
-            if len(reply) < HOLDER_FIELDS * HOLDERS_PAGE:
+            if len(rows) < HOLDERS_PAGE:
                 return list(found.values())
             offset += HOLDERS_PAGE
 
@@ -620,7 +709,7 @@ class WorkQueue:
         ids; returns how many."""
         if not 0 <= seconds <= MAX_DELAY:
             raise UsageError("the de-dup window must be between 0 and ten years (in seconds)")
-        return int(self._run("dedup", ["set", ms(seconds)]))
+        return int(self.call("dedup", {"mode": "set"}, [ms(seconds)]))
 
     def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,
                   ) -> tuple[float | None, int, list[tuple[str, float, float]]]:
@@ -632,12 +721,12 @@ class WorkQueue:
         out: list[tuple[str, float, float]] = []
         while True:
             n = min(BATCH, count - len(out))
-            r = self._run("dedup", ["list", len(out), n], now_ms)
-            window = secs(int(r[0])) if int(r[0]) >= 0 else None
-            now, total = int(r[1]), int(r[2])
-            out.extend((text(r[i]) or "", secs(float(r[i + 1])), secs(float(r[i + 1]) - now))
-                       for i in range(3, len(r), 2))
-            if len(r) - 3 < 2 * n or len(out) >= count:
+            f, rows = self.decoded("dedup", {"mode": "list"}, [len(out), n], now_ms)
+            window = secs(int(f["window_ms"])) if int(f["window_ms"]) >= 0 else None
+            now, total = int(f["now_ms"]), int(f["remembered"])
+            out.extend((text(item_id) or "", secs(float(until)), secs(float(until) - now))
+                       for item_id, until in rows)
+            if len(rows) < n or len(out) >= count:
                 return window, total, out
 
     def clear_dedup(self, ids: Iterable[str]) -> int:
@@ -645,7 +734,7 @@ class WorkQueue:
         remembered."""
         cleared = 0
         for batch in batches([check_id(i) for i in ids], BATCH):
-            cleared += int(self._run("dedup", ["clear", *batch]))
+            cleared += int(self.call("dedup", {"mode": "clear"}, batch))
         return cleared
 
     # -- pause ---------------------------------------------------------------------------
@@ -660,16 +749,19 @@ class WorkQueue:
         return bool(self.client.exists(self.keys.paused))
 
 
-def _peeked(state: State, f: list[Any]) -> PeekedItem:
+def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
+    """A PeekedItem from a row of peek.lua's reply (SPECS["peek"].rows, in that order)."""
     from .reports import PeekedItem
 
-    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned = f
+    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned, \
+        tenant = row
     dead_at = reason = None
     if info:
         meta = json.loads(info)
         attempts = meta.get("attempts", attempts)
         reason = meta.get("reason")
         error = error or meta.get("error")
+        tenant = tenant or meta.get("tenant")
     if state == "dead" and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(
@@ -679,15 +771,14 @@ def _peeked(state: State, f: list[Any]) -> PeekedItem:
         lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
         due_at=secs(float(score)) if state == "delayed" else None,
         dead_at=dead_at, dead_reason=reason, error=text(error),
-        abandoned=int(abandoned) == 1)
+        abandoned=int(abandoned) == 1, tenant=text(tenant) if tenant else None)
 
 
-def _coded(items: list[ItemRef], reply: list[Any], names: dict[bytes, Outcome],
+def _coded(items: list[ItemRef], rows: list[Any], names: dict[bytes, Outcome],
            ) -> Iterator[tuple[ItemRef, Outcome, int]]:
-    """(ref, outcome, number) per item of a script reply {code1, number1, code2, ...}."""
-    for i, ref in enumerate(items):
-        code = reply[2 * i]
-        yield ref, names[code if isinstance(code, bytes) else code.encode()], int(reply[2 * i + 1])
+    """(ref, outcome, number) per item from rows (code, number) of a decoded reply."""
+    for ref, (code, number) in zip(items, rows, strict=True):
+        yield ref, names[code if isinstance(code, bytes) else code.encode()], int(number)
 
 
 def _random() -> Any:
@@ -716,6 +807,7 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         if order == "fair":
             _random().shuffle(ordered)
         for q in ordered:
+            q.sync_tenant_weights()
             items, _, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None,
                                            at_most_once)
             if items:

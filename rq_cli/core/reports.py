@@ -64,6 +64,10 @@ class Stats:
     oldest_pending_age_s: float | None
     paused: bool
     counters: dict[str, int]
+    #: fair queues: tenants with work (the default tenant not counted)
+    tenants: int = 0
+    #: with ``by_tenant``: pending items per tenant ("" is the default tenant, P:queue)
+    by_tenant: dict[str, int] | None = None
     #: "v0.1" or "v0.3": a queue whose layout writes one generation's keys shows the other's
     #: (a peer of that generation shares it); None otherwise (always None for compat)
     other_generation: str | None = None
@@ -84,6 +88,8 @@ class PeekedItem:
     error: str | None = None
     #: processing, lease run out: lease_session/lease_expires_at are the last holder's
     abandoned: bool = False
+    #: fair queues: the tenant whose sub-queue it belongs to (None: the default tenant)
+    tenant: str | None = None
 
 
 @dataclass

@@ -1,24 +1,320 @@
-"""The Lua scripts: one file per atomic operation in ``lua/``, sent with the key table's
-prelude in front (:func:`rq_cli.core.keys.lua_header`)."""
+"""The Lua scripts: each one's named arguments and reply fields, and its source.
+
+``SPECS`` declares, per script, the names of its own arguments (after the common head:
+prefix, now, layout) and of its reply's fields. Python passes arguments by name
+(:meth:`ScriptSpec.argv`) and reads replies by name (:meth:`ScriptSpec.decode`); the Lua
+side reads the same names, generated into the script's header as ``A_<NAME>`` (and
+``REST``, the index in ARGV of the first repeated argument). Adding an argument is a change
+to the spec and to the script that uses it, nowhere else.
+
+Each script's source is its own file in ``lua/`` after a header cut to what it uses
+(:func:`source`): ``_common.lua``'s top-level definitions, and the fixed keys' ``K_<NAME>``
+names of ``keys.FIXED_KEYS``, are included only when the script refers to them (directly or
+through another included definition). The server time per call is the budget (DESIGN.md
+section 1): a prelude that built every helper and key name on every call cost more than a
+hot script's own work.
+
+This module imports neither Typer nor rich.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping, Sequence
 from functools import cache
+from typing import Any, NamedTuple
 
-from .keys import lua_header
+from .keys import (
+    DEDUP_WINDOW_FIELD,
+    DEFAULT_TENANT,
+    DRAGONFLY_FLAGS,
+    FIXED_KEYS,
+    OLD_SERVER_CHECK,
+    TENANT_QUEUE,
+)
+from .limits import FAIR_POLL_MS, GENERATION_SAMPLE
 
 LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
 
+#: ARGV[1..3] of every script: prefix, now (ms, "" = the server's clock), layout
+HEAD = ("prefix", "now", "layout")
+
+
+class Reply(NamedTuple):
+    """A decoded script reply: its fixed fields by name, and its repeated groups, each a
+    tuple in the order of the spec's ``rows`` names."""
+
+    fields: dict[str, Any]
+    rows: list[tuple[Any, ...]]
+
+
+class ScriptSpec(NamedTuple):
+    """The calling convention of one script in ``lua/``."""
+
+    name: str
+    #: its own arguments, ARGV[4], ARGV[5], ... in order (``A_<NAME>`` in Lua)
+    args: tuple[str, ...] = ()
+    #: the repeated arguments after them (a group per item), e.g. ("id", "session");
+    #: in Lua they start at ARGV[REST]
+    rest: tuple[str, ...] = ()
+    #: the reply's fixed fields, in order (an empty tuple: a plain value)
+    reply: tuple[str, ...] = ()
+    #: the reply's repeated group, after the fixed fields
+    rows: tuple[str, ...] = ()
+
+    def argv(self, head: Sequence[Any], values: Mapping[str, Any],
+             rest: Sequence[Any] = ()) -> list[Any]:
+        """ARGV for this script: the common ``head``, its arguments by name, then ``rest``:
+        the repeated groups, flat (each group in the order of ``self.rest``)."""
+        if len(values) != len(self.args) or any(a not in values for a in self.args):
+            raise TypeError(f"script {self.name} takes {self.args}, not {tuple(values)}")
+        if rest and (not self.rest or len(rest) % len(self.rest)):
+            raise TypeError(f"script {self.name}: repeated arguments come as {self.rest}")
+        return [*head, *(values[a] for a in self.args), *rest]
+
+    def decode(self, reply: Sequence[Any]) -> Reply:
+        """The reply's fixed fields by name and its repeated groups as tuples."""
+        n = len(self.reply)
+        fields = dict(zip(self.reply, reply[:n], strict=True))
+        width = len(self.rows)
+        rows = [tuple(reply[i:i + width]) for i in range(n, len(reply), width)] if width else []
+        return Reply(fields, rows)
+
+
+_PAIRS = ("id", "session")
+#: an item as peek.lua and item.lua return it
+_PEEKED = ("id", "data", "attempts", "enqueued_ms", "holder", "deadline_ms", "score",
+           "dead_info", "error", "abandoned", "tenant")
+
+SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
+    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "fresh"), ("id", "data")),
+    ScriptSpec("lease", ("count", "lease_ms", "session", "max_attempts", "at_most_once"),
+               _PAIRS, ("status", "deadline_ms", "next_due_ms", "completions"),
+               ("id", "data", "attempt")),
+    ScriptSpec("complete", (), _PAIRS),
+    ScriptSpec("fail", ("error", "retry_ms", "dead_reason", "max_attempts", "backoff_ms",
+                        "backoff_max_ms", "jitter"), _PAIRS, (), ("code", "due_ms")),
+    ScriptSpec("extend", ("lease_ms",), _PAIRS, (), ("code", "deadline_ms")),
+    ScriptSpec("cancel", ("error",), ("id",)),
+    ScriptSpec("reclaim", ("lease_ms", "session"), ("id", "old_session"), ("deadline_ms",),
+               ("id", "data", "attempt")),
+    ScriptSpec("clean", ("limit", "left", "grace_ms", "max_attempts", "front", "dry_run",
+                         "pass_start", "sample"),
+               (), ("left", "recovered", "dropped", "dead", "suspects", "promoted",
+                    "more_due", "pass_start", "pruned")),
+    ScriptSpec("deep_clean", ("grace_ms", "max_attempts", "front", "dry_run"), ("id",),
+               ("recovered", "dead", "suspects")),
+    ScriptSpec("prune", ("dry_run", "what"), ("id",)),
+    ScriptSpec("requeue_dead", ("target", "dry_run", "mode"), ("arg",),
+               ("requeued", "skipped", "missing"), ("id",)),
+    ScriptSpec("purge", ("state", "batch"), ("id",)),
+    ScriptSpec("stats", (), (),
+               ("pending", "processing", "leased", "delayed", "due", "dead", "oldest_ms",
+                "paused", "now_ms", "tenants", "other_generation"),
+               ("counter", "value")),
+    ScriptSpec("peek", ("state", "offset", "count", "from", "start_at"), (), (), _PEEKED),
+    ScriptSpec("item", ("id",), (), ("state",), _PEEKED),
+    ScriptSpec("holders", ("offset", "count"), (), (),
+               ("id", "session", "deadline_ms", "live")),
+    ScriptSpec("purge_ids", ("state", "low", "high"), ("id",), (), ("id",)),
+    # mode "set" (rest: the window in ms) and "clear" (rest: ids) reply with a number;
+    # "list" (rest: offset, count) with these fields and rows
+    ScriptSpec("dedup", ("mode",), ("arg",), ("window_ms", "now_ms", "remembered"),
+               ("id", "until_ms")),
+    # fair queues: a page of the ring of tenants with work (README "Fair queues")
+    ScriptSpec("tenants", ("offset", "size"), (), ("tenants", "default_depth"),
+               ("tenant", "depth")),
+)}
+
 #: Every script the engine runs (``lua/<name>.lua``).
-SCRIPTS = ("push", "lease", "complete", "fail", "extend", "clean", "deep_clean", "prune",
-           "requeue_dead", "purge", "stats", "peek", "cancel", "reclaim", "holders", "item",
-           "purge_ids", "dedup")
+SCRIPTS = tuple(SPECS)
+
+_DEFINES = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMMENT = re.compile(r"--.*$", re.M)
+_LAZY = "--@lazy"
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """Top-level definitions of a Lua file, in order: (name, text) for each ``local NAME``
+    or ``local function NAME`` at column 0 with the lines up to the next one (the comment
+    lines just above a definition go with it)."""
+    blocks: list[tuple[str, list[str]]] = []
+    comments: list[str] = []
+    for line in text.splitlines():
+        m = _DEFINES.match(line)
+        if m:
+            blocks.append((m.group(1), [*comments, line]))
+            comments = []
+        elif not line.strip() or line.startswith("--"):
+            comments.append(line)
+        elif blocks:
+            blocks[-1][1].extend([*comments, line])
+            comments = []
+    return [(name, "\n".join(lines)) for name, lines in blocks]
+
+
+def _names(text: str) -> set[str]:
+    return set(_NAME.findall(_COMMENT.sub("", text)))
+
+
+def _key_blocks() -> list[tuple[str, str]]:
+    """``PREFIX`` and a ``K_<NAME>`` per fixed key (KEYS[1] is ``P:queue``)."""
+    out = [("PREFIX", "local PREFIX = ARGV[1]")]
+    for k in FIXED_KEYS:
+        value = "KEYS[1]" if k.name == "queue" else f"PREFIX .. ':{k.name}'"
+        out.append((f"K_{k.name.upper()}", f"local K_{k.name.upper()} = {value}"))
+    return out
+
+
+def _generated_blocks() -> list[tuple[str, str]]:
+    """The bookkeeping lists of keys.FIXED_KEYS (the type table is made per script)."""
+    def table(names: Sequence[str]) -> str:
+        return "{" + ", ".join(f"K_{n.upper()}" for n in names) + "}"
+
+    whole = [k.name for k in FIXED_KEYS if k.role in ("meta", "other")]
+
+    def drops(rare: bool) -> str:
+        return "{" + ", ".join(
+            f"{{'{'HDEL' if k.type == 'hash' else 'ZREM'}', K_{k.name.upper()}}}"
+            for k in FIXED_KEYS if k.role == "meta" and k.rare == rare) + "}"
+
+    return [# {command, key} that drops an id's entry, for the usual and the rare meta keys
+            ("META_USUAL", f"local META_USUAL = {drops(False)}"),
+            ("META_RARE", f"local META_RARE = {drops(True)}"),
+            ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}"),
+            ("F_DEDUP_WINDOW", f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'"),
+            # fair queues (lua/_fair.lua)
+            ("TENANT_KEY_PREFIX", f"local TENANT_KEY_PREFIX = PREFIX .. ':{TENANT_QUEUE}:'"),
+            ("DEFAULT_TENANT", f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'"),
+            ("FAIR_POLL_MS", f"local FAIR_POLL_MS = {FAIR_POLL_MS}"),
+            # stats: ids at the tail of processing looked at for the other generation's keys
+            ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}")]
+
+
+def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
+    out = [(f"A_{a.upper()}", f"local A_{a.upper()} = ARGV[{i}]")
+           for i, a in enumerate(spec.args, start=len(HEAD) + 1)]
+    out.append(("REST", f"local REST = {len(HEAD) + len(spec.args) + 1}"))
+    return out
+
+
+def _type_check(keys: Sequence[str]) -> str:
+    """``QUIET`` and ``wrong_type()`` for the fixed keys a script uses (``K_<NAME>``).
+
+    wrong_type() returns an error reply naming the first of them that holds another type,
+    or nil. A rare key (keys.FixedKey.rare) is absent from a busy queue: one EXISTS over the
+    rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
+    its reads of them)."""
+    by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
+
+    def flat(rare: bool) -> str:
+        return ", ".join(f"{n}, '{by_name[n].type}'" for n in keys if by_name[n].rare == rare)
+
+    rare = ", ".join(n for n in keys if by_name[n].rare)
+    quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
+    return f"""-- True when none of this script's rare keys exists (set by wrong_type()).
+local QUIET = false
+-- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
+-- earlier writes behind. Returns an error reply naming the first key of the wrong type.
+local function wrong_type()
+  QUIET = {quiet}
+  local checks = {{{flat(False)}}}
+  if not QUIET then
+    for _, v in ipairs({{{flat(True)}}}) do checks[#checks + 1] = v end
+  end
+  for i = 1, #checks, 2 do
+    local t = redis.call('TYPE', checks[i])['ok']
+    if t ~= 'none' and t ~= checks[i + 1] then
+      return redis.error_reply('WRONGTYPE key ' .. checks[i] .. ' holds a ' .. t .. ', not a ' ..
+        checks[i + 1] .. ': something other than this queue uses the prefix; nothing was changed')
+    end
+  end
+  return nil
+end"""
+
+
+class _Block(NamedTuple):
+    name: str
+    text: str  #: as written, with each --@lazy name made ``L.<name>``
+    names: frozenset[str]  #: the names it uses (comments left out)
+    lazy: bool
 
 
 @cache
+def _common() -> tuple[_Block, ...]:
+    """The definitions of ``lua/_fair.lua`` and ``lua/_common.lua`` (in that order: the
+    latter's use the former's), read and prepared once per process."""
+    with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
+            open(os.path.join(LUA_DIR, "_common.lua")) as common:
+        blocks = _blocks(fair.read() + "\n" + common.read())
+    lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
+    return tuple(_Block(n, _lazy_refs(t, lazy), frozenset(_names(t)), n in lazy)
+                 for n, t in blocks)
+
+
+def _lazy_refs(text: str, lazy: frozenset[str]) -> str:
+    """``text`` with each use of a --@lazy name made ``L.<name>``."""
+    return _lazy_pattern(lazy).sub(r"L.\1", text).replace("local function L.", "function L.")
+
+
+@cache
+def _lazy_pattern(lazy: frozenset[str]) -> re.Pattern[str]:
+    """Any of the names in ``lazy``, not after "." or ":" (a field or method)."""
+    return re.compile(r"(?<![\w.:])(" + "|".join(sorted(lazy)) + r")\b")
+
+
+@cache
+def source(name: str) -> str:
+    """The Lua source of script ``name``: the definitions it uses, then ``lua/<name>.lua``.
+
+    Definitions come from the fixed keys (``K_<NAME>``), the script's spec (``A_<NAME>``,
+    ``REST``), the generated bookkeeping lists and type check, and ``lua/_common.lua``; one
+    is included when the script, or an included definition, names it. A ``_common.lua``
+    definition marked ``--@lazy`` becomes ``L.<name>``, made on the first call that uses
+    it (through L's ``__index``), so a call on the hot path does not pay for closures it
+    never calls."""
+    spec = SPECS[name]
+    common = _common()
+    with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
+        body = f.read()
+    head = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks()]
+    deps = {n: _names(t) for n, t in head}
+    deps.update((b.name, set(b.names)) for b in common)
+    known = set(deps) | {"wrong_type", "QUIET"}
+    wanted: set[str] = set()
+    todo = list(_names(body) & known)
+    while todo:
+        n = todo.pop()
+        if n not in wanted:
+            wanted.add(n)
+            todo.extend(deps.get(n, set()) & known)
+    keys = [f"K_{k.name.upper()}" for k in FIXED_KEYS if f"K_{k.name.upper()}" in wanted]
+    lazy = [b for b in common if b.name in wanted and b.lazy]
+    parts = [DRAGONFLY_FLAGS,  # the first line, for Dragonfly (keys.DRAGONFLY_FLAGS)
+             f"-- {name}.lua with the definitions it uses: generated by rq_cli/scripts.py "
+             f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua",
+             OLD_SERVER_CHECK]  # before any command: a server older than Redis 6 is refused
+    parts += [text for n, text in head if n in wanted]
+    if "wrong_type" in wanted or "QUIET" in wanted:
+        parts.append(_type_check(keys))
+    if lazy:
+        parts.append("-- the --@lazy definitions, made on first use\nlocal L = {}")
+    parts += [b.text for b in common if b.name in wanted and not b.lazy]
+    if lazy:
+        parts.append("setmetatable(L, {__index = function(t, k)\n  setmetatable(t, nil)")
+        parts += [b.text for b in lazy]
+        parts.append("  return rawget(t, k)\nend})")
+    parts.append(_lazy_refs(body, frozenset(b.name for b in common if b.lazy)))
+    return "\n".join(parts) + "\n"
+
+
+def _definition(block: str) -> str:
+    """The ``local [function] NAME`` line of a block."""
+    return next(line for line in block.splitlines() if _DEFINES.match(line))
+
+
 def script_source(name: str) -> str:
-    """The Lua source of script ``name``, with the common prelude in front."""
-    with open(os.path.join(LUA_DIR, "_common.lua")) as common, \
-            open(os.path.join(LUA_DIR, f"{name}.lua")) as script:
-        return lua_header() + common.read() + "\n" + script.read()
+    """The Lua source of script ``name`` (see :func:`source`)."""
+    return source(name)

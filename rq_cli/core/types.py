@@ -34,6 +34,8 @@ class QueueOptions:
     retry_backoff_max: float = 300.0
     layout: str = "compat"  # compat | v0.3 | v0.1
     requeue: str = "back"  # back | front: where clean puts recovered items
+    #: fair queues: tenant -> weight (items per turn; 1 when absent), as pairs
+    tenant_weights: tuple[tuple[str, int], ...] = ()
     #: seconds completed ids are remembered and refused by push (None: the queue's setting
     #: is left as it is; 0: no window). Set on the server by ``set_dedup_window``.
     dedup_window: float | None = None
@@ -62,6 +64,8 @@ class NewItem:
 
     data: bytes
     id: str | None = None
+    #: the tenant whose sub-queue it joins (README "Fair queues"); None: the push's tenant
+    tenant: str | None = None
 
 
 @dataclass(frozen=True)

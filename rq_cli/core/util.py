@@ -11,7 +11,7 @@ from itertools import islice
 from typing import Any
 
 from ..errors import UsageError
-from .limits import MAX_COUNT, MAX_ID_BYTES
+from .limits import MAX_COUNT, MAX_ID_BYTES, MAX_TENANT_BYTES, MAX_TENANT_WEIGHT
 
 
 def make_session() -> str:
@@ -37,6 +37,32 @@ def data_id(data: bytes) -> str:
 
 def as_bytes(data: bytes | str) -> bytes:
     return data.encode() if isinstance(data, str) else bytes(data)
+
+
+#: A tenant name: letters, digits and ``_ . @ + / -``, starting with a letter or digit
+#: (it is part of a key name, P:tenant:<T>: no glob characters, braces or spaces).
+TENANT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@+/-")
+
+
+def check_tenant(tenant: str) -> str:
+    """``tenant`` itself, or UsageError naming what is wrong with it."""
+    if not isinstance(tenant, str) or not tenant:
+        raise UsageError("a tenant name cannot be empty")
+    if len(tenant) > MAX_TENANT_BYTES:
+        raise UsageError(f"a tenant name is at most {MAX_TENANT_BYTES} characters")
+    if not tenant[0].isascii() or not tenant[0].isalnum() or not TENANT_CHARS.issuperset(tenant):
+        raise UsageError(f"bad tenant name {tenant!r}: use letters, digits and _ . @ + / -, "
+                         f"starting with a letter or digit")
+    return tenant
+
+
+def check_weight(tenant: str, weight: object) -> int:
+    """A tenant's weight, or UsageError: a whole number from 1 to MAX_TENANT_WEIGHT."""
+    if isinstance(weight, bool) or not isinstance(weight, int) \
+            or not 1 <= weight <= MAX_TENANT_WEIGHT:
+        raise UsageError(f"the weight of tenant {tenant!r} must be a whole number from 1 to "
+                         f"{MAX_TENANT_WEIGHT}, not {weight!r}")
+    return weight
 
 
 def check_id(item_id: str) -> str:

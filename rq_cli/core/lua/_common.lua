@@ -1,4 +1,4 @@
--- Prelude prepended to every rq-cli script (see queue.py, script_source).
+-- Definitions shared by the rq-cli scripts (see rq_cli/scripts.py, source).
 --
 -- KEYS[1]: P:queue, the one key declared, for routing on a cluster. Every other key is
 --   derived from the prefix P (ARGV[1]) here and below; on a cluster P carries a hash tag,
@@ -8,9 +8,13 @@
 --   1 prefix P
 --   2 now in ms since the epoch, or "" to read the server's clock (TIME)
 --   3 layout: "compat" | "v0.3" | "v0.1"
--- Each script's own arguments start at ARGV[4].
--- PREFIX, K_QUEUE, K_PROCESSING, ... K_SUSPECTS, EXPECTED_TYPES, META_HASHES, META_ZSETS and
--- UNLINKED_WHOLE come first, generated from rq_cli/keys.py FIXED_KEYS.
+-- Each script's own arguments start at ARGV[4] (named in scripts.py SPECS).
+-- Each script gets only the definitions below that it uses (rq_cli/scripts.py, source), after
+-- the names generated from rq_cli/keys.py FIXED_KEYS (PREFIX, K_QUEUE, ... K_SUSPECTS,
+-- META_USUAL, META_RARE, UNLINKED_WHOLE, the type check
+-- wrong_type() and QUIET) and its named arguments (A_<NAME>, and REST: the index of the first
+-- repeated argument). A definition marked --@lazy (off the hot paths) is made only when a
+-- call first uses it: a function costs its closure on every call that defines it.
 
 local NOW = tonumber(ARGV[2])
 if not NOW then
@@ -22,29 +26,13 @@ local WRITE_V3 = LAYOUT ~= 'v0.1'
 local WRITE_V1 = LAYOUT ~= 'v0.3'
 
 local function item_key(id) return PREFIX .. ':item:' .. id end
-local function dead_item_key(id) return PREFIX .. ':dead_item:' .. id end
+local function dead_item_key(id) return PREFIX .. ':dead_item:' .. id end --@lazy
 local function lease_key(id) return PREFIX .. ':lease:' .. id end
 local function lbs_key(id) return PREFIX .. ':leased_by_session:' .. id end
 
--- (EXPECTED_TYPES, the type each fixed key must have, is generated from keys.py.) Writing
--- scripts check them first: a script stopped by WRONGTYPE half-way would leave its earlier
--- writes behind.
-
--- An error reply naming the first fixed key of the wrong type, or nil.
-local function wrong_type()
-  for _, e in ipairs(EXPECTED_TYPES) do
-    local t = redis.call('TYPE', e[1])['ok']
-    if t ~= 'none' and t ~= e[2] then
-      return redis.error_reply('WRONGTYPE key ' .. e[1] .. ' holds a ' .. t .. ', not a ' ..
-        e[2] .. ': something other than this queue uses the prefix; nothing was changed')
-    end
-  end
-  return nil
-end
-
 -- redis.call(cmd, <head...>, <args...>) in chunks: Lua's unpack() overflows the C stack
 -- past a few thousand values. `step` must keep field/value pairs together (even).
-local function call_chunked(cmd, head, args, step)
+local function call_chunked(cmd, head, args, step) --@lazy
   step = step or 4000
   for i = 1, #args, step do
     local call = {cmd}
@@ -72,7 +60,7 @@ local function drop(cmd, key, members)
 end
 
 -- Forget clean's sightings of these ids (all kinds), if it has any at all.
-local function forget_suspects(ids)
+local function forget_suspects(ids) --@lazy
   if #ids == 0 or redis.call('EXISTS', K_SUSPECTS) == 0 then return end
   local fields = {}
   for i, id in ipairs(ids) do
@@ -88,7 +76,7 @@ local function count(field, n)
 end
 
 -- The session holding id's lease, or false. compat honours either lease key.
-local function lease_holder(id)
+local function lease_holder(id) --@lazy
   local v = false
   if WRITE_V3 then v = redis.call('GET', lease_key(id)) end
   if not v and WRITE_V1 then v = redis.call('GET', lbs_key(id)) end
@@ -99,7 +87,7 @@ end
 -- compat reads both keys: rq-cli writes the same session to both, a peer writes one, so a
 -- key naming another session means a peer leased id again after `session` did (the peer's
 -- light_clean can put a held item back in line): that session holds it no more.
-local function held_by_other(id, session)
+local function held_by_other(id, session) --@lazy
   if session == '' then return false end
   local v3 = WRITE_V3 and redis.call('GET', lease_key(id))
   local v1 = WRITE_V1 and redis.call('GET', lbs_key(id))
@@ -107,21 +95,21 @@ local function held_by_other(id, session)
 end
 
 -- Remaining lease time in ms (for adopting leases granted by peer clients), or -1.
-local function lease_pttl(id)
+local function lease_pttl(id) --@lazy
   local t = -1
   if WRITE_V3 then t = redis.call('PTTL', lease_key(id)) end
   if t < 0 and WRITE_V1 then t = redis.call('PTTL', lbs_key(id)) end
   return t
 end
 
-local function set_lease(id, session, ms)
+local function set_lease(id, session, ms) --@lazy
   if WRITE_V3 then redis.call('SET', lease_key(id), session, 'PX', ms) end
   if WRITE_V1 then redis.call('SET', lbs_key(id), session, 'PX', ms) end
   redis.call('ZADD', K_LEASES, NOW + ms, id)
   redis.call('HSET', K_HOLDERS, id, session)
 end
 
-local function del_lease(id)
+local function del_lease(id) --@lazy
   redis.call('DEL', lease_key(id), lbs_key(id))
   redis.call('ZREM', K_LEASES, id)
   redis.call('HDEL', K_HOLDERS, id)
@@ -129,28 +117,33 @@ end
 
 -- Forget that clean has seen id without a lease. P:suspects fields name the kind of
 -- sighting: "p:<id>" in processing, "c:<id>" in the v0.1 cleaning journal, "d:<id>" stray.
-local function forget_suspect(id)
+local function forget_suspect(id) --@lazy
   redis.call('HDEL', K_SUSPECTS, 'p:' .. id, 'c:' .. id, 'd:' .. id)
 end
 
--- drop_meta for many ids, in one multi-value command per bookkeeping key.
-local function drop_metas(ids)
-  for _, key in ipairs(META_HASHES) do drop('HDEL', key, ids) end
-  for _, key in ipairs(META_ZSETS) do drop('ZREM', key, ids) end
+-- drop_meta for many ids, in one multi-value command per bookkeeping key. `quiet` (QUIET,
+-- passed only by a script that has not written a rare key yet) skips the rare keys, which
+-- then do not exist.
+local function drop_metas(ids, quiet)
+  for _, e in ipairs(META_USUAL) do drop(e[1], e[2], ids) end
+  if quiet then return end
+  for _, e in ipairs(META_RARE) do drop(e[1], e[2], ids) end
   forget_suspects(ids)
 end
 
 -- Forget rq-cli's bookkeeping of an item that no longer exists (every per-item key of
 -- keys.py FIXED_KEYS with role "meta", and clean's sightings).
-local function drop_meta(id)
-  for _, key in ipairs(META_HASHES) do redis.call('HDEL', key, id) end
-  for _, key in ipairs(META_ZSETS) do redis.call('ZREM', key, id) end
+local function drop_meta(id) --@lazy
+  for _, e in ipairs(META_USUAL) do redis.call(e[1], e[2], id) end
+  for _, e in ipairs(META_RARE) do redis.call(e[1], e[2], id) end
   forget_suspect(id)
 end
 
 -- Put a live id back in line: the back (LPUSH, as peers do) or the front (RPUSH).
-local function enqueue(id, front)
-  if front then redis.call('RPUSH', K_QUEUE, id) else redis.call('LPUSH', K_QUEUE, id) end
+-- (fair: into the item's tenant sub-queue, if it has a tenant: _fair.lua line_of)
+local function enqueue(id, front) --@lazy
+  local line = line_of(id)
+  if front then redis.call('RPUSH', line, id) else redis.call('LPUSH', line, id) end
 end
 
 -- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).
@@ -172,7 +165,7 @@ end
 
 -- Move a live item to the dead letters. The caller has taken id out of every list.
 -- Returns false if the item no longer exists.
-local function dead_letter(id, reason, err)
+local function dead_letter(id, reason, err) --@lazy
   local data = redis.call('GET', item_key(id))
   if not data then return false end
   local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
@@ -183,6 +176,7 @@ local function dead_letter(id, reason, err)
   redis.call('ZADD', K_DEAD, NOW, id)
   local info = {reason = reason, attempts = attempts, at = NOW / 1000}
   if err then info.error = err end
+  info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
   drop_meta(id)
   count('dead', 1)
@@ -192,13 +186,13 @@ end
 
 -- Move up to `limit` due delayed items to the queue. Returns how many were moved, and
 -- whether more are due.
-local function promote_due(limit)
+local function promote_due(limit) --@lazy
   local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', NOW, 'LIMIT', 0, limit)
   local moved = 0
   for _, id in ipairs(ids) do
     redis.call('ZREM', K_DELAYED, id)
     if redis.call('EXISTS', item_key(id)) == 1 then
-      redis.call('LPUSH', K_QUEUE, id)
+      enqueue(id) -- (fair: to its tenant)
       moved = moved + 1
     else
       drop_meta(id)
@@ -208,7 +202,7 @@ local function promote_due(limit)
 end
 
 -- Attempts so far; at or past max_attempts (0 = unlimited) the item is not leased again.
-local function exhausted(id, max_attempts)
+local function exhausted(id, max_attempts) --@lazy
   if max_attempts <= 0 then return false end
   return (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) >= max_attempts
 end
@@ -216,14 +210,14 @@ end
 -- True if live item id has never been leased: no attempts recorded, no lease held and not in
 -- processing (a peer's lease, or one that expired, leaves it there). Called only for ids
 -- with no attempts and no lease read, so the LPOS (O(in flight)) runs off the hot path.
-local function never_leased(id)
+local function never_leased(id) --@lazy
   if lease_holder(id) then return false end
   if redis.call('EXISTS', item_key(id)) == 0 then return false end
   return not redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)
 end
 
 -- "Z" if id is dead-lettered, else "M" (missing): the outcome for an id that is not live.
-local function not_live(id)
+local function not_live(id) --@lazy
   if redis.call('ZSCORE', K_DEAD, id) then return 'Z' end
   return 'M'
 end
@@ -269,7 +263,7 @@ end
 
 -- Forget up to `limit` ids of the de-dup window whose time is over. Returns how many, and
 -- whether more may be left.
-local function prune_dedup(limit)
+local function prune_dedup(limit) --@lazy
   local old = redis.call('ZRANGEBYSCORE', K_DEDUP, '-inf', NOW, 'LIMIT', 0, limit)
   if #old > 0 then call_all('ZREM', K_DEDUP, old) end
   return #old, #old == limit
@@ -298,8 +292,18 @@ local function complete_pairs(first)
   -- both lease keys of every id in one MGET)
   local v3, v1 = {}, {}
   if any_session then v3, v1 = mget_leases(v3_keys, v1_keys) end
-  local atts = redis.call('HMGET', K_ATTEMPTS, unpack(ids))
-  local res, done, lease_keys = {}, {}, {}
+  -- attempts, for the "never leased" check, only of the ids with no lease read (one HMGET)
+  local unleased, atts = {}, {}
+  for k, id in ipairs(ids) do
+    if not v3[k] and not v1[k] then unleased[#unleased + 1] = id end
+  end
+  if #unleased > 0 then
+    local vals = redis.call('HMGET', K_ATTEMPTS, unpack(unleased))
+    for k, id in ipairs(unleased) do atts[id] = vals[k] end
+  end
+  local res, done, lease_keys, completed = {}, {}, {}, 0
+  -- (compat with the leases read: both lease keys known, so one DEL per item; see below)
+  local one_del = any_session and WRITE_V3 and WRITE_V1
   for k, id in ipairs(ids) do
     local session = ARGV[first + 2 * k - 1]
     -- (as held_by_other: either key naming another session means a peer leased id again)
@@ -307,24 +311,37 @@ local function complete_pairs(first)
       ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
     if other then
       res[k] = 'X'
-    elseif not done[id] and not atts[k] and not v3[k] and not v1[k] and never_leased(id) then
+    elseif not done[id] and not v3[k] and not v1[k] and not atts[id] and never_leased(id) then
       res[k] = 'N'
+    elseif one_del then
+      -- the data and both lease keys in one DEL: it removed the data if it removed more
+      -- keys than the MGET found leases (time stands still within a script: no lease key
+      -- expires in between)
+      local held = (v3[k] and 1 or 0) + (v1[k] and 1 or 0)
+      if redis.call('DEL', item_key(id), v3_keys[k], v1_keys[k]) > held then
+        done[id] = true
+        unlist(id)
+        completed = completed + 1
+        res[k] = 'C'
+      else
+        res[k] = done[id] and 'M' or not_live(id)
+      end
     elseif redis.call('DEL', item_key(id)) == 1 then
       done[id] = true
       unlist(id)
       lease_keys[#lease_keys + 1] = v3_keys[k]
       lease_keys[#lease_keys + 1] = v1_keys[k]
+      completed = completed + 1
       res[k] = 'C'
     else
       res[k] = done[id] and 'M' or not_live(id)
     end
   end
-  local completed = #lease_keys / 2
   if completed > 0 then
     local gone = {}
     for id in pairs(done) do gone[#gone + 1] = id end
-    call_all('DEL', nil, lease_keys)
-    drop_metas(gone)
+    if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
+    drop_metas(gone, QUIET)
     remember_completed(gone)
     count('completed', completed)
   end

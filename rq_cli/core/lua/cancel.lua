@@ -1,11 +1,11 @@
 -- cancel: dead-letter items now with reason "cancelled", whoever holds the lease (a worker
 -- running one finds it dead at its next heartbeat: extend says already_dead).
--- ARGV[4] error text ("" = none)   ARGV[5], ARGV[6], ... ids
+-- A_ERROR error text ("" = none)   ARGV[REST], ARGV[REST + 1], ... ids
 -- Returns a string, one character per id: D dead-lettered, M missing, Z already dead.
 do local bad = wrong_type(); if bad then return bad end end
-local err = ARGV[4]
+local err = A_ERROR
 local out = {}
-for i = 5, #ARGV do
+for i = REST, #ARGV do
   local id = ARGV[i]
   if redis.call('EXISTS', item_key(id)) == 0 then
     out[#out + 1] = not_live(id)

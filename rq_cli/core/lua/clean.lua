@@ -10,24 +10,24 @@
 -- this pass did not renew are forgotten: an id that left processing (a peer cleaner
 -- re-queued it) and came back later starts its grace period afresh.
 -- A sighting is stored as "<first seen ms>:<last seen ms>".
--- ARGV[4] limit   ARGV[5] how many processing ids are left to visit (-1 = start a pass)
--- ARGV[6] grace ms   ARGV[7] max_attempts   ARGV[8] "1" = re-queue at the front
--- ARGV[9] "1" = dry run: change nothing, report what would be done (ARGV[5] = offset)
--- ARGV[10] when the pass started (ms; ignored when starting a pass)
--- ARGV[11] how many ids to sample from each bookkeeping key at the end of a pass (prune)
+-- A_LIMIT limit   A_LEFT how many processing ids are left to visit (-1 = start a pass)
+-- A_GRACE_MS grace ms   A_MAX_ATTEMPTS max_attempts   A_FRONT "1" = re-queue at the front
+-- A_DRY_RUN "1" = dry run: change nothing, report what would be done (A_LEFT = offset)
+-- A_PASS_START when the pass started (ms; ignored when starting a pass)
+-- A_SAMPLE how many ids to sample from each bookkeeping key at the end of a pass (prune)
 -- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start, pruned}
 -- (pruned: ids whose bookkeeping the sampled prune dropped, plus expired ids of the de-dup
 -- window forgotten at the end of a pass, `limit` at most; more_due is also set while more
 -- of those may be left)
 do local bad = wrong_type(); if bad then return bad end end
-local limit = tonumber(ARGV[4])
-local left = tonumber(ARGV[5])
-local grace = tonumber(ARGV[6])
-local max_attempts = tonumber(ARGV[7])
-local front = ARGV[8] == '1'
-local dry = ARGV[9] == '1'
-local pass_start = tonumber(ARGV[10])
-local sample = tonumber(ARGV[11])
+local limit = tonumber(A_LIMIT)
+local left = tonumber(A_LEFT)
+local grace = tonumber(A_GRACE_MS)
+local max_attempts = tonumber(A_MAX_ATTEMPTS)
+local front = A_FRONT == '1'
+local dry = A_DRY_RUN == '1'
+local pass_start = tonumber(A_PASS_START)
+local sample = tonumber(A_SAMPLE)
 local recovered, dropped, dead, suspects, promoted, more_due = 0, 0, 0, 0, 0, 0
 local pruned = 0
 
@@ -62,11 +62,11 @@ local function prune_sampled()
       pruned = pruned + 1
     end
   end
-  for _, key in ipairs(META_HASHES) do
-    for _, id in ipairs(redis.call('HRANDFIELD', key, sample)) do check(id) end
-  end
-  for _, key in ipairs(META_ZSETS) do
-    for _, id in ipairs(redis.call('ZRANDMEMBER', key, sample)) do check(id) end
+  for _, list in ipairs({META_USUAL, META_RARE}) do
+    for _, drop in ipairs(list) do  -- {command that drops an entry, key}: HDEL for a hash
+      local pick = drop[1] == 'HDEL' and 'HRANDFIELD' or 'ZRANDMEMBER'
+      for _, id in ipairs(redis.call(pick, drop[2], sample)) do check(id) end
+    end
   end
 end
 

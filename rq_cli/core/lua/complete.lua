@@ -1,10 +1,10 @@
 -- complete: delete each item's data, lease, list entry and bookkeeping. Exactly one caller
 -- per item gets "C": the one whose DEL removed the data key.
--- ARGV[4], ARGV[5], ... pairs id, session ("" = any). With a session, an item whose lease
+-- From ARGV[REST] (scripts.py SPECS), pairs id, session ("" = any). With a session, an item whose lease
 -- another session holds is refused ("X"), so a worker whose lease expired cannot complete
 -- work re-leased to someone else.
 -- Returns a string, one character per id: C completed, M missing (not live), X conflict.
 -- The leases are read in two MGETs and the bookkeeping dropped in a few multi-value commands
 -- for the whole call; per item remain the DEL that decides and the LREM from processing.
 do local bad = wrong_type(); if bad then return bad end end
-return complete_pairs(4)
+return complete_pairs(REST)

@@ -2,16 +2,16 @@
 -- none of the lists or sets. Each is checked again here, atomically: only an item that
 -- still exists, has no lease and is not delayed counts as stray; it is re-queued (or
 -- dead-lettered at max_attempts) once it has been seen stray for the grace period.
--- ARGV[4] grace ms   ARGV[5] max_attempts   ARGV[6] "1" = front   ARGV[7] "1" = dry run
--- ARGV[8], ... ids
+-- A_GRACE_MS grace ms   A_MAX_ATTEMPTS max_attempts   A_FRONT "1" = front   A_DRY_RUN "1" = dry run
+-- ARGV[REST], ... ids
 -- Returns {recovered, dead, suspects}
 do local bad = wrong_type(); if bad then return bad end end
-local grace = tonumber(ARGV[4])
-local max_attempts = tonumber(ARGV[5])
-local front = ARGV[6] == '1'
-local dry = ARGV[7] == '1'
+local grace = tonumber(A_GRACE_MS)
+local max_attempts = tonumber(A_MAX_ATTEMPTS)
+local front = A_FRONT == '1'
+local dry = A_DRY_RUN == '1'
 local recovered, dead, suspects = 0, 0, 0
-for i = 8, #ARGV do
+for i = REST, #ARGV do
   local id = ARGV[i]
   if redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id)
       or redis.call('ZSCORE', K_DELAYED, id) then

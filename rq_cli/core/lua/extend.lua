@@ -1,12 +1,12 @@
 -- extend: push lease deadlines out, only while the lease exists (and, given a session, only
 -- if that session holds it).
--- ARGV[4] lease ms   ARGV[5], ARGV[6], ... pairs id, session ("" = any)
+-- A_LEASE_MS lease ms   ARGV[REST], ARGV[REST + 1], ... pairs id, session ("" = any)
 -- Returns {code1, deadline1, ...}: E extended, L lost (the lease has expired), X conflict,
 --   M missing, Z dead (not live: dead-lettered), N not leased (a live item never leased).
 do local bad = wrong_type(); if bad then return bad end end
-local ms = tonumber(ARGV[4])
+local ms = tonumber(A_LEASE_MS)
 local out = {}
-for i = 5, #ARGV, 2 do
+for i = REST, #ARGV, 2 do
   local id, session = ARGV[i], ARGV[i + 1]
   if redis.call('EXISTS', item_key(id)) == 0 then
     out[#out + 1] = not_live(id); out[#out + 1] = 0

@@ -1,24 +1,24 @@
 -- fail: release each item's lease; dead-letter it if asked or if it has used max_attempts,
 -- else re-queue it, after a delay (explicit, or exponential backoff with jitter).
--- ARGV[4] error text ("" = none)   ARGV[5] retry delay ms (-1 = backoff)
--- ARGV[6] dead-letter now with this reason ("failed", "cancelled"; "" = no)
--- ARGV[7] max_attempts (0 = unlimited)
--- ARGV[8] backoff base ms   ARGV[9] backoff max ms   ARGV[10] jitter factor (0.75..1.25)
--- ARGV[11], ARGV[12], ... pairs id, session ("" = any)
+-- A_ERROR error text ("" = none)   A_RETRY_MS retry delay ms (-1 = backoff)
+-- A_DEAD_REASON dead-letter now with this reason ("failed", "cancelled"; "" = no)
+-- A_MAX_ATTEMPTS max_attempts (0 = unlimited)
+-- A_BACKOFF_MS backoff base ms   A_BACKOFF_MAX_MS backoff max ms   A_JITTER jitter factor (0.75..1.25)
+-- ARGV[REST], ARGV[REST + 1], ... pairs id, session ("" = any)
 -- Returns {code1, due1, code2, due2, ...}: R retried (due = ms when leasable again),
 --   D dead, M missing, Z already dead (not live: the id is dead-lettered), N not leased (a
 --   live item that was never leased: left as it is, no failure counted), X conflict
 --   (another session holds the lease).
 do local bad = wrong_type(); if bad then return bad end end
-local err = ARGV[4]
-local retry = tonumber(ARGV[5])
-local dead_reason = ARGV[6]
+local err = A_ERROR
+local retry = tonumber(A_RETRY_MS)
+local dead_reason = A_DEAD_REASON
 local dead = dead_reason ~= ''
-local max_attempts = tonumber(ARGV[7])
-local base, cap, jitter = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local max_attempts = tonumber(A_MAX_ATTEMPTS)
+local base, cap, jitter = tonumber(A_BACKOFF_MS), tonumber(A_BACKOFF_MAX_MS), tonumber(A_JITTER)
 local out = {}
 local failed, retried = 0, 0
-for i = 11, #ARGV, 2 do
+for i = REST, #ARGV, 2 do
   local id, session = ARGV[i], ARGV[i + 1]
   if held_by_other(id, session) then
     out[#out + 1] = 'X'; out[#out + 1] = 0
@@ -47,7 +47,7 @@ for i = 11, #ARGV, 2 do
       if delay > 0 then
         redis.call('ZADD', K_DELAYED, NOW + delay, id)
       else
-        redis.call('LPUSH', K_QUEUE, id)
+        enqueue(id) -- (fair: back to its tenant)
       end
       retried = retried + 1
       out[#out + 1] = 'R'; out[#out + 1] = NOW + delay

@@ -1,10 +1,10 @@
 -- holders: who holds the items of one page of processing. Read-only.
--- ARGV[4] offset from the right end of P:processing (the oldest lease first)
--- ARGV[5] page size (limits.py HOLDERS_PAGE: four multi-key reads per page)
--- Returns a flat list, HOLDER_FIELDS (queue.py) = 4 fields per item, oldest lease first:
+-- A_OFFSET offset from the right end of P:processing (the oldest lease first)
+-- A_COUNT page size (limits.py HOLDERS_PAGE: four multi-key reads per page)
+-- Returns a flat list, SPECS['holders'].rows in scripts.py, per item, oldest lease first:
 --   id, session (false: nobody known), deadline_ms (-1: unknown), live (1: a lease is held
 --   now; 0: abandoned, the lease ran out and session is the last holder, from P:holders)
-local offset, n = tonumber(ARGV[4]), tonumber(ARGV[5])
+local offset, n = tonumber(A_OFFSET), tonumber(A_COUNT)
 local got = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
 local ids = {}
 for i = #got, 1, -1 do ids[#ids + 1] = got[i] end

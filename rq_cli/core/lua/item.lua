@@ -1,13 +1,13 @@
 -- item: one item by id, in whatever state it is. Read-only.
--- ARGV[4] the id
--- Returns {} when the id is neither live nor dead, else {state, then PEEK_FIELDS (queue.py)
+-- A_ID the id
+-- Returns {} when the id is neither live nor dead, else {state, then SPECS['item'].rows (scripts.py)
 -- fields as peek.lua returns them}: id, data, attempts, enqueued_ms, holder,
 -- lease_deadline_ms, score_ms, dead_info JSON, last error, abandoned.
 -- The state is found in O(1) or O(log N) reads, except for a live item that is neither
 -- delayed nor leased: it is in processing (an abandoned lease: LPOS over processing, which
 -- holds only the items in flight) or else pending (the queue itself is not searched: it may
 -- be millions long).
-local id = ARGV[4]
+local id = A_ID
 local data = redis.call('GET', item_key(id))
 local state, score, info, holder, deadline, abandoned = false, -1, false, false, -1, 0
 if not data then
@@ -47,4 +47,5 @@ return {
   holder, deadline, score, info,
   redis.call('HGET', K_ERRORS, id),
   abandoned,
+  redis.call('HGET', K_ITEM_TENANT, id), -- fair: its tenant (a dead item's is in dead_info)
 }

@@ -3,34 +3,37 @@
 -- Due delayed items are promoted first. Ghost ids (no data) are dropped; a second copy of an
 -- id whose lease is held is dropped; expired items and items that have used max_attempts
 -- are dead-lettered.
--- ARGV[4] count   ARGV[5] lease ms   ARGV[6] session   ARGV[7] max_attempts (0 = unlimited)
--- ARGV[8] "1" = at most once: complete each item as it is taken (its data is returned and
---         the item deleted in the same step; a worker that dies loses the job, by request)
--- ARGV[9], ARGV[10], ... pairs id, session: items to complete first, in the same step (a
---         worker's loop: finish the last item, take the next, in one round trip)
--- Returns {status, lease_deadline_ms, next_due_ms, completions, id1, data1, attempt1, id2, ...}
+-- Arguments (scripts.py SPECS): A_COUNT, A_LEASE_MS, A_SESSION, A_MAX_ATTEMPTS (0 =
+-- unlimited), A_AT_MOST_ONCE ("1": complete each item as it is taken: its data is returned
+-- and the item deleted in the same step; a worker that dies loses the job, by request);
+-- from ARGV[REST], pairs id, session: items to complete first, in the same step (a worker's
+-- loop: finish the last item, take the next, in one round trip).
+-- Returns {status, deadline_ms, next_due_ms, completions, id1, data1, attempt1, id2, ...}
 --   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
 --   completions: one character per item completed first, as complete.lua returns them.
 do local bad = wrong_type(); if bad then return bad end end
-local completions = complete_pairs(9)
-if redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1, completions} end
-local want = tonumber(ARGV[4])
-local ms = tonumber(ARGV[5])
-local session = ARGV[6]
-local max_attempts = tonumber(ARGV[7])
-local at_most_once = ARGV[8] == '1'
-promote_due(1000)
+local completions = complete_pairs(REST)
+-- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no
+-- item has an expiry and clean has no sightings: their reads are skipped)
+if not QUIET and redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1, completions} end
+local want = tonumber(A_COUNT)
+local ms = tonumber(A_LEASE_MS)
+local session = A_SESSION
+local max_attempts = tonumber(A_MAX_ATTEMPTS)
+local at_most_once = A_AT_MOST_ONCE == '1'
+if not QUIET then promote_due(1000) end
 local out = {0, NOW + ms, -1, completions}
 local taken, looked = 0, 0
 local limit = want + 1000 -- bounded: at most this many ids looked at per call
-local has_expiry = redis.call('EXISTS', K_EXPIRES) == 1
+local has_expiry = not QUIET and redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
 local leased, stamps, deadlines, holders = {}, {}, {}, {}
 local done_at_once = {} -- (at most once) completed as taken: remembered by a de-dup window
 local deadline = tostring(NOW + ms)
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
-  local ids = redis.call('RPOP', K_QUEUE, math.min(want - taken, limit - looked, 1000))
+  -- (fair: round-robin over the tenants with work, _fair.lua; else RPOP P:queue)
+  local ids = take_ids(math.min(want - taken, limit - looked, 1000))
   if not ids then break end
   looked = looked + #ids
   local item_keys, v3_keys, v1_keys = {}, {}, {}
@@ -94,12 +97,17 @@ if #leased > 0 then
   call_all('LPUSH', K_PROCESSING, leased)
   call_all('ZADD', K_LEASES, deadlines)
   call_all('HSET', K_HOLDERS, holders)
-  forget_suspects(leased)
+  if not QUIET then forget_suspects(leased) end
 end
 remember_completed(done_at_once)
 count('leased', taken)
-if taken == 0 then
+if taken == 0 and not QUIET then
   local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
   if first[2] then out[3] = tonumber(first[2]) end
+  -- fair: a waiting client blocks on P:queue, which a tenant push does not touch: on a
+  -- queue that has had tenants, it looks again within FAIR_POLL_MS
+  if redis.call('EXISTS', K_FAIR) == 1 and (out[3] < 0 or out[3] > NOW + FAIR_POLL_MS) then
+    out[3] = NOW + FAIR_POLL_MS
+  end
 end
 return out

@@ -1,16 +1,19 @@
 -- peek: read up to `count` items of one state, changing nothing. Read-only.
--- ARGV[4] state: pending | processing | delayed | dead   ARGV[5] offset   ARGV[6] count
--- ARGV[7] from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
--- ARGV[8] optional, delayed/dead: begin at this member while it is still in the set (a cursor
---   that stays put while members before it leave); else, or when it has left, at the offset
--- Returns a flat list, PEEK_FIELDS (queue.py) = 10 fields per item:
+-- A_STATE state: pending | processing | delayed | dead   A_OFFSET offset   A_COUNT count
+-- A_FROM from: "head" (next to be leased; oldest lease; soonest due; oldest death) | "tail"
+-- A_START_AT optional ("" = none), delayed/dead: begin at this member while it is still in
+--   the set (a cursor that stays put while members before it leave); else, or when it has
+--   left, at the offset
+-- Returns a flat list, SPECS['peek'].rows (scripts.py) per item:
 --   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
 --   dead_info JSON, last error, abandoned (1: in processing, its lease ran out; holder and
---   deadline are then the last holder's)
-local state, offset, n, head = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == 'head'
+--   deadline are then the last holder's), tenant (fair queues; false: none, or dead: in
+--   dead_info)
+local state, offset, n, head = A_STATE, tonumber(A_OFFSET), tonumber(A_COUNT), A_FROM == 'head'
 local ids, scores = {}, {}
 if state == 'pending' or state == 'processing' then
-  local key = state == 'pending' and K_QUEUE or K_PROCESSING
+  -- (fair: KEYS[2], if given, is the tenant's sub-queue to read instead of P:queue)
+  local key = state == 'pending' and (KEYS[2] or K_QUEUE) or K_PROCESSING
   if head then
     local got = redis.call('LRANGE', key, -(offset + n), -(offset + 1))
     for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
@@ -20,8 +23,8 @@ if state == 'pending' or state == 'processing' then
 else
   local key = state == 'delayed' and K_DELAYED or K_DEAD
   local cmd = head and 'ZRANGE' or 'ZREVRANGE'
-  if ARGV[8] and ARGV[8] ~= '' then
-    offset = redis.call(head and 'ZRANK' or 'ZREVRANK', key, ARGV[8]) or offset
+  if A_START_AT ~= '' then
+    offset = redis.call(head and 'ZRANK' or 'ZREVRANK', key, A_START_AT) or offset
   end
   local got = redis.call(cmd, key, offset, offset + n - 1, 'WITHSCORES')
   for i = 1, #got, 2 do
@@ -69,5 +72,6 @@ for i, id in ipairs(ids) do
   out[#out + 1] = info
   out[#out + 1] = live and redis.call('HGET', K_ERRORS, id)
   out[#out + 1] = abandoned
+  out[#out + 1] = live and redis.call('HGET', K_ITEM_TENANT, id) -- fair: its tenant, or false
 end
 return out

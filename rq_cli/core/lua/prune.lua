@@ -1,17 +1,17 @@
 -- deep clean, prune step: drop rq-cli's bookkeeping (attempts, enqueued, errors, expires,
 -- suspects, leases) of ids whose item no longer exists, for example items completed by a
 -- peer client, which knows nothing of these keys.
--- ARGV[4] "1" = dry run
--- ARGV[5] "meta": drop all bookkeeping of ids whose item is gone;
+-- A_DRY_RUN "1" = dry run
+-- A_WHAT "meta": drop all bookkeeping of ids whose item is gone;
 --         "strays": forget stray sightings ("d:<id>") of ids deep clean no longer sees stray
--- ARGV[6], ... ids
+-- ARGV[REST], ... ids
 -- Returns the number of ids pruned ("meta") or sightings forgotten ("strays").
 do local bad = wrong_type(); if bad then return bad end end
-local dry = ARGV[4] == '1'
+local dry = A_DRY_RUN == '1'
 local pruned = 0
-for i = 6, #ARGV do
+for i = REST, #ARGV do
   local id = ARGV[i]
-  if ARGV[5] == 'strays' then
+  if A_WHAT == 'strays' then
     if not dry then pruned = pruned + redis.call('HDEL', K_SUSPECTS, 'd:' .. id) end
   elseif redis.call('EXISTS', item_key(id)) == 0 then
     if not dry then drop_meta(id) end

@@ -1,14 +1,14 @@
 -- purge, one bounded step: delete up to `batch` items of one state (UNLINK: memory is freed
 -- off the main thread).
--- ARGV[4] state: pending | processing | delayed | dead | strays | meta
--- ARGV[5] batch size   ARGV[6..] (strays) ids whose item keys SCAN found
+-- A_STATE state: pending | processing | delayed | dead | strays | meta
+-- A_BATCH batch size   ARGV[REST..] (strays) ids whose item keys SCAN found
 -- Returns how many entries this step removed (0 = that state is empty).
 do local bad = wrong_type(); if bad then return bad end end
-local state = ARGV[4]
-local batch = tonumber(ARGV[5])
+local state = A_STATE
+local batch = tonumber(A_BATCH)
 local n = 0
 if state == 'pending' then
-  local ids = redis.call('RPOP', K_QUEUE, batch)
+  local ids = take_pending(batch) -- (fair: P:queue, then the tenants' sub-queues)
   if not ids then return 0 end
   for _, id in ipairs(ids) do
     -- a second copy of an id someone holds: the leased item is not pending, keep it
@@ -42,7 +42,7 @@ elseif state == 'dead' then
   end
   n = #popped / 2
 elseif state == 'strays' then
-  for i = 6, #ARGV do
+  for i = REST, #ARGV do
     n = n + redis.call('UNLINK', item_key(ARGV[i]))
     del_lease(ARGV[i])
   end

@@ -1,22 +1,22 @@
 -- purge_ids: delete the named items of one state, each only if it is still in that state
 -- (filtered purge: an earlier peek read the ids and the filter chose them; an id that has
 -- moved on since is left alone, so a re-run never deletes anything twice).
--- ARGV[4] state: pending | processing | delayed | dead
--- ARGV[5], ARGV[6] lists: the lowest and highest index (from the left, LRANGE's) at which the
+-- A_STATE state: pending | processing | delayed | dead
+-- A_LOW, A_HIGH lists: the lowest and highest index (from the left, LRANGE's) at which the
 --   ids were read; the ids are looked for in that window widened by PURGE_SLACK each side
 --   (other clients' pushes and completions shift them meanwhile), never in the whole list
--- ARGV[7..] ids
+-- ARGV[REST..] ids
 -- Returns the ids deleted.
 do local bad = wrong_type(); if bad then return bad end end
 local PURGE_SLACK = 1000
-local state = ARGV[4]
+local state = A_STATE
 local out = {}
 if state == 'pending' or state == 'processing' then
   local key = state == 'pending' and K_QUEUE or K_PROCESSING
   local wanted = {}
-  for i = 7, #ARGV do wanted[ARGV[i]] = true end
-  local lo = math.max(tonumber(ARGV[5]) - PURGE_SLACK, 0)
-  local window = redis.call('LRANGE', key, lo, tonumber(ARGV[6]) + PURGE_SLACK)
+  for i = REST, #ARGV do wanted[ARGV[i]] = true end
+  local lo = math.max(tonumber(A_LOW) - PURGE_SLACK, 0)
+  local window = redis.call('LRANGE', key, lo, tonumber(A_HIGH) + PURGE_SLACK)
   -- found ids are overwritten with a marker (LSET), then all markers go in one LREM from
   -- the nearer end: one pass over the list per call instead of one per id
   local marker = '\0rq-cli:purged\0'
@@ -38,7 +38,7 @@ if state == 'pending' or state == 'processing' then
     drop_metas(out)
   end
 elseif state == 'delayed' then
-  for i = 7, #ARGV do
+  for i = REST, #ARGV do
     if redis.call('ZREM', K_DELAYED, ARGV[i]) == 1 then
       redis.call('UNLINK', item_key(ARGV[i]))
       out[#out + 1] = ARGV[i]
@@ -46,7 +46,7 @@ elseif state == 'delayed' then
   end
   drop_metas(out)
 elseif state == 'dead' then
-  for i = 7, #ARGV do
+  for i = REST, #ARGV do
     if redis.call('ZREM', K_DEAD, ARGV[i]) == 1 then
       redis.call('UNLINK', dead_item_key(ARGV[i]))
       redis.call('HDEL', K_DEAD_INFO, ARGV[i])

@@ -1,20 +1,20 @@
 -- push: add items; an item is added only if P:item:<id> does not exist (dedup by id).
--- ARGV[4] front: "1" = leased next (RPUSH), else the back of the line (LPUSH)
--- ARGV[5] delay in ms (0 = ready now; > 0 = goes to P:delayed, due at now + delay)
--- ARGV[6] expiry in ms after now (0 = never): not leased after that, dead-lettered as expired
--- ARGV[7] "1" = every id is freshly made at random by the caller: no item can have it, so
+-- A_FRONT front: "1" = leased next (RPUSH), else the back of the line (LPUSH)
+-- A_DELAY_MS delay in ms (0 = ready now; > 0 = goes to P:delayed, due at now + delay)
+-- A_EXPIRE_MS expiry in ms after now (0 = never): not leased after that, dead-lettered as expired
+-- A_FRESH "1" = every id is freshly made at random by the caller: no item can have it, so
 --         the data is written with one MSET (no SET NX each) and the reused-id reset below
 --         is skipped
--- ARGV[8], ARGV[9], ... pairs id, data (at most a few thousand pairs per call)
+-- ARGV[REST], ARGV[REST + 1], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate (an item with
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
 -- or dead; requeue-dead or purge --state dead frees it), "3" recently completed (in the
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 do local bad = wrong_type(); if bad then return bad end end
-local front = ARGV[4] == '1'
-local delay = tonumber(ARGV[5])
-local expire = tonumber(ARGV[6])
-local fresh = ARGV[7] == '1'
+local front = A_FRONT == '1'
+local delay = tonumber(A_DELAY_MS)
+local expire = tonumber(A_EXPIRE_MS)
+local fresh = A_FRESH == '1'
 local call = redis.call
 local item_prefix = PREFIX .. ':item:'
 local added, flags, n, dups = {}, {}, 0, 0
@@ -22,7 +22,7 @@ if fresh then
   -- No key can exist for an id just made at random (128 bits): one MSET for all the data,
   -- instead of a SET NX per item that would always succeed.
   local kv = {}
-  for i = 8, #ARGV, 2 do
+  for i = REST, #ARGV, 2 do
     n = n + 1
     added[n] = ARGV[i]
     kv[2 * n - 1] = item_prefix .. ARGV[i]
@@ -33,34 +33,35 @@ if fresh then
 else
   -- ids that are dead-lettered, in one ZMSCORE (skipped when there are no dead letters)
   local dead = {}
-  if call('EXISTS', K_DEAD) == 1 then
+  if not QUIET and call('EXISTS', K_DEAD) == 1 then
     local ids = {}
-    for i = 8, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+    for i = REST, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
     dead = call('ZMSCORE', K_DEAD, unpack(ids))
   end
   -- ids completed within the de-dup window (skipped when nothing is remembered)
   local recent = {}
-  if call('EXISTS', K_DEDUP) == 1 then
+  if not QUIET and call('EXISTS', K_DEDUP) == 1 then
     local ids = {}
-    for i = 8, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+    for i = REST, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
     recent = call('ZMSCORE', K_DEDUP, unpack(ids))
   end
-  for i = 8, #ARGV, 2 do
+  for i = REST, #ARGV, 2 do
     local id = ARGV[i]
-    local until_ms = recent[(i - 6) / 2]
-    if dead[(i - 6) / 2] then
+    local k = (i - REST) / 2 + 1
+    local until_ms = recent[k]
+    if dead[k] then
       dups = dups + 1
-      flags[(i - 6) / 2] = '2'
+      flags[k] = '2'
     elseif until_ms and tonumber(until_ms) > NOW then
       dups = dups + 1
-      flags[(i - 6) / 2] = '3'
+      flags[k] = '3'
     elseif call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
       n = n + 1
       added[n] = id
-      flags[(i - 6) / 2] = '1'
+      flags[(i - REST) / 2 + 1] = '1'
     else
       dups = dups + 1
-      flags[(i - 6) / 2] = '0'
+      flags[(i - REST) / 2 + 1] = '0'
     end
   end
 end
@@ -74,7 +75,7 @@ if n > 0 and not fresh then
     stale[2 * i] = lbs_key(id)
   end
   call_all('DEL', nil, stale)
-  drop_metas(added) -- (its enqueued time is written again below)
+  drop_metas(added, QUIET) -- (its enqueued time is written again below)
 end
 if n > 0 then
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
@@ -93,12 +94,14 @@ if n > 0 then
     call_all('ZADD', key, due)
   end
   if expire > 0 then zadd_after(K_EXPIRES, expire) end
+  -- fair: KEYS[2], if given, is a tenant's sub-queue: the items go there (_fair.lua)
+  local line = tenant_pushed(added, delay <= 0)
   if delay > 0 then
     zadd_after(K_DELAYED, delay)
   elseif front then
-    call_all('RPUSH', K_QUEUE, added)
+    call_all('RPUSH', line, added)
   else
-    call_all('LPUSH', K_QUEUE, added)
+    call_all('LPUSH', line, added)
   end
 end
 count('pushed', n)

@@ -1,16 +1,16 @@
 -- reclaim: a named worker, restarted, takes back the items its previous run held, as new
 -- attempts, without waiting for their leases to run out.
--- ARGV[4] lease ms   ARGV[5] the new session
--- ARGV[6], ARGV[7], ... pairs id, old session (the holder P:holders named)
+-- A_LEASE_MS lease ms   A_SESSION the new session
+-- ARGV[REST], ARGV[REST + 1], ... pairs id, old session (the holder P:holders named)
 -- An item is taken when it is live, its last holder is still the old session, and either the
 -- old session still holds the lease or the lease ran out and it is still in processing (not
 -- yet put back in line by a cleaner: then it is leased the usual way).
 -- Returns {lease_deadline_ms, id1, data1, attempt1, id2, ...}
 do local bad = wrong_type(); if bad then return bad end end
-local ms, session = tonumber(ARGV[4]), ARGV[5]
+local ms, session = tonumber(A_LEASE_MS), A_SESSION
 local out = {NOW + ms}
 local taken = 0
-for i = 6, #ARGV, 2 do
+for i = REST, #ARGV, 2 do
   local id, old = ARGV[i], ARGV[i + 1]
   local data = redis.call('GET', item_key(id))
   if data and redis.call('HGET', K_HOLDERS, id) == old then

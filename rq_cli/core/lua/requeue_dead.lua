@@ -1,20 +1,21 @@
 -- requeue-dead: move dead items back to a queue (this one, or another with prefix T on the
 -- same server; on a cluster T must share this queue's hash tag).
--- ARGV[4] target prefix T   ARGV[5] "1" = dry run
--- ARGV[6] mode: "ids" (ARGV[9..] are ids) or "range" (the oldest dead, by time of death)
--- ARGV[7] range: latest time of death (ms) to take   ARGV[8] range: batch size
--- ARGV[9] range: offset (dead items skipped by earlier calls)
+-- A_TARGET target prefix T   A_DRY_RUN "1" = dry run
+-- A_MODE mode: "ids" (ARGV[REST..] are ids) or "range" (the oldest dead, by time of death)
+-- ARGV[REST] range: latest time of death (ms) to take   ARGV[REST + 1] range: batch size
+-- ARGV[REST + 2] range: offset (dead items skipped by earlier calls)
 -- Returns {requeued, skipped, missing, id1, id2, ...} (the requeued ids)
 -- skipped: an item with that id is live again in the target; it stays dead.
 do local bad = wrong_type(); if bad then return bad end end
-local target = ARGV[4]
-local dry = ARGV[5] == '1'
+local target = A_TARGET
+local dry = A_DRY_RUN == '1'
 local ids
-if ARGV[6] == 'range' then
-  ids = redis.call('ZRANGEBYSCORE', K_DEAD, '-inf', ARGV[7], 'LIMIT', ARGV[9], ARGV[8])
+if A_MODE == 'range' then
+  ids = redis.call('ZRANGEBYSCORE', K_DEAD, '-inf', ARGV[REST], 'LIMIT', ARGV[REST + 2],
+    ARGV[REST + 1])
 else
   ids = {}
-  for i = 7, #ARGV do ids[#ids + 1] = ARGV[i] end
+  for i = REST, #ARGV do ids[#ids + 1] = ARGV[i] end
 end
 local out = {0, 0, 0}
 for _, id in ipairs(ids) do
@@ -30,7 +31,14 @@ for _, id in ipairs(ids) do
     out[#out + 1] = id
     if not dry then
       redis.call('SET', target_item, data)
-      redis.call('LPUSH', target .. ':queue', id)
+      -- fair: back to its tenant's sub-queue (in this queue; another queue gets it untenanted)
+      local tenant = target == PREFIX and dead_tenant(id)
+      if tenant then
+        redis.call('HSET', K_ITEM_TENANT, id, tenant)
+        enqueue(id)
+      else
+        redis.call('LPUSH', target .. ':queue', id)
+      end
       redis.call('HSET', target .. ':enqueued', id, NOW)
       redis.call('HDEL', target .. ':attempts', id)
       redis.call('DEL', dead_item_key(id))

@@ -1,13 +1,14 @@
 -- stats: every count in one call, each O(1) or O(log N) whatever the queue's size.
--- Read-only. ARGV[4]: how many ids at the tail of processing to look at for the other
--- generation's lease keys.
+-- Read-only. GENERATION_SAMPLE (limits.py): how many ids at the tail of processing to look at
+-- for the other generation's lease keys.
 -- Returns {pending, processing, leased, delayed, due, dead, oldest_enqueued_ms (-1 = unknown),
---          paused, now_ms, other_generation (1 = seen), counter1, value1, ...}
+--          paused, now_ms, tenants, other_generation (1 = seen), counter1, value1, ...}
 -- other_generation: a queue whose layout writes one generation's keys (v0.3 or v0.1) shows
 -- the other's (P:cleaning or P:leased_by_session:<id> for v0.3, P:lease:<id> for v0.1): a
 -- peer of that generation shares it. Bounded: one EXISTS per sampled id.
 -- leased counts leases in P:leases (granted by rq-cli, or seen by its clean) still running.
-local pending = redis.call('LLEN', K_QUEUE)
+-- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
+local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, 'pending')) or 0)
 local processing = redis.call('LLEN', K_PROCESSING)
 local leased = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')
 local oldest = -1
@@ -21,13 +22,14 @@ local out = {
   oldest,
   redis.call('EXISTS', K_PAUSED),
   NOW,
+  math.max(redis.call('LLEN', K_TENANTS) - 1, 0), -- fair: tenants with work
 }
 local other = 0
 if LAYOUT ~= 'compat' then
   if LAYOUT == 'v0.3' and redis.call('EXISTS', K_CLEANING) == 1 then other = 1 end
   local probe = LAYOUT == 'v0.3' and lbs_key or lease_key
   if other == 0 then
-    for _, id in ipairs(redis.call('LRANGE', K_PROCESSING, -tonumber(ARGV[4]), -1)) do
+    for _, id in ipairs(redis.call('LRANGE', K_PROCESSING, -GENERATION_SAMPLE, -1)) do
       if redis.call('EXISTS', probe(id)) == 1 then other = 1; break end
     end
   end

@@ -1,0 +1,89 @@
+"""A/B of script versions, side by side on one server: ``python -m bench.ab REV [items]``.
+
+The scripts of git revision ``REV`` (its ``queue.script_source``) against the working
+tree's, alternating, three rounds; per loop the server's script time per item (EVALSHA usec
+from ``INFO commandstats``, wall clock: inflated when the server waits for a core), the
+server process's CPU time per item (``INFO cpu``: not inflated, but with its network work)
+and nested commands per item. Figures of one run only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rq_cli.queue import WorkQueue
+from rq_cli.servers import ServerProcess, find_server_binary
+from rq_cli.types import ItemRef
+
+from .nested import measure
+
+
+def old_sources(rev: str) -> dict[str, str]:
+    """Every script's source at ``rev``, made by that revision's own code."""
+    tmp = Path(tempfile.mkdtemp(prefix="rq-ab-"))
+    subprocess.run(f"git archive {rev} rq_cli | tar -x -C {tmp}", shell=True, check=True)
+    code = ("import json,sys; sys.path.insert(0, sys.argv[1]); "
+            "from rq_cli.queue import script_source as s; "
+            "print(json.dumps({n: s(n) for n in ('lease', 'complete', 'push')}))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp)], check=True,
+                         capture_output=True, text=True).stdout
+    import json
+
+    return dict(json.loads(out))
+
+
+def main(argv: list[str]) -> int:
+    rev = argv[0] if argv else "HEAD"
+    items = int(argv[1]) if len(argv) > 1 else 2000
+    old = old_sources(rev)
+    data = [b'{"n":1,"body":"lorem ipsum dolor sit amet"}'] * items
+    with ServerProcess(binary=find_server_binary()) as server:
+        server.start()
+        client = server.client()
+        res: dict[str, list[dict[str, Any]]] = {}
+        for _ in range(3):
+            for label in (rev, "worktree"):
+                q = WorkQueue(client, "ab")
+                if label == rev:
+                    q._scripts = {n: client.register_script(src) for n, src in old.items()}
+                    for src in old.values():
+                        client.script_load(src)
+                q.push(data)
+
+                def one(q: WorkQueue = q) -> None:
+                    refs: list[ItemRef] = []
+                    while True:
+                        _, got = q.complete_and_lease(refs, 1)
+                        refs = [ItemRef(i.id, i.session) for i in got]
+                        if not refs:
+                            break
+
+                res.setdefault(f"{label} 1 at a time", []).append(measure(client, items, one))
+                q.push(data)
+
+                def batched(q: WorkQueue = q) -> None:
+                    while got := q.lease(100):
+                        q.complete([ItemRef(i.id, i.session) for i in got])
+
+                res.setdefault(f"{label} lease(100)+complete", []).append(
+                    measure(client, items, batched))
+                client.config_resetstat()
+                pushed = measure(client, items, lambda q=q: q.push(data))
+                res.setdefault(f"{label} push", []).append(pushed)
+                q.purge("all")
+        for name, runs in sorted(res.items(), key=lambda kv: kv[0].split(" ", 1)[1]):
+            us = sorted(r["us_per_item"] for r in runs)
+            cpu = sorted(r["cpu_us_per_item"] for r in runs)
+            print(f"{name:32s} exec {us[1]:6.1f} us/item (runs "
+                  f"{', '.join(f'{u:.1f}' for u in us)}), server CPU {cpu[1]:6.1f} us/item "
+                  f"(runs {', '.join(f'{u:.1f}' for u in cpu)}), "
+                  f"{runs[0]['nested_per_item']:.2f} nested/item")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
