@@ -19,10 +19,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rq_cli.servers import ServerProcess, find_server_binary
 
@@ -383,6 +383,28 @@ class Prober:
             "realtime_prober": self.realtime,
         }
         return self.result
+
+
+class Probed(NamedTuple):
+    seconds: float  #: how long ``fn`` ran
+    pings: dict[str, Any]  #: the Prober's result (worst PING and the like)
+    slowest_ms: float  #: the longest server call SLOWLOG saw (0 if none over 2 ms)
+
+
+def probed_run(client: Any, host: str, port: int, fn: Callable[[], Any]) -> Probed:
+    """Run ``fn`` while a second client times PINGs, with SLOWLOG catching every server call
+    over 2 ms: SLOWLOG tells a long server call (a script's fault) from the server process
+    being descheduled by other work on the machine (the PINGs show both)."""
+    client.config_set("slowlog-log-slower-than", 2000)
+    client.config_set("slowlog-max-len", 100_000)
+    client.slowlog_reset()
+    with Prober(host, port) as p:
+        t0 = time.perf_counter()
+        fn()
+        seconds = time.perf_counter() - t0
+        pings = p.stop()
+    slow = [e["duration"] / 1000 for e in client.slowlog_get(100_000)]
+    return Probed(seconds, pings, max(slow, default=0.0))
 
 
 # -- JSON output -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 from ..fill import fill
-from ..harness import CaseResult, Ctx, Prober, Row, log, median, summary
+from ..harness import CaseResult, Ctx, Prober, Row, log, median, probed_run, summary
 
 Q = "dq"
 STRAY_EVERY = 100
@@ -40,18 +40,10 @@ def run(ctx: Ctx) -> CaseResult:
     slowest: dict[str, list[float]] = {k: [] for k in times}
 
     def probed(name: str, fn) -> None:  # type: ignore[no-untyped-def]
-        # SLOWLOG tells a long server call (the script's fault) from the server process being
-        # descheduled by other work on the machine (the prober's PING shows both).
-        client.config_set("slowlog-log-slower-than", 2000)
-        client.config_set("slowlog-max-len", 100_000)
-        client.slowlog_reset()
-        with Prober(host, port) as p:
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-            pings[name].append(p.stop())
-        slow = [e["duration"] / 1000 for e in client.slowlog_get(100_000)]
-        slowest[name].append(max(slow, default=0.0))
+        run = probed_run(client, host, port, fn)
+        times[name].append(run.seconds)
+        pings[name].append(run.pings)
+        slowest[name].append(run.slowest_ms)
         log(f"deep: {name}: {times[name][-1]:.2f} s, worst PING {pings[name][-1]['max_ms']:.1f} "
             f"ms, longest server call {slowest[name][-1]:.1f} ms")
 

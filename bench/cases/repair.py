@@ -13,10 +13,8 @@ test), timed in the same repetition.
 
 from __future__ import annotations
 
-import time
-
 from ..fill import fill
-from ..harness import CaseResult, Ctx, Prober, Row, log, median, summary
+from ..harness import CaseResult, Ctx, Row, log, median, probed_run, summary
 
 Q = "fq"
 EXPR = "starts_with(user, 'user-1')"
@@ -46,18 +44,11 @@ def run(ctx: Ctx) -> CaseResult:
     slowest: dict[str, list[float]] = {k: [] for k in times}
 
     def probed(name: str, fn) -> None:  # type: ignore[no-untyped-def]
-        client.config_set("slowlog-log-slower-than", 2000)
-        client.config_set("slowlog-max-len", 100_000)
-        client.slowlog_reset()
-        with Prober(host, port) as p:
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-            pings = p.stop()
-        worst[name].append(pings["max_ms"])
-        p99[name].append(pings["p99_ms"])
-        slowest[name].append(max((e["duration"] / 1000 for e in
-                                  client.slowlog_get(100_000)), default=0.0))
+        run = probed_run(client, host, port, fn)
+        times[name].append(run.seconds)
+        worst[name].append(run.pings["max_ms"])
+        p99[name].append(run.pings["p99_ms"])
+        slowest[name].append(run.slowest_ms)
         log(f"filter: {name}: {times[name][-1]:.2f} s, worst PING {worst[name][-1]:.1f} ms, "
             f"longest server call {slowest[name][-1]:.1f} ms")
 
