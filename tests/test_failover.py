@@ -201,7 +201,13 @@ def test_a_call_cut_off_by_a_sentinel_failover_is_exit_69(sentinel_group, tmp_pa
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=tmp_path)
     try:
-        time.sleep(1.0)  # the lease is waiting on the server
+        # The lease must be blocked on the old primary before the failover starts: a client
+        # slow to start (a loaded CI machine) would otherwise ask the sentinel after the
+        # switch and wait on the new primary for the whole 40 s.
+        old = sentinel_group["primary"].client(protocol=2)
+        wait_for(lambda: old.info("clients")["blocked_clients"] >= 1, 20,
+                 "the lease to block on the primary")
+        old.close()
         _sentinel_failover(sentinel, replica)
         out, err = proc.communicate(timeout=30)
     finally:
