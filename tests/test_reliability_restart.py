@@ -412,15 +412,17 @@ def test_bulk_push_interrupted_or_killed_resumes_without_duplicates(
 # =============================================================================================
 class ReplyDropper:
     """A loopback TCP proxy in front of a server that, once armed, lets the next request
-    containing ``trigger`` through, waits for the server's answer, throws it away and closes
+    containing one of ``triggers`` (a script call: EVALSHA, or FCALL of a hot script on a
+    server with Functions) through, waits for the server's answer, throws it away and closes
     the client's connection: the command ran, the client never hears of it. Every other byte
     is forwarded unchanged. Threads are daemons and every socket times out."""
 
-    def __init__(self, port: int, trigger: bytes = b"EVALSHA") -> None:
+    def __init__(self, port: int, triggers: tuple[bytes, ...] = (b"EVALSHA", b"FCALL")
+                 ) -> None:
         import socket
 
         self.target = ("127.0.0.1", port)
-        self.trigger = trigger
+        self.triggers = triggers
         self.armed = False
         self.dropped = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -453,7 +455,7 @@ class ReplyDropper:
         try:
             while data := client.recv(65536):
                 with self.lock:
-                    if self.armed and self.trigger in data:
+                    if self.armed and any(t in data for t in self.triggers):
                         self.armed = False
                         doomed.set()
                 server.sendall(data)
@@ -490,7 +492,8 @@ def dropper(server: ServerProcess) -> Iterator[ReplyDropper]:
 
 
 def warm_scripts(r: Any) -> None:
-    """Load the scripts into the server's cache, so the CLI's first EVALSHA runs at once."""
+    """Load the scripts into the server's cache (and the library, where the server has
+    Functions), so the CLI's first script call runs at once."""
     wq = WorkQueue(r, "warm")
     wq.push([NewItem(b"1", "w")])
     wq.lease()

@@ -39,6 +39,7 @@ class Trips:
     commands: list[str] = field(default_factory=list)  # top-level commands (MONITOR, tcp)
     nested: int = 0  # commands run inside scripts (MONITOR, lua)
     evalsha: int = 0  # INFO commandstats deltas
+    fcall: int = 0
     eval: int = 0
     script: int = 0  # SCRIPT LOAD / EXISTS / ...
     processed: int = 0  # INFO stats total_commands_processed delta, calibrated
@@ -100,6 +101,7 @@ class Meter:
         delta = {k: calls1.get(k, 0) - calls0.get(k, 0) for k in calls1}
         trips.evalsha = delta.get("cmdstat_evalsha", 0)
         trips.eval = delta.get("cmdstat_eval", 0)
+        trips.fcall = delta.get("cmdstat_fcall", 0)
         trips.script = sum(v for k, v in delta.items() if k.startswith("cmdstat_script"))
         trips.processed = total1 - total0
         return trips
@@ -124,11 +126,17 @@ def meter(server: Any, r: redis.Redis) -> Any:
     m.close()
 
 
+def has_functions(client: redis.Redis) -> bool:
+    """Redis >= 7 and Valkey (which reports Redis 7.2 here) have FUNCTION and FCALL."""
+    return int(str(client.info("server")["redis_version"]).split(".")[0]) >= 7
+
+
 def one_round_trip(t: Trips) -> None:
-    """One write, one EVALSHA and nothing else on the wire; the work ran inside the script."""
+    """One write, one script call (EVALSHA, or FCALL for the hot scripts on a server with
+    Functions: rq_cli/core/calling.py) and nothing else on the wire; the work ran inside it."""
     assert t.writes == 1, t
-    assert t.names == ["EVALSHA"], t
-    assert (t.evalsha, t.eval, t.script) == (1, 0, 0), t
+    assert t.names in (["EVALSHA"], ["FCALL"]), t
+    assert (t.evalsha + t.fcall, t.eval, t.script) == (1, 0, 0), t
     assert t.nested > 0, t
 
 
@@ -140,7 +148,7 @@ def test_lease_is_one_round_trip(meter: Meter) -> None:
     one_round_trip(t)
     t = meter.measure(lambda: q.lease(count=50))
     one_round_trip(t)
-    print(f"lease: {t.writes} round trip, {t.evalsha} EVALSHA")
+    print(f"lease: {t.writes} round trip, {t.names}")
 
 
 def test_lease_of_an_empty_queue_is_one_round_trip(meter: Meter) -> None:
@@ -237,10 +245,22 @@ def test_stats_is_one_round_trip_whatever_the_queue_size(meter: Meter) -> None:
 
 def test_cold_script_cache_costs_one_extra_load_once(meter: Meter) -> None:
     """Why the other tests warm up: on a server without the script, redis-py sends EVALSHA,
-    gets NOSCRIPT, sends SCRIPT LOAD and EVALSHA again -- once per script."""
+    gets NOSCRIPT, sends SCRIPT LOAD and EVALSHA again -- once per script. With Functions,
+    a hot script's first FCALL finds no function, and the library is loaded, once."""
     q = WorkQueue(meter.client, PREFIX)
     q.push([b"a", b"b"])
+    q.stats()
     meter.admin.script_flush()
-    cold = meter.measure(lambda: q.lease())
+    cold = meter.measure(lambda: q.stats())
     assert cold.writes == 3 and cold.names == ["EVALSHA", "SCRIPT", "EVALSHA"], cold
-    one_round_trip(meter.measure(lambda: q.lease()))
+    one_round_trip(meter.measure(lambda: q.stats()))
+    if has_functions(meter.admin):
+        meter.admin.function_flush()
+        cold = meter.measure(lambda: q.lease())
+        assert cold.writes == 3 and cold.names == ["FCALL", "FUNCTION", "FCALL"], cold
+        assert meter.admin.function_list()[0][1].decode().startswith("rqcli_")
+        one_round_trip(meter.measure(lambda: q.lease()))
+    else:  # (the first FCALL was refused by a server without Functions; EVALSHA since)
+        q.lease()
+        assert q.caller.functions is False
+        one_round_trip(meter.measure(lambda: q.lease()))

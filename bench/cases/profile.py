@@ -38,7 +38,7 @@ def _server_cpu(client: Any) -> float:
 def _evalsha(client: Any) -> dict[str, float]:
     stats = client.info("commandstats")
     out: dict[str, float] = {"calls": 0, "usec": 0.0}
-    for name in ("cmdstat_evalsha", "cmdstat_eval"):
+    for name in ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"):
         if name in stats:
             out["calls"] += int(stats[name]["calls"])
             out["usec"] += float(stats[name]["usec"])

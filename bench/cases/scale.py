@@ -35,7 +35,7 @@ from ..harness import SERVER_CORE, CaseResult, Ctx, Row, cores, log, median
 Q = "sq"
 LOOPS = ("rq 1", "rq 100", "peer", "bare")
 #: commandstats entries that count as the loop's server time
-_COMMANDS = ("evalsha", "eval", "rpoplpush", "lrem", "get", "setex", "set", "del", "lmove",
+_COMMANDS = ("evalsha", "eval", "fcall", "rpoplpush", "lrem", "get", "setex", "set", "del", "lmove",
              "exists", "ping")
 
 
@@ -156,7 +156,7 @@ def _completion_cost(ctx: Ctx, in_flight: int, completes: int = 2000) -> float:
     for item in items[:completes]:
         q.complete([item])
     us = sum(float(v["usec"]) for k, v in client.info("commandstats").items()
-             if k in ("cmdstat_evalsha", "cmdstat_eval"))
+             if k in ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"))
     client.close()
     return us / completes
 

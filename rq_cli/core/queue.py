@@ -27,7 +27,8 @@ from .limits import (
     PRUNE_SAMPLE,
     SLOW_BATCH,
 )
-from .scripts import SPECS, Reply, script_source
+from .calling import Caller
+from .scripts import SPECS, Reply
 from .types import (
     ItemOutcome,
     ItemRef,
@@ -103,7 +104,8 @@ class WorkQueue:
             raise ClusterError(
                 f"queue prefix {prefix!r} has no hash tag, so its keys would be spread over "
                 f"the cluster's slots; use a prefix like '{{{prefix}}}' or 'app:{{{prefix}}}'")
-        self._scripts: dict[str, Any] = {}
+        #: runs the scripts (FCALL of the hot ones where the server has Functions)
+        self.caller = Caller(client)
         #: fair queues: the configured weights, until written to P:tenant_weights
         self._weights = {check_tenant(t): check_weight(t, w)
                          for t, w in self.options.tenant_weights}
@@ -114,11 +116,8 @@ class WorkQueue:
     # -- script calls (public: bulk push, deep clean and the worker use them) ----------
     def script(self, name: str) -> Any:
         """Script ``name`` (scripts.SPECS) registered with the client (a redis-py Script:
-        ``.sha``, ``.script``), made once per queue."""
-        script = self._scripts.get(name)
-        if script is None:
-            script = self._scripts[name] = self.client.register_script(script_source(name))
-        return script
+        ``.sha``, ``.script``), made once per queue: for EVALSHA on a pipeline."""
+        return self.caller.script(name)
 
     def script_head(self, now_ms: int | None = None) -> list[Any]:
         """ARGV[1..3] of every script call: prefix, now ("" = the server's clock), layout."""
@@ -161,8 +160,7 @@ class WorkQueue:
         ``SPECS[name].decode``). ``keys``: KEYS to pass instead of :attr:`script_keys`
         (fair queues name a tenant's sub-queue as KEYS[2])."""
         argv = SPECS[name].argv(self.script_head(now_ms), args or {}, rest)
-        return self.script(name)(keys=keys or self._script_keys, args=argv,
-                                 client=client or self.client)
+        return self.caller.run(name, keys or self._script_keys, argv, client)
 
     def decoded(self, name: str, args: Mapping[str, Any] | None = None,
                 rest: Sequence[Any] = (), now_ms: int | None = None,

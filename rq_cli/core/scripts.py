@@ -19,6 +19,7 @@ This module imports neither Typer nor rich.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -238,6 +239,7 @@ end"""
 class _Block(NamedTuple):
     name: str
     text: str  #: as written, with each --@lazy name made ``L.<name>``
+    plain: str  #: as written (the library makes every definition at load: no ``L``)
     names: frozenset[str]  #: the names it uses (comments left out)
     lazy: bool
 
@@ -250,7 +252,7 @@ def _common() -> tuple[_Block, ...]:
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
         blocks = _blocks(fair.read() + "\n" + common.read())
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
-    return tuple(_Block(n, _lazy_refs(t, lazy), frozenset(_names(t)), n in lazy)
+    return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)
 
 
@@ -308,6 +310,129 @@ def source(name: str) -> str:
         parts.append("  return rawget(t, k)\nend})")
     parts.append(_lazy_refs(body, frozenset(b.name for b in common if b.lazy)))
     return "\n".join(parts) + "\n"
+
+
+# -- Redis Functions: the hot scripts as one library --------------------------------------
+
+#: The scripts a worker runs once per item (or per batch). On a server with Redis Functions
+#: (Redis >= 7.0, Valkey) they run as the functions of one library (:func:`library`), whose
+#: helpers and key names are made once, not on every call; elsewhere as EVALSHA of
+#: :func:`source`.
+HOT = ("lease", "complete", "fail", "extend")
+
+#: Prefix of the library's name and of its functions' names (then a hash of the library).
+FUNCTION_PREFIX = "rqcli_"
+
+
+class Library(NamedTuple):
+    """The hot scripts as a Redis Functions library (``FUNCTION LOAD``)."""
+
+    name: str  #: rqcli_<hash of the code>: a changed library loads beside the old one
+    code: str
+    functions: dict[str, str]  #: script name -> function name (``FCALL``)
+
+
+def _bare(block: str, name: str) -> str:
+    """A ``local NAME = ...`` block as an assignment to an upvalue declared before."""
+    return re.sub(rf"^local {name}\b", name, block, count=1, flags=re.M)
+
+
+@cache
+def library() -> Library:
+    """The scripts of :data:`HOT` as one library: the same definitions and bodies as
+    :func:`source`, arranged so that a call pays only for its own work.
+
+    - Every definition (helper functions, tables, constants) is made once, when the library
+      loads; nothing is ``--@lazy``.
+    - The values a call brings (KEYS, ARGV, NOW, the layout, the tenant of KEYS[2]) are
+      upvalues that ``begin`` sets at the start of each call; the key names and tables made
+      from the prefix are made again only when the prefix differs from the last call's.
+    - Each script becomes ``local function run_<name>(keys, args)``: ``begin``, its named
+      arguments and type check (as in :func:`source`), then its body unchanged."""
+    spec_blocks = [*_key_blocks(), *_generated_blocks()]
+    common = _common()
+    blocks = [(n, t) for n, t in spec_blocks] + [(b.name, b.plain) for b in common]
+    per_prefix: list[str] = []
+    changes = {"ARGV", "KEYS", "K_QUEUE"}  # (PREFIX too, but see begin)
+    ordered_call: list[tuple[str, str]] = []
+    ordered_prefix: list[tuple[str, str]] = []
+    static: list[tuple[str, str]] = []
+    for n, t in blocks:
+        if n in ("PREFIX", "K_QUEUE"):
+            continue
+        if _is_function(t):
+            static.append((n, t))
+            continue
+        used = _names(t) - {n}
+        if used & (changes | {x for x, _ in ordered_call}):
+            ordered_call.append((n, t))
+        elif used & ({"PREFIX"} | set(per_prefix)):
+            per_prefix.append(n)
+            ordered_prefix.append((n, t))
+        else:
+            static.append((n, t))
+    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET",
+                *(n for n, _ in ordered_prefix), *(n for n, _ in ordered_call)]
+    body_parts = [f"local {', '.join(declared)}"]
+    body_parts += [t for n, t in static if not _is_function(t)]
+    begin = ["-- Set the values of this call (and, for a new prefix, the names made from it).",
+             "local function begin(keys, args)",
+             "  KEYS, ARGV = keys, args",
+             "  K_QUEUE = keys[1]",
+             "  QUIET = false",
+             "  if args[1] ~= PREFIX then",
+             "    PREFIX = args[1]"]
+    begin += ["    " + line for n, t in ordered_prefix for line in _code_lines(_bare(t, n))]
+    begin += ["  end"]
+    begin += ["  " + line for n, t in ordered_call for line in _code_lines(_bare(t, n))]
+    begin += ["end"]
+    body_parts.append("\n".join(begin))
+    body_parts += [t for n, t in static if _is_function(t)]
+    runs: list[str] = []
+    for name in HOT:
+        spec = SPECS[name]
+        with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
+            body = f.read()
+        used_keys = [f"K_{k.name.upper()}" for k in FIXED_KEYS
+                     if f"K_{k.name.upper()}" in _names(body) | _deep_names(body)]
+        check = _type_check(used_keys).replace("local QUIET = false\n", "")
+        args = "\n".join(t for _, t in _arg_blocks(spec))
+        runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
+                    f"{args}\n{check}\n{body}\nend")
+    code = "\n".join([*body_parts, *runs]) + "\n"
+    digest = hashlib.sha1(code.encode()).hexdigest()[:16]
+    lib = f"{FUNCTION_PREFIX}{digest}"
+    functions = {name: f"{lib}_{name}" for name in HOT}
+    registers = [f"redis.register_function('{functions[n]}', run_{n})" for n in HOT]
+    header = (f"#!lua name={lib}\n-- rq-cli's hot scripts ({', '.join(HOT)}) as functions: "
+              f"generated by rq_cli/core/scripts.py library() from lua/_fair.lua, "
+              f"lua/_common.lua and lua/<name>.lua\n")
+    return Library(lib, header + code + "\n".join(registers) + "\n", functions)
+
+
+def _code_lines(block: str) -> list[str]:
+    """The lines of ``block`` that are not blank or only a comment."""
+    return [line for line in block.splitlines()
+            if line.strip() and not line.lstrip().startswith("--")]
+
+
+def _is_function(block: str) -> bool:
+    return _definition(block).startswith("local function ")
+
+
+def _deep_names(body: str) -> set[str]:
+    """The names ``body`` uses, with those of the definitions it uses, transitively (the
+    fixed keys a script touches through its helpers are type-checked as in :func:`source`)."""
+    deps = {b.name: set(b.names) for b in _common()}
+    deps.update((n, _names(t)) for n, t in [*_key_blocks(), *_generated_blocks()])
+    seen: set[str] = set()
+    todo = list(_names(body))
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(deps.get(n, set()))
+    return seen
 
 
 def _definition(block: str) -> str:

@@ -1,0 +1,122 @@
+"""How a queue's script calls reach the server: FCALL where it can, else EVALSHA.
+
+The scripts of :data:`scripts.HOT` (what a worker runs per item) are also one Redis Functions
+library (:func:`scripts.library`). Its helpers and key names are made once, when it loads,
+instead of on every call: the server time per item is the engine's budget (DESIGN.md
+section 1). A :class:`Caller` tries ``FCALL`` first and settles on what the server offers:
+
+- ``Function not found`` (a server that never had this library, or lost it to ``FUNCTION
+  FLUSH``): ``FUNCTION LOAD`` it, once, then call again;
+- a server without Functions (Redis 6.2, Dragonfly), or an ACL user without ``fcall`` or
+  ``function|load``: the scripts run as EVALSHA, as every other script does, from then on;
+- a cluster client, a pipeline, or ``RQ_CLI_FUNCTIONS=0`` in the environment: EVALSHA only.
+
+Both ways run the same definitions and bodies (``lua/``), so they behave the same; the test
+suite runs them both (Redis 6.2 has no Functions).
+
+This module imports neither Typer nor rich.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .scripts import HOT, library, script_source
+from .util import is_cluster
+
+#: Environment variable: "0" (or "false", "no") runs every script as EVALSHA.
+ENV_FUNCTIONS = "RQ_CLI_FUNCTIONS"
+
+
+def functions_allowed() -> bool:
+    """False when the environment turns FCALL off (:data:`ENV_FUNCTIONS`)."""
+    return os.environ.get(ENV_FUNCTIONS, "1").strip().lower() not in ("0", "false", "no")
+
+
+def _refusal(error: Exception) -> str:
+    """What an error reply to FCALL or FUNCTION LOAD says: "missing" (no such function),
+    "exists" (the library is there already), "unsupported" (the server, or the user's ACL,
+    offers no Functions), or "" (anything else: the script's own error reply, a lost
+    connection). (redis is imported here, not at the top: ``rq-cli --help`` loads this
+    module and must not load redis, as in rq_cli/connect.py.)"""
+    from redis.exceptions import NoPermissionError, ResponseError
+
+    if not isinstance(error, ResponseError):
+        return ""
+    message = str(error).lower()
+    if isinstance(error, NoPermissionError) or "unknown command" in message or (
+            "unknown subcommand" in message):
+        return "unsupported"
+    if "function not found" in message:
+        return "missing"
+    if "already exists" in message:
+        return "exists"
+    return ""
+
+
+class Caller:
+    """Runs the scripts of ``lua/`` on ``client``, by name."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._scripts: dict[str, Any] = {}
+        #: None: not tried yet; True: FCALL works; False: EVALSHA only
+        self.functions: bool | None = None
+        if is_cluster(client) or not functions_allowed():
+            self.functions = False
+
+    def script(self, name: str) -> Any:
+        """Script ``name`` registered with the client (a redis-py Script: ``.sha``,
+        ``.script``), made once."""
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self.client.register_script(script_source(name))
+        return script
+
+    def run(self, name: str, keys: Sequence[Any], argv: Sequence[Any],
+            client: Any = None) -> Any:
+        """The reply of script ``name`` with ``keys`` and ``argv``; ``client``: a pipeline
+        (or another connection) to send it on instead, always as EVALSHA."""
+        if client is None and self.functions is not False and name in HOT:
+            done, reply = self._fcall(name, keys, argv)
+            if done:
+                return reply
+        return self.script(name)(keys=keys, args=argv, client=client or self.client)
+
+    def _fcall(self, name: str, keys: Sequence[Any], argv: Sequence[Any]) -> tuple[bool, Any]:
+        """(True, the reply), or (False, None) when the server has no Functions for us."""
+        lib = library()
+        loaded = False
+        while True:
+            try:
+                reply = self.client.fcall(lib.functions[name], len(keys), *keys, *argv)
+            except Exception as e:
+                refusal = _refusal(e)
+                if refusal == "missing" and not loaded:
+                    if not self._load(lib.code):
+                        return False, None
+                    loaded = True
+                    continue
+                if refusal == "unsupported":
+                    self.functions = False
+                    return False, None
+                raise  # (the script's own error reply, e.g. a key of the wrong type)
+            self.functions = True
+            return True, reply
+
+    def _load(self, code: str) -> bool:
+        """FUNCTION LOAD the library; False if the server will not (no Functions, an ACL
+        without ``function|load``, a read-only replica): then EVALSHA it is."""
+        try:
+            self.client.function_load(code)
+        except Exception as e:
+            refusal = _refusal(e)
+            if refusal == "exists":  # (another client loaded it meanwhile)
+                return True
+            if refusal == "":
+                raise  # (a lost connection; or a library that does not compile: a bug)
+            self.functions = False
+            return False
+        return True
