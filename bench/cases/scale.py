@@ -4,6 +4,9 @@ For N = 1, 2, 4, 8 and (cores - 2) worker processes (only the Ns this machine ca
 loops drain the same number of items:
 
 - ``rq 1``: rq-cli one item at a time, ``complete_and_lease`` (one round trip per item);
+  as ``FCALL`` of the Functions library where the server has Functions;
+- ``rq 1 evalsha`` (one worker only, for the A/B): the same with ``RQ_CLI_FUNCTIONS=0``, as
+  ``EVALSHA`` of the generated script;
 - ``rq 100``: rq-cli batched, ``lease(100)`` + one ``complete`` of the 100;
 - ``peer``: redis-work-queue 0.1.5, ``lease`` + ``complete`` (five commands per item);
 - ``bare``: the floor, ``RPOPLPUSH`` + ``LREM`` (no data, no lease).
@@ -33,7 +36,9 @@ from ..fill import fill
 from ..harness import SERVER_CORE, CaseResult, Ctx, Row, cores, log, median
 
 Q = "sq"
-LOOPS = ("rq 1", "rq 100", "peer", "bare")
+LOOPS = ("rq 1", "rq 100", "peer", "bare", "rq 1 evalsha")
+#: loops run at one worker only
+ONE_WORKER = ("rq 1 evalsha",)
 #: commandstats entries that count as the loop's server time
 _COMMANDS = ("evalsha", "eval", "fcall", "rpoplpush", "lrem", "get", "setex", "set", "del", "lmove",
              "exists", "ping")
@@ -52,12 +57,16 @@ def _worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
     c = redis.Redis(host="127.0.0.1", port=port)
     done = 0
     if loop.startswith("rq"):
+        from rq_cli.core.calling import ENV_FUNCTIONS
         from rq_cli.core.queue import WorkQueue
         from rq_cli.core.types import ItemRef
 
+        if loop == "rq 1 evalsha":
+            os.environ[ENV_FUNCTIONS] = "0"  # (this worker process only)
         q = WorkQueue(c, Q)
         q.stats()  # a first script call: connection made
-        batch = 1 if loop == "rq 1" else 100
+        q.complete(["-warm-up-"])  # (no such item: the hot scripts' library is loaded)
+        batch = 1 if loop.startswith("rq 1") else 100
         go.wait()
         t0 = time.perf_counter()
         refs: list[ItemRef] = []
@@ -192,8 +201,10 @@ def run(ctx: Ctx) -> CaseResult:
         loop: {n: [] for n in counts} for loop in LOOPS}
     for rep in range(ctx.reps):
         for n in counts:
-            order = LOOPS[rep % 4:] + LOOPS[:rep % 4]
+            order = LOOPS[rep % len(LOOPS):] + LOOPS[:rep % len(LOOPS)]
             for loop in order:
+                if loop in ONE_WORKER and n != counts[0]:
+                    continue
                 f = _run(ctx, loop, n, total - total % n)
                 figures[loop][n].append(f)
                 log(f"scale rep {rep + 1}: {loop} x{n}: {f['items_per_s']:,.0f} items/s, "
@@ -204,8 +215,8 @@ def run(ctx: Ctx) -> CaseResult:
     def med(loop: str, n: int, key: str) -> float:
         return median(f[key] for f in figures[loop][n])
 
-    table = {loop: {n: {k: med(loop, n, k) for k in figures[loop][n][0]} for n in counts}
-             for loop in LOOPS}
+    table = {loop: {n: {k: med(loop, n, k) for k in figures[loop][n][0]} for n in counts
+                    if figures[loop][n]} for loop in LOOPS}
     flat = {n: [_completion_cost(ctx, n) for _ in range(ctx.reps)] for n in (100, 10_000)}
     longest = [_longest_call_ms(ctx) for _ in range(ctx.reps)]
     res.raw = {"items": total, "workers": counts, "loops": table,
@@ -225,6 +236,10 @@ def run(ctx: Ctx) -> CaseResult:
                         f"{table['rq 100'][one]['exec_us_per_item']:.1f} us",
                         f"{table['peer'][one]['exec_us_per_item']:.1f} us",
                         per_rep("rq 100", "peer", one, "exec_us_per_item"), "max", 1))
+    res.rows.append(Row("scale", "server exec us/item, 1 at a time: FCALL / EVALSHA (info)",
+                        f"{table['rq 1'][one]['exec_us_per_item']:.1f} us",
+                        f"{table['rq 1 evalsha'][one]['exec_us_per_item']:.1f} us",
+                        per_rep("rq 1", "rq 1 evalsha", one, "exec_us_per_item"), "info", None))
     res.rows.append(Row("scale", "server exec us/item, peer / bare RPOPLPUSH+LREM (info)",
                         f"{table['peer'][one]['exec_us_per_item']:.1f} us",
                         f"{table['bare'][one]['exec_us_per_item']:.1f} us",
@@ -242,10 +257,11 @@ def run(ctx: Ctx) -> CaseResult:
                             f"{table['peer'][top]['items_per_s']:,.0f}",
                             per_rep("rq 1", "peer", top, "items_per_s"), "min", 1.5))
     for n in counts:
+        main = [lp for lp in LOOPS if lp not in ONE_WORKER]
         res.rows.append(Row("scale", f"items/s at {n} workers: rq 1 | rq 100 | peer | bare",
-                            " | ".join(f"{table[lp][n]['items_per_s']:,.0f}" for lp in LOOPS),
+                            " | ".join(f"{table[lp][n]['items_per_s']:,.0f}" for lp in main),
                             "server cpu share " + " | ".join(
-                                f"{table[lp][n]['server_cpu_share']:.2f}" for lp in LOOPS),
+                                f"{table[lp][n]['server_cpu_share']:.2f}" for lp in main),
                             [table["rq 1"][n]["items_per_s"] / table["peer"][n]["items_per_s"]],
                             "info", None))
     return res
