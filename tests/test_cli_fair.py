@@ -14,7 +14,7 @@ import time
 import pytest
 import redis
 from cli_helpers import write_config
-from redis_work_queue import KeyPrefix  # type: ignore[import-untyped]
+from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
 from rq_cli.core.keys import Keys
@@ -402,3 +402,26 @@ def test_concurrent_workers_lease_every_tenant_item_exactly_once(r):
     k = Keys("q")
     assert not r.exists(k.tenants, k.item_tenant, k.queue)
     assert r.hget(k.fair, "pending") == b"0"
+
+
+def test_the_oldest_pending_age_sees_the_tenants_items(cli, r):
+    """stats' oldest pending age (and so `stats --check --max-age`) counts items waiting in
+    tenant sub-queues, not only the default tenant's."""
+    now = int(time.time() * 1000)  # (the command line reads the server's clock)
+    q = WorkQueue(r, "q")
+    q.push([NewItem(b'"old"', "old")], tenant="acme", now_ms=now - 60_000)
+    q.push([NewItem(b'"mid"', "mid")], tenant="globex", now_ms=now - 30_000)
+    q.push([NewItem(b'"new"', "new")], now_ms=now - 1_000)
+    assert q.stats(now_ms=now).oldest_pending_age_s == 60.0
+    # a peer's item (no push time) in the default tenant hides nothing
+    PeerQueue(KeyPrefix("q")).add_item(r, Item(b'"peer"'))
+    assert q.stats(now_ms=now).oldest_pending_age_s == 60.0
+    # the check alerts on the tenant's item, from the command line (exit 5)
+    breach = cli("stats", "q", "--check", "--max-age", "45")
+    assert breach.exit_code == 5, breach
+    assert "age" in breach.stderr + breach.stdout
+    # the default tenant's turn, then acme's: the old item leased, the oldest is globex's
+    assert [i.id for i in q.lease(2, now_ms=now)] == ["new", "old"]
+    assert r.llen(Keys("q").tenant_queue("acme")) == 0
+    assert q.stats(now_ms=now).oldest_pending_age_s == 30.0
+    assert cli("stats", "q", "--check", "--max-age", "45").exit_code == 0

@@ -66,7 +66,7 @@ def _worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
         q = WorkQueue(c, Q)
         q.stats()  # a first script call: connection made
         q.complete(["-warm-up-"])  # (no such item: the hot scripts' library is loaded)
-        batch = 1 if loop.startswith("rq 1") else 100
+        batch = 1 if loop in ("rq 1", "rq 1 evalsha") else 100
         go.wait()
         t0 = time.perf_counter()
         refs: list[ItemRef] = []

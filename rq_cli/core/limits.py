@@ -46,3 +46,7 @@ MAX_CLEAN_WAIT = 60.0
 PRUNE_SAMPLE = 100
 #: Ids at the tail of processing that stats looks at for the other generation's lease keys.
 GENERATION_SAMPLE = 100
+#: Fair queues: tenants of the ring whose oldest pending item stats looks at for the oldest
+#: pending age (two reads each; a queue with more tenants with work gets the oldest of these
+#: and the default tenant's, and as the ring turns, of others on the next call).
+TENANT_AGE_SAMPLE = 100

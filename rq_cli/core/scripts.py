@@ -34,7 +34,7 @@ from .keys import (
     OLD_SERVER_CHECK,
     TENANT_QUEUE,
 )
-from .limits import FAIR_POLL_MS, GENERATION_SAMPLE
+from .limits import FAIR_POLL_MS, GENERATION_SAMPLE, TENANT_AGE_SAMPLE
 
 LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
 
@@ -191,7 +191,9 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("DEFAULT_TENANT", f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'"),
             ("FAIR_POLL_MS", f"local FAIR_POLL_MS = {FAIR_POLL_MS}"),
             # stats: ids at the tail of processing looked at for the other generation's keys
-            ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}")]
+            ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}"),
+            # stats: tenants of the ring looked at for the oldest pending age
+            ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}")]
 
 
 def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:

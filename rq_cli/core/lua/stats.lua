@@ -11,9 +11,18 @@
 local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, 'pending')) or 0)
 local processing = redis.call('LLEN', K_PROCESSING)
 local leased = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')
+-- oldest: the push time of the oldest pending item whose push time is known (a peer's items
+-- have none), -1 if none is. fair: each tenant's oldest item is the tail of its sub-queue;
+-- the TENANT_AGE_SAMPLE tenants nearest their turn are looked at (bounded: two reads each).
 local oldest = -1
-local tail = redis.call('LINDEX', K_QUEUE, -1)
-if tail then oldest = tonumber(redis.call('HGET', K_ENQUEUED, tail)) or -1 end
+local function consider(tail)
+  local t = tail and tonumber(redis.call('HGET', K_ENQUEUED, tail))
+  if t and (oldest < 0 or t < oldest) then oldest = t end
+end
+consider(redis.call('LINDEX', K_QUEUE, -1))
+for _, t in ipairs(redis.call('LRANGE', K_TENANTS, -TENANT_AGE_SAMPLE, -1)) do
+  if t ~= DEFAULT_TENANT then consider(redis.call('LINDEX', tenant_key(t), -1)) end
+end
 local out = {
   pending, processing, leased,
   redis.call('ZCARD', K_DELAYED),
