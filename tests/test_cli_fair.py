@@ -425,3 +425,39 @@ def test_the_oldest_pending_age_sees_the_tenants_items(cli, r):
     assert r.llen(Keys("q").tenant_queue("acme")) == 0
     assert q.stats(now_ms=now).oldest_pending_age_s == 30.0
     assert cli("stats", "q", "--check", "--max-age", "45").exit_code == 0
+
+
+def test_a_filter_over_pending_items_sees_every_tenant(cli, r):
+    """peek/purge --state pending --match read the default tenant's list, then each tenant's
+    sub-queue; a purged sub-queue that empties leaves the ring, and leases go on in turn."""
+    cli("push", "q", "--id", "d1", '{"bad": true}')
+    cli("push", "q", "--id", "d2", '{"bad": false}')
+    cli("push", "q", "--tenant", "acme", "--with-ids", "-",
+        input="".join(f'{{"id": "a{k}", "data": {{"bad": {str(k < 2).lower()}}}}}\n'
+                      for k in range(3)))
+    cli("push", "q", "--tenant", "globex", "--id", "g1", '{"bad": true}')
+    cli("push", "q", "--tenant", "initech", "--id", "i1", '{"bad": false}')
+    k = Keys("q")
+    assert r.llen(k.tenants) == 4  # the default tenant and three
+    seen = cli("peek", "q", "--match", "bad", "-n", "100")
+    assert sorted(row["id"] for row in seen.json) == ["a0", "a1", "d1", "g1"]
+    assert "4 matched of 7 pending scanned" in seen.stderr
+    one = cli("peek", "q", "--tenant", "acme", "--match", "bad", "-n", "100")
+    assert [row["id"] for row in one.json] == ["a0", "a1"]
+    assert "2 matched of 3 pending scanned" in one.stderr
+    dry = cli("purge", "q", "--match", "bad", "--dry-run").one
+    assert (dry["matched"], dry["purged"]) == (4, 0)
+    run = cli("purge", "q", "--match", "bad", "--yes", "--summary").one
+    assert (run["matched"], run["purged"]) == (4, 4)
+    # nothing of the purged items is left; globex's sub-queue emptied and left the ring
+    assert not any(r.exists(f"q:item:{i}") for i in ("a0", "a1", "d1", "g1"))
+    assert r.llen(k.tenant_queue("acme")) == 1 and not r.exists(k.tenant_queue("globex"))
+    assert [t.decode() for t in r.lrange(k.tenants, 0, -1)].count("globex") == 0
+    assert r.llen(k.tenants) == 3
+    assert not r.hexists(k.item_tenant, "a0")
+    stats = cli("stats", "q", "--json").one
+    assert (stats["pending"], stats["tenants"]) == (3, 2)
+    # the rest is leased, each item once, in turn, and the ring is gone with the last one
+    assert lease_order(cli, 10) == [str({"bad": False})] * 3
+    assert cli("stats", "q", "--json").one["pending"] == 0
+    assert not r.exists(k.tenants)

@@ -241,7 +241,7 @@ def peek(
     wq = st.queue(queue)
     if flt is not None:
         peek_matching(out, queue, wq, cast("ItemState", item_state.value), flt, count=count,
-                      from_end=end.value, raw=raw)
+                      from_end=end.value, raw=raw, tenant=tenant)
         return
     states = cast("list[ItemState]", [s for s in STATES
                                   if item_state is PurgeChoice.all or s == item_state.value])
@@ -271,9 +271,11 @@ def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
 
 
 def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemState",
-                  flt: "ItemFilter", *, count: int, from_end: str, raw: bool) -> None:
-    """``peek`` with a filter: the first ``count`` matching items, read page by page; the
-    counts (scanned, matched, not JSON) on stderr."""
+                  flt: "ItemFilter", *, count: int, from_end: str, raw: bool,
+                  tenant: str | None = None) -> None:
+    """``peek`` with a filter: the first ``count`` matching items, read page by page (of
+    ``tenant``'s sub-queue only, if given); the counts (scanned, matched, not JSON) on
+    stderr."""
     from ..core.filtering import FilterReport, scan
 
     report = FilterReport(queue=queue, state=item_state, action="peek")
@@ -281,7 +283,7 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemSta
     with out.progress(f"peek {queue}", total=total) as bar, \
             out.stream(_peek_columns(item_state)) as rows:
         for step in scan(wq, item_state, flt, report, action="peek", limit=count,
-                         from_end=from_end):
+                         from_end=from_end, tenant=tenant):
             if raw:
                 out.raw(i.data for i in step.items if i.data is not None)
             elif step.items:

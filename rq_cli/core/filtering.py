@@ -193,14 +193,15 @@ class Step:
 def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
          action: Action = "peek", to: WorkQueue | None = None, limit: int | None = None,
          rate: float | None = None, dry_run: bool = False, from_end: str = "head",
-         now_ms: int | None = None) -> Iterator[Step]:
+         now_ms: int | None = None, tenant: str | None = None) -> Iterator[Step]:
     """Walk ``state`` of ``wq`` page by page, yielding a :class:`Step` per page.
 
     ``peek``: the matched items, up to ``limit``. ``requeue`` (dead only, into ``to`` or
     back into ``wq``) and ``purge``: act on the matched ids, at most ``limit`` of them, at
     most ``rate`` per second; with ``dry_run`` only count them (``report.sample`` keeps the
     first few ids). ``report`` is filled in as the scan goes, so it is exact whenever the
-    caller stops.
+    caller stops. Pending items are read from P:queue (the default tenant), then from each
+    tenant's sub-queue (fair queues); ``tenant``: from that tenant's sub-queue only.
     """
     if state not in _STATES:
         raise UsageError(f"state must be one of {', '.join(_STATES)}, not {state!r}")
@@ -225,52 +226,71 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate / 10)))
     started = time.monotonic()
     zset = state in ("delayed", "dead")
-    offset, cursor = 0, None
-    while limit is None or _progress(report, action, dry_run) < limit:
-        page = wq.peek(state, count=PAGE + 1 if zset else PAGE, offset=offset,
-                       from_end=from_end, start_at=cursor, now_ms=now_ms)
-        more = len(page) > PAGE if zset else len(page) == PAGE
-        if zset:
-            cursor = page[PAGE].id if more else None
-            page = page[:PAGE]
-        matched: list[tuple[int, PeekedItem]] = []
-        past_cutoff = False
-        for i, item in enumerate(page):
-            if limit is not None and _progress(report, action, dry_run) + len(matched) >= limit:
-                # the limit is reached if every match is acted on: stop before this item,
-                # which the next page starts at if some were left alone after all
-                more, page = True, page[:i]
-                if zset:
-                    cursor = item.id
-                break
-            report.scanned += 1
-            verdict = flt.test(item, cutoff_s)
-            if verdict is None:
-                report.not_json += 1
-            elif verdict:
-                matched.append((offset + i, item))
-            elif sorted_by_age and item.dead_at is not None and item.dead_at > (cutoff_s or 0):
-                past_cutoff = True
-                break
-        report.matched += len(matched)
-        room = SAMPLE - len(report.sample)
-        report.sample.extend(it.id for _, it in matched[:max(room, 0)])
-        removed = 0
-        if action == "peek":
-            yield Step([it for _, it in matched], [])
-        elif dry_run or not matched:
-            yield Step([], [])
-        else:
-            for at in range(0, len(matched), chunk):
-                part = matched[at:at + chunk]
-                moved = _act(wq, state, action, to, part, report, now_ms)
-                removed += len(moved)
-                yield Step([], moved)
-                if rate is not None:
-                    time.sleep(max(report.done / rate - (time.monotonic() - started), 0.0))
-        if not more or past_cutoff:
+
+    def one_list(tenant: str | None) -> Iterator[Step]:
+        """The scan of one list or set (pending: one tenant's sub-queue, None = P:queue)."""
+        offset, cursor = 0, None
+        while limit is None or _progress(report, action, dry_run) < limit:
+            page = wq.peek(state, count=PAGE + 1 if zset else PAGE, offset=offset,
+                           from_end=from_end, start_at=cursor, now_ms=now_ms, tenant=tenant)
+            more = len(page) > PAGE if zset else len(page) == PAGE
+            if zset:
+                cursor = page[PAGE].id if more else None
+                page = page[:PAGE]
+            matched: list[tuple[int, PeekedItem]] = []
+            past_cutoff = False
+            for i, item in enumerate(page):
+                if limit is not None and (
+                        _progress(report, action, dry_run) + len(matched) >= limit):
+                    # the limit is reached if every match is acted on: stop before this
+                    # item, which the next page starts at if some were left alone after all
+                    more, page = True, page[:i]
+                    if zset:
+                        cursor = item.id
+                    break
+                report.scanned += 1
+                verdict = flt.test(item, cutoff_s)
+                if verdict is None:
+                    report.not_json += 1
+                elif verdict:
+                    matched.append((offset + i, item))
+                elif sorted_by_age and item.dead_at is not None and (
+                        item.dead_at > (cutoff_s or 0)):
+                    past_cutoff = True
+                    break
+            report.matched += len(matched)
+            room = SAMPLE - len(report.sample)
+            report.sample.extend(it.id for _, it in matched[:max(room, 0)])
+            removed = 0
+            if action == "peek":
+                yield Step([it for _, it in matched], [])
+            elif dry_run or not matched:
+                yield Step([], [])
+            else:
+                for at in range(0, len(matched), chunk):
+                    part = matched[at:at + chunk]
+                    moved = _act(wq, state, action, to, part, report, now_ms, tenant)
+                    removed += len(moved)
+                    yield Step([], moved)
+                    if rate is not None:
+                        time.sleep(max(report.done / rate - (time.monotonic() - started), 0.0))
+            if not more or past_cutoff:
+                return
+            offset += len(page) - removed
+
+    # pending: P:queue (the default tenant), then each tenant's sub-queue (fair queues; the
+    # tenants with work when the scan starts, one script call per BATCH of them)
+    lists: list[str | None] = [None]
+    if tenant is not None:
+        if state != "pending":
+            raise UsageError("--tenant reads pending items only (a tenant's sub-queue)")
+        lists = [tenant]
+    elif state == "pending":
+        lists.extend(wq.tenants()[1])
+    for tenant in lists:
+        if limit is not None and _progress(report, action, dry_run) >= limit:
             return
-        offset += len(page) - removed
+        yield from one_list(tenant)
 
 
 def _progress(report: FilterReport, action: Action, dry_run: bool) -> int:
@@ -280,8 +300,9 @@ def _progress(report: FilterReport, action: Action, dry_run: bool) -> int:
 
 def _act(wq: WorkQueue, state: State, action: Action, to: WorkQueue | None,
          part: list[tuple[int, PeekedItem]], report: FilterReport,
-         now_ms: int | None) -> list[str]:
-    """Requeue or purge the ids of ``part``, each only if it is still in ``state``."""
+         now_ms: int | None, tenant: str | None) -> list[str]:
+    """Requeue or purge the ids of ``part``, each only if it is still in ``state`` (pending:
+    in ``tenant``'s sub-queue, None = P:queue)."""
     ids = [it.id for _, it in part]
     if action == "requeue":
         done = wq.requeue_dead(ids, to=to, now_ms=now_ms)
@@ -290,7 +311,7 @@ def _act(wq: WorkQueue, state: State, action: Action, to: WorkQueue | None,
         moved = done.ids
     else:
         indexes = [i for i, _ in part]
-        moved = wq.purge_ids(state, ids, window=(min(indexes), max(indexes)))
+        moved = wq.purge_ids(state, ids, window=(min(indexes), max(indexes)), tenant=tenant)
         report.changed += len(ids) - len(moved)
     report.done += len(moved)
     return moved

@@ -546,21 +546,27 @@ class WorkQueue:
         return report
 
     def purge_ids(self, state: State, ids: Sequence[str], *, window: tuple[int, int] = (0, 0),
-                  ) -> list[str]:
+                  tenant: str | None = None) -> list[str]:
         """Delete the items ``ids`` of ``state``, each only if it is still there; returns
         the ids deleted (filtered purge, :mod:`rq_cli.core.filtering`). For pending and
         processing, ``window`` is the lowest and highest index from the left (``peek``
         ``from_end="tail"``) at which they were read: only around it is looked for them,
-        so a call stays short on a list of millions. At most SLOW_BATCH ids per call."""
+        so a call stays short on a list of millions. At most SLOW_BATCH ids per call.
+        ``tenant``: pending ids read from that tenant's sub-queue (fair queues)."""
         if state not in STATES:
             raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
         if len(ids) > SLOW_BATCH:
             raise UsageError(f"purge at most {SLOW_BATCH} ids per call")
         if not ids:
             return []
+        keys = None
+        if tenant is not None:
+            if state != "pending":
+                raise UsageError("a tenant's sub-queue holds pending items only")
+            keys = [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
         _, rows = self.decoded("purge_ids", {"state": state, "low": window[0],
                                              "high": window[1]},
-                               [check_id(i) for i in ids])
+                               [check_id(i) for i in ids], keys=keys)
         return [text(item_id) or "" for (item_id,) in rows]
 
     def scan_items(self) -> Iterator[bytes]:

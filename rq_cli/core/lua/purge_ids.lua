@@ -6,13 +6,15 @@
 --   ids were read; the ids are looked for in that window widened by PURGE_SLACK each side
 --   (other clients' pushes and completions shift them meanwhile), never in the whole list
 -- ARGV[REST..] ids
+-- fair: KEYS[2], if given, is the tenant sub-queue the pending ids were read from; a
+-- sub-queue emptied here leaves the ring of tenants with work.
 -- Returns the ids deleted.
 do local bad = wrong_type(); if bad then return bad end end
 local PURGE_SLACK = 1000
 local state = A_STATE
 local out = {}
 if state == 'pending' or state == 'processing' then
-  local key = state == 'pending' and K_QUEUE or K_PROCESSING
+  local key = state == 'pending' and (KEYS[2] or K_QUEUE) or K_PROCESSING
   local wanted = {}
   for i = REST, #ARGV do wanted[ARGV[i]] = true end
   local lo = math.max(tonumber(A_LOW) - PURGE_SLACK, 0)
@@ -36,6 +38,17 @@ if state == 'pending' or state == 'processing' then
       if state == 'processing' then del_lease(id) end
     end
     drop_metas(out)
+    if state == 'pending' and KEY_TENANT then
+      tenant_popped(#out)
+      if redis.call('LLEN', key) == 0 then
+        -- (O(tenants with work), once per emptied sub-queue; a lease never does this)
+        if redis.call('LINDEX', K_TENANTS, -1) == KEY_TENANT then
+          redis.call('HSET', K_FAIR, 'turn', 0) -- it had the turn: the next one starts afresh
+        end
+        redis.call('LREM', K_TENANTS, 0, KEY_TENANT)
+        if redis.call('LLEN', K_TENANTS) <= 1 then redis.call('DEL', K_TENANTS) end
+      end
+    end
   end
 elseif state == 'delayed' then
   for i = REST, #ARGV do
