@@ -489,6 +489,10 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
         return ServerError(f"cannot connect to {where}: {_no_master(detail)}")
     if names & {"ConnectionError", "TimeoutError"}:
         reason = _tls_reason(detail, url, timed_out="TimeoutError" in names)
+        if reason is None and _cut_off(detail):
+            return ServerError(f"lost the connection to {where} during the command, so its "
+                               f"outcome is unknown (the server may have done it): "
+                               f"{_one_line(detail)}")
         return ServerError(f"cannot connect to {where}: "
                            f"{reason or _one_line(detail) or type(err).__name__}")
     if "ReadOnlyError" in names:
@@ -507,6 +511,16 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
 _TOO_OLD = (OLD_SERVER_ERROR, "Unknown Redis command called from Lua script",
             "Wrong number of args calling Redis command From Lua script",
             "unknown command `HELLO`", "unknown command 'HELLO'")
+
+
+#: How redis-py words a connection that broke after the command was sent, while reading
+#: the reply, as opposed to one that could not be made (or a command that could not be
+#: written whole, which the server cannot have run).
+_CUT_OFF = ("Connection closed by server", "Error while reading from", "Timeout reading from")
+
+
+def _cut_off(detail: str) -> bool:
+    return any(marker in detail for marker in _CUT_OFF)
 
 
 def _too_old(detail: str) -> bool:

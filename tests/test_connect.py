@@ -368,3 +368,41 @@ def test_import_does_not_load_redis() -> None:
     code = "import sys, rq_cli.connect, rq_cli.servers; print('redis' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --- a connection cut off during a command ------------------------------------------------------
+
+
+def test_a_call_cut_off_mid_command_says_the_outcome_is_unknown(
+        server: ServerProcess, r: redis.Redis, tmp_path: Path) -> None:
+    """A connection that breaks after the command was sent is not "cannot connect": the
+    command may have run. One line, exit 69."""
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", server.url, "--no-config",
+                             "lease", "q", "--wait", "20"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 20
+        blocked: list[str] = []
+        while not blocked and time.monotonic() < deadline:
+            blocked = [c["id"] for c in r.client_list() if c.get("cmd") == "blmove"]
+            time.sleep(0.02)
+        assert blocked, "the lease never blocked on the server"
+        r.client_kill_filter(_id=blocked[0])
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == ExitCode.UNAVAILABLE, (proc.returncode, err)
+    assert err.startswith(f"rq-cli: lost the connection to {server.url} during the command, "
+                          "so its outcome is unknown"), err
+    assert len(err.splitlines()) == 1 and out == ""
+
+
+def test_a_server_that_cannot_be_reached_is_cannot_connect(tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    run = subprocess.run([sys.executable, "-m", "rq_cli", "--url", url, "--no-config",
+                          "lease", "q"], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    assert run.returncode == ExitCode.UNAVAILABLE
+    assert run.stderr.startswith(f"rq-cli: cannot connect to {url}: "), run.stderr
+    assert "outcome" not in run.stderr

@@ -217,6 +217,7 @@ def test_a_call_cut_off_by_a_sentinel_failover_is_exit_69(sentinel_group, tmp_pa
     print(f"cut: {err!r}")
     assert proc.returncode == ExitCode.UNAVAILABLE, (proc.returncode, err)
     assert err.startswith("rq-cli: ") and len(err.splitlines()) == 1, err
+    assert "lost the connection to" in err and "outcome is unknown" in err, err
     assert "Traceback" not in err and out == ""
     # after the switch the same URL reaches the new primary
     after = subprocess.run([sys.executable, "-m", "rq_cli", "--url", url, "--no-config",

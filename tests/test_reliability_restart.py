@@ -305,7 +305,8 @@ def test_bulk_push_killed_part_way_resumes_without_duplicates(
     assert "Traceback" not in stderr
     lines = stderr.splitlines()
     assert all(line.startswith("rq-cli: ") for line in lines), stderr
-    assert "cannot connect" in lines[-1] or "Connection" in lines[-1], stderr
+    assert ("cannot connect" in lines[-1] or "lost the connection" in lines[-1]
+            or "Connection" in lines[-1]), stderr
     match = re.search(r"(\d+) items stored", stderr)
     assert match, f"stderr does not say how many items were stored: {stderr!r}"
     reported = int(match.group(1))

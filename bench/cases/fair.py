@@ -80,7 +80,9 @@ def _paired_cost(client: Any, many: int, few: int, leases: int) -> tuple[float, 
     def drain() -> None:
         for entry in client.slowlog_get(50_000):
             args = entry["command"].split()
-            if args[:1] == [b"EVALSHA"] and len(args) > 3 and args[3] in by_key:
+            # (EVALSHA sha 1 KEY ..., or FCALL function 1 KEY ... where the server has
+            # Functions: rq_cli/core/calling.py)
+            if args[:1] in ([b"EVALSHA"], [b"FCALL"]) and len(args) > 3 and args[3] in by_key:
                 times[by_key[args[3]]].append(entry["duration"])
         client.slowlog_reset()
 
