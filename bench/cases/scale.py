@@ -258,9 +258,10 @@ def run(ctx: Ctx) -> CaseResult:
                             per_rep("rq 1", "peer", top, "items_per_s"), "min", 1.5))
     for n in counts:
         main = [lp for lp in LOOPS if lp not in ONE_WORKER]
-        res.rows.append(Row("scale", f"items/s at {n} workers: rq 1 | rq 100 | peer | bare",
-                            " | ".join(f"{table[lp][n]['items_per_s']:,.0f}" for lp in main),
-                            "server cpu share " + " | ".join(
+        # (" / ", not "|": the rows go into Markdown tables)
+        res.rows.append(Row("scale", f"items/s at {n} workers: rq 1 / rq 100 / peer / bare",
+                            " / ".join(f"{table[lp][n]['items_per_s']:,.0f}" for lp in main),
+                            "server cpu share " + " / ".join(
                                 f"{table[lp][n]['server_cpu_share']:.2f}" for lp in main),
                             [table["rq 1"][n]["items_per_s"] / table["peer"][n]["items_per_s"]],
                             "info", None))
