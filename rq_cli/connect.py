@@ -520,6 +520,10 @@ _CUT_OFF = ("Connection closed by server", "Error while reading from", "Timeout 
 
 
 def _cut_off(detail: str) -> bool:
+    # (a TLS failure surfaces on the first read or write, e.g. the server's alert that it
+    # wants a client certificate: the connection never worked, so it is "cannot connect")
+    if "SSL" in detail or "_ssl.c" in detail:
+        return False
     return any(marker in detail for marker in _CUT_OFF)
 
 
