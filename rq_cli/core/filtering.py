@@ -282,9 +282,7 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     # tenants with work when the scan starts, one script call per BATCH of them)
     lists: list[str | None] = [None]
     if tenant is not None:
-        if state != "pending":
-            raise UsageError("--tenant reads pending items only (a tenant's sub-queue)")
-        lists = [tenant]
+        lists = [tenant]  # (WorkQueue.peek refuses a tenant outside the pending state)
     elif state == "pending":
         lists.extend(wq.tenants()[1])
     for tenant in lists:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
+from .calling import Caller
 from .keys import DEDUP_WINDOW_FIELD, LAYOUTS, OTHER_GENERATION, Keys, has_hash_tag
 from .limits import (
     BATCH,
@@ -27,7 +28,6 @@ from .limits import (
     PRUNE_SAMPLE,
     SLOW_BATCH,
 )
-from .calling import Caller
 from .scripts import SPECS, Reply
 from .types import (
     ItemOutcome,
@@ -559,15 +559,19 @@ class WorkQueue:
             raise UsageError(f"purge at most {SLOW_BATCH} ids per call")
         if not ids:
             return []
-        keys = None
-        if tenant is not None:
-            if state != "pending":
-                raise UsageError("a tenant's sub-queue holds pending items only")
-            keys = [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
         _, rows = self.decoded("purge_ids", {"state": state, "low": window[0],
                                              "high": window[1]},
-                               [check_id(i) for i in ids], keys=keys)
+                               [check_id(i) for i in ids], keys=self._tenant_keys(state, tenant))
         return [text(item_id) or "" for (item_id,) in rows]
+
+    def _tenant_keys(self, state: str, tenant: str | None) -> list[str] | None:
+        """The KEYS of a script call on ``tenant``'s sub-queue (P:queue, then the sub-queue:
+        fair queues), or None (the usual KEYS) when no tenant is given."""
+        if tenant is None:
+            return None
+        if state != "pending":
+            raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
+        return [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
 
     def scan_items(self) -> Iterator[bytes]:
         """Ids of every item data key of this queue, by SCAN (bounded per call)."""
@@ -626,11 +630,7 @@ class WorkQueue:
         they are consumed: memory stays flat however many items are read. Each page is
         read at its own moment: an item that moves between pages may be missed or seen
         twice (peek changes nothing and locks nothing)."""
-        keys = None
-        if tenant is not None:
-            if state != "pending":
-                raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
-            keys = [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
+        keys = self._tenant_keys(state, tenant)
         if state not in STATES:
             raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
         if from_end not in ("head", "tail"):
