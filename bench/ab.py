@@ -12,14 +12,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rq_cli.queue import WorkQueue
 from rq_cli.servers import ServerProcess, find_server_binary
-from rq_cli.types import ItemRef
 
-from .nested import measure
+from .nested import drain_batched, drain_one_at_a_time, measure
 
 
 def old_sources(rev: str) -> dict[str, str]:
@@ -48,31 +48,22 @@ def main(argv: list[str]) -> int:
         for _ in range(3):
             for label in (rev, "worktree"):
                 q = WorkQueue(client, "ab")
+                # (both as EVALSHA: the scripts of the two revisions side by side)
+                q.caller.functions = False
                 if label == rev:
-                    q._scripts = {n: client.register_script(src) for n, src in old.items()}
+                    q.caller._scripts = {n: client.register_script(src)
+                                         for n, src in old.items()}
                     for src in old.values():
                         client.script_load(src)
                 q.push(data)
 
-                def one(q: WorkQueue = q) -> None:
-                    refs: list[ItemRef] = []
-                    while True:
-                        _, got = q.complete_and_lease(refs, 1)
-                        refs = [ItemRef(i.id, i.session) for i in got]
-                        if not refs:
-                            break
-
-                res.setdefault(f"{label} 1 at a time", []).append(measure(client, items, one))
+                res.setdefault(f"{label} 1 at a time", []).append(
+                    measure(client, items, partial(drain_one_at_a_time, q)))
                 q.push(data)
-
-                def batched(q: WorkQueue = q) -> None:
-                    while got := q.lease(100):
-                        q.complete([ItemRef(i.id, i.session) for i in got])
-
                 res.setdefault(f"{label} lease(100)+complete", []).append(
-                    measure(client, items, batched))
+                    measure(client, items, partial(drain_batched, q)))
                 client.config_resetstat()
-                pushed = measure(client, items, lambda q=q: q.push(data))
+                pushed = measure(client, items, partial(q.push, data))
                 res.setdefault(f"{label} push", []).append(pushed)
                 q.purge("all")
         for name, runs in sorted(res.items(), key=lambda kv: kv[0].split(" ", 1)[1]):

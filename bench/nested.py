@@ -36,7 +36,23 @@ def _cpu(client: Any) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def measure(client: Any, items: int, run: Callable[[], None]) -> dict[str, Any]:
+def drain_one_at_a_time(q: WorkQueue) -> None:
+    """Drain ``q`` as a worker does, one item per ``complete_and_lease``."""
+    refs: list[ItemRef] = []
+    while True:
+        _, got = q.complete_and_lease(refs, 1)
+        refs = [ItemRef(i.id, i.session) for i in got]
+        if not refs:
+            break
+
+
+def drain_batched(q: WorkQueue) -> None:
+    """Drain ``q`` by ``lease(100)`` and one ``complete`` of the 100."""
+    while got := q.lease(100):
+        q.complete([ItemRef(i.id, i.session) for i in got])
+
+
+def measure(client: Any, items: int, run: Callable[[], object]) -> dict[str, Any]:
     client.config_resetstat()
     before = _stats(client)
     cpu0 = _cpu(client)
@@ -74,22 +90,9 @@ def main(argv: list[str]) -> int:
 
         results["push"] = measure(client, items, push)
 
-        def one() -> None:
-            refs: list[ItemRef] = []
-            while True:
-                _, got = q.complete_and_lease(refs, 1)
-                refs = [ItemRef(i.id, i.session) for i in got]
-                if not refs:
-                    break
-
-        results["1 at a time"] = measure(client, items, one)
+        results["1 at a time"] = measure(client, items, lambda: drain_one_at_a_time(q))
         q.push([b'{"n":1,"body":"lorem ipsum dolor sit amet"}'] * items)
-
-        def batched() -> None:
-            while got := q.lease(100):
-                q.complete([ItemRef(i.id, i.session) for i in got])
-
-        results["lease(100)+complete"] = measure(client, items, batched)
+        results["lease(100)+complete"] = measure(client, items, lambda: drain_batched(q))
         for name, r in results.items():
             print(f"{name}: {r['us_per_item']:.1f} us/item in scripts, "
                   f"{r['cpu_us_per_item']:.1f} us/item server CPU, {r['calls']} calls, "
