@@ -53,6 +53,17 @@ local function call_all(cmd, key, args)
   end
 end
 
+-- ZADD to zset `key` every id of `ids`, scored now + ms: one command (chunked past what
+-- unpack() can take).
+local function zadd_after(key, ids, ms)
+  local args = {}
+  for i, id in ipairs(ids) do
+    args[2 * i - 1] = NOW + ms
+    args[2 * i] = id
+  end
+  call_all('ZADD', key, args)
+end
+
 -- HDEL/ZREM members of a hash/zset. (No EXISTS guard: on a missing key HDEL/ZREM cost what
 -- the EXISTS would, and on a present one the guard was a second call.)
 local function drop(cmd, key, members)
@@ -252,13 +263,7 @@ end
 local function remember_completed(ids)
   if #ids == 0 then return end
   local window = tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW))
-  if not window then return end
-  local args = {}
-  for i, id in ipairs(ids) do
-    args[2 * i - 1] = NOW + window
-    args[2 * i] = id
-  end
-  call_all('ZADD', K_DEDUP, args)
+  if window then zadd_after(K_DEDUP, ids, window) end
 end
 
 -- Forget up to `limit` ids of the de-dup window whose time is over. Returns how many, and

@@ -79,25 +79,17 @@ if n > 0 and not fresh then
 end
 if n > 0 then
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
-  local stamped, due, now = {}, {}, tostring(NOW)
+  local stamped, now = {}, tostring(NOW)
   for i = 1, n do
     stamped[2 * i - 1] = added[i]
     stamped[2 * i] = now
   end
   call_all('HSET', K_ENQUEUED, stamped)
-  -- every added id into zset `key`, scored now + ms
-  local function zadd_after(key, ms)
-    for i, id in ipairs(added) do
-      due[2 * i - 1] = NOW + ms
-      due[2 * i] = id
-    end
-    call_all('ZADD', key, due)
-  end
-  if expire > 0 then zadd_after(K_EXPIRES, expire) end
+  if expire > 0 then zadd_after(K_EXPIRES, added, expire) end
   -- fair: KEYS[2], if given, is a tenant's sub-queue: the items go there (_fair.lua)
   local line = tenant_pushed(added, delay <= 0)
   if delay > 0 then
-    zadd_after(K_DELAYED, delay)
+    zadd_after(K_DELAYED, added, delay)
   elseif front then
     call_all('RPUSH', line, added)
   else
