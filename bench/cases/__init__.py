@@ -5,7 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..harness import CaseResult, Ctx
-from . import clean, deep, fair, lease, profile, push, repair, scale, startup, stats, work
+from . import (
+    clean,
+    deep,
+    fair,
+    lease,
+    profile,
+    push,
+    repair,
+    scale,
+    server_cpu,
+    startup,
+    stats,
+    work,
+)
 
 CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "startup": startup.run,  # 6
@@ -16,6 +29,7 @@ CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "deep": deep.run,  # 4
     "profile": profile.run,  # the bulk push profile
     "scale": scale.run,  # issue 9: server time per item and the many-worker curve
+    "server-cpu": server_cpu.run,  # issue 22: the server's whole CPU per item, W workers
     "filter": repair.run,  # issue 13: filtered requeue-dead of 1M dead items, server never blocked
     "work": work.run,  # issue 11: rq-cli work against a shell loop and the ideal
     "fair": fair.run,  # issue 13: fair queues, fairness and lease cost per tenant count

@@ -121,7 +121,8 @@ def _server_figures(client: Any) -> tuple[float, float]:
     return usec, float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
 
 
-def _run(ctx: Ctx, loop: str, procs: int, total: int) -> dict[str, float]:
+def run_loop(ctx: Ctx, loop: str, procs: int, total: int) -> dict[str, float]:
+    """Drain ``total`` items with ``procs`` worker processes of ``loop``; the server's figures."""
     server, client = ctx.server, ctx.server.client()
     server.flush()
     fill(client, Q, "peer_pending" if loop in ("peer", "bare") else "pending", total)
@@ -205,7 +206,7 @@ def run(ctx: Ctx) -> CaseResult:
             for loop in order:
                 if loop in ONE_WORKER and n != counts[0]:
                     continue
-                f = _run(ctx, loop, n, total - total % n)
+                f = run_loop(ctx, loop, n, total - total % n)
                 figures[loop][n].append(f)
                 log(f"scale rep {rep + 1}: {loop} x{n}: {f['items_per_s']:,.0f} items/s, "
                     f"server {f['exec_us_per_item']:.1f} us/item exec, "
