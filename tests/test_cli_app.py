@@ -32,8 +32,8 @@ def all_commands():
 
 
 EXPECTED = {"push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "doctor",
-            "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work", "cancel",
-            "config", "server"}
+            "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
+            "cancel", "config", "server"}
 
 
 def test_every_command_exists():
@@ -240,8 +240,8 @@ def test_commands_are_built_lazily():
 
 
 EXPECTED_ORDER = ("push", "lease", "complete", "fail", "extend", "stats", "peek", "queues",
-                  "doctor", "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
-                  "cancel",
+                  "doctor", "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume",
+                  "work", "cancel",
                   "config", "server")
 
 

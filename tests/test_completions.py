@@ -37,8 +37,8 @@ COMPLETIONS = REPO / "completions"
 REGENERATE = "python scripts/gen_completions.py"
 SHELLS = ("bash", "zsh", "fish")
 COMMANDS = ["push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "doctor",
-            "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work", "cancel",
-            "config", "server"]
+            "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
+            "cancel", "config", "server"]
 QUEUES = ["emails", "events", "sms"]
 #: A console width no help text reaches: Typer wraps zsh/fish help texts at the console width
 #: (see test_fish_help_texts_stay_on_one_line for what that does to fish).

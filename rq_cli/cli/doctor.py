@@ -7,12 +7,13 @@ found on it), prints one row per check, and picks the exit code for cron.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..errors import CheckFailed, CheckUnknown, CheckWarned, RqError, ServerError
-from ..render import Column
+from ..render import Column, Output
 from .common import JsonOpt, OptQueuesArg, State, state
 
 if TYPE_CHECKING:
@@ -137,3 +138,19 @@ def conclude(rows: list[dict[str, Any]]) -> None:
     if failed:
         raise CheckFailed(what)
     raise CheckWarned(what)
+
+
+def warn_risks(out: Output, clients: Mapping[str, Any]) -> None:
+    """``stats`` and ``server status`` on a terminal: one stderr line per server (URL ->
+    client) that can lose work (no persistence, eviction); one round trip each. Nothing when
+    the output is JSON: a script gets ``doctor`` for that, and no extra round trip."""
+    if out.json:
+        return
+    from ..connect import mask_url
+    from ..health import risks
+
+    for url, client in clients.items():
+        found = risks(client)
+        if found:
+            out.message(f"rq-cli: warning: {mask_url(url)} {'; it '.join(found)} (see rq-cli "
+                        "doctor)")
