@@ -137,8 +137,9 @@ def server_checks(client: Any, *, pings: int = PINGS) -> list[Check]:
                                                 "replication")}
     config = {name: _config(got[name]) for name in ("appendonly", "appendfsync", "save",
                                                     "policy")}
-    denied = "; ".join(f"CONFIG GET {name}: {_reason(got[name])}" for name in config
-                       if isinstance(got[name], BaseException))
+    refused = [name for name in config if isinstance(got[name], BaseException)]
+    denied = (f"CONFIG GET {', '.join(SERVER_READS[n][-1] for n in refused)}: "
+              f"{_reason(got[refused[0]])}" if refused else "")
     checks += version_checks(info["server"], got["functions"], _reason_of(got, "server"))
     checks.append(persistence(info["persistence"], config, denied or _reason_of(got,
                                                                               "persistence")))
@@ -294,8 +295,8 @@ def _fields(value: str) -> dict[str, str]:
 #: every command a queue needs, with arguments for ``ACL DRYRUN`` (K: a key of the queue,
 #: SHA: a script digest): what README "ACL" lists (a test checks they agree)
 NEEDED: dict[str, str] = {
-    "ping": "", "evalsha": "SHA 1 K", "script|load": "return", "scan": "0", "time": "",
-    "blmove": "K K RIGHT RIGHT 0", "type": "K", "exists": "K", "get": "K", "mget": "K",
+    "ping": "", "evalsha": "SHA 1 K", "script|load": "return", "scan": "0",
+    "blmove": "K K RIGHT RIGHT 0", "time": "", "type": "K", "exists": "K", "get": "K", "mget": "K",
     "set": "K v", "mset": "K v", "del": "K", "unlink": "K", "pttl": "K", "llen": "K",
     "lindex": "K 0", "lrange": "K 0 0", "lpos": "K v", "lpush": "K v", "rpush": "K v",
     "rpop": "K", "rpoplpush": "K K", "lrem": "K 0 v", "lset": "K 0 v",
