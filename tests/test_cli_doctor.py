@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_cli
 
 from rq_cli import health
 from rq_cli.queue import WorkQueue

@@ -50,7 +50,7 @@ def doctor(ctx: typer.Context, queues: OptQueuesArg = None, as_json: JsonOpt = F
         rows += examine(st, server)
     several = len(servers) > 1
     columns = [c for c in COLUMNS if c.key != "server" or several or out.json]
-    out.rows(rows, columns)
+    out.rows(rows, columns, title=None if several or not rows else rows[0]["server"])
     conclude(rows)
 
 
