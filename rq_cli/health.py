@@ -8,8 +8,7 @@ what it saw, and what to change.
 
 - :func:`server_checks`: round-trip latency, version and Functions, persistence (AOF/RDB),
   eviction and memory, replication: two round trips in all (the PINGs, then one pipeline).
-- :func:`queue_checks`: the ACL rights one queue needs (``ACL DRYRUN`` where the user may
-  run it, else harmless probes of the commands a client sends itself).
+- :func:`rq_cli.health_acl.queue_checks`: the ACL rights one queue needs.
 - :func:`risks`: the one-line warnings ``stats`` prints on a terminal (one round trip).
 
 A setting the server will not show (``CONFIG`` renamed, or denied by the ACL) is a ``warn``
@@ -54,7 +53,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
-def _reason(error: BaseException) -> str:
+def reason(error: BaseException) -> str:
     """Why a read was refused, in a few words (the server's own first line)."""
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     lowered = text.lower()
@@ -86,7 +85,7 @@ def read_all(client: Any, calls: Mapping[str, tuple[str, ...]]) -> dict[str, Any
     return found
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
@@ -95,10 +94,10 @@ def _info(reply: Any) -> dict[str, str] | None:
     if isinstance(reply, BaseException) or reply is None:
         return None
     if isinstance(reply, Mapping):  # (redis-py parses INFO: ``slave0`` becomes a dict)
-        return {_text(k): ",".join(f"{_text(a)}={_text(b)}" for a, b in v.items())
-                if isinstance(v, Mapping) else _text(v) for k, v in reply.items()}
+        return {as_text(k): ",".join(f"{as_text(a)}={as_text(b)}" for a, b in v.items())
+                if isinstance(v, Mapping) else as_text(v) for k, v in reply.items()}
     fields: dict[str, str] = {}
-    for line in _text(reply).splitlines():
+    for line in as_text(reply).splitlines():
         if line and not line.startswith("#") and ":" in line:
             key, _, value = line.partition(":")
             fields[key] = value.strip()
@@ -111,8 +110,8 @@ def _config(reply: Any) -> str | None:
         return None
     if isinstance(reply, Mapping):
         values = list(reply.values())
-        return _text(values[0]) if values else None
-    return _text(reply[1]) if len(reply) >= 2 else None
+        return as_text(values[0]) if values else None
+    return as_text(reply[1]) if len(reply) >= 2 else None
 
 
 SERVER_READS: dict[str, tuple[str, ...]] = {
@@ -128,9 +127,25 @@ SERVER_READS: dict[str, tuple[str, ...]] = {
 }
 
 
-def server_checks(client: Any, *, pings: int = PINGS) -> list[Check]:
-    """Every server-wide check, in the order shown. Raises redis-py's error when the server
-    cannot be reached (the first PING)."""
+def nodes(client: Any) -> list[tuple[str, Any]]:
+    """(name, client) of each server behind ``client``: a cluster's primaries (``host:port``,
+    each with its own client), else the client itself, named ""."""
+    if not hasattr(client, "get_primaries"):
+        return [("", client)]
+    return [(node.name, client.get_redis_connection(node)) for node in client.get_primaries()]
+
+
+def node_of(client: Any, prefix: str) -> Any:
+    """The client of the server that holds the queue ``prefix`` (its cluster node)."""
+    if not hasattr(client, "get_node_from_key"):
+        return client
+    return client.get_redis_connection(client.get_node_from_key(f"{prefix}:queue"))
+
+
+def server_checks(client: Any, *, pings: int = PINGS, fcall: bool = True) -> list[Check]:
+    """Every server-wide check, in the order shown; ``fcall``: whether rq-cli would call
+    Functions here (not through a cluster client, nor with RQ_CLI_FUNCTIONS=0). Raises
+    redis-py's error when the server cannot be reached (the first PING)."""
     checks = [latency(client, pings)]
     got = read_all(client, SERVER_READS)
     info = {name: _info(got[name]) for name in ("server", "persistence", "memory",
@@ -139,8 +154,9 @@ def server_checks(client: Any, *, pings: int = PINGS) -> list[Check]:
                                                     "policy")}
     refused = [name for name in config if isinstance(got[name], BaseException)]
     denied = (f"CONFIG GET {', '.join(SERVER_READS[n][-1] for n in refused)}: "
-              f"{_reason(got[refused[0]])}" if refused else "")
-    checks += version_checks(info["server"], got["functions"], _reason_of(got, "server"))
+              f"{reason(got[refused[0]])}" if refused else "")
+    checks += version_checks(info["server"], got["functions"], _reason_of(got, "server"),
+                             fcall)
     checks.append(persistence(info["persistence"], config, denied or _reason_of(got,
                                                                               "persistence")))
     checks.append(eviction(info["memory"], config["policy"], _reason_of(got, "memory")))
@@ -150,7 +166,7 @@ def server_checks(client: Any, *, pings: int = PINGS) -> list[Check]:
 
 def _reason_of(got: Mapping[str, Any], name: str) -> str:
     reply = got[name]
-    return _reason(reply) if isinstance(reply, BaseException) else ""
+    return reason(reply) if isinstance(reply, BaseException) else ""
 
 
 def latency(client: Any, pings: int = PINGS) -> Check:
@@ -170,7 +186,8 @@ def latency(client: Any, pings: int = PINGS) -> Check:
     return Check("latency", OK, detail)
 
 
-def version_checks(info: dict[str, str] | None, functions: Any, refused: str) -> list[Check]:
+def version_checks(info: dict[str, str] | None, functions: Any, refused: str,
+                   fcall: bool = True) -> list[Check]:
     """The server's version against rq-cli's floor, and whether Functions are there."""
     if info is None:
         return [Check("version", WARN, f"could not read INFO server: {refused}",
@@ -185,7 +202,7 @@ def version_checks(info: dict[str, str] | None, functions: Any, refused: str) ->
                       f"upgrade to Redis >= {MIN_REDIS_VERSION} or Valkey")]
     checks = [Check("version", OK, name)]
     if isinstance(functions, BaseException):
-        text = _reason(functions)
+        text = reason(functions)
         if "acl" in text.lower():
             checks.append(Check("functions", WARN, f"FUNCTION LIST {text}",
                                 "allow +fcall +function|load for faster calls (10-15% of "
@@ -193,6 +210,9 @@ def version_checks(info: dict[str, str] | None, functions: Any, refused: str) ->
         else:
             checks.append(Check("functions", OK, f"no Functions on {name}: the scripts run "
                                 "as EVALSHA (Redis >= 7 or Valkey saves 10-15% server time)"))
+    elif not fcall:
+        checks.append(Check("functions", OK, "Functions available, not used here (a cluster "
+                            "client, or RQ_CLI_FUNCTIONS=0): the scripts run as EVALSHA"))
     else:
         loaded = "loaded" if functions else "not loaded yet (the first worker call loads it)"
         checks.append(Check("functions", OK, f"Functions available; rq-cli's library {loaded}"))
@@ -289,92 +309,6 @@ def replication(info: dict[str, str] | None, refused: str) -> Check:
 def _fields(value: str) -> dict[str, str]:
     """``ip=..,port=..,state=online,offset=..,lag=0`` as a dict."""
     return dict(part.partition("=")[::2] for part in value.split(","))
-
-
-# -- ACL ----------------------------------------------------------------------------------------
-#: every command a queue needs, with arguments for ``ACL DRYRUN`` (K: a key of the queue,
-#: SHA: a script digest): what README "ACL" lists (a test checks they agree)
-NEEDED: dict[str, str] = {
-    "ping": "", "evalsha": "SHA 1 K", "script|load": "return", "scan": "0",
-    "blmove": "K K RIGHT RIGHT 0", "time": "", "type": "K", "exists": "K", "get": "K", "mget": "K",
-    "set": "K v", "mset": "K v", "del": "K", "unlink": "K", "pttl": "K", "llen": "K",
-    "lindex": "K 0", "lrange": "K 0 0", "lpos": "K v", "lpush": "K v", "rpush": "K v",
-    "rpop": "K", "rpoplpush": "K K", "lrem": "K 0 v", "lset": "K 0 v",
-    "lmove": "K K RIGHT LEFT", "lpop": "K", "hget": "K f", "hmget": "K f", "hgetall": "K",
-    "hset": "K f v", "hdel": "K f", "hincrby": "K f 1", "hlen": "K", "hscan": "K 0",
-    "hrandfield": "K", "zadd": "K 0 m", "zrem": "K m", "zcard": "K", "zcount": "K 0 0",
-    "zscore": "K m", "zmscore": "K m", "zrank": "K m", "zrevrank": "K m", "zrange": "K 0 0",
-    "zrevrange": "K 0 0", "zrangebyscore": "K 0 0", "zpopmin": "K", "zscan": "K 0",
-    "zrandmember": "K",
-}
-#: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA
-FASTER: dict[str, str] = {"fcall": "F 1 K", "function|load": "CODE"}
-_NO_SHA = "0" * 40
-
-
-def _argv(command: str, template: str, key: str) -> list[str]:
-    words = command.split("|") + template.split()
-    fill = {"K": key, "SHA": _NO_SHA, "F": f"{FUNCTION_PREFIX}doctor_probe",
-            "CODE": "#!lua name=rqcli_doctor_probe\nreturn 1"}
-    return [fill.get(word, word) for word in words]
-
-
-def queue_checks(client: Any, prefix: str) -> list[Check]:
-    """The ACL rights the queue of ``prefix`` needs, for the user the client logs in as.
-
-    With ``ACL DRYRUN`` (Redis >= 7, Valkey; the user may need to be allowed it): every
-    command of README "ACL" on one of the queue's keys, in one round trip. Without it:
-    probes that change nothing (EXISTS and UNLINK of a key no queue uses, EVALSHA of a
-    script that does not exist, SCAN of one key): the commands inside the scripts are then
-    not checked.
-    """
-    key = f"{prefix}:rq-cli-doctor-probe"  # (no queue key ends so: nothing is touched)
-    whoami = read_all(client, {"user": ("ACL", "WHOAMI")})["user"]
-    user = "default" if isinstance(whoami, BaseException) else _text(whoami)
-    wanted = {**NEEDED, **FASTER}
-    got = read_all(client, {name: ("ACL", "DRYRUN", user, *_argv(name, template, key))
-                            for name, template in wanted.items()})
-    if any(isinstance(reply, BaseException) for reply in got.values()):
-        return [_probe(client, user, key, _reason(next(
-            r for r in got.values() if isinstance(r, BaseException))))]
-    denied = {name: _text(reply) for name, reply in got.items() if _text(reply) != "OK"}
-    return [_rights(user, prefix, denied, how="ACL DRYRUN")]
-
-
-def _rights(user: str, prefix: str, denied: Mapping[str, str], how: str) -> Check:
-    missing = [name for name in NEEDED if name in denied]
-    slower = [name for name in FASTER if name in denied]
-    plus = " ".join(f"+{name}" for name in missing + slower)
-    if missing:
-        return Check("acl", FAIL, f"user {user} may not run {', '.join(missing)} on "
-                     f"{prefix}:* ({how}: {denied[missing[0]]})",
-                     f"ACL SETUSER {user} ~{prefix}:* {plus} (README 'ACL' lists the rule)")
-    if slower:
-        return Check("acl", WARN, f"user {user} may run what the queue needs, but not "
-                     f"{', '.join(slower)} ({how}): the scripts run as EVALSHA, after one "
-                     "refused FCALL per process", f"ACL SETUSER {user} {plus}")
-    return Check("acl", OK, f"user {user} may run every command the queue needs on "
-                 f"{prefix}:* ({how})")
-
-
-def _probe(client: Any, user: str, key: str, why: str) -> Check:
-    """Rights without ACL DRYRUN: commands a client sends itself, each harmless."""
-    prefix = key.rsplit(":", 1)[0]
-    got = read_all(client, {
-        "exists": ("EXISTS", key), "unlink": ("UNLINK", key),
-        "evalsha": ("EVALSHA", _NO_SHA, "1", key), "scan": ("SCAN", "0", "COUNT", "1"),
-        "fcall": ("FCALL", f"{FUNCTION_PREFIX}doctor_probe", "1", key)})
-    denied = {name: _reason(reply) for name, reply in got.items()
-              if isinstance(reply, BaseException) and "acl" in _reason(reply).lower()}
-    how = f"probed EXISTS, UNLINK, EVALSHA, SCAN, FCALL; ACL DRYRUN {why}"
-    check = _rights(user, prefix, denied, how)
-    if check.status == OK:
-        return Check("acl", WARN, f"user {user}: EXISTS, UNLINK, EVALSHA, SCAN and FCALL on "
-                     f"{prefix}:* are allowed; ACL DRYRUN {why}, so the commands inside the "
-                     "scripts were not checked",
-                     "run rq-cli doctor as a user allowed ACL DRYRUN, or compare the user's "
-                     "rule with README 'ACL'")
-    return check
 
 
 # -- the warning of stats -----------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rq_cli import health
+from rq_cli import health_acl
 from rq_cli.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]
@@ -128,7 +128,7 @@ def documented_rule() -> list[str]:
 
 def test_the_needed_commands_are_the_readme_rule():
     allowed = [w[1:] for w in documented_rule() if w.startswith("+")]
-    assert allowed == list(health.NEEDED)
+    assert allowed == list(health_acl.NEEDED)
 
 
 def _user(srv, name: str, rule: list[str]) -> str:

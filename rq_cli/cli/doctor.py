@@ -1,8 +1,9 @@
 """``rq-cli doctor``: what the queues' promises depend on, checked on their servers.
 
-The checks live in :mod:`rq_cli.health`; this command finds the servers (as ``stats``
-does: the named queues, else the configured ones, else the default server and the queues
-found on it), prints one row per check, and picks the exit code for cron.
+The checks live in :mod:`rq_cli.health` and :mod:`rq_cli.health_acl`; this command finds
+the servers (as ``stats`` does: the named queues, else the configured ones, else the default
+server and the queues found on it; a cluster: each primary), prints one row per check, and
+picks the exit code for cron.
 """
 
 from __future__ import annotations
@@ -93,22 +94,29 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
     reached is one ``connect`` fail saying why."""
     from .. import health
     from ..connect import mask_url
+    from ..core.calling import functions_allowed
+    from ..health_acl import queue_checks
 
     where = mask_url(server.url)
+    checks: list[tuple[str, str | None, Check]] = []  # (node, queue, check)
     try:
         if server.error is not None:
             raise ServerError(server.error)
-        checks: list[tuple[str | None, Check]] = [(None, c) for c in
-                                                  health.server_checks(server.client)]
+        found = health.nodes(server.client)  # a cluster: each primary
+        fcall = found[0][0] == "" and functions_allowed()
+        for node, client in found:
+            checks += [(node, None, c) for c in health.server_checks(client, fcall=fcall)]
         for name, prefix in server.queues:
-            checks += [(name, c) for c in health.queue_checks(server.client, prefix)]
+            client = health.node_of(server.client, prefix)
+            checks += [("", name, c) for c in queue_checks(client, prefix)]
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
         return [{"server": where, "queue": None, "check": "connect", "status": health.FAIL,
-                 "detail": reason, "fix": "start the server, or fix the URL (--url, the "
-                 "config, $RQ_CLI_URL) and the network between"}]
-    return [{"server": where, "queue": name, "check": c.check, "status": c.status,
-             "detail": c.detail, "fix": c.fix} for name, c in checks]
+                 "detail": reason, "fix": "start the server, or fix its URL or password "
+                 "(--url, the config, $RQ_CLI_URL) and the network between"}]
+    return [{"server": f"{where} ({node})" if node else where, "queue": name,
+             "check": c.check, "status": c.status, "detail": c.detail, "fix": c.fix}
+            for node, name, c in checks]
 
 
 def _unreachable(st: State, url: str, exc: Exception) -> str:
@@ -147,10 +155,10 @@ def warn_risks(out: Output, clients: Mapping[str, Any]) -> None:
     if out.json:
         return
     from ..connect import mask_url
-    from ..health import risks
+    from ..health import nodes, risks
 
     for url, client in clients.items():
-        found = risks(client)
+        found = [risk for _, node in nodes(client) for risk in risks(node)]
         if found:
             out.message(f"rq-cli: warning: {mask_url(url)} {'; it '.join(found)} (see rq-cli "
                         "doctor)")
