@@ -4,6 +4,7 @@ real servers set up with CONFIG SET, an ACL user, a replica and a server that is
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,13 @@ pytest_plugins = ["cli_helpers"]
 README = Path(__file__).resolve().parent.parent / "README.md"
 FIELDS = ["server", "queue", "check", "status", "detail", "fix"]
 SERVER_CHECKS = ["latency", "version", "functions", "persistence", "eviction", "replication"]
+
+
+def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
 
 
 def by_check(rows: list[dict]) -> dict[str, dict]:
@@ -103,13 +111,29 @@ def test_a_down_server_is_a_fail_of_its_own_exit_6(cli, make_server):
     assert len(run.stderr.splitlines()) == 1
 
 
-def test_a_replica_is_a_fail(cli, srv, make_server):
-    replica = make_server(replicaof=f"127.0.0.1 {srv.port}", appendonly="yes")
+def test_a_replica_is_a_fail_and_its_primary_counts_it(cli, aof_srv, make_server):
+    replica = make_server(replicaof=f"127.0.0.1 {aof_srv.port}", appendonly="yes")
     run = cli("doctor", url=replica.url)
     assert run.exit_code == 5, run
     found = by_check(run.json)
     assert found["replication"]["status"] == "fail"
     assert "replica" in found["replication"]["detail"]
+    wait_for(lambda: aof_srv.client().info("replication").get("connected_slaves") == 1)
+    primary = by_check(cli("doctor", url=aof_srv.url).json)["replication"]
+    assert primary["status"] in ("ok", "warn"), primary  # (warn while it syncs)
+    assert primary["detail"].startswith("primary, 1 replica(s), up to ")
+
+
+def test_config_renamed_away_is_a_warn_saying_so(cli, make_server):
+    srv = make_server(extra_args=("--rename-command", "CONFIG", ""))
+    run = cli("doctor", url=srv.url)
+    assert run.exit_code == 7, run  # not an error: what INFO tells is used
+    found = by_check(run.json)
+    assert found["persistence"]["status"] == "warn"
+    assert "AOF off; could not read the RDB schedule: CONFIG GET appendonly, appendfsync, " \
+        "save, maxmemory-policy: not available, renamed or disabled" in \
+        found["persistence"]["detail"]
+    assert found["eviction"]["status"] == "ok"  # INFO memory has the policy
 
 
 def test_a_table_on_a_terminal(cli, srv):

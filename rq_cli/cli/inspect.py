@@ -79,7 +79,8 @@ def stats(
         help="table, json (lines), or prometheus (text exposition, for node_exporter's "
              "textfile collector). Default: a table on a terminal, else JSON lines.")] = None,
     check: Annotated[bool, typer.Option(
-        "--check", help="Print one line per threshold breached and exit 5 if any is, else "
+        "--check", help="Print one line per threshold breached and exit 5 if any is (a "
+                        "queue that cannot be read: a line with its error, exit 6), else "
                         "print nothing and exit 0 (for cron and Nagios-style agents). "
                         "Thresholds: the --max-* options, else max_pending, max_age, max_dead, "
                         "max_abandoned of the config.")] = False,
