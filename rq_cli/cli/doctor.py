@@ -49,7 +49,7 @@ def doctor(ctx: typer.Context, queues: OptQueuesArg = None, as_json: JsonOpt = F
     servers = plan(st, queues or [])
     for server in servers:
         rows += examine(st, server)
-    several = len(servers) > 1
+    several = len({row["server"] for row in rows}) > 1  # (a cluster: one per primary)
     columns = [c for c in COLUMNS if c.key != "server" or several or out.json]
     out.rows(rows, columns, title=None if several or not rows else rows[0]["server"])
     conclude(rows)
