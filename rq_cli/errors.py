@@ -18,7 +18,9 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # bad arguments or options (Typer/Click's own code)
     NOTHING = 3  # lease found nothing in time; complete/fail/extend found no live item
     LEASE_LOST = 4  # another session holds the lease, or the lease expired (extend)
-    BREACHED = 5  # stats --check: a queue is past one of its thresholds
+    BREACHED = 5  # stats --check: a queue is past a threshold; doctor: a check failed
+    UNKNOWN = 6  # stats --check, doctor: a server could not be reached (the state is unknown)
+    WARNED = 7  # doctor: warnings, and no check failed
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
     CONFIG = 78  # config file error (EX_CONFIG)
@@ -90,3 +92,19 @@ class ThresholdBreached(RqError):
     """``stats --check``: at least one queue is past one of its thresholds."""
 
     exit_code = ExitCode.BREACHED
+
+
+class CheckFailed(ThresholdBreached):
+    """``doctor``: at least one check failed."""
+
+
+class CheckUnknown(RqError):
+    """``stats --check``, ``doctor``: a server could not be reached, so nothing is known."""
+
+    exit_code = ExitCode.UNKNOWN
+
+
+class CheckWarned(RqError):
+    """``doctor``: warnings, and no check failed."""
+
+    exit_code = ExitCode.WARNED

@@ -91,11 +91,18 @@ def rates(before: Mapping[str, int], after: Mapping[str, int], seconds: float,
 
 # -- Prometheus ----------------------------------------------------------------------------------
 class Sample(NamedTuple):
-    """One queue for :func:`prometheus_text`: its name, prefix, and stats (None: unreadable)."""
+    """One queue for :func:`prometheus_text`: its name, prefix, stats (None: unreadable) and
+    server (its URL, masked; "" if not known).
+
+    A server whose queues could not even be listed (no queue named or configured, and the
+    server is down) is a sample with the queue and prefix "" and no stats: its outage still
+    shows as ``rq_cli_up 0``.
+    """
 
     queue: str
     prefix: str
     stats: Stats | None
+    server: str = ""
 
 
 #: name -> (type, help) of every metric, in the order printed
@@ -116,7 +123,7 @@ STATES = ("pending", "processing", "delayed", "dead")
 
 def metric_names() -> list[str]:
     """Every metric name :func:`prometheus_text` may print (the README lists them)."""
-    return ["rq_cli_up", "rq_cli_items", "rq_cli_abandoned_leases",
+    return ["rq_cli_up", "rq_cli_scrape_error", "rq_cli_items", "rq_cli_abandoned_leases",
             "rq_cli_oldest_pending_age_seconds", "rq_cli_paused",
             *(f"rq_cli_{name}_total" for name in COUNTER_FIELDS)]
 
@@ -150,8 +157,11 @@ def prometheus_text(samples: Sequence[Sample]) -> str:
             lines.append(f"{name}{{{labels}}} {_number(value)}")
 
     read = [s for s in samples if s.stats is not None]
-    family("rq_cli_up", "gauge", "1 if the queue's stats could be read, else 0.",
-           ((s, "", 1 if s.stats is not None else 0) for s in samples))
+    unique = {(s.queue, s.prefix, s.stats is None): s for s in samples}  # one "" per outage
+    family("rq_cli_up", "gauge", "1 if the queue's stats could be read, else 0 (queue=\"\": "
+           "the queues of a server could not be listed).",
+           ((s, "", 1 if s.stats is not None else 0) for s in unique.values()))
+    lines.extend(_scrape_errors(samples))
     family("rq_cli_items", "gauge", "Items in the queue, by state.",
            ((s, f',state="{state}"', getattr(s.stats, state)) for s in read for state in STATES))
     family("rq_cli_abandoned_leases", "gauge",
@@ -166,6 +176,19 @@ def prometheus_text(samples: Sequence[Sample]) -> str:
         family(f"rq_cli_{name}_total", "counter", COUNTER_HELP[name],
                ((s, "", s.stats.counters.get(name, 0)) for s in read if s.stats))
     return "\n".join(lines) + "\n"
+
+
+def _scrape_errors(samples: Sequence[Sample]) -> list[str]:
+    """``rq_cli_scrape_error{server=...}``: 1 per server where anything failed in this run."""
+    failed: dict[str, bool] = {}
+    for s in samples:
+        if s.server:
+            failed[s.server] = failed.get(s.server, False) or s.stats is None
+    return ["# HELP rq_cli_scrape_error 1 if a queue of this server, or the list of its "
+            "queues, could not be read in this run, else 0.",
+            "# TYPE rq_cli_scrape_error gauge",
+            *(f'rq_cli_scrape_error{{server="{_label(server)}"}} {1 if bad else 0}'
+              for server, bad in failed.items())]
 
 
 def _oldest_age(stats: Stats) -> float | None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
+import pytest
 from cli_helpers import write_config
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -82,7 +87,88 @@ def test_prometheus_reports_an_unreachable_queue_as_down(cli, make_server, r):
     found = families(run.stdout)
     assert values(found["rq_cli_up"], queue="q") == [0]
     assert values(found["rq_cli_items"], queue="q") == []
+    assert values(found["rq_cli_scrape_error"], server=url) == [1]
     assert "q: cannot connect" in run.stderr and len(run.stderr.splitlines()) == 1
+
+
+def test_prometheus_outage_in_discovery_mode_says_so(cli, make_server):
+    """No config, no QUEUE (the README's cron line): the server's queues cannot even be
+    listed, and the file still says so, exit 0."""
+    gone = make_server()
+    url = gone.url
+    gone.stop()
+    run = cli("stats", "--format", "prometheus", url=url)
+    assert run.exit_code == 0, run
+    found = families(run.stdout)
+    assert values(found["rq_cli_up"]) == [0]
+    assert values(found["rq_cli_up"], queue="", prefix="") == [0]
+    assert values(found["rq_cli_scrape_error"], server=url) == [1]
+    assert run.stderr.startswith(f"rq-cli: stats: cannot connect to {url}")
+    assert len(run.stderr.splitlines()) == 1
+
+
+def test_prometheus_outage_in_config_mode_says_so(cli, make_server, tmp_path):
+    up = make_server()
+    gone = make_server()
+    down = gone.url
+    gone.stop()
+    write_config(tmp_path, f'[queues.emails]\nurl = "{down}"\n'
+                           f'[queues.sms]\nurl = "{up.url}"\n')
+    WorkQueue(up.client(), "sms").push([b"1"])
+    run = cli("stats", "--format", "prometheus", url=None)
+    assert run.exit_code == 0, run
+    found = families(run.stdout)
+    assert values(found["rq_cli_up"], queue="emails") == [0]
+    assert values(found["rq_cli_up"], queue="sms") == [1]
+    assert values(found["rq_cli_scrape_error"], server=down) == [1]
+    assert values(found["rq_cli_scrape_error"], server=up.url) == [0]
+    assert values(found["rq_cli_items"], queue="sms", state="pending") == [1]
+
+
+def test_prometheus_masks_the_password_in_the_server_label(cli, make_server):
+    gone = make_server()
+    port = gone.port
+    gone.stop()
+    run = cli("stats", "q", "--format", "prometheus", url=f"redis://:s3cret@127.0.0.1:{port}/0")
+    assert run.exit_code == 0
+    assert "s3cret" not in run.stdout + run.stderr
+    assert values(families(run.stdout)["rq_cli_scrape_error"],
+                  server=f"redis://:***@127.0.0.1:{port}/0") == [1]
+
+
+def readme_cron_line() -> str:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    lines = [line for line in text.splitlines()
+             if line.startswith("* * * * * rq-cli stats --format prometheus")]
+    assert len(lines) == 1, lines
+    return lines[0].split(" ", 5)[5]  # the command, without the schedule
+
+
+@pytest.mark.parametrize("down", [True, False])
+def test_the_readme_cron_line_replaces_the_file(make_server, tmp_path, down):
+    """The README's exact line, run by sh as cron runs it, in discovery mode: an outage
+    replaces the last good file with one that says so, and leaves no temporary file."""
+    srv = make_server()
+    url = srv.url
+    WorkQueue(srv.client(), "jobs").push([b"1"])
+    if down:
+        srv.stop()
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    target = textfile / "rq-cli.prom"
+    target.write_text('rq_cli_up{queue="jobs",prefix="jobs"} 1\n')  # the last good values
+    line = readme_cron_line().replace("/var/lib/node_exporter/textfile", str(textfile))
+    work = tmp_path / "cwd"
+    work.mkdir()
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "RQ_CLI_URL": url,
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
+    done = subprocess.run(["sh", "-c", line], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done
+    found = families(target.read_text())
+    assert values(found["rq_cli_up"]) == ([0] if down else [1])
+    assert values(found["rq_cli_scrape_error"], server=url) == ([1] if down else [0])
+    assert sorted(p.name for p in textfile.iterdir()) == ["rq-cli.prom"]
 
 
 # -- --check --------------------------------------------------------------------------------------
@@ -143,12 +229,64 @@ def test_thresholds_without_check_are_a_usage_error(cli):
     assert run.exit_code == 2 and "--check" in run.stderr
 
 
-def test_check_of_an_unreachable_server_is_69_not_5(cli, make_server):
+def test_check_of_an_unreachable_server_is_6_not_5(cli, make_server):
     gone = make_server()
     url = gone.url
     gone.stop()
     run = cli("stats", "q", "--check", "--max-pending", "1", url=url)
-    assert run.exit_code == 69 and run.stdout == ""
+    assert run.exit_code == 6, run
+    row = run.one
+    assert row["queue"] == "q" and row["error"].startswith(f"cannot connect to {url}")
+    assert run.stderr.startswith("rq-cli: 1 of 1 could not be checked (the state is unknown): "
+                                 f"cannot connect to {url}")
+    assert len(run.stderr.splitlines()) == 1
+    # discovery mode: the queues cannot even be listed; still 6, and a row naming the server
+    run = cli("stats", "--check", "--max-dead", "0", url=url)
+    assert run.exit_code == 6, run
+    assert (run.one["queue"], run.one["url"]) == (None, url)
+
+
+def test_check_of_a_breach_and_an_outage_is_6_and_shows_both(cli, make_server, tmp_path, r):
+    gone = make_server()
+    down = gone.url
+    gone.stop()
+    write_config(tmp_path, f'[queues.emails]\nurl = "{down}"\n[queues.sms]\n'
+                           f'url = "redis://127.0.0.1:{r.connection_pool.connection_kwargs["port"]}'
+                           '/0"\n')
+    WorkQueue(r, "sms").push([b"1", b"2"])
+    run = cli("stats", "--check", "--max-pending", "1", url=None)
+    assert run.exit_code == 6, run
+    assert [(row["queue"], row.get("measure"), "error" in row) for row in run.json] == [
+        ("sms", "pending", False), ("emails", None, True)]
+    assert "; 1 threshold breached: sms pending 2 > 1" in run.stderr
+
+
+def test_check_values_read_the_same_in_the_table_and_the_summary(cli, r):
+    q = WorkQueue(r, "q")
+    q.push([b"1"], now_ms=int(time.time() * 1000) - 1_003_142)
+    run = cli("stats", "q", "--check", "--max-age", "100.5", tty=True)
+    assert run.exit_code == 5, run
+    summary = re.search(r"q age (\S+) > (\S+)$", run.stderr.strip())
+    assert summary, run.stderr
+    value, limit = summary.groups()
+    assert float(value) > 1003  # (milliseconds, as JSON has them: not rounded to 1003.14)
+    row = next(line for line in run.stdout.splitlines() if " age " in line)
+    assert value in row.split() and limit in row.split(), (row, value, limit)
+    piped = cli("stats", "q", "--check", "--max-age", "100.5")
+    assert f"> {piped.one['limit']}" in piped.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("--iterations", "2"), ("--interval", "5"), ("--iterations", "1", "--check",
+                                                 "--max-dead", "0"),
+    ("--by-tenant", "--format", "prometheus"), ("--by-tenant", "--check", "--max-dead", "0"),
+    ("--by-tenant", "--watch", "--iterations", "1"),
+])
+def test_flags_that_would_do_nothing_are_refused(cli, args):
+    run = cli("stats", "q", *args)
+    assert run.exit_code == 2, run
+    assert run.stdout == "" and len(run.stderr.splitlines()) == 1
+    assert run.stderr.startswith("rq-cli: --")
 
 
 def test_check_table_on_a_terminal(cli):

@@ -548,6 +548,20 @@ def test_cli_end_to_end(cli: Cli, cluster: Cluster, nodes: list[redis.Redis]) ->
     assert not any(k.startswith(JOBS + ":") for k in all_keys(nodes))
 
 
+def test_cli_doctor_checks_every_primary(cli: Cli, cluster: Cluster) -> None:
+    run = cli("doctor", JOBS)
+    assert run.exit_code == 5, run  # the nodes keep nothing on disk
+    rows = run.json
+    ports = {int(row["server"].rsplit(":", 1)[1].rstrip(")")) for row in rows
+             if row["queue"] is None}
+    assert ports == {node.port for node in cluster.nodes}
+    persistence = [row for row in rows if row["check"] == "persistence"]
+    assert len(persistence) == 3 and {row["status"] for row in persistence} == {"fail"}
+    assert all("EVALSHA" in row["detail"] for row in rows if row["check"] == "functions")
+    acl = [row for row in rows if row["check"] == "acl"]
+    assert [(row["queue"], row["status"]) for row in acl] == [(JOBS, "ok")]
+
+
 def test_cli_refuses_an_untagged_prefix(cli: Cli, nodes: list[redis.Redis]) -> None:
     for args in (("push", "jobs", "{}"), ("lease", "jobs"), ("stats", "app:jobs"),
                  ("purge", "jobs", "--yes")):

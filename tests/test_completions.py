@@ -36,9 +36,9 @@ SCRIPT = REPO / "scripts" / "gen_completions.py"
 COMPLETIONS = REPO / "completions"
 REGENERATE = "python scripts/gen_completions.py"
 SHELLS = ("bash", "zsh", "fish")
-COMMANDS = ["push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "holders",
-            "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work", "cancel",
-            "config", "server"]
+COMMANDS = ["push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "doctor",
+            "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
+            "cancel", "config", "server"]
 QUEUES = ["emails", "events", "sms"]
 #: A console width no help text reaches: Typer wraps zsh/fish help texts at the console width
 #: (see test_fish_help_texts_stay_on_one_line for what that does to fish).
@@ -244,7 +244,7 @@ def test_options(shell: str, config_file: Path) -> None:
 @pytest.mark.usefixtures("no_network")
 def test_every_command_taking_a_queue_completes_names(config_file: Path) -> None:
     for command in ("push", "lease", "complete", "fail", "extend", "stats", "peek", "holders",
-                    "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
+                    "doctor", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
                     "cancel"):
         assert complete("bash", f"rq-cli {command} em", config=config_file) == ["emails"], \
             command

@@ -53,8 +53,8 @@ COMMAND_NAMES = [" ".join(path) for path, _ in COMMANDS]
 def test_the_tree_has_every_command() -> None:
     """The walk itself: the commands of issue 3, including the two groups' subcommands."""
     assert set(COMMAND_NAMES) == {
-        "push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "holders",
-        "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work", "cancel",
+        "push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "doctor",
+        "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work", "cancel",
         "config path", "config show",
         "server status", "server stop"}
     assert {" ".join(path) for path, _ in GROUPS} == {"", "config", "server"}

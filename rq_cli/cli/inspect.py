@@ -79,7 +79,8 @@ def stats(
         help="table, json (lines), or prometheus (text exposition, for node_exporter's "
              "textfile collector). Default: a table on a terminal, else JSON lines.")] = None,
     check: Annotated[bool, typer.Option(
-        "--check", help="Print one line per threshold breached and exit 5 if any is, else "
+        "--check", help="Print one line per threshold breached and exit 5 if any is (a "
+                        "queue that cannot be read: a line with its error, exit 6), else "
                         "print nothing and exit 0 (for cron and Nagios-style agents). "
                         "Thresholds: the --max-* options, else max_pending, max_age, max_dead, "
                         "max_abandoned of the config.")] = False,
@@ -104,13 +105,15 @@ def stats(
 
     Example: rq-cli stats emails --watch
     """
+    prometheus = fmt is StatsFormat.prometheus
+    refuse_idle_flags(ctx, watch=watch, check=check, prometheus=prometheus,
+                      by_tenant=by_tenant)
     st = state(ctx)
     if fmt is StatsFormat.json:
         as_json = True
     out = st.output(as_json)
     if fmt is StatsFormat.table:
         out.json = False
-    prometheus = fmt is StatsFormat.prometheus
     limits = (max_pending, max_age, max_dead, max_abandoned)
     if watch or check or prometheus or any(limit is not None for limit in limits):
         from ..metrics import Thresholds
@@ -120,17 +123,21 @@ def stats(
                                 abandoned=max_abandoned)
         monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
                             limits=thresholds)
-        targets = stats_targets(st, queues or [], discover)
         if watch:
             from .watch import watch as live
 
-            live(st, out, targets, interval=interval, iterations=iterations)
-        else:
-            monitor.run(st, out, targets, check=check, limits=thresholds,
-                        prometheus=prometheus)
+            live(st, out, stats_targets(st, queues or [], discover), interval=interval,
+                 iterations=iterations)
+            return
+        # a server whose queues cannot be listed is reported, not the end of the run
+        unlisted: list[dict[str, Any]] = []
+        targets = stats_targets(st, queues or [], discover, Failures("stats"), unlisted)
+        monitor.run(st, out, targets, check=check, limits=thresholds, prometheus=prometheus,
+                    unlisted=unlisted)
         return
     failed = Failures("stats")
     rows: list[dict[str, Any]] = []
+    read: dict[str, Any] = {}  # the servers that answered: url -> client
     if by_tenant:
         for t in stats_targets(st, queues or [], discover, failed, rows):
             found, error = failed.run(t.url, functools.partial(t.queue.stats, by_tenant=True))
@@ -145,6 +152,8 @@ def stats(
     for t in stats_targets(st, queues or [], discover, failed, rows):
         found, error = failed.run(t.url, t.queue.stats)
         rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
+        if found:
+            read.setdefault(t.url, t.queue.client)
         if found and found.other_generation:
             out.message(f"rq-cli: warning: queue {t.name} (layout {t.queue.options.layout}) "
                         f"shows {found.other_generation} keys: a {found.other_generation} peer "
@@ -153,7 +162,24 @@ def stats(
     # the tenants column only where a queue has tenants: 80 columns fit the rest unsplit
     fair = any(row.get("tenants") for row in rows)
     out.rows(rows, [c for c in STATS_COLUMNS if fair or c.key != "tenants"])
+    if not out.json:  # a terminal: say when the server itself can lose work
+        from .doctor import warn_risks
+
+        warn_risks(out, read)
     failed.check()
+
+
+def refuse_idle_flags(ctx: typer.Context, *, watch: bool, check: bool, prometheus: bool,
+                      by_tenant: bool) -> None:
+    """Refuse flags that would do nothing in the combination given (exit 2)."""
+    given = {name for name in ("iterations", "interval")
+             if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"}
+    if given and not watch:
+        raise UsageError(f"--{sorted(given)[0]} goes with --watch")
+    if by_tenant and (watch or check or prometheus):
+        mode = "--watch" if watch else "--check" if check else "--format prometheus"
+        raise UsageError(f"--by-tenant is not shown by {mode}: use it alone (rq-cli stats "
+                         "QUEUE --by-tenant)")
 
 
 def stats_row(name: str, s: Stats) -> dict[str, Any]:

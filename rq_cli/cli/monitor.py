@@ -2,15 +2,17 @@
 
 For operators: alert from cron or a Nagios-style agent (``--check``: one line per breach,
 exit 5), feed node_exporter's textfile collector (``--format prometheus``), or watch the
-queues live. A queue that cannot be read is an error row (watch) or ``rq_cli_up 0``
-(prometheus) rather than the end of the run; ``--check`` exits 69 then (the state is unknown).
+queues live. A queue that cannot be read is an error row (watch) or ``rq_cli_up 0`` and
+``rq_cli_scrape_error 1`` (prometheus, exit 0 so that cron replaces the file) rather than the
+end of the run; ``--check`` prints it as a row and exits 6 (the state is unknown), also when
+the server's queues could not even be listed.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RqError, ThresholdBreached, UsageError
+from ..errors import CheckUnknown, RqError, ThresholdBreached, UsageError
 from ..metrics import Sample, Thresholds, breaches, prometheus_text
 from ..render import Column, Output
 
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
     from .inspect import Target
 
 BREACH_COLUMNS = [Column("queue"), Column("measure"), Column("value", kind="number"),
-                  Column("limit", kind="number")]
+                  Column("limit", kind="number"), Column("url", optional=True),
+                  Column("error", optional=True)]
 
 
 def check_modes(*, watch: bool, check: bool, prometheus: bool, limits: Thresholds) -> None:
@@ -33,47 +36,75 @@ def check_modes(*, watch: bool, check: bool, prometheus: bool, limits: Threshold
 
 
 def run(st: State, out: Output, targets: list[Target], *, check: bool, limits: Thresholds,
-        prometheus: bool) -> None:
-    """``stats --check`` or ``stats --format prometheus``."""
+        prometheus: bool, unlisted: list[dict[str, Any]]) -> None:
+    """``stats --check`` or ``stats --format prometheus``. ``unlisted``: the servers whose
+    queues could not be listed (rows with ``url``, masked, and ``error``)."""
     if prometheus:
-        samples = []
-        for target in targets:
-            got = read_stats(st, target)
-            if isinstance(got, str):
-                out.message(f"rq-cli: {target.name}: {got}")
-            samples.append(Sample(target.name, target.queue.prefix,
-                                  None if isinstance(got, str) else got))
-        out.write(prometheus_text(samples))
+        run_prometheus(st, out, targets, unlisted)
     elif check:
-        run_check(st, out, targets, limits)
+        run_check(st, out, targets, limits, unlisted)
 
 
-def run_check(st: State, out: Output, targets: list[Target], flags: Thresholds) -> None:
-    """Print one row per breach (queue, measure, value, limit); raise ThresholdBreached (5)."""
+def run_prometheus(st: State, out: Output, targets: list[Target],
+                   unlisted: list[dict[str, Any]]) -> None:
+    """Every queue's samples; an outage is ``rq_cli_up 0`` and ``rq_cli_scrape_error 1``
+    (never an empty file, never an exit code that keeps cron from replacing the file)."""
+    from ..connect import mask_url
+
+    samples = []
+    for target in targets:
+        got = read_stats(st, target)
+        if isinstance(got, str):
+            out.message(f"rq-cli: {target.name}: {got}")
+        samples.append(Sample(target.name, target.queue.prefix,
+                              None if isinstance(got, str) else got, mask_url(target.url)))
+    for row in unlisted:
+        out.message(f"rq-cli: stats: {row['error']}")
+        samples.append(Sample("", "", None, row["url"]))
+    out.write(prometheus_text(samples))
+
+
+def run_check(st: State, out: Output, targets: list[Target], flags: Thresholds,
+              unlisted: list[dict[str, Any]]) -> None:
+    """Print one row per breach (queue, measure, value, limit) and one per queue or server
+    that could not be read (queue, error); raise CheckUnknown (6) if any could not be read,
+    else ThresholdBreached (5) if any breached."""
     rows: list[dict[str, Any]] = []
-    checked = False
+    unknown: list[dict[str, Any]] = [{"queue": None, "url": r["url"], "error": r["error"]}
+                                     for r in unlisted]
+    checked = flags.any() or (bool(unlisted) and bool(st.config.thresholds()))
     for target in targets:
         configured = {} if st.raw_prefix else st.config.thresholds(target.name)
         limits = Thresholds.from_config(configured).merged(flags)
         if not limits.any():
             continue
         checked = True
+        got = read_stats(st, target)
+        if isinstance(got, str):
+            unknown.append({"queue": target.name, "error": got})
+            continue
         rows += [{"queue": target.name, "measure": b.measure, "value": b.value,
-                  "limit": b.limit} for b in breaches(target.queue.stats(), limits)]
+                  "limit": b.limit} for b in breaches(got, limits)]
     if not checked:
         raise UsageError("stats --check has no thresholds: give --max-pending, --max-age, "
                          "--max-dead or --max-abandoned, or set max_pending (...) in the "
                          "config")
+    if rows or unknown:
+        out.rows(rows + unknown, BREACH_COLUMNS)
+    shown = "; ".join(f"{r['queue']} {r['measure']} {number(r['value'])} > "
+                      f"{number(r['limit'])}" for r in rows)
+    breached = f"{len(rows)} threshold{'s' if len(rows) != 1 else ''} breached"
+    if unknown:
+        raise CheckUnknown(f"{len(unknown)} of {len(targets) + len(unlisted)} could not be "
+                           f"checked (the state is unknown): {unknown[0]['error']}"
+                           + (f"; {breached}: {shown}" if rows else ""))
     if rows:
-        out.rows(rows, BREACH_COLUMNS)
-        shown = "; ".join(f"{r['queue']} {r['measure']} {_num(r['value'])} > {_num(r['limit'])}"
-                          for r in rows)
-        raise ThresholdBreached(f"{len(rows)} threshold{'s' if len(rows) > 1 else ''} "
-                                f"breached: {shown}")
+        raise ThresholdBreached(f"{breached}: {shown}")
 
 
-def _num(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+def number(value: float) -> str:
+    """A value or limit as the table and JSON show it (1003.142 everywhere, not 1003.14)."""
+    return str(value)
 
 
 def read_stats(st: State, target: Target) -> Stats | str:

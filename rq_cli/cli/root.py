@@ -170,7 +170,9 @@ app = typer.Typer(
     cls=RqGroup,
     help="A reliable work queue in Redis or Valkey: push, lease, complete, inspect, repair.\n\n"
          "Tables on a terminal, JSON lines when piped. Exit codes: 0 ok, 1 internal error, "
-         "2 usage, 3 nothing to do, 4 lease lost, 5 threshold breached (stats --check), "
+         "2 usage, 3 nothing to do, 4 lease lost, 5 threshold breached or check failed "
+         "(stats --check, doctor), 6 server unreachable (stats --check, doctor), "
+         "7 warnings (doctor), "
          "65 bad input, 69 server unavailable, "
          "78 config error, 130 interrupted, 141 stdout closed early.",
     no_args_is_help=True,
@@ -234,6 +236,7 @@ COMMANDS: dict[str, str] = {
     "stats": "inspect:stats",
     "peek": "inspect:peek",
     "queues": "inspect:queues",
+    "doctor": "doctor:doctor",
     "holders": "holders:holders",
     "clean": "maintain:clean",
     "requeue-dead": "maintain:requeue_dead",

@@ -38,7 +38,13 @@ def status(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = Fals
     from .. import embedded
 
     info = embedded.status(_directory(st, directory))
-    st.output(as_json).record(info, title="embedded server")
+    out = st.output(as_json)
+    out.record(info, title="embedded server")
+    if info["running"] and not out.json:  # a terminal: say when it can lose work
+        from .doctor import warn_risks
+
+        url = f"unix://{info['socket']}"
+        warn_risks(out, {url: st.client(url)})
     if not info["running"]:
         raise NothingToDo(f"no embedded server runs in {info['dir']}")
 

@@ -1,0 +1,164 @@
+"""``rq-cli doctor``: what the queues' promises depend on, checked on their servers.
+
+The checks live in :mod:`rq_cli.health` and :mod:`rq_cli.health_acl`; this command finds
+the servers (as ``stats`` does: the named queues, else the configured ones, else the default
+server and the queues found on it; a cluster: each primary), prints one row per check, and
+picks the exit code for cron.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from ..errors import CheckFailed, CheckUnknown, CheckWarned, RqError, ServerError
+from ..render import Column, Output
+from .common import JsonOpt, OptQueuesArg, State, state
+
+if TYPE_CHECKING:
+    from ..health import Check
+
+COLUMNS = [Column("server", optional=True), Column("queue", optional=True), Column("check"),
+           Column("status"), Column("detail"), Column("fix", optional=True)]
+
+
+class Server:
+    """One server to examine: its URL, its client (None: it could not even be opened, see
+    ``error``) and the queues on it (name, prefix)."""
+
+    def __init__(self, url: str, client: Any, error: str | None = None) -> None:
+        self.url = url
+        self.client = client
+        self.error = error
+        self.queues: list[tuple[str, str]] = []
+
+
+def doctor(ctx: typer.Context, queues: OptQueuesArg = None, as_json: JsonOpt = False) -> None:
+    """Check what the queues rely on: persistence, eviction, version, ACL, replicas, latency.
+
+    Each check is ok, warn or fail, with what to change. Exit 0: all ok; 7: warnings only;
+    5: a check failed; 6: a server could not be reached.
+
+    Example: rq-cli doctor emails --json
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    rows: list[dict[str, Any]] = []
+    servers = plan(st, queues or [])
+    for server in servers:
+        rows += examine(st, server)
+    several = len({row["server"] for row in rows}) > 1  # (a cluster: one per primary)
+    columns = [c for c in COLUMNS if c.key != "server" or several or out.json]
+    out.rows(rows, columns, title=None if several or not rows else rows[0]["server"])
+    conclude(rows)
+
+
+def plan(st: State, names: list[str]) -> list[Server]:
+    """The servers to examine, each with its queues, in the order first met."""
+    servers: dict[str, Server] = {}
+
+    def server_of(url: str, opener: Any) -> Server:
+        if url not in servers:
+            try:
+                servers[url] = Server(url, opener())
+            except ServerError as err:  # (a cluster reads its topology when opened)
+                servers[url] = Server(url, None, str(err))
+        return servers[url]
+
+    for name in names or list(st.config.queues):
+        spec = st.spec(name)
+        server = server_of(spec.url, lambda s=spec: st.client(s.url, s.password, s))
+        server.queues.append((name, spec.prefix))
+    if not servers:  # nothing named or configured: the default server, and its queues
+        for found in st.servers():
+            server = server_of(found.url, lambda f=found: st.server_client(f))
+            server.queues += [(prefix, prefix) for prefix in _discover(server)]
+    return list(servers.values())
+
+
+def _discover(server: Server) -> list[str]:
+    from ..core.discover import discover_queues
+
+    if server.client is None:
+        return []
+    try:
+        return discover_queues(server.client)
+    except Exception:  # unreachable: the checks say so
+        return []
+
+
+def examine(st: State, server: Server) -> list[dict[str, Any]]:
+    """The rows of one server: its checks, then each queue's; a server that cannot be
+    reached is one ``connect`` fail saying why."""
+    from .. import health
+    from ..connect import mask_url
+    from ..core.calling import functions_allowed
+    from ..health_acl import queue_checks
+
+    where = mask_url(server.url)
+    checks: list[tuple[str, str | None, Check]] = []  # (node, queue, check)
+    try:
+        if server.error is not None:
+            raise ServerError(server.error)
+        found = health.nodes(server.client)  # a cluster: each primary
+        fcall = found[0][0] == "" and functions_allowed()
+        for node, client in found:
+            checks += [(node, None, c) for c in health.server_checks(client, fcall=fcall)]
+        for name, prefix in server.queues:
+            client = health.node_of(server.client, prefix)
+            checks += [("", name, c) for c in queue_checks(client, prefix)]
+    except Exception as exc:
+        reason = _unreachable(st, server.url, exc)
+        return [{"server": where, "queue": None, "check": "connect", "status": health.FAIL,
+                 "detail": reason, "fix": "start the server, or fix its URL or password "
+                 "(--url, the config, $RQ_CLI_URL) and the network between"}]
+    return [{"server": f"{where} ({node})" if node else where, "queue": name,
+             "check": c.check, "status": c.status, "detail": c.detail, "fix": c.fix}
+            for node, name, c in checks]
+
+
+def _unreachable(st: State, url: str, exc: Exception) -> str:
+    """Why the server could not be reached (one line, secrets scrubbed); anything that is
+    not the server's doing is raised (a bug)."""
+    from ..connect import translate_error
+    from .root import scrub
+
+    err = exc if isinstance(exc, RqError) else translate_error(exc, url)
+    if not isinstance(err, ServerError):
+        raise exc
+    return " ".join(scrub(str(err), st).split())
+
+
+def conclude(rows: list[dict[str, Any]]) -> None:
+    """Exit 6 if a server could not be reached, 5 if a check failed, 7 on warnings only."""
+    failed = [r for r in rows if r["status"] == "fail"]
+    warned = [r for r in rows if r["status"] == "warn"]
+    counts = f"{len(failed)} failed, {len(warned)} warning{'s' if len(warned) != 1 else ''}"
+    if not failed and not warned:
+        return
+    unreachable = [r for r in failed if r["check"] == "connect"]
+    first = (unreachable or failed or warned)[0]
+    what = f"doctor: {counts}; {first['server']} {first['check']}: {first['detail']}"
+    if unreachable:
+        raise CheckUnknown(what)
+    if failed:
+        raise CheckFailed(what)
+    raise CheckWarned(what)
+
+
+def warn_risks(out: Output, clients: Mapping[str, Any]) -> None:
+    """``stats`` and ``server status`` on a terminal: one stderr line per server (URL ->
+    client) that can lose work (no persistence, eviction); one round trip each. Nothing when
+    the output is JSON: a script gets ``doctor`` for that, and no extra round trip."""
+    if out.json:
+        return
+    from ..connect import mask_url
+    from ..health import nodes, risks
+
+    for url, client in clients.items():
+        found = [risk for _, node in nodes(client) for risk in risks(node)]
+        if found:
+            out.message(f"rq-cli: warning: {mask_url(url)} {'; it '.join(found)} (see rq-cli "
+                        "doctor)")
