@@ -229,8 +229,13 @@ def human(value: Any, kind: str = "text") -> str:
 class Column(NamedTuple):  # (NamedTuple: cheaper to create than a dataclass at start-up)
     key: str
     header: str = ""
-    kind: str = "text"  # text | data | time | age | number
+    #: text (never wraps: names, ids, sessions) | words (wraps between words: errors, lists)
+    #: | data (wraps anywhere) | time | age | number (never wrap)
+    kind: str = "text"
     optional: bool = False  # left out of a table when no row has a value for it
+    #: On a terminal too narrow for every column, higher ``drop`` goes first (ties: the
+    #: rightmost first); 0 = never dropped. The first column and ``id`` are never dropped.
+    drop: int = 1
 
     @property
     def title(self) -> str:
@@ -289,7 +294,8 @@ class Output:
             self.lines([json_line(row)])
             return
         kv = [{"field": k.replace("_", " "), "value": human(v)} for k, v in row.items()]
-        self.table(kv, [Column("field"), Column("value")], title=title, show_header=False)
+        self.table(kv, [Column("field"), Column("value", kind="words", drop=0)], title=title,
+                   show_header=False)
 
     def stream(self, columns: Sequence[Column], title: str | None = None) -> RowStream:
         """Rows arriving in batches: JSON lines written per batch, or one table at the end."""
@@ -301,44 +307,36 @@ class Output:
 
     def table(self, rows: Sequence[dict[str, Any]], columns: Sequence[Column],
               title: str | None = None, show_header: bool = True) -> None:
-        """A table fitted to the terminal: headers never split inside a word, numbers and
-        ids never wrap (on a narrow terminal an id is shortened in the middle, ``f1213…2899``),
-        other text (data above all) wraps; optional columns no row fills are left out."""
-        columns = [col for col in columns if not col.optional
-                   or any(row.get(col.key) is not None for row in rows)]
-        cells = [[human(row.get(col.key), col.kind) for col in columns] for row in rows]
-        console = self.console()
-        natural = {n: max([len(line[n]) for line in cells] + [0]) for n, col in
-                   enumerate(columns) if not _fixed(col)}
-        floor = {n: _min_width(columns[n], show_header) for n in natural}
-        # room kept for the wrapping columns (data above all) before ids are shortened
-        reserve = sum(max(0, min(natural[n], WRAP_RESERVE) - floor[n]) for n in natural)
-        overflow = self.overflow(cells, columns, show_header, compact=False) + reserve
-        compact = overflow > 0  # too wide: one space between columns instead of three
-        if compact:
-            overflow = self.overflow(cells, columns, show_header, compact=True) + reserve
-        ids = [n for n, col in enumerate(columns) if col.key == "id"]
-        if ids and overflow > 0:  # still too wide: shorten the ids in the middle
-            longest = max((len(line[n]) for line in cells for n in ids), default=0)
-            fit = max(MIN_ID_CHARS, longest - overflow)
-            cells = [[middle_ellipsis(cell, fit) if n in ids else cell
-                      for n, cell in enumerate(line)] for line in cells]
-        # what is left is shared among the columns that wrap, so that rich never has to
-        # squeeze a header or a number to fit
-        spare = max(0, -self.overflow(cells, columns, show_header, compact))
-        console.print(_table(cells, columns, title, show_header, compact,
-                             _share(spare, natural, floor)))
+        """One table fitted to the terminal (see :meth:`table_page`)."""
+        self.table_page(rows, columns, title=title, show_header=show_header)
 
-    def overflow(self, cells: list[list[str]], columns: Sequence[Column], show_header: bool,
-                 compact: bool) -> int:
-        """How many characters too wide the table is with every text cell wrapped as far as
-        it goes: the header words, ids and numbers (which never wrap) must fit."""
-        fixed = [[cell if _fixed(col) else "" for col, cell in zip(columns, line, strict=True)]
-                 for line in cells]
+    def table_page(self, rows: Sequence[dict[str, Any]], columns: Sequence[Column],
+                   title: str | None = None, show_header: bool = True,
+                   layout: Layout | None = None) -> Layout:
+        """Draw ``rows`` as a table fitted to the terminal, and return its layout.
+
+        Ids, names, sessions, times and numbers never wrap; data wraps anywhere, words
+        columns (errors, lists) between words; headers never split. Columns that do not fit
+        even so are dropped, least important first (:attr:`Column.drop`), with one note on
+        stderr saying which and how to see them. Given the ``layout`` of the previous page
+        of a stream, the same columns are drawn at the same widths, with no header: the
+        pages read as one table."""
         console = self.console()
-        skeleton = _table(fixed, columns, None, show_header, compact)
-        options = console.options.update_width(1_000_000)
-        return int(console.measure(skeleton, options=options).maximum - console.width)
+        if layout is None:
+            columns = [col for col in columns if not col.optional
+                       or any(row.get(col.key) is not None for row in rows)]
+            cells = table_cells(rows, columns)
+            layout = fit_table(cells, columns, console.width, show_header)
+            if layout.dropped:
+                self.message(dropped_note(layout.dropped, console.width))
+                kept = [columns.index(col) for col in layout.columns]
+                cells = [[line[n] for n in kept] for line in cells]
+        else:
+            cells = table_cells(rows, layout.columns)
+            layout = refit_table(layout, cells, console.width)
+            title, show_header = None, False
+        console.print(draw_table(cells, layout, title, show_header))
+        return layout
 
     def text(self, text: str) -> None:
         """Plain human text on stdout (terminal mode only)."""
@@ -378,55 +376,179 @@ class Output:
 
 
 class RowStream:
-    """See :meth:`Output.stream`. Use as a context manager, or call :meth:`close`."""
+    """See :meth:`Output.stream`. Use as a context manager, or call :meth:`close`.
+
+    On a terminal, rows are drawn in pages as they come (a page once ``PAGE_ROWS`` rows
+    wait, or the first of them has waited ``PAGE_SECONDS``), so the first rows show at
+    once and memory stays flat whatever the number of rows; the pages share one layout.
+    ``count`` is the rows added, ``shown`` those written or drawn so far."""
 
     def __init__(self, out: Output, columns: Sequence[Column], title: str | None) -> None:
         self.out, self.columns, self.title = out, columns, title
         self.rows: list[dict[str, Any]] = []
-        self.count = 0
+        self.count = self.shown = 0
+        self.layout: Layout | None = None
+        self.since: float | None = None  # when the first waiting row came
 
     def add(self, rows: Sequence[dict[str, Any]]) -> None:
         self.count += len(rows)
         if self.out.json:
             self.out.lines(json_line(row) for row in rows)
-        else:
-            self.rows.extend(rows)
+            self.shown += len(rows)
+            return
+        if not rows:
+            return
+        self.rows.extend(rows)
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        if len(self.rows) >= PAGE_ROWS or now - self.since >= PAGE_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Draw the rows waiting (terminal mode)."""
+        if self.rows:
+            rows, self.rows, self.since = self.rows, [], None
+            self.layout = self.out.table_page(rows, self.columns, title=self.title,
+                                              layout=self.layout)
+            self.shown += len(rows)
 
     def close(self) -> None:
-        if self.rows:
-            self.out.table(self.rows, self.columns, title=self.title)
-            self.rows = []
+        self.flush()
 
     def __enter__(self) -> RowStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()  # also on errors: what was done is shown
+        self.close()  # also on errors and Ctrl-C: what was done is shown (a page at most)
 
 
-#: Fewest characters an id is shortened to on a narrow terminal (5 + "…" + 6).
-MIN_ID_CHARS = 12
-#: Characters each wrapping column is given, if it needs them, before ids are shortened.
-WRAP_RESERVE = 16
+#: Rows a terminal stream gathers before it draws them, and the longest the first waits.
+PAGE_ROWS = 200
+PAGE_SECONDS = 0.25
+#: Narrowest a data column is squeezed to before other columns are dropped.
+DATA_MIN = 16
+#: Longest word a words column keeps whole (a longer one folds).
+WORD_MAX = 40
 
 
-def middle_ellipsis(text: str, width: int) -> str:
-    """``text`` shortened to ``width`` characters by an ellipsis in the middle, which keeps
-    the start and the end of an id (both tell ids apart)."""
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+class Layout(NamedTuple):
+    """How a table is drawn: the columns kept, their widths, the padding; ``fits`` False
+    when even the columns never dropped are too wide (then rich folds what it must)."""
+
+    columns: list[Column]
+    widths: list[int]
+    least: list[int]  # the narrowest each column may be (wrapping ones less than wide)
+    compact: bool
+    dropped: list[Column]
+    fits: bool
 
 
-def _min_width(col: Column, show_header: bool) -> int:
-    """A column's narrowest: its header's longest word (headers never split in a word)."""
-    return max([len(word) for word in col.title.split()] + [1]) if show_header else 1
+def wraps(col: Column) -> bool:
+    """Whether a column's cells may wrap: data anywhere, words between words."""
+    return col.kind in ("data", "words")
+
+
+def table_cells(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> list[list[str]]:
+    return [[human(row.get(col.key), col.kind) for col in columns] for row in rows]
+
+
+def _widths(cells: list[list[str]], columns: Sequence[Column],
+            show_header: bool) -> tuple[list[int], list[int]]:
+    """(natural, least) width of each column: headers never split; ids, names, times and
+    numbers never wrap; data may be squeezed to ``DATA_MIN``; words to the longest word."""
+    from rich.cells import cell_len
+
+    natural, least = [], []
+    for n, col in enumerate(columns):
+        head = cell_len(col.title) if show_header else 1
+        texts = [line[n] for line in cells]
+        wide = max([cell_len(t) for t in texts] + [head, 1])
+        if col.kind == "data":
+            low = min(wide, max(DATA_MIN, head))
+        elif col.kind == "words":
+            word = max([cell_len(w) for t in texts for w in t.split()] + [1])
+            low = min(wide, max(head, min(word, WORD_MAX)))
+        else:
+            low = wide
+        natural.append(wide)
+        least.append(low)
+    return natural, least
+
+
+def fit_table(cells: list[list[str]], columns: Sequence[Column], width: int,
+              show_header: bool = True) -> Layout:
+    """The layout of a table ``width`` characters wide: every column at its natural width
+    if it fits; else the wrapping columns narrower; else one space between columns; else
+    columns dropped, least important first, until the rest fits."""
+    natural, least = _widths(cells, columns, show_header)
+    kept = list(range(len(columns)))
+    order = sorted((n for n, col in enumerate(columns)
+                    if n > 0 and col.key != "id" and col.drop > 0),
+                   key=lambda n: (columns[n].drop, n), reverse=True)
+    dropped: list[Column] = []
+    while True:
+        for compact in (False, True):
+            spare = width - sum(least[n] for n in kept) - _overhead(len(kept), compact)
+            if spare >= 0:
+                grown = _share(spare, {n: natural[n] for n in kept}, {n: least[n] for n in kept})
+                return Layout([columns[n] for n in kept], [grown[n] for n in kept],
+                              [least[n] for n in kept], compact, dropped, True)
+        if not order:
+            return Layout([columns[n] for n in kept], [least[n] for n in kept],
+                          [least[n] for n in kept], True, dropped, False)
+        n = order.pop(0)
+        kept.remove(n)
+        dropped.append(columns[n])
+
+
+def refit_table(layout: Layout, cells: list[list[str]], width: int) -> Layout:
+    """The layout of the next page of a stream: the same columns; a column that never
+    wraps grows to its widest cell, taking the room from the wrapping columns."""
+    natural, _ = _widths(cells, layout.columns, False)
+    widths = list(layout.widths)
+    for n, col in enumerate(layout.columns):
+        if not wraps(col):
+            widths[n] = max(widths[n], natural[n])
+    over = sum(widths) + _overhead(len(widths), layout.compact) - width
+    for n in reversed(range(len(widths))):
+        if over <= 0:
+            break
+        if wraps(layout.columns[n]):
+            take = min(over, widths[n] - max(layout.least[n], 1))
+            if take > 0:
+                widths[n] -= take
+                over -= take
+    return layout._replace(widths=widths, fits=layout.fits and over <= 0, dropped=[])
+
+
+def dropped_note(dropped: Sequence[Column], width: int) -> str:
+    names = ", ".join(col.title for col in dropped)
+    return (f"rq-cli: not shown at {width} columns: {names} (--json prints every field; "
+            f"a wider terminal shows them)")
+
+
+_OVERHEAD: dict[tuple[int, bool], int] = {}
+
+
+def _overhead(count: int, compact: bool) -> int:
+    """Characters a table of ``count`` columns spends on padding and rules, as rich
+    measures it."""
+    if (count, compact) not in _OVERHEAD:
+        from rich.console import Console
+
+        layout = Layout([Column(str(n)) for n in range(count)], [1] * count, [1] * count,
+                        compact, [], True)
+        table = draw_table([["x"] * count], layout, None, False)
+        console = Console(width=1_000_000)
+        size = console.measure(table).maximum
+        _OVERHEAD[(count, compact)] = int(size) - count
+    return _OVERHEAD[(count, compact)]
 
 
 def _share(spare: int, natural: dict[int, int], floor: dict[int, int]) -> dict[int, int]:
-    """Widths of the wrapping columns: each its natural width, or, where ``spare`` (what
-    the table can grow by beyond every floor) is short, an even share of it."""
+    """Widths of the columns: each its floor, plus its natural width where ``spare`` (what
+    the table can grow by beyond every floor) allows, else an even share of it."""
     widths = dict(floor)
     wanted = sorted(natural, key=lambda n: natural[n] - floor[n])
     for left, n in enumerate(wanted):
@@ -436,26 +558,23 @@ def _share(spare: int, natural: dict[int, int], floor: dict[int, int]) -> dict[i
     return widths
 
 
-def _table(cells: list[list[str]], columns: Sequence[Column], title: str | None,
-           show_header: bool, compact: bool, widths: dict[int, int] | None = None) -> Any:
+def draw_table(cells: list[list[str]], layout: Layout, title: str | None,
+               show_header: bool) -> Any:
+    """The rich Table of ``layout``: fixed widths, so rich never squeezes a column."""
     from rich.table import Table
 
     table = Table(title=title, show_header=show_header, header_style="bold",
-                  title_justify="left", box=_box(), pad_edge=False,
-                  padding=(0, 0) if compact else (0, 1))
-    for n, col in enumerate(columns):
-        table.add_column(col.title, justify="right" if col.kind == "number" else "left",
-                         overflow="fold", no_wrap=_fixed(col),
-                         min_width=_min_width(col, show_header),
-                         max_width=(widths or {}).get(n))
+                  title_justify="left", box=_box(), pad_edge=False, show_edge=False,
+                  padding=(0, 0) if layout.compact else (0, 1))
+    for n, col in enumerate(layout.columns):
+        table.add_column(col.title, justify="right" if col.kind in ("number", "rate")
+                         else "left", overflow="fold",
+                         no_wrap=layout.fits and not wraps(col),
+                         width=layout.widths[n] if layout.fits else None,
+                         min_width=None if layout.fits else layout.least[n])
     for line in cells:
         table.add_row(*line)
     return table
-
-
-def _fixed(col: Column) -> bool:
-    """Whether a column's cells never wrap: numbers and ids."""
-    return col.kind == "number" or col.key == "id"
 
 
 def _box() -> Any:

@@ -45,10 +45,10 @@ SummaryOpt = Annotated[bool, typer.Option(
 
 def summary_columns(verb: str) -> list[Column]:
     """The table of the counts (``verb``: requeued or purged)."""
-    return [Column("queue"), Column("state")] + [
-        Column(k, kind="number") for k in ("scanned", "matched", "not_json", verb, "skipped",
-                                           "changed")] + [
-        Column("dry_run", "dry run"), Column("sample")]
+    return [Column("queue"), Column("state", drop=0)] + [
+        Column(k, kind="number", drop=0 if k in ("matched", verb) else 1)
+        for k in ("scanned", "matched", "not_json", verb, "skipped", "changed")] + [
+        Column("dry_run", "dry run", drop=2), Column("sample", kind="words", drop=0)]
 
 
 def make_filter(match: str | None = None, error: str | None = None,

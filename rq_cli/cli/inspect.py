@@ -1,6 +1,8 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
@@ -9,8 +11,8 @@ import typer
 from ..connect import mask_url
 from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
-from ..errors import NothingToDo, UsageError
-from ..render import Column, Output
+from ..errors import Interrupted, NothingToDo, UsageError
+from ..render import Column, Output, RowStream
 from .common import (
     End,
     Failures,
@@ -38,16 +40,19 @@ if TYPE_CHECKING:
     from ..core.types import State as ItemState
 
 STATS_COLUMNS = [
-    Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
+    Column("queue"), Column("pending", kind="number", drop=0),
+    Column("processing", kind="number", drop=3),
     Column("leased", kind="number"), Column("abandoned", kind="number"),
-    Column("delayed", kind="number"), Column("due", kind="number"),
-    Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"), Column("tenants", kind="number"), Column("error", optional=True),
+    Column("delayed", kind="number"), Column("due", kind="number", drop=4),
+    Column("dead", kind="number", drop=0), Column("oldest_pending_age_s", "oldest", kind="age"),
+    Column("paused", drop=2), Column("tenants", kind="number", drop=2),
+    Column("error", kind="words", optional=True, drop=0),
 ]
 TENANT_COLUMNS = [Column("queue"), Column("tenant"), Column("pending", kind="number"),
-                  Column("error", optional=True)]
-QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
-                  Column("discovered"), Column("error", optional=True)]
+                  Column("error", kind="words", optional=True, drop=0)]
+QUEUES_COLUMNS = [Column("queue"), Column("prefix", drop=2), Column("url"),
+                  Column("configured"), Column("discovered"),
+                  Column("error", kind="words", optional=True, drop=0)]
 
 
 class StatsFormat(str, Enum):
@@ -245,7 +250,7 @@ def peek(
         return
     states = cast("list[ItemState]", [s for s in STATES
                                   if item_state is PurgeChoice.all or s == item_state.value])
-    with out.stream(_peek_columns(item_state.value)) as rows:
+    with out.stream(_peek_columns(item_state.value)) as rows, _shown_on_interrupt(queue, rows):
         left = count
         for name in states:  # page by page: memory stays flat for a million items
             left = _peek_one(out, rows, wq, name, tenant, left, end.value, raw)
@@ -257,6 +262,18 @@ def peek(
                         break
 
 
+@contextlib.contextmanager
+def _shown_on_interrupt(queue: str, rows: RowStream) -> Iterator[None]:
+    """Ctrl-C ends a peek at once (exit 130), saying how many items it showed: the rows
+    waiting for their page are drawn first (a page at most, never the whole state)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        rows.close()
+        items = "item" if rows.shown == 1 else "items"
+        raise Interrupted(f"interrupted: peek {queue}: {rows.shown} {items} shown") from None
+
+
 def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
               tenant: str | None, left: int, from_end: str, raw: bool) -> int:
     """Print up to ``left`` items of one state (of one tenant's sub-queue, for pending);
@@ -265,6 +282,7 @@ def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
         left -= len(page)
         if raw:
             out.raw(i.data for i in page if i.data is not None)
+            rows.shown += len(page)
         else:
             rows.add([peek_row(i) for i in page])
     return left
@@ -281,11 +299,12 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemSta
     report = FilterReport(queue=queue, state=item_state, action="peek")
     total = state_size(wq, item_state) if out.terminal.stderr_isatty() else None
     with out.progress(f"peek {queue}", total=total) as bar, \
-            out.stream(_peek_columns(item_state)) as rows:
+            out.stream(_peek_columns(item_state)) as rows, _shown_on_interrupt(queue, rows):
         for step in scan(wq, item_state, flt, report, action="peek", limit=count,
                          from_end=from_end, tenant=tenant):
             if raw:
                 out.raw(i.data for i in step.items if i.data is not None)
+                rows.shown += len(step.items)
             elif step.items:
                 rows.add([peek_row(i) for i in step.items])
             bar.set(report.scanned)
@@ -310,23 +329,25 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
 
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
-    cols = [Column("id"), *([Column("state")] if one or item_state == "all" else []),
-            Column("data", kind="data"),
-            Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
+    cols = [Column("id"), *([Column("state", drop=0)] if one or item_state == "all" else []),
+            Column("data", kind="data", drop=0),
+            Column("attempts", kind="number", drop=2),
+            Column("enqueued_at", "enqueued", kind="time", drop=3)]
+    error = Column("error", kind="words", drop=0)
     extra = {
-        "processing": [Column("lease_session", "held by"),
+        "processing": [Column("lease_session", "held by", drop=0),
                        Column("lease_expires_at", "lease until", kind="time"),
-                       Column("abandoned")],
-        "delayed": [Column("due_at", "due", kind="time"), Column("error")],
+                       Column("abandoned", drop=2)],
+        "delayed": [Column("due_at", "due", kind="time"), error],
         "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
-                 Column("error")],
+                 error],
         "all": [Column("lease_expires_at", "lease until", kind="time", optional=True),
                 Column("due_at", "due", kind="time", optional=True),
                 Column("dead_at", "died", kind="time", optional=True),
                 Column("dead_reason", "reason", optional=True),
-                Column("error", optional=True)],
+                error._replace(optional=True)],
     }
-    return cols + extra.get(item_state, [Column("error")])
+    return cols + extra.get(item_state, [error])
 
 
 def queues(

@@ -39,13 +39,13 @@ from .filtered import (
 
 CLEAN_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
     "recovered", "dropped", "dead", "suspects", "promoted", "pruned", "scanned")] + [
-    Column("dry_run", "dry run"), Column("error", optional=True)]
+    Column("dry_run", "dry run", drop=2), Column("error", kind="words", optional=True, drop=0)]
 REQUEUE_COLUMNS = [Column("queue"), Column("to")] + [
     Column(k, kind="number") for k in ("requeued", "skipped", "missing")] + [
-    Column("dry_run", "dry run")]
+    Column("dry_run", "dry run", drop=2)]
 PURGE_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
     "pending", "processing", "delayed", "dead", "strays", "total")] + [
-    Column("dry_run", "dry run")]
+    Column("dry_run", "dry run", drop=2)]
 SecondsOpt = float | None
 
 

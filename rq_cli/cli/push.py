@@ -239,7 +239,7 @@ def _plain(ids: list[str]) -> bool:
     return len(encode_basestring_ascii(joined)) == len(joined) + 2
 
 
-_COLUMNS = [Column("id"), Column("added"), Column("reason")]
+_COLUMNS = [Column("id"), Column("added"), Column("reason", kind="words")]
 
 
 def _size(stream: Any) -> int | None:
