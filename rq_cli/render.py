@@ -559,7 +559,7 @@ def _share(spare: int, natural: dict[int, int], floor: dict[int, int]) -> dict[i
 
 
 def draw_table(cells: list[list[str]], layout: Layout, title: str | None,
-               show_header: bool) -> Any:
+               show_header: bool, styles: Sequence[str] | None = None) -> Any:
     """The rich Table of ``layout``: fixed widths, so rich never squeezes a column."""
     from rich.table import Table
 
@@ -572,8 +572,8 @@ def draw_table(cells: list[list[str]], layout: Layout, title: str | None,
                          no_wrap=layout.fits and not wraps(col),
                          width=layout.widths[n] if layout.fits else None,
                          min_width=None if layout.fits else layout.least[n])
-    for line in cells:
-        table.add_row(*line)
+    for n, line in enumerate(cells):
+        table.add_row(*line, style=styles[n] if styles else None)
     return table
 
 

@@ -61,6 +61,16 @@ class StatsFormat(str, Enum):
     prometheus = "prometheus"
 
 
+class StatsSort(str, Enum):
+    given = "given"
+    name = "name"
+    pending = "pending"
+    age = "age"
+    dead = "dead"
+    abandoned = "abandoned"
+    errors = "errors"
+
+
 DiscoverOpt = Annotated[bool, typer.Option(
     "--discover", help="Also find queues on the servers by SCAN (read-only).")]
 
@@ -100,6 +110,11 @@ def stats(
     max_abandoned: Annotated[int | None, typer.Option(
         "--max-abandoned", min=0, metavar="N", show_default=False,
         help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
+    sort: Annotated[StatsSort, typer.Option(
+        "--sort", help="Order of the rows: given (as named), name, or the largest first: "
+                       "pending, age (of the oldest pending item), dead, abandoned; errors "
+                       "puts queues that cannot be read first. --watch keeps error rows in "
+                       "view whatever the order.")] = StatsSort.given,
     by_tenant: Annotated[bool, typer.Option(
         "--by-tenant", help="One row per tenant with pending items (fair queues): queue, "
                             "tenant (null: items pushed without --tenant), pending.")] = False,
@@ -125,11 +140,15 @@ def stats(
                                 abandoned=max_abandoned)
         monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
                             limits=thresholds)
+        if sort is not StatsSort.given and not watch:
+            raise UsageError("--sort orders the rows of a table, JSON lines or --watch: not "
+                             "with --check or --format prometheus")
         targets = stats_targets(st, queues or [], discover)
         if watch:
             from .watch import watch as live
 
-            live(st, out, targets, interval=interval, iterations=iterations)
+            live(st, out, targets, interval=interval, iterations=iterations,
+                 sort=sort.value)
         else:
             monitor.run(st, out, targets, check=check, limits=thresholds,
                         prometheus=prometheus)
@@ -144,7 +163,7 @@ def stats(
                 continue
             rows.extend({"queue": t.name, "tenant": tenant or None, "pending": depth}
                         for tenant, depth in (found.by_tenant or {}).items())
-        out.rows(rows, TENANT_COLUMNS)
+        out.rows(_sorted(rows, sort), TENANT_COLUMNS)
         failed.check()
         return
     for t in stats_targets(st, queues or [], discover, failed, rows):
@@ -155,10 +174,19 @@ def stats(
                         f"shows {found.other_generation} keys: a {found.other_generation} peer "
                         "shares it, and its cleaner may hand out again items rq-cli holds; set "
                         'layout = "compat"')
+    rows = _sorted(rows, sort)
     # the tenants column only where a queue has tenants: 80 columns fit the rest unsplit
     fair = any(row.get("tenants") for row in rows)
     out.rows(rows, [c for c in STATS_COLUMNS if fair or c.key != "tenants"])
     failed.check()
+
+
+def _sorted(rows: list[dict[str, Any]], sort: StatsSort) -> list[dict[str, Any]]:
+    if sort is StatsSort.given:
+        return rows
+    from .watch import sort_rows  # (the same order as the live view's)
+
+    return sort_rows(rows, sort.value)
 
 
 def stats_row(name: str, s: Stats) -> dict[str, Any]:
