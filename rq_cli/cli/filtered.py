@@ -106,7 +106,7 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
     steps = scan(wq, state, flt, report, action=action, to=to, limit=limit, rate=rate,
                  dry_run=dry_run)
     total = state_size(wq, state) if out.terminal.stderr_isatty() else None
-    with out.progress(f"{label} {queue}", total=total) as bar:
+    with out.progress(f"{label} {queue}", total=total, unit=f"{state} scanned") as bar:
         try:
             while True:
                 with interrupt_deferred():  # a step moved is a step printed

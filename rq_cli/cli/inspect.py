@@ -326,7 +326,7 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemSta
 
     report = FilterReport(queue=queue, state=item_state, action="peek")
     total = state_size(wq, item_state) if out.terminal.stderr_isatty() else None
-    with out.progress(f"peek {queue}", total=total) as bar, \
+    with out.progress(f"peek {queue}", total=total, unit=f"{item_state} scanned") as bar, \
             out.stream(_peek_columns(item_state)) as rows, _shown_on_interrupt(queue, rows):
         for step in scan(wq, item_state, flt, report, action="peek", limit=count,
                          from_end=from_end, tenant=tenant):
