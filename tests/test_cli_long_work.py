@@ -71,3 +71,35 @@ def test_clean_says_what_it_waits_for_and_how_long_is_left(server_url, r: redis.
         assert wq.stats().pending == 1
     finally:
         term.close()
+
+
+def test_ctrl_c_during_a_rate_limited_requeue_ends_it_at_once(server_url, r) -> None:
+    """--rate 0.5 sleeps two seconds between items: the first Ctrl-C does not wait them out,
+    and every item moved was printed (the count on stderr is exact)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from test_cli_watch import rq_cli_env
+
+    wq = WorkQueue(r, "q")
+    wq.push([NewItem(b'{"n": 1}', id=f"i{n}") for n in range(5)])
+    wq.fail([item.id for item in wq.lease(count=5)], dead=True)
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", server_url,
+                             "requeue-dead", "q", "--match", "n", "--rate", "0.5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=rq_cli_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    first = json.loads(proc.stdout.readline())
+    assert first["requeued"] is True
+    time.sleep(0.2)  # now inside the two-second wait for the next item
+    proc.send_signal(signal.SIGINT)
+    asked = time.monotonic()
+    code = proc.wait(timeout=5)
+    took = time.monotonic() - asked
+    rest = proc.stdout.read().decode().splitlines()
+    err = proc.stderr.read().decode()
+    assert code == 130 and took < 1.0, (code, took, err)
+    moved = 1 + len(rest)
+    assert f"interrupted: {moved} requeued of" in err, err
+    assert wq.stats().pending == moved

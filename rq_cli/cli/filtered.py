@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..render import Column, Output, json_line
-from .common import interrupt_deferred
+from .common import interrupt_deferred, interruptible_sleep
 
 if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
     from ..core.filtering import Action, FilterReport, ItemFilter
@@ -104,7 +104,7 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
     flt = flt or ItemFilter()
     per_item = out.json and not summary and not dry_run
     steps = scan(wq, state, flt, report, action=action, to=to, limit=limit, rate=rate,
-                 dry_run=dry_run)
+                 dry_run=dry_run, sleep=interruptible_sleep)
     total = state_size(wq, state) if out.terminal.stderr_isatty() else None
     with out.progress(f"{label} {queue}", total=total, unit=f"{state} scanned") as bar:
         try:
