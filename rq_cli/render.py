@@ -562,7 +562,7 @@ def draw_table(cells: list[list[str]], layout: Layout, title: str | None,
                   title_justify="left", box=_box(), pad_edge=False, show_edge=False,
                   padding=(0, 0) if layout.compact else (0, 1))
     for n, col in enumerate(layout.columns):
-        table.add_column(col.title, justify="right" if col.kind in ("number", "rate")
+        table.add_column(col.title, justify="right" if col.kind in ("number", "rate", "age")
                          else "left", overflow="fold",
                          no_wrap=layout.fits and not wraps(col),
                          width=layout.widths[n] if layout.fits else None,

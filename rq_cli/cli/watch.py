@@ -22,7 +22,6 @@ from ..render import (
     Column,
     Output,
     draw_table,
-    dropped_note,
     epoch,
     fit_table,
     human,
@@ -208,7 +207,9 @@ def dashboard(rows: list[dict[str, Any]], interval: float, now: float | None = N
     cells = [[human(row["queue"]), *line[1:]] for row, line in zip(rows, cells, strict=True)]
     layout = fit_table(cells, DASHBOARD_COLUMNS, width)
     if layout.dropped:
-        notes.append(Text(dropped_note(layout.dropped, width)[len("rq-cli: "):], style="dim"))
+        names = ", ".join(col.title for col in layout.dropped)
+        notes.append(Text(f"not shown at {width} columns: {names} (--json, a wider terminal)",
+                          style="dim"))
     measure = Console(width=width)
     note_lines = sum(len(note.wrap(measure, width)) for note in notes)
     # the title, the header and its rule, the notes, a last line kept free for the cursor
