@@ -335,7 +335,13 @@ class Output:
             cells = table_cells(rows, layout.columns)
             layout = refit_table(layout, cells, console.width)
             title, show_header = None, False
-        console.print(draw_table(cells, layout, title, show_header))
+        body = plain_rows(cells, layout)
+        if body is None:  # (wide characters, or a column that cannot fit: rich decides)
+            console.print(draw_table(cells, layout, title, show_header))
+            return layout
+        if title or show_header:
+            console.print(draw_table([], layout, title, show_header))
+        self.write(body)
         return layout
 
     def text(self, text: str) -> None:
@@ -551,6 +557,38 @@ def _share(spare: int, natural: dict[int, int], floor: dict[int, int]) -> dict[i
         widths[n] += extra
         spare -= extra
     return widths
+
+
+def plain_rows(cells: list[list[str]], layout: Layout) -> str | None:
+    """The rows of a table as :func:`draw_table` lays them out, drawn without rich (which
+    takes most of a millisecond a row: a million-row ``peek`` would crawl), or None where
+    only rich gets it right (text that is not ASCII; a layout that does not fit)."""
+    if not layout.fits:
+        return None
+    import textwrap
+
+    gap = " " if layout.compact else "   "
+    right = [col.kind in ("number", "rate", "age") for col in layout.columns]
+    wrap = [wraps(col) for col in layout.columns]
+    widths = layout.widths
+    out: list[str] = []
+    for line in cells:
+        parts: list[list[str]] = []
+        for n, text in enumerate(line):
+            if not text.isascii():
+                return None
+            if len(text) <= widths[n]:
+                parts.append([text])
+            elif wrap[n]:
+                parts.append(textwrap.wrap(text, widths[n], break_on_hyphens=False) or [""])
+            else:
+                return None
+        for k in range(max(len(p) for p in parts) if parts else 0):
+            out.append(gap.join(
+                (p[k] if k < len(p) else "").rjust(w) if r else
+                (p[k] if k < len(p) else "").ljust(w)
+                for p, w, r in zip(parts, widths, right, strict=True)).rstrip())
+    return "".join(text + "\n" for text in out)
 
 
 def draw_table(cells: list[list[str]], layout: Layout, title: str | None,

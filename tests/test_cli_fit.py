@@ -7,6 +7,7 @@ test checks that the drawn rows really hold the values, not only the headers.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -153,3 +154,37 @@ def test_words_and_data_wrap_but_keep_their_floor() -> None:
     assert layout.widths[0] == 32 and layout.widths[1] >= 30 and layout.widths[2] >= 16
     out = Output(Terminal(stdout=True, width=80))
     assert out.terminal.width == 80
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_rows_drawn_without_rich_line_up_with_rich_s_header(width) -> None:
+    """Rows are drawn without rich (fast), under rich's header: the columns line up, and a
+    row that fits on one line reads exactly as rich draws it."""
+    from rich.console import Console
+
+    from rq_cli.render import draw_table, plain_rows
+
+    columns = [Column("id"), Column("data", kind="data"), Column("n", kind="number"),
+               Column("error", kind="words")]
+    cells = [["i-0001", '{"to": "a@example.com"}', "5", "-"],
+             ["i-0002", "x" * 50, "12", "smtp timeout after 30 seconds"]]
+    layout = fit_table(cells, columns, width)
+    console = Console(width=width, file=open(os.devnull, "w"))  # noqa: SIM115
+    with console.capture() as captured:
+        console.print(draw_table(cells, layout, None, True))
+    rich_lines = [line.rstrip() for line in captured.get().splitlines()]
+    plain = plain_rows(cells, layout)
+    assert plain is not None
+    lines = plain.splitlines()
+    header = rich_lines[0]
+    for line in lines:
+        assert len(line) <= width
+    if len(rich_lines) == 4:  # every row on one line: the same text as rich's
+        assert lines == rich_lines[2:]
+    first = lines[0]
+    assert first.startswith("i-0001") and first.index("5") >= header.index("n") - 1
+    for col in layout.columns[1:]:  # each column starts under its header
+        if col.kind != "number":
+            start = header.index(col.title)
+            assert first[start - 1] == " " and first[start] != " ", (col, first, header)
+    assert plain_rows([["é", "x", "1", "-"]], layout) is None  # not ASCII: rich draws it
