@@ -103,3 +103,34 @@ def test_ctrl_c_during_a_rate_limited_requeue_ends_it_at_once(server_url, r) -> 
     moved = 1 + len(rest)
     assert f"interrupted: {moved} requeued of" in err, err
     assert wq.stats().pending == moved
+
+
+def test_ctrl_c_during_requeue_dead_all_says_how_many_were_requeued(server_url, r) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from test_cli_watch import rq_cli_env
+
+    wq = WorkQueue(r, "q")
+    total = 100_000
+    for start in range(0, total, 10_000):
+        wq.push([NewItem(b"{}", id=f"i-{n:06d}") for n in range(start, start + 10_000)])
+        wq.fail([item.id for item in wq.lease(count=10_000)], dead=True)
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", server_url,
+                             "requeue-dead", "q", "--all"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=rq_cli_env())
+    started = time.monotonic()
+    while wq.stats().pending == 0:
+        assert time.monotonic() - started < 10
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    asked = time.monotonic()
+    _, err = proc.communicate(timeout=5)
+    assert proc.returncode == 130 and time.monotonic() - asked < 1.0, err
+    found = re.search(rb"rq-cli: interrupted: requeue-dead q: ([\d,]+) items requeued \(and "
+                      rb"perhaps the batch under way\); run it again to requeue the rest\n$", err)
+    assert found, err
+    said = int(found.group(1).replace(b",", b""))
+    requeued = wq.stats().pending
+    assert 0 < said <= requeued <= said + 200 and requeued < total

@@ -149,9 +149,15 @@ def requeue_dead(
                   to_name=to or queue, to=target, limit=limit, rate=rate, dry_run=dry_run,
                   summary=summary, label="requeue-dead")
         return
-    with out.progress(f"requeue-dead {queue}") as bar:
-        report = wq.requeue_dead(chosen, limit=limit, older_than=older_than, to=target,
-                                 dry_run=dry_run, progress=bar.advance)
+    with out.progress(f"requeue-dead {queue}", unit="requeued") as bar:
+        try:
+            report = wq.requeue_dead(chosen, limit=limit, older_than=older_than, to=target,
+                                     dry_run=dry_run, progress=bar.advance)
+        except KeyboardInterrupt:
+            items = "item" if bar.done == 1 else "items"
+            raise Interrupted(f"interrupted: requeue-dead {queue}: {bar.done:,} {items} "
+                              f"requeued (and perhaps the batch under way); run it again to "
+                              f"requeue the rest") from None
     out.rows([{"queue": queue, "to": to or queue, "requeued": report.requeued,
                "skipped": report.skipped, "missing": report.missing,
                "dry_run": report.dry_run}], REQUEUE_COLUMNS)
