@@ -427,7 +427,9 @@ class RowStream:
 #: Rows a terminal stream gathers before it draws them, and the longest the first waits.
 PAGE_ROWS = 200
 PAGE_SECONDS = 0.25
-#: Narrowest a data column is squeezed to before other columns are dropped.
+#: Narrowest a data column is squeezed to while other columns can be dropped instead, and
+#: the narrowest when they cannot.
+DATA_COMFORT = 32
 DATA_MIN = 16
 #: Longest word a words column keeps whole (a longer one folds).
 WORD_MAX = 40
@@ -454,10 +456,10 @@ def table_cells(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> li
     return [[human(row.get(col.key), col.kind) for col in columns] for row in rows]
 
 
-def _widths(cells: list[list[str]], columns: Sequence[Column],
-            show_header: bool) -> tuple[list[int], list[int]]:
+def _widths(cells: list[list[str]], columns: Sequence[Column], show_header: bool,
+            data_min: int = 0) -> tuple[list[int], list[int]]:
     """(natural, least) width of each column: headers never split; ids, names, times and
-    numbers never wrap; data may be squeezed to ``DATA_MIN``; words to the longest word."""
+    numbers never wrap; data may be squeezed to ``data_min``; words to the longest word."""
     from rich.cells import cell_len
 
     natural, least = [], []
@@ -466,7 +468,7 @@ def _widths(cells: list[list[str]], columns: Sequence[Column],
         texts = [line[n] for line in cells]
         wide = max([cell_len(t) for t in texts] + [head, 1])
         if col.kind == "data":
-            low = min(wide, max(DATA_MIN, head))
+            low = min(wide, max(data_min, head))
         elif col.kind == "words":
             word = max([cell_len(w) for t in texts for w in t.split()] + [1])
             low = min(wide, max(head, min(word, WORD_MAX)))
@@ -481,8 +483,19 @@ def fit_table(cells: list[list[str]], columns: Sequence[Column], width: int,
               show_header: bool = True) -> Layout:
     """The layout of a table ``width`` characters wide: every column at its natural width
     if it fits; else the wrapping columns narrower; else one space between columns; else
-    columns dropped, least important first, until the rest fits."""
-    natural, least = _widths(cells, columns, show_header)
+    columns dropped, least important first, until the rest fits. Data is kept at least
+    ``DATA_COMFORT`` wide while other columns can give way, and squeezed down to
+    ``DATA_MIN`` only when they cannot."""
+    for data_min in (DATA_COMFORT, DATA_MIN):
+        layout = _fit(cells, columns, width, show_header, data_min)
+        if layout.fits and not any(col.kind == "data" for col in layout.dropped):
+            break
+    return layout
+
+
+def _fit(cells: list[list[str]], columns: Sequence[Column], width: int, show_header: bool,
+         data_min: int) -> Layout:
+    natural, least = _widths(cells, columns, show_header, data_min)
     kept = list(range(len(columns)))
     order = sorted((n for n, col in enumerate(columns)
                     if n > 0 and col.key != "id" and col.drop > 0),

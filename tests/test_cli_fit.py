@@ -169,6 +169,8 @@ def test_rows_drawn_without_rich_line_up_with_rich_s_header(width) -> None:
     cells = [["i-0001", '{"to": "a@example.com"}', "5", "-"],
              ["i-0002", "x" * 50, "12", "smtp timeout after 30 seconds"]]
     layout = fit_table(cells, columns, width)
+    kept = [columns.index(col) for col in layout.columns]
+    cells = [[line[n] for n in kept] for line in cells]
     console = Console(width=width, file=open(os.devnull, "w"))  # noqa: SIM115
     with console.capture() as captured:
         console.print(draw_table(cells, layout, None, True))
@@ -182,9 +184,9 @@ def test_rows_drawn_without_rich_line_up_with_rich_s_header(width) -> None:
     if len(rich_lines) == 4:  # every row on one line: the same text as rich's
         assert lines == rich_lines[2:]
     first = lines[0]
-    assert first.startswith("i-0001") and first.index("5") >= header.index("n") - 1
+    assert first.startswith("i-0001")
     for col in layout.columns[1:]:  # each column starts under its header
         if col.kind != "number":
             start = header.index(col.title)
             assert first[start - 1] == " " and first[start] != " ", (col, first, header)
-    assert plain_rows([["é", "x", "1", "-"]], layout) is None  # not ASCII: rich draws it
+    assert plain_rows([["é", *cells[0][1:]]], layout) is None  # not ASCII: rich draws it
