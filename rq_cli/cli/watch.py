@@ -18,15 +18,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..metrics import RATE_COUNTERS, rates
-from ..render import (
-    Column,
-    Output,
-    draw_table,
-    epoch,
-    fit_table,
-    human,
-    json_line,
-)
+from ..render import Column, Output, epoch, human, json_line
+from ..tables import draw_table, fit_table
 from .monitor import read_stats
 
 if TYPE_CHECKING:
