@@ -384,9 +384,11 @@ class RowStream:
 
     def add(self, rows: Sequence[dict[str, Any]]) -> None:
         self.count += len(rows)
-        if self.out.json:
-            self.out.lines(json_line(row) for row in rows)
-            self.shown += len(rows)
+        if self.out.json:  # in slices, so that ``shown`` is what a reader got, or nearly
+            for at in range(0, len(rows), JSON_SLICE):
+                part = rows[at:at + JSON_SLICE]
+                self.out.lines(json_line(row) for row in part)
+                self.shown += len(part)
             return
         if not rows:
             return
@@ -418,6 +420,8 @@ class RowStream:
 #: Rows a terminal stream gathers before it draws them, and the longest the first waits.
 PAGE_ROWS = 200
 PAGE_SECONDS = 0.25
+#: JSON lines a stream writes at a time (a Ctrl-C's count is exact to a slice).
+JSON_SLICE = 100
 class Progress:
     """What a command sees of a progress bar; a no-op when none is drawn."""
 

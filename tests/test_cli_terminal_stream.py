@@ -83,9 +83,9 @@ def test_peek_draws_the_first_rows_at_once_and_ctrl_c_ends_it_within_a_second(
         assert code == 130, term.raw[-2000:]
         assert took < 1.0, took
         text = term.raw.decode("utf-8", "replace")
-        found = re.search(r"rq-cli: interrupted: peek big: (\d+) items shown", text)
+        found = re.search(r"rq-cli: interrupted: peek big: ([\d,]+) items shown", text)
         assert found, text[-2000:]
-        shown = int(found.group(1))
+        shown = int(found.group(1).replace(",", ""))
         assert 0 < shown < 200_000
         drawn = set(ID.findall(text))
         assert len(drawn) >= shown - 1  # every row counted was drawn (a last cut line aside)
@@ -122,3 +122,27 @@ def test_peek_table_pages_share_one_header_and_all_rows_are_drawn(cli, r) -> Non
     starts = {line.index(match.group()) for line in lines for match in [ID.search(line)]
               if match}
     assert len(starts) == 1  # every page's id column starts at the same place
+
+
+def test_peek_piped_ctrl_c_says_how_many_lines_it_wrote(server_url, r) -> None:
+    import subprocess
+    import sys
+
+    from test_cli_watch import rq_cli_env
+
+    fill(r, "big", 100_000)
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", server_url, "peek", "big",
+                             "-n", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=rq_cli_env())
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first.startswith(b'{"id":"i-')
+    time.sleep(0.2)  # not read meanwhile: the pipe fills and the writes block
+    proc.send_signal(signal.SIGINT)
+    asked = time.monotonic()
+    out, err = proc.communicate(timeout=5)
+    assert proc.returncode == 130 and time.monotonic() - asked < 1.0, err
+    found = re.search(rb"rq-cli: interrupted: peek big: ([\d,]+) items shown\n$", err)
+    assert found, err
+    lines = 1 + out.count(b"\n")
+    assert 0 < int(found.group(1).replace(b",", b"")) <= lines < 100_000

@@ -299,7 +299,7 @@ def _shown_on_interrupt(queue: str, rows: RowStream) -> Iterator[None]:
     except KeyboardInterrupt:
         rows.close()
         items = "item" if rows.shown == 1 else "items"
-        raise Interrupted(f"interrupted: peek {queue}: {rows.shown} {items} shown") from None
+        raise Interrupted(f"interrupted: peek {queue}: {rows.shown:,} {items} shown") from None
 
 
 def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
