@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import re
 import sys
@@ -289,7 +290,8 @@ class Output:
                    show_header=False)
 
     def stream(self, columns: Sequence[Column], title: str | None = None) -> RowStream:
-        """Rows arriving in batches: JSON lines written per batch, or one table at the end."""
+        """Rows arriving in batches: JSON lines written as they come, or on a terminal a
+        table drawn page by page (:class:`RowStream`)."""
         return RowStream(self, columns, title)
 
     def raw(self, items: Iterable[bytes]) -> None:
@@ -422,6 +424,8 @@ PAGE_ROWS = 200
 PAGE_SECONDS = 0.25
 #: JSON lines a stream writes at a time (a Ctrl-C's count is exact to a slice).
 JSON_SLICE = 100
+
+
 class Progress:
     """What a command sees of a progress bar; a no-op when none is drawn."""
 
@@ -494,7 +498,8 @@ class _RichProgress(Progress):
         end = time.monotonic() + seconds
         try:
             while (left := end - time.monotonic()) > 0:
-                self.bar.update(self.task, description=f"{label}: {what}: {left:.0f}s left")
+                self.bar.update(self.task,
+                                description=f"{label}: {what}: {math.ceil(left)}s left")
                 time.sleep(min(left, 0.2))
         finally:
             self.bar.update(self.task, description=label)
