@@ -191,3 +191,18 @@ def test_rows_drawn_without_rich_line_up_with_rich_s_header(width) -> None:
             start = header.index(col.title)
             assert first[start - 1] == " " and first[start] != " ", (col, first, header)
     assert plain_rows([["é", *cells[0][1:]]], layout) is None  # not ASCII: rich draws it
+
+
+def test_stats_error_rows_keep_their_reason_at_80_columns(cli, make_server) -> None:
+    server = make_server()
+    url = server.url
+    server.stop()
+    run = cli("stats", LONG_QUEUE, "jobs", url=url, tty=True, width=80)
+    assert run.exit_code == 69
+    assert all(len(line) <= 80 for line in run.stdout.splitlines())
+    assert rows_of(run.stdout)[0].split()[-1] == "error"  # the error column is kept
+    text = " ".join(run.stdout.split())
+    assert f"cannot connect to {url}" in text  # wrapped between words, not cut
+    assert_whole(run.stdout, LONG_QUEUE, "jobs", width=80)
+    note = NOTE.search(run.stderr)
+    assert note is None or "error" not in note.group(2).split(", ")
