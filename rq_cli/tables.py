@@ -178,10 +178,12 @@ def _share(spare: int, natural: dict[int, int], floor: dict[int, int]) -> dict[i
 def plain_rows(cells: list[list[str]], layout: Layout) -> str | None:
     """The rows of a table as :func:`draw_table` lays them out, drawn without rich (which
     takes most of a millisecond a row: a million-row ``peek`` would crawl), or None where
-    only rich gets it right (text that is not ASCII; a layout that does not fit)."""
+    only rich gets it right (wide or zero-width characters; a layout that does not fit)."""
     if not layout.fits:
         return None
     import textwrap
+
+    from rich.cells import cell_len
 
     gap = " " if layout.compact else "   "
     right = [col.kind in ("number", "rate", "age") for col in layout.columns]
@@ -191,7 +193,7 @@ def plain_rows(cells: list[list[str]], layout: Layout) -> str | None:
     for line in cells:
         parts: list[list[str]] = []
         for n, text in enumerate(line):
-            if not text.isascii():
+            if not text.isascii() and cell_len(text) != len(text):
                 return None
             if len(text) <= widths[n]:
                 parts.append([text])

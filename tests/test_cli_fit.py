@@ -190,7 +190,8 @@ def test_rows_drawn_without_rich_line_up_with_rich_s_header(width) -> None:
         if col.kind != "number":
             start = header.index(col.title)
             assert first[start - 1] == " " and first[start] != " ", (col, first, header)
-    assert plain_rows([["é", *cells[0][1:]]], layout) is None  # not ASCII: rich draws it
+    assert plain_rows([["中文", *cells[0][1:]]], layout) is None  # wide: rich draws it
+    assert plain_rows([["é…", *cells[0][1:]]], layout) is not None  # one cell each
 
 
 def test_stats_error_rows_keep_their_reason_at_80_columns(cli, make_server) -> None:
