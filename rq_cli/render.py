@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import re
 import sys
@@ -34,7 +35,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from json.encoder import encode_basestring, encode_basestring_ascii
-from typing import Any, NamedTuple, TextIO
+from typing import Any, TextIO
+
+from .tables import Column as Column  # (the commands name their columns from here)
+from .tables import Layout, draw_table, dropped_note, fit_table, plain_rows, refit_table
 
 # -- terminals ---------------------------------------------------------------------------------
 
@@ -226,18 +230,11 @@ def human(value: Any, kind: str = "text") -> str:
     return _escape_control(str(value))
 
 
-class Column(NamedTuple):  # (NamedTuple: cheaper to create than a dataclass at start-up)
-    key: str
-    header: str = ""
-    kind: str = "text"  # text | data | time | age | number
-    optional: bool = False  # left out of a table when no row has a value for it
-
-    @property
-    def title(self) -> str:
-        return self.header or self.key.replace("_", " ")
-
-
 # -- output ------------------------------------------------------------------------------------
+
+
+def table_cells(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> list[list[str]]:
+    return [[human(row.get(col.key), col.kind) for col in columns] for row in rows]
 
 
 class Output:
@@ -289,10 +286,12 @@ class Output:
             self.lines([json_line(row)])
             return
         kv = [{"field": k.replace("_", " "), "value": human(v)} for k, v in row.items()]
-        self.table(kv, [Column("field"), Column("value")], title=title, show_header=False)
+        self.table(kv, [Column("field"), Column("value", kind="words", drop=0)], title=title,
+                   show_header=False)
 
     def stream(self, columns: Sequence[Column], title: str | None = None) -> RowStream:
-        """Rows arriving in batches: JSON lines written per batch, or one table at the end."""
+        """Rows arriving in batches: JSON lines written as they come, or on a terminal a
+        table drawn page by page (:class:`RowStream`)."""
         return RowStream(self, columns, title)
 
     def raw(self, items: Iterable[bytes]) -> None:
@@ -301,44 +300,42 @@ class Output:
 
     def table(self, rows: Sequence[dict[str, Any]], columns: Sequence[Column],
               title: str | None = None, show_header: bool = True) -> None:
-        """A table fitted to the terminal: headers never split inside a word, numbers and
-        ids never wrap (on a narrow terminal an id is shortened in the middle, ``f1213…2899``),
-        other text (data above all) wraps; optional columns no row fills are left out."""
-        columns = [col for col in columns if not col.optional
-                   or any(row.get(col.key) is not None for row in rows)]
-        cells = [[human(row.get(col.key), col.kind) for col in columns] for row in rows]
-        console = self.console()
-        natural = {n: max([len(line[n]) for line in cells] + [0]) for n, col in
-                   enumerate(columns) if not _fixed(col)}
-        floor = {n: _min_width(columns[n], show_header) for n in natural}
-        # room kept for the wrapping columns (data above all) before ids are shortened
-        reserve = sum(max(0, min(natural[n], WRAP_RESERVE) - floor[n]) for n in natural)
-        overflow = self.overflow(cells, columns, show_header, compact=False) + reserve
-        compact = overflow > 0  # too wide: one space between columns instead of three
-        if compact:
-            overflow = self.overflow(cells, columns, show_header, compact=True) + reserve
-        ids = [n for n, col in enumerate(columns) if col.key == "id"]
-        if ids and overflow > 0:  # still too wide: shorten the ids in the middle
-            longest = max((len(line[n]) for line in cells for n in ids), default=0)
-            fit = max(MIN_ID_CHARS, longest - overflow)
-            cells = [[middle_ellipsis(cell, fit) if n in ids else cell
-                      for n, cell in enumerate(line)] for line in cells]
-        # what is left is shared among the columns that wrap, so that rich never has to
-        # squeeze a header or a number to fit
-        spare = max(0, -self.overflow(cells, columns, show_header, compact))
-        console.print(_table(cells, columns, title, show_header, compact,
-                             _share(spare, natural, floor)))
+        """One table fitted to the terminal (see :meth:`table_page`)."""
+        self.table_page(rows, columns, title=title, show_header=show_header)
 
-    def overflow(self, cells: list[list[str]], columns: Sequence[Column], show_header: bool,
-                 compact: bool) -> int:
-        """How many characters too wide the table is with every text cell wrapped as far as
-        it goes: the header words, ids and numbers (which never wrap) must fit."""
-        fixed = [[cell if _fixed(col) else "" for col, cell in zip(columns, line, strict=True)]
-                 for line in cells]
+    def table_page(self, rows: Sequence[dict[str, Any]], columns: Sequence[Column],
+                   title: str | None = None, show_header: bool = True,
+                   layout: Layout | None = None) -> Layout:
+        """Draw ``rows`` as a table fitted to the terminal, and return its layout.
+
+        Ids, names, sessions, times and numbers never wrap; data wraps anywhere, words
+        columns (errors, lists) between words; headers never split. Columns that do not fit
+        even so are dropped, least important first (:attr:`Column.drop`), with one note on
+        stderr saying which and how to see them. Given the ``layout`` of the previous page
+        of a stream, the same columns are drawn at the same widths, with no header: the
+        pages read as one table."""
         console = self.console()
-        skeleton = _table(fixed, columns, None, show_header, compact)
-        options = console.options.update_width(1_000_000)
-        return int(console.measure(skeleton, options=options).maximum - console.width)
+        if layout is None:
+            columns = [col for col in columns if not col.optional
+                       or any(row.get(col.key) is not None for row in rows)]
+            cells = table_cells(rows, columns)
+            layout = fit_table(cells, columns, console.width, show_header)
+            if layout.dropped:
+                self.message(dropped_note(layout.dropped, console.width))
+                kept = [columns.index(col) for col in layout.columns]
+                cells = [[line[n] for n in kept] for line in cells]
+        else:
+            cells = table_cells(rows, layout.columns)
+            layout = refit_table(layout, cells, console.width)
+            title, show_header = None, False
+        body = plain_rows(cells, layout)
+        if body is None:  # (wide characters, or a column that cannot fit: rich decides)
+            console.print(draw_table(cells, layout, title, show_header))
+            return layout
+        if title or show_header:
+            console.print(draw_table([], layout, title, show_header))
+        self.write(body)
+        return layout
 
     def text(self, text: str) -> None:
         """Plain human text on stdout (terminal mode only)."""
@@ -355,143 +352,157 @@ class Output:
         message(text)
 
     @contextmanager
-    def progress(self, label: str, total: int | None = None) -> Iterator[Progress]:
-        """A progress bar on stderr when it is a terminal; otherwise a no-op."""
+    def progress(self, label: str, total: int | None = None,
+                 unit: str = "items") -> Iterator[Progress]:
+        """A progress bar on stderr when it is a terminal; otherwise a no-op.
+
+        It shows its numbers: ``1,200/5,000 items`` (or ``1,200 items`` with no total), the
+        percentage, the time spent and, with a total, the time left."""
         if not self.terminal.stderr_isatty():
             yield _NoProgress()
             return
-        from rich.progress import (
-            BarColumn,
-            SpinnerColumn,
-            TaskProgressColumn,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-        from rich.progress import Progress as RichProgress
-
-        bar = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                           TaskProgressColumn(), TimeElapsedColumn(),
-                           console=self.console(stderr=True), transient=True)
+        bar = progress_bar(self.console(stderr=True), total is not None)
         with bar:
-            task = bar.add_task(label, total=total)
-            yield _RichProgress(bar, task)
+            task = bar.add_task(label, total=total, count="")
+            shown = _RichProgress(bar, task, label, total, unit)
+            shown.advance(0)
+            yield shown
 
 
 class RowStream:
-    """See :meth:`Output.stream`. Use as a context manager, or call :meth:`close`."""
+    """See :meth:`Output.stream`. Use as a context manager, or call :meth:`close`.
+
+    On a terminal, rows are drawn in pages as they come (a page once ``PAGE_ROWS`` rows
+    wait, or the first of them has waited ``PAGE_SECONDS``), so the first rows show at
+    once and memory stays flat whatever the number of rows; the pages share one layout.
+    ``count`` is the rows added, ``shown`` those written or drawn so far."""
 
     def __init__(self, out: Output, columns: Sequence[Column], title: str | None) -> None:
         self.out, self.columns, self.title = out, columns, title
         self.rows: list[dict[str, Any]] = []
-        self.count = 0
+        self.count = self.shown = 0
+        self.layout: Layout | None = None
+        self.since: float | None = None  # when the first waiting row came
 
     def add(self, rows: Sequence[dict[str, Any]]) -> None:
         self.count += len(rows)
-        if self.out.json:
-            self.out.lines(json_line(row) for row in rows)
-        else:
-            self.rows.extend(rows)
+        if self.out.json:  # in slices, so that ``shown`` is what a reader got, or nearly
+            for at in range(0, len(rows), JSON_SLICE):
+                part = rows[at:at + JSON_SLICE]
+                self.out.lines(json_line(row) for row in part)
+                self.shown += len(part)
+            return
+        if not rows:
+            return
+        self.rows.extend(rows)
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        if len(self.rows) >= PAGE_ROWS or now - self.since >= PAGE_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Draw the rows waiting (terminal mode)."""
+        if self.rows:
+            rows, self.rows, self.since = self.rows, [], None
+            self.layout = self.out.table_page(rows, self.columns, title=self.title,
+                                              layout=self.layout)
+            self.shown += len(rows)
 
     def close(self) -> None:
-        if self.rows:
-            self.out.table(self.rows, self.columns, title=self.title)
-            self.rows = []
+        self.flush()
 
     def __enter__(self) -> RowStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()  # also on errors: what was done is shown
+        self.close()  # also on errors and Ctrl-C: what was done is shown (a page at most)
 
 
-#: Fewest characters an id is shortened to on a narrow terminal (5 + "…" + 6).
-MIN_ID_CHARS = 12
-#: Characters each wrapping column is given, if it needs them, before ids are shortened.
-WRAP_RESERVE = 16
-
-
-def middle_ellipsis(text: str, width: int) -> str:
-    """``text`` shortened to ``width`` characters by an ellipsis in the middle, which keeps
-    the start and the end of an id (both tell ids apart)."""
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
-
-
-def _min_width(col: Column, show_header: bool) -> int:
-    """A column's narrowest: its header's longest word (headers never split in a word)."""
-    return max([len(word) for word in col.title.split()] + [1]) if show_header else 1
-
-
-def _share(spare: int, natural: dict[int, int], floor: dict[int, int]) -> dict[int, int]:
-    """Widths of the wrapping columns: each its natural width, or, where ``spare`` (what
-    the table can grow by beyond every floor) is short, an even share of it."""
-    widths = dict(floor)
-    wanted = sorted(natural, key=lambda n: natural[n] - floor[n])
-    for left, n in enumerate(wanted):
-        extra = min(max(0, natural[n] - floor[n]), spare // (len(wanted) - left))
-        widths[n] += extra
-        spare -= extra
-    return widths
-
-
-def _table(cells: list[list[str]], columns: Sequence[Column], title: str | None,
-           show_header: bool, compact: bool, widths: dict[int, int] | None = None) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, show_header=show_header, header_style="bold",
-                  title_justify="left", box=_box(), pad_edge=False,
-                  padding=(0, 0) if compact else (0, 1))
-    for n, col in enumerate(columns):
-        table.add_column(col.title, justify="right" if col.kind == "number" else "left",
-                         overflow="fold", no_wrap=_fixed(col),
-                         min_width=_min_width(col, show_header),
-                         max_width=(widths or {}).get(n))
-    for line in cells:
-        table.add_row(*line)
-    return table
-
-
-def _fixed(col: Column) -> bool:
-    """Whether a column's cells never wrap: numbers and ids."""
-    return col.kind == "number" or col.key == "id"
-
-
-def _box() -> Any:
-    from rich import box
-
-    return box.SIMPLE_HEAD
+#: Rows a terminal stream gathers before it draws them, and the longest the first waits.
+PAGE_ROWS = 200
+PAGE_SECONDS = 0.25
+#: JSON lines a stream writes at a time (a Ctrl-C's count is exact to a slice).
+JSON_SLICE = 100
 
 
 class Progress:
     """What a command sees of a progress bar; a no-op when none is drawn."""
 
+    done = 0  # units done so far (what :meth:`advance` added up)
+
     def advance(self, n: int) -> None:
         """``n`` more units done (the core's ``progress`` callback)."""
+        self.done += n
 
     def set(self, completed: int | None, description: str | None = None) -> None:
         """Absolute position (for example bytes read of stdin), and a new label."""
+
+    def wait(self, seconds: float, what: str) -> None:
+        """Sleep ``seconds``, saying meanwhile ``what`` it waits for and how long is left."""
+        time.sleep(seconds)
 
 
 class _NoProgress(Progress):
     pass
 
 
+def progress_bar(console: Any, bounded: bool) -> Any:
+    """The rich Progress of :meth:`Output.progress`: spinner, label, bar, counts, times."""
+    from rich.progress import (
+        BarColumn,
+        SpinnerColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as RichProgress
+
+    columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
+    if bounded:
+        columns += [BarColumn(), TaskProgressColumn()]
+    columns += [TextColumn("{task.fields[count]}"), TimeElapsedColumn()]
+    if bounded:
+        columns += [TextColumn("left"), TimeRemainingColumn()]
+    return RichProgress(*columns, console=console, transient=True)
+
+
 class _RichProgress(Progress):
-    def __init__(self, bar: Any, task: Any) -> None:
-        self.bar, self.task = bar, task
+    def __init__(self, bar: Any, task: Any, label: str, total: int | None,
+                 unit: str) -> None:
+        self.bar, self.task, self.label, self.total, self.unit = bar, task, label, total, unit
+
+    def _count(self, done: int) -> str:
+        if not self.unit:
+            return ""
+        if self.total is None:
+            return f"{done:,} {self.unit}"
+        return f"{done:,}/{self.total:,} {self.unit}"
 
     def advance(self, n: int) -> None:
-        self.bar.advance(self.task, n)
+        self.done += n
+        self.bar.update(self.task, advance=n, count=self._count(self.done))
 
     def set(self, completed: int | None, description: str | None = None) -> None:
         changes: dict[str, Any] = {}
         if completed is not None:
             changes["completed"] = completed
+            changes["count"] = self._count(completed)
         if description is not None:
-            changes["description"] = description
+            changes["description"] = self.label = description
         self.bar.update(self.task, **changes)
+
+    def wait(self, seconds: float, what: str) -> None:
+        label = self.label
+        end = time.monotonic() + seconds
+        try:
+            while (left := end - time.monotonic()) > 0:
+                self.bar.update(self.task,
+                                description=f"{label}: {what}: {math.ceil(left)}s left")
+                time.sleep(min(left, 0.2))
+        finally:
+            self.bar.update(self.task, description=label)
 
 
 def write_all(buffer: Any, chunk: bytes) -> None:

@@ -134,17 +134,18 @@ def test_dashboard_draws_the_rows_and_redraws_them_in_place(terminal, server_url
     t = terminal("--url", server_url, "stats", "myapp:{emails}", "jobs", "--watch",
                  "--interval", "0.2")
     t.wait_for(lambda text: "jobs" in text and "paused: jobs" in text)
-    assert HEADERS in [" ".join(line.split()) for line in t.lines]  # no header split
+    # no header split; a long queue name is whole, so the last rate column gives way
+    assert HEADERS.rsplit(" ", 1)[0] in [" ".join(line.split()) for line in t.lines]
+    assert "not shown at 80 columns: dead/s (--json, a wider terminal)" in t.text
     assert all(len(line) <= 80 for line in t.lines)
-    # the long queue name folds inside its column; its numbers sit on its first line
-    assert t.row("myapp:{ema")[1:6] == ["5", "0", "0", "0", "0"]
+    assert t.row("myapp:{emails}")[1:6] == ["5", "0", "0", "0", "0"]
     assert t.row("jobs")[1:6] == ["1", "0", "2", "0", "0"]
     # work happens: the same rows change in place, with rates
     t.wait_for(lambda text: t.row("jobs")[7] != "-")  # rates once two reads were made
     emails.push([b"{}"] * 20)
     done = emails.lease(10)
     emails.complete([i.id for i in done])
-    t.wait_for(lambda text: t.row("myapp:{ema")[1] == "15")
+    t.wait_for(lambda text: t.row("myapp:{emails}")[1] == "15")
     t.wait_for(lambda text: t.raw.count(b"Ctrl-C quits") >= 6)  # redrawn many times ...
     assert t.text.count("Ctrl-C quits") == 1  # ... always over itself:
     assert t.scrolled_off == 0  # nothing ever scrolled off the top
@@ -246,3 +247,87 @@ def test_error_rows_never_show_the_password(cli, make_server):
     assert "redis://ann:***@127.0.0.1" in run.one["error"]
     run = cli("stats", "q", "--format", "prometheus", url=url)
     assert "s3cret-pw" not in run.stdout + run.stderr and "***" in run.stderr
+
+
+# -- a screen too small for every queue (issue 19) ------------------------------------------------
+def _frame(rows, width=80, height=24):
+    from rich.console import Console
+
+    from rq_cli.cli.watch import dashboard
+
+    with open(os.devnull, "w") as devnull:
+        console = Console(width=width, height=height, record=True, file=devnull)
+        console.print(dashboard(rows, 2.0, width=width, height=height))
+    return [line.rstrip() for line in console.export_text().splitlines()]
+
+
+def _row(name, pending, **extra):
+    return {"queue": name, "pending": pending, "leased": 0, "abandoned": 0, "delayed": 0,
+            "dead": 0, "oldest_pending_age_s": 1.0, "paused": False, "rates": None, **extra}
+
+
+def test_dashboard_says_how_many_rows_it_cannot_show_and_keeps_errors_in_view():
+    rows = [_row(f"queue-{n:02d}", n, paused=n == 3) for n in range(40)]
+    rows += [{"queue": "far-1", "error": "cannot connect to redis://10.0.0.9:6379/0: refused"},
+             {"queue": "far-2", "error": "cannot connect to redis://10.0.0.9:6379/0: refused"}]
+    lines = _frame(rows)
+    assert len(lines) <= 23  # fits the screen, a line kept for the cursor
+    table = [line for line in lines if line.startswith(("queue-", "far-"))
+             and not line.split()[0].endswith((",", ":"))]
+    shown = [line.split()[0] for line in table]
+    assert "far-1" in shown and "far-2" in shown  # errors are never cut
+    assert [line.split()[1] for line in table if line.startswith("far-")] == ["error", "error"]
+    more = [line for line in lines if "more queues" in line]
+    assert more == [f"… {42 - len(shown)} more queues (--sort orders them; a taller terminal "
+                    f"shows more)"]
+    assert "far-1, far-2: cannot connect to redis://10.0.0.9:6379/0: refused" in lines
+    assert "paused: queue-03" in lines
+    for line in lines:  # the rows drawn hold their values
+        words = line.split()
+        if words and words[0].startswith("queue-"):
+            assert words[1] == str(int(words[0][-2:]))
+
+
+def test_dashboard_of_rows_that_fit_has_no_more_line():
+    lines = _frame([_row("a", 1), _row("b", 2)], width=200, height=50)
+    assert not any("more queue" in line for line in lines)
+    assert HEADERS in [" ".join(line.split()) for line in lines]
+
+
+def test_sort_rows_puts_errors_first_then_the_largest():
+    from rq_cli.cli.watch import sort_rows
+
+    rows = [_row("b", 1), _row("a", 5), {"queue": "c", "error": "x"}, _row("d", 3)]
+    assert [r["queue"] for r in sort_rows(rows, "pending")] == ["c", "a", "d", "b"]
+    assert [r["queue"] for r in sort_rows(rows, "name")] == ["a", "b", "c", "d"]
+    assert [r["queue"] for r in sort_rows(rows, "errors")] == ["c", "b", "a", "d"]
+    assert sort_rows(rows, "given") == rows
+
+
+def test_watch_on_a_small_terminal_shows_n_more_and_sorts(terminal, server_url, r):
+    names = [f"q{n:02d}" for n in range(30)]
+    for n, name in enumerate(names):
+        WorkQueue(r, name).push([b"{}"] * (n + 1))
+    WorkQueue(r, "q29").pause()
+    t = terminal("--url", server_url, "stats", *names, "--watch", "--interval", "0.3",
+                 "--sort", "pending")
+    text = t.wait_for(lambda text: "more queues" in text and "paused: q29" in text)
+    rows = [line.split() for line in t.lines if line.startswith("q") and line[1].isdigit()]
+    assert rows[0][:2] == ["q29", "30"] and rows[1][:2] == ["q28", "29"]  # largest first
+    hidden = int(text.split("… ")[1].split()[0])
+    assert hidden == 30 - len(rows) and hidden > 0
+    assert t.scrolled_off == 0
+    os.write(t.master, b"\x03")
+    assert t.proc.wait(timeout=10) == 0
+
+
+def test_stats_sort_orders_the_table_and_json(cli):
+    cli("push", "a", "1")
+    cli("push", "b", "1", "2", "3")
+    run = cli("stats", "a", "b", "--sort", "pending")
+    assert [row["queue"] for row in run.json] == ["b", "a"]
+    table = cli("stats", "a", "b", "--sort", "name", tty=True, width=80)
+    assert [line.split()[:2] for line in table.stdout.splitlines()[2:4]] == [["a", "1"],
+                                                                            ["b", "3"]]
+    refused = cli("stats", "a", "--sort", "pending", "--format", "prometheus")
+    assert refused.exit_code == 2 and "--sort" in refused.stderr

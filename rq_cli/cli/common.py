@@ -352,6 +352,7 @@ def interrupt_deferred() -> Iterator[None]:
             raise KeyboardInterrupt
         held.append(signum)
 
+    hold.held = held  # type: ignore[attr-defined]  # (for interruptible_sleep)
     signal.signal(signal.SIGINT, hold)
     try:
         yield
@@ -359,6 +360,27 @@ def interrupt_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if held:
         raise KeyboardInterrupt
+
+
+def interruptible_sleep(seconds: float) -> None:
+    """``time.sleep``, which a Ctrl-C ends at once even inside :func:`interrupt_deferred`:
+    for a wait before anything is done (``--rate``), where stopping loses nothing. A Ctrl-C
+    held back already ends it before it starts."""
+    import signal
+    import time
+
+    handler = signal.getsignal(signal.SIGINT)
+    held = getattr(handler, "held", None)
+    if held is None:  # not deferred: a plain sleep (Ctrl-C ends it as usual)
+        time.sleep(seconds)
+        return
+    if held:
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        time.sleep(seconds)
+    finally:
+        signal.signal(signal.SIGINT, handler)
 
 
 def env_flag(name: str) -> bool:

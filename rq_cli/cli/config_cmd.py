@@ -60,7 +60,8 @@ def show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     out.text(f"config file: {shown['path'] or '(none)'}\n"
              f"default server: {shown['url']}{secret}")
     out.table([{"field": k, "value": v} for k, v in shown["defaults"].items()],
-              [Column("field"), Column("value")], title="defaults", show_header=False)
+              [Column("field"), Column("value", kind="words", drop=0)], title="defaults",
+              show_header=False)
     rows: list[dict[str, Any]] = [{"queue": name, **entry}
                                   for name, entry in shown["queues"].items()]
     if rows:

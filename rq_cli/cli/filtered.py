@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..render import Column, Output, json_line
-from .common import interrupt_deferred
+from .common import interrupt_deferred, interruptible_sleep
 
 if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
     from ..core.filtering import Action, FilterReport, ItemFilter
@@ -45,10 +45,10 @@ SummaryOpt = Annotated[bool, typer.Option(
 
 def summary_columns(verb: str) -> list[Column]:
     """The table of the counts (``verb``: requeued or purged)."""
-    return [Column("queue"), Column("state")] + [
-        Column(k, kind="number") for k in ("scanned", "matched", "not_json", verb, "skipped",
-                                           "changed")] + [
-        Column("dry_run", "dry run"), Column("sample")]
+    return [Column("queue"), Column("state", drop=0)] + [
+        Column(k, kind="number", drop=0 if k in ("matched", verb) else 1)
+        for k in ("scanned", "matched", "not_json", verb, "skipped", "changed")] + [
+        Column("dry_run", "dry run", drop=2), Column("sample", kind="words", drop=0)]
 
 
 def make_filter(match: str | None = None, error: str | None = None,
@@ -104,9 +104,9 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
     flt = flt or ItemFilter()
     per_item = out.json and not summary and not dry_run
     steps = scan(wq, state, flt, report, action=action, to=to, limit=limit, rate=rate,
-                 dry_run=dry_run)
+                 dry_run=dry_run, sleep=interruptible_sleep)
     total = state_size(wq, state) if out.terminal.stderr_isatty() else None
-    with out.progress(f"{label} {queue}", total=total) as bar:
+    with out.progress(f"{label} {queue}", total=total, unit=f"{state} scanned") as bar:
         try:
             while True:
                 with interrupt_deferred():  # a step moved is a step printed

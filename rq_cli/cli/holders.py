@@ -9,11 +9,11 @@ from ..render import Column
 from .common import JsonOpt, QueuesArg, state
 
 HOLDER_COLUMNS = [
-    Column("queue"), Column("host"), Column("pid", kind="number"),
-    Column("items", kind="number"), Column("abandoned", kind="number"),
+    Column("queue"), Column("host", drop=2), Column("pid", kind="number", drop=2),
+    Column("items", kind="number", drop=0), Column("abandoned", kind="number", drop=0),
     Column("oldest_id", "oldest lease"),
     Column("nearest_deadline", "nearest deadline", kind="time"),
-    Column("session"),
+    Column("session", drop=0),
 ]
 
 
@@ -31,7 +31,7 @@ def holders(
     """
     st = state(ctx)
     out = st.output(as_json)
-    columns = [*HOLDER_COLUMNS, Column("ids")] if with_ids else HOLDER_COLUMNS
+    columns = [*HOLDER_COLUMNS, Column("ids", kind="words", drop=0)] if with_ids else HOLDER_COLUMNS
     rows = [holder_row(name, h, with_ids) for name in queues
             for h in st.queue(name).holders()]
     if not rows and not out.json:

@@ -1,6 +1,8 @@
 """Read-only commands: ``stats``, ``peek``, ``queues``."""
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
@@ -9,8 +11,8 @@ import typer
 from ..connect import mask_url
 from ..core.queue import STATES
 from ..core.reports import PeekedItem, Stats
-from ..errors import NothingToDo, UsageError
-from ..render import Column, Output
+from ..errors import Interrupted, NothingToDo, UsageError
+from ..render import Column, Output, RowStream
 from .common import (
     End,
     Failures,
@@ -38,22 +40,35 @@ if TYPE_CHECKING:
     from ..core.types import State as ItemState
 
 STATS_COLUMNS = [
-    Column("queue"), Column("pending", kind="number"), Column("processing", kind="number"),
+    Column("queue"), Column("pending", kind="number", drop=0),
+    Column("processing", kind="number", drop=3),
     Column("leased", kind="number"), Column("abandoned", kind="number"),
-    Column("delayed", kind="number"), Column("due", kind="number"),
-    Column("dead", kind="number"), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused"), Column("tenants", kind="number"), Column("error", optional=True),
+    Column("delayed", kind="number"), Column("due", kind="number", drop=4),
+    Column("dead", kind="number", drop=0), Column("oldest_pending_age_s", "oldest", kind="age"),
+    Column("paused", drop=2), Column("tenants", kind="number", drop=2),
+    Column("error", kind="words", optional=True, drop=0),
 ]
 TENANT_COLUMNS = [Column("queue"), Column("tenant"), Column("pending", kind="number"),
-                  Column("error", optional=True)]
-QUEUES_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("configured"),
-                  Column("discovered"), Column("error", optional=True)]
+                  Column("error", kind="words", optional=True, drop=0)]
+QUEUES_COLUMNS = [Column("queue"), Column("prefix", drop=2), Column("url"),
+                  Column("configured"), Column("discovered"),
+                  Column("error", kind="words", optional=True, drop=0)]
 
 
 class StatsFormat(str, Enum):
     table = "table"
     json = "json"
     prometheus = "prometheus"
+
+
+class StatsSort(str, Enum):
+    given = "given"
+    name = "name"
+    pending = "pending"
+    age = "age"
+    dead = "dead"
+    abandoned = "abandoned"
+    errors = "errors"
 
 
 DiscoverOpt = Annotated[bool, typer.Option(
@@ -96,6 +111,11 @@ def stats(
     max_abandoned: Annotated[int | None, typer.Option(
         "--max-abandoned", min=0, metavar="N", show_default=False,
         help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
+    sort: Annotated[StatsSort, typer.Option(
+        "--sort", help="Order of the rows: given (as named), name, or the largest first: "
+                       "pending, age (of the oldest pending item), dead, abandoned; errors "
+                       "puts queues that cannot be read first. --watch keeps error rows in "
+                       "view whatever the order.")] = StatsSort.given,
     by_tenant: Annotated[bool, typer.Option(
         "--by-tenant", help="One row per tenant with pending items (fair queues): queue, "
                             "tenant (null: items pushed without --tenant), pending.")] = False,
@@ -123,11 +143,14 @@ def stats(
                                 abandoned=max_abandoned)
         monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
                             limits=thresholds)
+        if sort is not StatsSort.given and not watch:
+            raise UsageError("--sort orders the rows of a table, JSON lines or --watch: not "
+                             "with --check or --format prometheus")
         if watch:
             from .watch import watch as live
 
             live(st, out, stats_targets(st, queues or [], discover), interval=interval,
-                 iterations=iterations)
+                 iterations=iterations, sort=sort.value)
             return
         # a server whose queues cannot be listed is reported, not the end of the run
         unlisted: list[dict[str, Any]] = []
@@ -146,7 +169,7 @@ def stats(
                 continue
             rows.extend({"queue": t.name, "tenant": tenant or None, "pending": depth}
                         for tenant, depth in (found.by_tenant or {}).items())
-        out.rows(rows, TENANT_COLUMNS)
+        out.rows(_sorted(rows, sort), TENANT_COLUMNS)
         failed.check()
         return
     for t in stats_targets(st, queues or [], discover, failed, rows):
@@ -159,6 +182,7 @@ def stats(
                         f"shows {found.other_generation} keys: a {found.other_generation} peer "
                         "shares it, and its cleaner may hand out again items rq-cli holds; set "
                         'layout = "compat"')
+    rows = _sorted(rows, sort)
     # the tenants column only where a queue has tenants: 80 columns fit the rest unsplit
     fair = any(row.get("tenants") for row in rows)
     out.rows(rows, [c for c in STATS_COLUMNS if fair or c.key != "tenants"])
@@ -180,6 +204,14 @@ def refuse_idle_flags(ctx: typer.Context, *, watch: bool, check: bool, prometheu
         mode = "--watch" if watch else "--check" if check else "--format prometheus"
         raise UsageError(f"--by-tenant is not shown by {mode}: use it alone (rq-cli stats "
                          "QUEUE --by-tenant)")
+
+
+def _sorted(rows: list[dict[str, Any]], sort: StatsSort) -> list[dict[str, Any]]:
+    if sort is StatsSort.given:
+        return rows
+    from .watch import sort_rows  # (the same order as the live view's)
+
+    return sort_rows(rows, sort.value)
 
 
 def stats_row(name: str, s: Stats) -> dict[str, Any]:
@@ -271,7 +303,7 @@ def peek(
         return
     states = cast("list[ItemState]", [s for s in STATES
                                   if item_state is PurgeChoice.all or s == item_state.value])
-    with out.stream(_peek_columns(item_state.value)) as rows:
+    with out.stream(_peek_columns(item_state.value)) as rows, _shown_on_interrupt(queue, rows):
         left = count
         for name in states:  # page by page: memory stays flat for a million items
             left = _peek_one(out, rows, wq, name, tenant, left, end.value, raw)
@@ -283,6 +315,18 @@ def peek(
                         break
 
 
+@contextlib.contextmanager
+def _shown_on_interrupt(queue: str, rows: RowStream) -> Iterator[None]:
+    """Ctrl-C ends a peek at once (exit 130), saying how many items it showed: the rows
+    waiting for their page are drawn first (a page at most, never the whole state)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        rows.close()
+        items = "item" if rows.shown == 1 else "items"
+        raise Interrupted(f"interrupted: peek {queue}: {rows.shown:,} {items} shown") from None
+
+
 def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
               tenant: str | None, left: int, from_end: str, raw: bool) -> int:
     """Print up to ``left`` items of one state (of one tenant's sub-queue, for pending);
@@ -291,6 +335,7 @@ def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
         left -= len(page)
         if raw:
             out.raw(i.data for i in page if i.data is not None)
+            rows.shown += len(page)
         else:
             rows.add([peek_row(i) for i in page])
     return left
@@ -306,12 +351,13 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemSta
 
     report = FilterReport(queue=queue, state=item_state, action="peek")
     total = state_size(wq, item_state) if out.terminal.stderr_isatty() else None
-    with out.progress(f"peek {queue}", total=total) as bar, \
-            out.stream(_peek_columns(item_state)) as rows:
+    with out.progress(f"peek {queue}", total=total, unit=f"{item_state} scanned") as bar, \
+            out.stream(_peek_columns(item_state)) as rows, _shown_on_interrupt(queue, rows):
         for step in scan(wq, item_state, flt, report, action="peek", limit=count,
                          from_end=from_end, tenant=tenant):
             if raw:
                 out.raw(i.data for i in step.items if i.data is not None)
+                rows.shown += len(step.items)
             elif step.items:
                 rows.add([peek_row(i) for i in step.items])
             bar.set(report.scanned)
@@ -336,23 +382,25 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
 
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
-    cols = [Column("id"), *([Column("state")] if one or item_state == "all" else []),
-            Column("data", kind="data"),
-            Column("attempts", kind="number"), Column("enqueued_at", "enqueued", kind="time")]
+    cols = [Column("id"), *([Column("state", drop=0)] if one or item_state == "all" else []),
+            Column("data", kind="data", drop=0),
+            Column("attempts", kind="number", drop=2),
+            Column("enqueued_at", "enqueued", kind="time", drop=3)]
+    error = Column("error", kind="words", drop=0)
     extra = {
-        "processing": [Column("lease_session", "held by"),
+        "processing": [Column("lease_session", "held by", drop=0),
                        Column("lease_expires_at", "lease until", kind="time"),
-                       Column("abandoned")],
-        "delayed": [Column("due_at", "due", kind="time"), Column("error")],
+                       Column("abandoned", drop=2)],
+        "delayed": [Column("due_at", "due", kind="time"), error],
         "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
-                 Column("error")],
+                 error],
         "all": [Column("lease_expires_at", "lease until", kind="time", optional=True),
                 Column("due_at", "due", kind="time", optional=True),
                 Column("dead_at", "died", kind="time", optional=True),
                 Column("dead_reason", "reason", optional=True),
-                Column("error", optional=True)],
+                error._replace(optional=True)],
     }
-    return cols + extra.get(item_state, [Column("error")])
+    return cols + extra.get(item_state, [error])
 
 
 def queues(

@@ -31,9 +31,10 @@ from .common import (
     state,
 )
 
-LEASE_COLUMNS = [Column("queue"), Column("id"), Column("data", kind="data"),
-                 Column("attempt", kind="number"), Column("lease_expires_at", "lease until",
-                                                          kind="time"), Column("session")]
+LEASE_COLUMNS = [Column("queue", drop=2), Column("id"), Column("data", kind="data", drop=0),
+                 Column("attempt", kind="number", drop=3),
+                 Column("lease_expires_at", "lease until", kind="time"),
+                 Column("session", drop=0)]
 #: lease --at-most-once: the items were completed as they were taken (no lease)
 TAKEN_COLUMNS = LEASE_COLUMNS[:4]
 OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),

@@ -4,14 +4,15 @@
 asks on a terminal and otherwise needs ``--yes``. Both offer ``--dry-run``.
 """
 
+import functools
 from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
 
 from ..core.reports import PurgeReport
-from ..errors import NothingToDo, UsageError
-from ..render import Column
+from ..errors import Interrupted, NothingToDo, UsageError
+from ..render import Column, Progress
 from . import reading
 from .common import (
     DryRunOpt,
@@ -39,13 +40,13 @@ from .filtered import (
 
 CLEAN_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
     "recovered", "dropped", "dead", "suspects", "promoted", "pruned", "scanned")] + [
-    Column("dry_run", "dry run"), Column("error", optional=True)]
+    Column("dry_run", "dry run", drop=2), Column("error", kind="words", optional=True, drop=0)]
 REQUEUE_COLUMNS = [Column("queue"), Column("to")] + [
     Column(k, kind="number") for k in ("requeued", "skipped", "missing")] + [
-    Column("dry_run", "dry run")]
+    Column("dry_run", "dry run", drop=2)]
 PURGE_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
     "pending", "processing", "delayed", "dead", "strays", "total")] + [
-    Column("dry_run", "dry run")]
+    Column("dry_run", "dry run", drop=2)]
 SecondsOpt = float | None
 
 
@@ -84,14 +85,21 @@ def clean(
     with out.stream(CLEAN_COLUMNS) as rows:
         rows.add(errors)
         for name, wq in targets:
-            with out.progress(f"clean {name}") as bar:
-                def run(w: Any = wq, b: Any = bar) -> Any:
+            with out.progress(f"clean {name}", unit="keys scanned" if deep else "") as bar:
+                def run(w: Any = wq, b: Progress = bar) -> Any:
                     return w.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
-                                   progress=b.advance if deep else None)
+                                   progress=b.advance if deep else None,
+                                   wait=functools.partial(_wait_grace, b))
                 report, error = failed.run(st.url_of(wq.client), run)
             rows.add([{"queue": name, **asdict(report)} if report else
                       {"queue": name, "error": error}])
     failed.check()
+
+
+def _wait_grace(bar: Progress, suspects: int, seconds: float) -> None:
+    """clean's second look: what it waits for, and how long is left (on a terminal)."""
+    items = "item" if suspects == 1 else "items"
+    bar.wait(seconds, f"grace period for {suspects} lease-less {items}")
 
 
 def requeue_dead(
@@ -141,9 +149,15 @@ def requeue_dead(
                   to_name=to or queue, to=target, limit=limit, rate=rate, dry_run=dry_run,
                   summary=summary, label="requeue-dead")
         return
-    with out.progress(f"requeue-dead {queue}") as bar:
-        report = wq.requeue_dead(chosen, limit=limit, older_than=older_than, to=target,
-                                 dry_run=dry_run, progress=bar.advance)
+    with out.progress(f"requeue-dead {queue}", unit="requeued") as bar:
+        try:
+            report = wq.requeue_dead(chosen, limit=limit, older_than=older_than, to=target,
+                                     dry_run=dry_run, progress=bar.advance)
+        except KeyboardInterrupt:
+            items = "item" if bar.done == 1 else "items"
+            raise Interrupted(f"interrupted: requeue-dead {queue}: {bar.done:,} {items} "
+                              f"requeued (and perhaps the batch under way); run it again to "
+                              f"requeue the rest") from None
     out.rows([{"queue": queue, "to": to or queue, "requeued": report.requeued,
                "skipped": report.skipped, "missing": report.missing,
                "dry_run": report.dry_run}], REQUEUE_COLUMNS)
@@ -233,9 +247,24 @@ def purge(
             report.dry_run = False
             out.rows([_purge_row(queue, report)], PURGE_COLUMNS)
             return
+    if total is None and not dry_run and st.terminal.stderr_isatty():
+        total = _purge_size(wq, which.value)  # (the bar's total; strays are not counted)
     with out.progress(f"purge {queue}", total=total) as bar:
-        report = wq.purge(which.value, dry_run=dry_run, progress=bar.advance)
+        try:
+            report = wq.purge(which.value, dry_run=dry_run, progress=bar.advance)
+        except KeyboardInterrupt:
+            items = "item" if bar.done == 1 else "items"
+            raise Interrupted(f"interrupted: purge {queue}: {bar.done:,} {items} deleted "
+                              f"(and perhaps the batch under way); run it again to delete the "
+                              f"rest") from None
     out.rows([_purge_row(queue, report)], PURGE_COLUMNS)
+
+
+def _purge_size(wq: Any, which: str) -> int:
+    """How many items ``purge --state which`` will delete, strays aside (O(1) counts)."""
+    stats = wq.stats()
+    states = ("pending", "processing", "delayed", "dead") if which == "all" else (which,)
+    return sum(int(getattr(stats, s)) for s in states)
 
 
 def _confirm(st: State, queue: str, which: str, preview: PurgeReport) -> bool:

@@ -100,7 +100,7 @@ def push(
     # no progress bar over lines being typed (stdin a terminal): it would draw over them
     typing = st.terminal.stdin_isatty()
     with (contextlib.nullcontext(Progress()) if typing else
-          out.progress(f"push {queue}", total=_size(stream))) as bar:
+          out.progress(f"push {queue}", total=_size(stream), unit="bytes")) as bar:
         _stream(st, bulk.stream(wq, lines, atomic=interrupt_deferred, **options), tally,
                 lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
     tally.finish(table=False)
@@ -239,7 +239,7 @@ def _plain(ids: list[str]) -> bool:
     return len(encode_basestring_ascii(joined)) == len(joined) + 2
 
 
-_COLUMNS = [Column("id"), Column("added"), Column("reason")]
+_COLUMNS = [Column("id"), Column("added"), Column("reason", kind="words")]
 
 
 def _size(stream: Any) -> int | None:

@@ -2,11 +2,12 @@
 
 Every ``--interval`` seconds each queue's stats are read (one round trip per queue); rates
 per second come from the counters' increase since the previous read of that queue. On a
-terminal a rich ``Live`` table is redrawn in place (it fits 80 columns: the queue column
-folds, the numeric headers never split); otherwise one JSON line per queue per interval.
-A queue that cannot be read is an error row, and its rates start afresh once it is back.
-Ctrl-C ends the watch with exit 0.
-"""
+terminal a rich ``Live`` view is redrawn in place, fitted to the screen: names and numbers
+never wrap (columns that do not fit are dropped, rates first, and named under the table);
+rows beyond the screen's height are counted ("N more queues"), error rows always stay in
+view with their reasons, ``--sort`` orders the rows. Otherwise one JSON line per queue per
+interval. A queue that cannot be read is an error row, and its rates start afresh once it
+is back. Ctrl-C ends the watch with exit 0."""
 
 from __future__ import annotations
 
@@ -18,24 +19,42 @@ from typing import TYPE_CHECKING, Any
 
 from ..metrics import RATE_COUNTERS, rates
 from ..render import Column, Output, epoch, human, json_line
+from ..tables import draw_table, fit_table
 from .monitor import read_stats
 
 if TYPE_CHECKING:
     from .common import State
     from .inspect import Target
 
-#: the dashboard's columns: 80 terminal columns hold them with a 10-character queue column
+#: the dashboard's columns; on a narrow terminal the rates go first (dead/s, fail/s, ...)
 DASHBOARD_COLUMNS = [
     Column("queue"),
-    Column("pending", kind="number"),
+    Column("pending", kind="number", drop=0),
     Column("leased", kind="number"),
-    Column("abandoned", "aband.", kind="number"),
-    Column("delayed", kind="number"),
-    Column("dead", kind="number"),
+    Column("abandoned", "aband.", kind="number", drop=0),
+    Column("delayed", kind="number", drop=2),
+    Column("dead", kind="number", drop=0),
     Column("oldest_pending_age_s", "oldest", kind="age"),
-    *(Column(f"rate_{name}", f"{label}/s", kind="rate")
-      for name, label in zip(RATE_COUNTERS, ("push", "done", "fail", "dead"), strict=True)),
+    *(Column(f"rate_{name}", f"{label}/s", kind="rate", drop=rank)
+      for name, label, rank in zip(RATE_COUNTERS, ("push", "done", "fail", "dead"),
+                                   (3, 3, 4, 4), strict=True)),
 ]
+
+#: ``--sort``: how rows are ordered (errors stay visible whatever the order).
+SORTS = ("given", "name", "pending", "age", "dead", "abandoned", "errors")
+
+
+def sort_rows(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """``rows`` (of stats or the watch) in the order of ``--sort``: as given, by name, or
+    the largest first (pending, age of the oldest, dead, abandoned); errors first."""
+    if key == "given":
+        return rows
+    if key == "name":
+        return sorted(rows, key=lambda row: str(row.get("queue")))
+    if key == "errors":
+        return sorted(rows, key=lambda row: "error" not in row)
+    field = "oldest_pending_age_s" if key == "age" else key
+    return sorted(rows, key=lambda row: ("error" not in row, -(row.get(field) or 0)))
 
 
 class Poller:
@@ -68,7 +87,7 @@ class Poller:
 
 
 def watch(st: State, out: Output, targets: Sequence[Target], *, interval: float,
-          iterations: int | None = None) -> None:
+          iterations: int | None = None, sort: str = "given") -> None:
     """Refresh every ``interval`` seconds, ``iterations`` times or until Ctrl-C."""
     poller = Poller(st, targets)
     live = None if out.json else _Dashboard(out, interval)
@@ -76,7 +95,7 @@ def watch(st: State, out: Output, targets: Sequence[Target], *, interval: float,
     next_at = time.monotonic()
     try:
         while True:
-            rows = poller.poll()
+            rows = sort_rows(poller.poll(), sort)
             if live is None:
                 out.lines(json_line(row) for row in rows)
             else:
@@ -113,7 +132,9 @@ class _Dashboard:
         self.live.start()
 
     def show(self, rows: list[dict[str, Any]]) -> None:
-        self.live.update(dashboard(rows, self.interval), refresh=True)
+        width, height = self.console.size  # (read each time: the terminal may be resized)
+        self.live.update(dashboard(rows, self.interval, width=width, height=height),
+                         refresh=True)
 
     def close(self) -> None:
         try:
@@ -155,37 +176,75 @@ def cell(row: dict[str, Any], column: Column) -> str:
     return human(row.get(column.key), column.kind)
 
 
-def dashboard(rows: list[dict[str, Any]], interval: float, now: float | None = None) -> Any:
-    """The dashboard for ``rows`` (from :class:`Poller`): a rich Table that fits 80 columns."""
-    from rich import box
-    from rich.table import Table
+def dashboard(rows: list[dict[str, Any]], interval: float, now: float | None = None, *,
+              width: int = 80, height: int = 24) -> Any:
+    """The dashboard for ``rows`` (from :class:`Poller`, in ``--sort`` order), fitted to a
+    terminal of ``width`` x ``height``: a title, the table (columns that do not fit dropped,
+    rates first), as many rows as the screen holds -- error rows always among them -- and
+    under it "N more queues", the errors' reasons, the paused queues and what was dropped."""
+    from rich.console import Console, Group
     from rich.text import Text
 
     stamp = time.strftime("%H:%M:%S", time.localtime(time.time() if now is None else now))
-    table = Table(title=f"rq-cli stats --watch · every {interval:g}s · {stamp} · Ctrl-C quits",
-                  title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
-                  padding=(0, 0), show_edge=False, pad_edge=False, header_style="bold",
-                  caption_justify="left")
-    for col in DASHBOARD_COLUMNS:
-        first = col.key == "queue"
-        table.add_column(col.title, justify="left" if first else "right", no_wrap=not first,
-                         overflow="fold")
-    notes = []
-    for row in rows:
-        if "error" in row:
-            table.add_row(Text(human(row["queue"]), style="bold red"), Text("error", "red"),
-                          *["-"] * (len(DASHBOARD_COLUMNS) - 2))
-            notes.append(Text(f"{human(row['queue'])}: {human(row['error'])}", style="red"))
-            continue
-        name = Text(human(row["queue"]), style="yellow" if row.get("paused") else "")
-        style = "red" if row.get("abandoned") else ""
-        cells = [cell(row, col) for col in DASHBOARD_COLUMNS[1:]]
-        table.add_row(name, *cells, style=style)
+    title = Text(f"rq-cli stats --watch · every {interval:g}s · {stamp} · Ctrl-C quits",
+                 style="bold", no_wrap=True, overflow="ellipsis")
+    notes = _error_notes(rows)
     paused = [human(row["queue"]) for row in rows if row.get("paused")]
     if paused:
         notes.append(Text(f"paused: {', '.join(paused)}", style="yellow"))
     if not rows:
         notes.append(Text("no queues: name some, configure some, or push to one"))
-    if notes:
-        table.caption = Text("\n").join(notes)
-    return table
+    cells = [[cell(row, col) if "error" not in row else
+              ("error" if col.key == "pending" else "-") for col in DASHBOARD_COLUMNS]
+             for row in rows]
+    cells = [[human(row["queue"]), *line[1:]] for row, line in zip(rows, cells, strict=True)]
+    layout = fit_table(cells, DASHBOARD_COLUMNS, width)
+    if layout.dropped:
+        names = ", ".join(col.title for col in layout.dropped)
+        notes.append(Text(f"not shown at {width} columns: {names} (--json, a wider terminal)",
+                          style="dim"))
+    measure = Console(width=width)
+    note_lines = sum(len(note.wrap(measure, width)) for note in notes)
+    # the title, the header and its rule, the notes, a last line kept free for the cursor
+    room = max(1, height - 4 - note_lines)
+    shown = list(range(len(rows)))
+    more = Text("")
+    if len(rows) > room:
+        errors = [n for n in shown if "error" in rows[n]]
+        others = [n for n in shown if "error" not in rows[n]]
+        keep = room - 1  # one line says how many more
+        shown = sorted(errors[:keep] + others[:max(0, keep - len(errors))])
+        hidden = len(rows) - len(shown)
+        more = Text(f"… {hidden} more queue{'s' if hidden != 1 else ''} (--sort orders them; "
+                    f"a taller terminal shows more)", style="dim", no_wrap=True,
+                    overflow="ellipsis")
+    keep_cols = [DASHBOARD_COLUMNS.index(col) for col in layout.columns]
+    table = draw_table([[cells[n][k] for k in keep_cols] for n in shown], layout, None, True,
+                       styles=[_style(rows[n]) for n in shown])
+    parts: list[Any] = [title, table]
+    if more.plain:
+        parts.append(more)
+    return Group(*parts, *notes)
+
+
+def _style(row: dict[str, Any]) -> str:
+    if "error" in row:
+        return "bold red"
+    if row.get("abandoned"):
+        return "red"
+    return "yellow" if row.get("paused") else ""
+
+
+def _error_notes(rows: list[dict[str, Any]]) -> list[Any]:
+    """One line per distinct error, naming its queues (a server down: all of its queues)."""
+    from rich.text import Text
+
+    by_error: dict[str, list[str]] = {}
+    for row in rows:
+        if "error" in row:
+            by_error.setdefault(human(row["error"]), []).append(human(row["queue"]))
+    notes = []
+    for error, names in by_error.items():
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        notes.append(Text(f"{shown}: {error}", style="red"))
+    return notes

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -193,7 +193,8 @@ class Step:
 def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
          action: Action = "peek", to: WorkQueue | None = None, limit: int | None = None,
          rate: float | None = None, dry_run: bool = False, from_end: str = "head",
-         now_ms: int | None = None, tenant: str | None = None) -> Iterator[Step]:
+         now_ms: int | None = None, tenant: str | None = None,
+         sleep: Callable[[float], None] = time.sleep) -> Iterator[Step]:
     """Walk ``state`` of ``wq`` page by page, yielding a :class:`Step` per page.
 
     ``peek``: the matched items, up to ``limit``. ``requeue`` (dead only, into ``to`` or
@@ -202,6 +203,8 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     first few ids). ``report`` is filled in as the scan goes, so it is exact whenever the
     caller stops. Pending items are read from P:queue (the default tenant), then from each
     tenant's sub-queue (fair queues); ``tenant``: from that tenant's sub-queue only.
+    ``sleep`` waits between steps for ``rate`` (before anything of the next step is done,
+    so a caller may let Ctrl-C end it at once).
     """
     if state not in _STATES:
         raise UsageError(f"state must be one of {', '.join(_STATES)}, not {state!r}")
@@ -273,7 +276,7 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
                     removed += len(moved)
                     yield Step([], moved)
                     if rate is not None:
-                        time.sleep(max(report.done / rate - (time.monotonic() - started), 0.0))
+                        sleep(max(report.done / rate - (time.monotonic() - started), 0.0))
             if not more or past_cutoff:
                 return
             offset += len(page) - removed

@@ -67,6 +67,11 @@ _COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X":
 PURGE_STATES = (*STATES, "all")
 
 
+def _sleep(suspects: int, seconds: float) -> None:
+    """The grace period of :meth:`WorkQueue.clean`, slept out."""
+    time.sleep(seconds)
+
+
 def _ref(ref: str | ItemRef) -> ItemRef:
     if isinstance(ref, str):
         return ItemRef(check_id(ref))
@@ -396,7 +401,8 @@ class WorkQueue:
     # -- clean ---------------------------------------------------------------------------
     def clean(self, *, deep: bool = False, grace_seconds: float | None = None,
               dry_run: bool = False, now_ms: int | None = None,
-              progress: Progress | None = None) -> CleanReport:
+              progress: Progress | None = None,
+              wait: Callable[[int, float], None] | None = None) -> CleanReport:
         """Recover abandoned items (light), and with ``deep`` also stray items found by SCAN.
 
         Light: ids in processing (and the v0.1 cleaning journal) without a lease are
@@ -411,12 +417,14 @@ class WorkQueue:
             raise UsageError("the grace period must be between 0 and ten years (in seconds)")
         from .reports import CleanReport
 
+        # ``wait(suspects, seconds)``, if given, sleeps out the grace period instead of
+        # time.sleep (the command line counts it down on a terminal)
         report = CleanReport(dry_run=dry_run)
         self._clean_pass(report, grace, dry_run, now_ms, progress)
         if report.suspects and not dry_run and now_ms is None and grace <= MAX_CLEAN_WAIT:
             # Lease-less ids seen for the first time: look again once the grace period is
             # over, so one run recovers them (a cron need not run twice).
-            time.sleep(grace)
+            (wait or _sleep)(report.suspects, grace)
             report.suspects = 0
             self._clean_pass(report, grace, dry_run, now_ms, progress)
         if deep:
@@ -540,8 +548,10 @@ class WorkQueue:
                     progress(n)
         if state == "all":
             for batch in batches(self.scan_items(), SLOW_BATCH):
-                report.strays += int(self.call("purge", {"state": "strays",
-                                                         "batch": SLOW_BATCH}, batch))
+                n = int(self.call("purge", {"state": "strays", "batch": SLOW_BATCH}, batch))
+                report.strays += n
+                if progress and n:
+                    progress(n)
             self.call("purge", {"state": "meta", "batch": BATCH})
         return report
 
