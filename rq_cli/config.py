@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .core.keys import prefix_collision
 from .core.limits import MAX_ATTEMPTS, MAX_DELAY, MAX_DELAY_TEXT, MAX_LEASE_SECONDS, MAX_LEASE_TEXT
 from .core.types import NO_TLS, QueueOptions, TlsOptions
 from .core.util import check_tenant, check_weight
@@ -352,6 +353,9 @@ def parse_text(text: str, path: Path | None = None) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:  # (the parser recurses per level of nested arrays or tables)
+        raise ConfigError(f"{where}: invalid TOML: arrays or inline tables nested too deep "
+                          "(over about 1000 levels)") from None
     return _Validator(text, where).config(data, path)
 
 
@@ -389,6 +393,11 @@ class _Validator:
             entry.update(self.tls(table, section))
             if entry.get("prefix") == "":
                 raise self.fail(table, "prefix", "prefix cannot be empty")
+            why = prefix_collision(entry.get("prefix", name))
+            if why:
+                raise self.fail(table, "prefix" if "prefix" in entry else None,
+                                f"queue prefix {entry.get('prefix', name)!r} cannot be used: "
+                                f"{why}")
             cfg.queues[name] = entry
         return cfg
 

@@ -85,6 +85,10 @@ _VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_ignore
 _scan: Any = _VALIDATOR.scan_once  # type: ignore[attr-defined]  # the C scanner
 
 
+#: Why a JSON text nested too deep is refused (push) or shown as text (the readers).
+TOO_DEEP = "JSON nested too deep to read (over about 1000 levels of arrays or objects)"
+
+
 def check_json(text: str) -> None:
     """Raise ValueError unless ``text`` is one valid JSON text (surrounding whitespace allowed).
 
@@ -92,12 +96,17 @@ def check_json(text: str) -> None:
     whitespace regex; everything else goes through the full decoder.
     """
     try:
-        end = _scan(text, 0)[1]
-    except StopIteration:
-        _VALIDATOR.decode(text)  # leading whitespace, or not JSON: the full path decides
-        return
-    if end != len(text) and not text[end:].isspace():
-        _VALIDATOR.decode(text)  # raises "Extra data" with a position
+        try:
+            end = _scan(text, 0)[1]
+        except StopIteration:
+            _VALIDATOR.decode(text)  # leading whitespace, or not JSON: the full path decides
+            return
+        if end != len(text) and not text[end:].isspace():
+            _VALIDATOR.decode(text)  # raises "Extra data" with a position
+    except RecursionError:
+        # (the decoders recurse per level: a payload nested deeper than the interpreter's
+        # recursion limit, about 1000 levels, is no JSON that they, or a reader, can read)
+        raise ValueError(TOO_DEEP) from None
 
 
 def is_json(text: str) -> bool:

@@ -261,13 +261,13 @@ def test_lease_waits_on_a_cluster_and_expired_items_die(rc: Any) -> None:
     assert q.lease(wait=0.3) == []  # blocks (BLMOVE P:queue P:queue) on the tag's node
     assert 0.25 <= time.monotonic() - started < 3
     q.push([NewItem(b"x", id="late")], expire=0.05)
-    q.push([NewItem(b"later", id="delayed")], delay=60)
+    q.push([NewItem(b"later", id="later")], delay=60)
     time.sleep(0.1)
     assert q.lease() == []
     stats = q.stats()
     assert (stats.dead, stats.delayed, stats.due) == (1, 1, 0)
     assert q.peek("dead")[0].dead_reason == "expired"
-    assert q.peek("delayed")[0].id == "delayed"
+    assert q.peek("delayed")[0].id == "later"
 
 
 def test_fail_retry_dead_and_extend(rc: Any) -> None:

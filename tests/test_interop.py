@@ -829,7 +829,7 @@ def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
         assert p.complete(r, item) is True
         done += 1
     assert done == n
-    q.push([NewItem(b"dead", "dead")])
+    q.push([NewItem(b"dead", "dead-one")])
     (dead,) = q.lease(1)
     q.fail([ItemRef(dead.id, dead.session)], error="fatal", dead=True)
     q.push([NewItem(b"live", "live")], expire=3600)
@@ -841,7 +841,7 @@ def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
         return {key for key in meta if (r.hexists(key, item_id) if r.type(key) == b"hash"
                                         else r.zscore(key, item_id) is not None)}
 
-    kept = {"live": holding("live"), "dead": holding("dead")}
+    kept = {"live": holding("live"), "dead-one": holding("dead-one")}
     assert kept["live"]
 
     runs = []
@@ -851,10 +851,10 @@ def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
     assert runs[0] >= PRUNE_SAMPLE and sum(runs) == n, runs
     assert q.clean(grace_seconds=0).pruned == 0
     # live and dead items keep theirs; nothing of the peer-completed ids is left
-    assert {"live": holding("live"), "dead": holding("dead")} == kept
+    assert {"live": holding("live"), "dead-one": holding("dead-one")} == kept
     for key in meta:
         ids = set(r.hkeys(key) if r.type(key) == b"hash" else r.zrange(key, 0, -1))
-        assert ids <= {b"live", b"dead"}, (key, sorted(ids)[:5])
+        assert ids <= {b"live", b"dead-one"}, (key, sorted(ids)[:5])
     # completed and purged: a drained queue keeps only P:counters
     (live,) = q.lease(1)
     assert q.complete([ItemRef(live.id, live.session)])[0].outcome == "completed"

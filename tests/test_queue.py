@@ -518,7 +518,7 @@ def test_purge_pending_keeps_a_leased_item_with_a_stray_copy(q, r):
 
 
 def test_purge_all_leaves_nothing_and_dry_run_counts(q, r):
-    make_dead(q, ["dead"], T0)
+    make_dead(q, ["dead-one"], T0)
     q.push([str(i).encode() for i in range(1500)])
     q.lease(10)
     r.set(q.keys.item("stray"), b"s")

@@ -11,7 +11,7 @@ import typer
 
 from ..core import bulk
 from ..core.types import NewItem, PushResult
-from ..core.util import check_tenant
+from ..core.util import check_new_id, check_tenant
 from ..errors import BadInputError, Interrupted, RqError, ServerError, UsageError
 from ..render import Column, Output, Progress
 from . import reading
@@ -70,7 +70,7 @@ def push(
     if item_id is not None and (from_stdin or len(data or []) != 1):
         raise UsageError("--id needs exactly one DATA argument")
     if item_id is not None:
-        reading.check_utf8(item_id, "the item id")
+        check_new_id(reading.check_utf8(item_id, "the item id"))
     if item_id is not None and id_from_data:
         raise UsageError("--id and --id-from-data cannot be used together")
     if with_ids and not from_stdin:

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
+from ..core.keys import name_collision
 from ..core.limits import MAX_ID_BYTES  # checked here too, to report the input line
 from ..core.types import ItemRef, NewItem
 from ..core.util import check_tenant
@@ -135,6 +136,9 @@ def object_item(line: bytes, raw: bool) -> NewItem:
     item_id = fields.get("id", (None, ""))[0]
     if item_id is not None:
         check_id(item_id)
+        why = name_collision(item_id)
+        if why:
+            raise BadInputError(f"item id {item_id!r} cannot be used: {why}")
     if "data" in fields and "data_b64" in fields:
         raise BadInputError('give "data" or "data_b64", not both')
     if "data_b64" in fields:

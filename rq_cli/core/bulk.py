@@ -32,7 +32,7 @@ from ..errors import UsageError
 from .limits import BATCH, MAX_DELAY
 from .scripts import SPECS, script_source
 from .types import NewItem, PushResult
-from .util import as_bytes, check_id, check_tenant, data_id, is_cluster, ms, text
+from .util import as_bytes, check_new_id, check_tenant, data_id, is_cluster, ms, text
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -200,7 +200,7 @@ def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], 
             if item_id is None:
                 item_id = data_id(data) if id_from_data else next(made)
             else:
-                check_id(item_id)
+                check_new_id(item_id)
                 fresh = False
             datas.append(data)
             ids.append(item_id)

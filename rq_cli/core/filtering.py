@@ -142,14 +142,26 @@ class ItemFilter:
             if item.data is None:
                 return False  # a ghost: no payload at all
             try:
-                doc = json.loads(item.data)
-            except ValueError:  # also UnicodeDecodeError
+                doc = json.loads(item.data, parse_int=_parse_int)
+            except (ValueError, RecursionError):  # also UnicodeDecodeError; nested too deep
                 return None
             try:
                 return truthy(self._expr.search(doc))
             except _jmespath().exceptions.JMESPathError:
                 return False  # e.g. a function given the wrong type for this item
+            except RecursionError:  # (a document deep enough to exhaust the evaluator)
+                return None
         return True
+
+
+def _parse_int(text: str) -> int:
+    """JSON integers of any length (``int(str)`` refuses over 4,300 digits: CPython's guard
+    against quadratic conversions; a Decimal converts in linear time)."""
+    if len(text) < 4000:
+        return int(text)
+    import decimal  # (rare: not loaded at start-up)
+
+    return int(decimal.Decimal(text))
 
 
 def _check_functions(node: Any) -> None:

@@ -92,6 +92,56 @@ DEFAULT_TENANT = ""
 #: The field of ``P:counters`` holding the queue's de-dup window in ms (absent: no window):
 #: push sets it, complete reads it (one HGET per call) to know whether to remember ids.
 DEDUP_WINDOW_FIELD = "dedup_window_ms"
+#: The families of keys ``P:<family>:<id>`` that each item has (data, the two generations'
+#: lease keys, a dead item's data).
+ITEM_FAMILIES = ("item", "lease", "leased_by_session", "dead_item")
+#: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
+#: the name rule below is derived from, with the fixed keys' names.
+NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)
+FIXED_NAMES = frozenset(k.name for k in FIXED_KEYS)
+
+
+def prefix_collision(prefix: str) -> str | None:
+    """Why queue prefix ``prefix`` would share keys with another queue, or None.
+
+    Queue ``Q``'s names ``Q:<family>:<name>`` are the keys of queue ``Q:<family>`` (its
+    fixed key ``<name>``, or an item's key when the name reads ``<family>:<id>``), and of
+    every queue ``Q:<family>:...``: so no prefix has a family's name as a ``:``-separated
+    segment after its first one. A prefix with a control character (NUL, a line break)
+    cannot be passed to a worker's command in an environment variable, or printed on one line.
+    """
+    if any(c < " " or c == "\x7f" for c in prefix):
+        return "it holds a control character (NUL, a line break, ...)"
+    segments = prefix.split(":")
+    for i, segment in enumerate(segments[1:], 1):
+        if segment in NAME_FAMILIES:
+            owner = ":".join(segments[:i])
+            return (f"the segment {segment!r} would make its keys those of queue {owner!r} "
+                    f"({owner}:{segment}:<name>)")
+    return None
+
+
+def name_collision(name: str) -> str | None:
+    """Why an item id or a tenant ``name`` would give this queue a key of another queue
+    (``P:<family>:<name>`` read as queue ``P:<family>``'s key), or None: the name, or its
+    last ``:``-separated segment, is a fixed key's name (``queue``, ``processing``, ...), or
+    a segment before the last is a family's (``item:5``). An id with a NUL cannot reach an
+    environment variable or a command line (a worker's command gets its id in both)."""
+    if "\0" in name:
+        return "it holds a NUL character"
+    segments = name.split(":")
+    if segments[-1] in FIXED_NAMES:
+        return (f"{segments[-1]!r} names a queue's own key, so P:lease:{name} would be a key "
+                f"of queue P:lease{name[:-len(segments[-1])].rstrip(':') and ':'}"
+                f"{name[:-len(segments[-1])].rstrip(':')}")
+    for segment in segments[:-1]:
+        if segment in NAME_FAMILIES:
+            owner = ":".join(segments[:segments.index(segment)])
+            return (f"the segment {segment!r} makes P:lease:{name} a key of queue "
+                    f"P:lease{':' if owner else ''}{owner}")
+    return None
+
+
 #: per-item bookkeeping keyed by id (role "meta"), by type
 META_HASHES = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "hash")
 META_ZSETS = tuple(k.name for k in FIXED_KEYS if k.role == "meta" and k.type == "zset")

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, UsageError
 from .calling import Caller
-from .keys import DEDUP_WINDOW_FIELD, LAYOUTS, OTHER_GENERATION, Keys, has_hash_tag
+from .keys import (
+    DEDUP_WINDOW_FIELD,
+    LAYOUTS,
+    OTHER_GENERATION,
+    Keys,
+    has_hash_tag,
+    prefix_collision,
+)
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -44,6 +51,7 @@ from .util import (
     batches,
     check_count,
     check_id,
+    check_new_id,
     check_tenant,
     check_weight,
     is_cluster,
@@ -90,10 +98,9 @@ class WorkQueue:
                  session: str | None = None) -> None:
         if not prefix:
             raise UsageError("a queue prefix cannot be empty")
-        if ":item:" in prefix + ":":
-            # P:item:x:item:<id> would also be an item key of queue P (and SCANned as such)
-            raise UsageError(f"a queue prefix cannot contain ':item:' ({prefix!r}): its keys "
-                             f"would mix with another queue's items")
+        why = prefix_collision(prefix)
+        if why:
+            raise UsageError(f"queue prefix {prefix!r} cannot be used: {why}")
         self.client = client
         self.prefix = prefix
         self.options = options or QueueOptions()
@@ -350,7 +357,7 @@ class WorkQueue:
         """Dead-letter items now with reason ``cancelled``, even while another session holds
         the lease (a worker running one finds it dead at its next heartbeat and stops):
         ``dead``, or ``missing``/``already_dead``. Never-leased items are cancelled too."""
-        refs = [ItemRef(check_id(i)) for i in ids]
+        refs = [ItemRef(check_new_id(i)) for i in ids]
         out: list[ItemOutcome] = []
         for batch in batches(refs, BATCH):
             reply = self.call("cancel", {"error": error or ""}, [r.id for r in batch], now_ms)

@@ -11,6 +11,7 @@ from itertools import islice
 from typing import Any
 
 from ..errors import UsageError
+from .keys import name_collision
 from .limits import MAX_COUNT, MAX_ID_BYTES, MAX_TENANT_BYTES, MAX_TENANT_WEIGHT
 
 
@@ -53,6 +54,9 @@ def check_tenant(tenant: str) -> str:
     if not tenant[0].isascii() or not tenant[0].isalnum() or not TENANT_CHARS.issuperset(tenant):
         raise UsageError(f"bad tenant name {tenant!r}: use letters, digits and _ . @ + / -, "
                          f"starting with a letter or digit")
+    why = name_collision(tenant)
+    if why:
+        raise UsageError(f"tenant name {tenant!r} cannot be used: {why}")
     return tenant
 
 
@@ -72,6 +76,16 @@ def check_id(item_id: str) -> str:
     # (a character is at most 4 bytes in UTF-8: only long ids need encoding to be measured)
     if len(item_id) * 4 > MAX_ID_BYTES and len(item_id.encode()) > MAX_ID_BYTES:
         raise UsageError(f"an item id is at most {MAX_ID_BYTES} bytes")
+    return item_id
+
+
+def check_new_id(item_id: str) -> str:
+    """``check_id``, and the name rule for an id rq-cli is to create keys for (push, cancel):
+    UsageError when it would give the queue another queue's key (keys.name_collision)."""
+    check_id(item_id)
+    why = name_collision(item_id)
+    if why:
+        raise UsageError(f"item id {item_id!r} cannot be used: {why}")
     return item_id
 
 
