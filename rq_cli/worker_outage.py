@@ -1,0 +1,110 @@
+"""The worker's view of its server: up, or in an outage it rides out (``rq-cli work``).
+
+A worker is a long-running service. When a call to the server fails because the server
+cannot be reached (refused, reset, timed out, still loading its data after a restart, a
+read-only replica after a failover), the worker does not exit: :class:`Outage` notes the
+outage (one ``unreachable`` log line), and the worker keeps its running commands going,
+holds what they settle, and tries the server again after a capped exponential backoff with
+jitter (:data:`FIRST_RETRY` doubling up to :data:`MAX_RETRY` seconds). When the server
+answers again, one ``outage`` line says when it started, when it ended and how long it
+lasted; the worker then re-checks its leases and records what was held.
+
+Errors that waiting cannot fix (authentication, permissions, a key of the wrong type) are
+not outages: they end the worker as before. ``--max-outage SECONDS`` bounds the wait: past
+it, the worker drains and exits 69.
+
+This module imports neither Typer nor rich, nor redis-py (errors are told by class name).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: First wait before trying the server again, seconds; it doubles on each failed try...
+FIRST_RETRY = 0.1
+#: ... up to this (then a random 50-100% of it: workers of a fleet do not come back in step).
+MAX_RETRY = 5.0
+
+#: redis-py's errors of a server that may answer again: it cannot be reached, the connection
+#: broke or timed out, it is loading its data (restart), it became a replica (failover), a
+#: cluster is re-arranging its slots.
+_TRANSIENT = frozenset({"ConnectionError", "TimeoutError", "BusyLoadingError", "ReadOnlyError",
+                        "ClusterDownError", "TryAgainError", "MasterNotFoundError",
+                        "SlaveNotFoundError", "MasterDownError"})
+#: ConnectionError's subclasses that waiting does not fix.
+_PERMANENT = frozenset({"AuthenticationError", "AuthenticationWrongNumberOfArgsError",
+                        "AuthorizationError"})
+
+
+def transient(err: BaseException) -> bool:
+    """True when ``err`` (a redis-py error) means the server may answer again later."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    return bool(names & _TRANSIENT) and not names & _PERMANENT
+
+
+class Outage:
+    """Whether the server is reachable, and when to try it again.
+
+    ``log`` takes the worker's log entries; ``describe`` turns an error into one line with
+    no secrets in it; ``max_outage`` (seconds, None: forever) is how long to wait.
+    """
+
+    def __init__(self, log: Callable[[dict[str, Any]], None],
+                 describe: Callable[[BaseException], str], max_outage: float | None) -> None:
+        self.log = log
+        self.describe = describe
+        self.max_outage = max_outage
+        self.since: float | None = None  # monotonic: when the outage began
+        self.started_at = 0.0  # epoch seconds, for the log
+        self.tries = 0
+        self.next_try = 0.0  # monotonic
+        self.error = ""
+        self.outages = 0  # how many this worker rode out
+
+    @property
+    def down(self) -> bool:
+        return self.since is not None
+
+    def failed(self, err: BaseException) -> None:
+        """A call failed with the transient ``err``: start the outage, or go on with it, and
+        choose when to try again."""
+        now = time.monotonic()
+        if self.since is None:
+            self.since, self.started_at, self.tries = now, time.time(), 0
+            self.error = self.describe(err)
+            self.log({"event": "unreachable", "error": self.error,
+                      "note": "the server cannot be reached: running commands go on; "
+                              "trying again with backoff"})
+        self.tries += 1
+        delay = min(MAX_RETRY, FIRST_RETRY * 2 ** min(self.tries - 1, 30))
+        self.next_try = now + random.uniform(delay / 2, delay)
+
+    def ended(self) -> None:
+        """The server answered: log the outage (start, end, how long), if there was one."""
+        if self.since is None:
+            return
+        now = time.time()
+        self.log({"event": "outage", "start": round(self.started_at, 3), "end": round(now, 3),
+                  "duration_s": round(time.monotonic() - self.since, 3), "tries": self.tries,
+                  "error": self.error})
+        self.since = None
+        self.outages += 1
+
+    def due(self) -> bool:
+        """True when the server may be tried now (always, when it is not down)."""
+        return self.since is None or time.monotonic() >= self.next_try
+
+    def wait(self) -> float:
+        """Seconds until the next try (0 when not down)."""
+        return 0.0 if self.since is None else max(self.next_try - time.monotonic(), 0.0)
+
+    def over(self) -> bool:
+        """True once the outage has lasted longer than ``max_outage``."""
+        return (self.since is not None and self.max_outage is not None
+                and time.monotonic() - self.since >= self.max_outage)
+
+    def lasted(self) -> float:
+        return 0.0 if self.since is None else time.monotonic() - self.since
