@@ -21,6 +21,7 @@ class ExitCode(enum.IntEnum):
     BREACHED = 5  # stats --check: a queue is past one of its thresholds
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
+    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): work --name held by a live worker
     CONFIG = 78  # config file error (EX_CONFIG)
     BROKEN_PIPE = 141  # stdout was closed early (``| head``): silent, like any Unix tool
     INTERRUPTED = 130  # Ctrl-C
@@ -90,3 +91,9 @@ class ThresholdBreached(RqError):
     """``stats --check``: at least one queue is past one of its thresholds."""
 
     exit_code = ExitCode.BREACHED
+
+
+class NameInUse(RqError):
+    """``work --name``: the name is held by a live worker."""
+
+    exit_code = ExitCode.TEMPFAIL

@@ -768,7 +768,7 @@ class Worker:
         if stream.fd < 0:
             return
         if stream.partial:
-            self._write(stream, stream.partial + b"\n")
+            self._write(stream, stream.tag + stream.partial + b"\n")
             stream.partial = b""
         self.sel.unregister(stream.fd)
         os.close(stream.fd)

@@ -1,0 +1,66 @@
+"""Secrets stay out of a worker's commands and out of the process list (``rq-cli work``).
+
+- :func:`child_environ`: the environment the commands get. The server URLs rq-cli reads
+  (``RQ_CLI_URL``, ``REDIS_URL``) lose their password, and the variables that hold a
+  password (a config's ``password_env``, or any variable whose value is a password in use)
+  are left out, unless the user asks for them (``--pass-secrets``).
+- :func:`mask_process_title`: ``ps`` shows the worker (and its guard) with every URL's
+  password as ``***`` (through ``setproctitle``, where it is installed). The original
+  arguments were visible for the few milliseconds before it runs: keeping a password out
+  of argv entirely takes ``$RQ_CLI_URL`` or a config file with ``password_env``.
+
+This module imports neither Typer nor rich.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from .connect import mask_url, mask_urls_in
+
+#: The variables whose value is a server URL that rq-cli reads.
+URL_VARS = ("RQ_CLI_URL", "REDIS_URL")
+
+
+def without_password(url: str) -> str:
+    """``url`` with its password removed (the user name, host and the rest kept)."""
+    masked = mask_url(url)
+    masked = masked.replace(":***@", "@", 1)
+    masked = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)@", r"\1", masked)
+    masked = re.sub(r"[?&;][^=&;#]*=\*\*\*(?=[&;#]|$)", "", masked)
+    if "?" not in masked and "&" in masked:  # the first query option went: '&' -> '?'
+        masked = masked.replace("&", "?", 1)
+    return masked
+
+
+def child_environ(environ: Mapping[str, str], secrets: Iterable[str],
+                  secret_vars: Iterable[str], pass_secrets: bool) -> dict[str, str]:
+    """The environment for the worker's commands (see the module's docstring)."""
+    env = dict(environ)
+    if pass_secrets:
+        return env
+    hidden = {s for s in secrets if s}
+    for name in set(secret_vars) | {k for k, v in env.items() if v in hidden}:
+        env.pop(name, None)
+    for name in URL_VARS:
+        if name in env:
+            env[name] = without_password(env[name])
+    return env
+
+
+def masked_title(argv: Sequence[str]) -> str:
+    """The command line with every password masked: ``rq-cli --url redis://:***@h work q``."""
+    return " ".join(["rq-cli", *(mask_urls_in(mask_url(a) if "://" in a else a)
+                                 for a in argv[1:])])
+
+
+def set_process_title(title: str) -> bool:
+    """Show ``title`` in ``ps`` and ``/proc/PID/cmdline``; False where setproctitle is not
+    installed."""
+    try:
+        import setproctitle
+    except ImportError:
+        return False
+    setproctitle.setproctitle(title)
+    return True
