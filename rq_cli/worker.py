@@ -475,6 +475,7 @@ class Worker:
                 finished = []
                 items = lease_many(self.queues, want, lease_seconds=self.lease_seconds,
                                    order=self.opts.order)
+            paused = None if items else self._paused_now()
         except Exception as err:
             if not transient(err):
                 raise
@@ -483,6 +484,7 @@ class Worker:
             return 0
         self._take(items)
         self.empty = len(items) < want
+        self._note_paused(paused)
         return len(items)
 
     def _take(self, items: list[LeasedItem]) -> None:
@@ -500,9 +502,8 @@ class Worker:
             try:
                 got = lease_many(self.queues, count, lease_seconds=self.lease_seconds,
                                  wait=wait, order=self.opts.order)
-                if not got and time.monotonic() - self._pause_checked >= PAUSE_CHECK:
-                    self._pause_checked = time.monotonic()  # (says why nothing comes)
-                    self._waiter_paused = {wq.prefix for wq in self.queues if wq.is_paused()}
+                if not got:
+                    self._waiter_paused = self._paused_now()
                 self._waiter_got = got
             except BaseException as err:  # handed to the loop, raised there
                 self._waiter_got = err
@@ -531,7 +532,16 @@ class Worker:
         self.empty = not items
         return bool(items)
 
-    def _note_paused(self, paused: set[str]) -> None:
+    def _paused_now(self) -> set[str] | None:
+        """The queues paused now (to say why nothing comes): at most every PAUSE_CHECK s."""
+        if time.monotonic() - self._pause_checked < PAUSE_CHECK:
+            return None
+        self._pause_checked = time.monotonic()
+        return {wq.prefix for wq in self.queues if wq.is_paused()}
+
+    def _note_paused(self, paused: set[str] | None) -> None:
+        if paused is None:
+            return
         for prefix in sorted(paused - self.paused):
             self.log({"event": "paused", "queue": prefix,
                       "note": f"the queue is paused: nothing is leased until "
