@@ -47,7 +47,6 @@ This module imports neither Typer nor rich.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import shutil
@@ -65,13 +64,11 @@ from .core.queue import WorkQueue, lease_many
 from .core.types import ItemOutcome, ItemRef, LeasedItem
 from .errors import UsageError
 from .worker_outage import Outage, transient
-from .worker_poll import SESSION_ENV, Poller, drain, guard, killpg
+from .worker_poll import CHUNK, SESSION_ENV, Poller, Stream, drain, guard, killpg
 
 #: The command's exit code that dead-letters its item at once (a permanent failure; 100 is
 #: free in sysexits and in the shells' own codes).
 DEAD_EXIT = 100
-#: Bytes of a command's stderr kept as the item's error.
-ERROR_TAIL = 2000
 #: Longest blocking wait for work per call, seconds (the lease thread's).
 WAIT_CHUNK = 1.0
 #: Commands shorter than this on average (seconds): items are leased ahead.
@@ -89,7 +86,6 @@ PAUSE_CHECK = 5.0
 #: Yields of the CPU to a command that closed its output, waiting for its exit.
 EXIT_SPIN = 20
 
-_READ = 65536
 #: Signals Python ignores that a command must get back at their defaults (as subprocess does).
 _SIGDEF = tuple(s for s in (getattr(signal, "SIGPIPE", None), getattr(signal, "SIGXFSZ", None))
                 if s is not None)
@@ -128,24 +124,13 @@ class _Held:
 
 
 @dataclass
-class _Stream:
-    """A pipe from a command: copied through, line by line with a tag when ``tag``."""
-
-    fd: int
-    dst: IO[bytes]
-    tag: bytes
-    tail: bytearray | None  # stderr: the last ERROR_TAIL bytes, for the error
-    partial: bytes = b""
-
-
-@dataclass
 class _Job:
     held: _Held
     pid: int
     pidfd: int | None
     started: float
     deadline: float | None
-    streams: list[_Stream]
+    streams: list[Stream]
     stdin: int | None
     data: memoryview
     stderr_tail: bytearray = field(default_factory=bytearray)
@@ -702,10 +687,10 @@ class Worker:
         tag = f"[{item.id}] ".encode() if self.prefix_output else b""
         job = _Job(held, pid, pidfd, now, now + self.opts.timeout if self.opts.timeout else None,
                    [], in_w, memoryview(item.data), stderr_tail=bytearray())
-        err_stream = _Stream(err_r, self.err, tag, job.stderr_tail)
+        err_stream = Stream(err_r, self.err, tag, job.stderr_tail)
         job.streams.append(err_stream)
         if out_r is not None:
-            job.streams.append(_Stream(out_r, self.out, tag, None))
+            job.streams.append(Stream(out_r, self.out, tag, None))
         self.jobs[pid] = job
         for stream in job.streams:
             os.set_blocking(stream.fd, False)
@@ -731,7 +716,7 @@ class Worker:
             return
         try:
             while job.data:
-                n = os.write(fd, job.data[:_READ])
+                n = os.write(fd, job.data[:CHUNK])
                 job.data = job.data[n:]
         except BlockingIOError:  # the pipe is full: go on when it is writable
             if not self.sel.has(fd):
@@ -749,49 +734,6 @@ class Worker:
         os.close(job.stdin)
         job.stdin = None
 
-    def _copy(self, stream: _Stream) -> bool:
-        """Copy what ``stream`` has now; returns False at its end (closed then)."""
-        while stream.fd >= 0:
-            try:
-                chunk = os.read(stream.fd, _READ)
-            except BlockingIOError:
-                return True
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self._close_stream(stream)
-                return False
-            if stream.tail is not None:
-                stream.tail += chunk
-                del stream.tail[:-ERROR_TAIL]
-            if not stream.tag:
-                self._write(stream, chunk)
-                continue
-            lines = (stream.partial + chunk).split(b"\n")
-            stream.partial = lines.pop()
-            if lines:
-                self._write(stream, b"".join(stream.tag + line + b"\n" for line in lines))
-        return False
-
-    def _close_stream(self, stream: _Stream) -> None:
-        """Stop copying ``stream`` (its last partial line goes out with a newline)."""
-        if stream.fd < 0:
-            return
-        if stream.partial:
-            self._write(stream, stream.tag + stream.partial + b"\n")
-            stream.partial = b""
-        self.sel.unregister(stream.fd)
-        os.close(stream.fd)
-        stream.fd = -1
-
-    @staticmethod
-    def _write(stream: _Stream, data: bytes) -> None:
-        try:
-            stream.dst.write(data)
-            stream.dst.flush()
-        except (OSError, ValueError):
-            pass
-
     def _poll_once(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for events and handle them; returns True when the lease
         thread brought items."""
@@ -803,7 +745,7 @@ class Worker:
                     self._reap(job)
             elif kind == "out":
                 job, stream = what
-                if not self._copy(stream) and stream in job.streams:
+                if not stream.copy(self.sel) and stream in job.streams:
                     job.streams.remove(stream)
                     if not job.streams and job.pid in self.jobs:
                         self._exiting(job)
@@ -860,8 +802,8 @@ class Worker:
             os.close(job.pidfd)
         self._close_stdin(job)
         for stream in job.streams:
-            if self._copy(stream):  # still open: a process it started holds it; let go
-                self._close_stream(stream)
+            if stream.copy(self.sel):  # still open: a process it started holds it; let go
+                stream.close(self.sel)
         self._start_ahead()  # the slot's next command first: settling can wait a moment
         self._settle(job)
 
@@ -943,10 +885,3 @@ class Worker:
                               "note": "the lease had run out, nobody else took the item: "
                                       "taken back, same attempt"})
         return outcomes
-
-
-def log_line(entry: dict[str, Any], as_json: bool) -> str:
-    """One log line: JSON, or ``key=value`` words for a person."""
-    if as_json:
-        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
-    return " ".join(f"{k}={v}" for k, v in entry.items())

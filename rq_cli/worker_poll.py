@@ -1,21 +1,28 @@
 """The worker's event loop helpers and its guard process (``rq-cli work``, rq_cli/worker.py).
 
-:class:`Poller` waits for many fds at once (epoll, or poll); :func:`guard` is the small process
-forked at a worker's start that stops the worker's commands if the worker is killed.
+:class:`Poller` waits for many fds at once (epoll, or poll); :class:`Stream` copies a
+command's output through; :func:`guard` is the small process forked at a worker's start that
+stops the worker's commands if the worker is killed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import select
 import signal
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import IO, Any
 
 #: The environment variable naming the worker's session (the guard finds commands by it).
 SESSION_ENV = "RQ_WORKER_SESSION"
+#: Bytes of a command's stderr kept as the item's error.
+ERROR_TAIL = 2000
+#: Bytes read or written per system call.
+CHUNK = 65536
 
 
 class Poller:
@@ -128,3 +135,63 @@ def signal_marked(marker: bytes, sig: int) -> int:
                 with contextlib.suppress(OSError):
                     os.kill(pid, sig)
     return found
+
+
+@dataclass
+class Stream:
+    """A pipe from a command: copied through, line by line with a tag when ``tag``."""
+
+    fd: int
+    dst: IO[bytes]
+    tag: bytes
+    tail: bytearray | None  # stderr: the last ERROR_TAIL bytes, for the error
+    partial: bytes = b""
+
+    def copy(self, sel: Poller) -> bool:
+        """Copy what the pipe has now; returns False at its end (closed then)."""
+        while self.fd >= 0:
+            try:
+                chunk = os.read(self.fd, CHUNK)
+            except BlockingIOError:
+                return True
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.close(sel)
+                return False
+            if self.tail is not None:
+                self.tail += chunk
+                del self.tail[:-ERROR_TAIL]
+            if not self.tag:
+                self._write(chunk)
+                continue
+            lines = (self.partial + chunk).split(b"\n")
+            self.partial = lines.pop()
+            if lines:
+                self._write(b"".join(self.tag + line + b"\n" for line in lines))
+        return False
+
+    def close(self, sel: Poller) -> None:
+        """Stop copying (the last partial line goes out, tagged, with a newline)."""
+        if self.fd < 0:
+            return
+        if self.partial:
+            self._write(self.tag + self.partial + b"\n")
+            self.partial = b""
+        sel.unregister(self.fd)
+        os.close(self.fd)
+        self.fd = -1
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.dst.write(data)
+            self.dst.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def log_line(entry: dict[str, Any], as_json: bool) -> str:
+    """One log line: JSON, or ``key=value`` words for a person."""
+    if as_json:
+        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+    return " ".join(f"{k}={v}" for k, v in entry.items())

@@ -13,8 +13,9 @@ import typer
 
 from ..errors import NothingToDo, ServerError, UsageError
 from ..render import Column
-from ..worker import DEAD_EXIT, Worker, WorkerOptions, log_line
+from ..worker import DEAD_EXIT, Worker, WorkerOptions
 from ..worker_env import child_environ, masked_title, set_process_title
+from ..worker_poll import log_line
 from .common import JsonOpt, LeaseOpt, Order, QueueArg, QueuesArg, state
 
 _COMMAND_KEY = "rq_cli_work_command"
