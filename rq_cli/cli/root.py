@@ -171,7 +171,7 @@ app = typer.Typer(
     help="A reliable work queue in Redis or Valkey: push, lease, complete, inspect, repair.\n\n"
          "Tables on a terminal, JSON lines when piped. Exit codes: 0 ok, 1 internal error, "
          "2 usage, 3 nothing to do, 4 lease lost, 5 threshold breached (stats --check), "
-         "65 bad input, 69 server unavailable, "
+         "65 bad input, 69 server unavailable, 75 try again later (work --name in use), "
          "78 config error, 130 interrupted, 141 stdout closed early.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help: --help must not import rich (start-up budget)
