@@ -25,14 +25,20 @@ Outcomes: exit 0 completes the item; ``DEAD_EXIT`` dead-letters it at once (a pe
 failure); any other exit, a signal or ``--timeout`` fails it (retried with the queue's
 backoff; dead-lettered at ``max_attempts``), with the tail of its stderr (or ``timeout``) as
 the error. A lease is extended (every item held, in one call per queue) once a third of it
-has passed, so short commands never cost an extension; a lease lost anyway (another session
-holds it, or the item was cancelled) stops the command unless ``keep_running_on_lost_lease``.
+has passed, so short commands never cost an extension; one that ran out with nobody else
+holding the item is taken back (``retake``); a lease lost (another session holds it, or the
+item was cancelled) stops the command unless ``keep_running_on_lost_lease``. An exit 0 is
+logged and counted once the server has answered its complete, with the server's outcome.
+
+Outages (rq_cli/worker_outage.py): a server out of reach ends nothing. Its calls are held
+(``_call``), running commands go on, and the server is tried again with backoff; once it
+answers, the leases are extended or taken back and the held calls sent.
 
 Signals: the first SIGTERM/SIGINT stops leasing and lets running commands finish (and runs
 the few items already leased ahead); a second stops them (SIGTERM to their process group,
 SIGKILL after the grace period) and puts their items, and those leased ahead, straight back
-in line (``fail`` with no delay, counted as a failure), instead of waiting for their leases
-to run out. Commands run in their own process group, so a Ctrl-C on the terminal reaches
+in line (``release``: not a failure, the attempt given back), instead of waiting for their
+leases to run out. Commands run in their own process group, so a Ctrl-C on the terminal reaches
 the worker, not them.
 
 SIGKILL of the worker: a small guard process, forked at start, sees the worker's end of a

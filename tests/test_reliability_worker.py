@@ -349,3 +349,28 @@ def test_a_paused_queue_is_said_to_be_paused(server_url: str, r: redis.Redis) ->
     (paused,) = events(err, "paused")
     assert paused["queue"] == "pz" and "rq-cli resume pz" in paused["note"]
     assert wq.stats().pending == 1
+
+
+@pytest.mark.parametrize(("url", "bare"), [
+    ("redis://user:pw@host:6379/0", "redis://user@host:6379/0"),
+    ("redis://:pw@host:6379/0", "redis://host:6379/0"),
+    ("rediss://:p%40ss@host/0?ssl_cert_reqs=none", "rediss://host/0?ssl_cert_reqs=none"),
+    ("redis://host:6379/0?password=pw", "redis://host:6379/0"),
+    ("redis://host:6379/0?password=pw&db=1", "redis://host:6379/0?db=1"),
+    ("redis://host:6379/0", "redis://host:6379/0"),
+])
+def test_commands_get_the_url_without_its_password(url: str, bare: str) -> None:
+    from rq_cli.worker_env import child_environ
+
+    env = child_environ({"RQ_CLI_URL": url, "PW": "pw", "KEEP": "x"}, ["pw"], [], False)
+    assert env == {"RQ_CLI_URL": bare, "KEEP": "x"}
+    assert child_environ({"RQ_CLI_URL": url}, ["pw"], [], True) == {"RQ_CLI_URL": url}
+
+
+def test_a_refused_password_is_not_an_outage(make_server: MakeServer) -> None:
+    srv = make_server(requirepass="right")
+    t0 = time.monotonic()
+    proc = start(f"redis://:wrong@127.0.0.1:{srv.port}/0", "q", "--", "true")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 69 and time.monotonic() - t0 < 10
+    assert err.startswith("rq-cli: authentication failed for redis://:***@") and "wrong" not in err
