@@ -5,7 +5,7 @@ previous run on this host still held (``reclaim``). A second worker started with
 a live one must not: both would run the same items at once. So a name is held:
 
 - on this host, by an exclusive lock (``flock``) on a file named after it, in
-  ``$XDG_RUNTIME_DIR/rq-cli`` (else ``<tmp>/rq-cli-<uid>``), taken at start and held for the
+  ``/run/user/<uid>/rq-cli`` (else ``/tmp/rq-cli-<uid>``), taken at start and held for the
   worker's life: the kernel lets it go when the worker ends, however it ends (SIGKILL too),
   so a restart after a crash takes the name at once;
 - and on the server, where a session of this host with the name holds leases, by that
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -29,18 +30,25 @@ from typing import Any
 from urllib.parse import quote
 
 from .core.queue import WorkQueue
-from .errors import NameInUse
+from .errors import NameInUse, UsageError
 
 #: Seconds between looks at the name's holder while waiting for it (``--wait-for-name``).
 WAIT_POLL = 0.2
 
 
 def lock_dir() -> Path:
-    """Where name locks live: private to this user (mode 0700)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) / "rq-cli" if runtime and os.path.isdir(runtime) else \
-        Path(tempfile.gettempdir()) / f"rq-cli-{os.getuid()}"
+    """Where name locks live: private to this user (mode 0700), at a fixed place (not read
+    from the environment, so a worker under systemd and one from a shell agree):
+    ``/run/user/UID/rq-cli``, else ``/tmp/rq-cli-UID``."""
+    uid = os.getuid()
+    run = Path(f"/run/user/{uid}")
+    base = run / "rq-cli" if run.is_dir() and os.access(run, os.W_OK) else \
+        Path(tempfile.gettempdir() if os.name != "posix" else "/tmp") / f"rq-cli-{uid}"
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = base.lstat()
+    if st.st_uid != uid or not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o077:
+        raise UsageError(f"{base} is not a private directory of this user: remove it, or "
+                         f"run the worker without --name")
     return base
 
 

@@ -374,3 +374,17 @@ def test_a_refused_password_is_not_an_outage(make_server: MakeServer) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 69 and time.monotonic() - t0 < 10
     assert err.startswith("rq-cli: authentication failed for redis://:***@") and "wrong" not in err
+
+
+def test_a_name_held_by_an_idle_worker_is_refused_too(server_url: str, r: redis.Redis) -> None:
+    first = start(server_url, "idle", "--name", "quiet", "--", "true")
+    try:
+        wait_for(lambda: r.client_list() and len(r.client_list()) >= 2)
+        time.sleep(0.3)
+        second = start(server_url, "other", "--name", "quiet", "--idle-exit", "0.2", "--", "true")
+        _, err = second.communicate(timeout=30)
+        assert second.returncode == 75, err
+        assert f"(pid {first.pid} on " in err
+    finally:
+        _, err = finish(first)
+    assert first.returncode == 0, err
