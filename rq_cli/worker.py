@@ -334,15 +334,7 @@ class Worker:
                       "note": "past --max-outage: running commands finish, then exit 69"})
         if self.gave_up is not None or self.signals:
             self.ahead.clear()  # not started: their leases run out, clean puts them back
-        if not self.outage.due():
-            return
-        try:
-            for wq in self.queues:
-                wq.client.ping()
-        except Exception as err:
-            if not transient(err):
-                raise
-            self.outage.failed(err)
+        if not self.outage.probe(self._ping, self._sig_w):  # (wakes the loop when done)
             return
         self.outage.ended()
         held = self._held()
@@ -356,11 +348,19 @@ class Worker:
         if self.finished:
             self._complete()
 
+    def _ping(self) -> None:
+        for wq in self.queues:
+            wq.client.ping()
+
     def _settle_last(self) -> None:
         """At the end: record what is still held; what cannot be (the server is still out
         of reach) is said once, and makes the exit code 69."""
-        if self.outage.down:
+        if self.outage.down:  # one last try, given the time of a ping
             self.outage.next_try = 0.0
+            self._ride_out()
+            deadline = time.monotonic() + WAIT_CHUNK
+            while self.outage.wait() and time.monotonic() < deadline:
+                time.sleep(0.01)
             self._ride_out()
         elif self.finished:
             self._complete()

@@ -18,7 +18,10 @@ This module imports neither Typer nor rich, nor redis-py (errors are told by cla
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +66,8 @@ class Outage:
         self.next_try = 0.0  # monotonic
         self.error = ""
         self.outages = 0  # how many this worker rode out
+        self._probe: threading.Thread | None = None
+        self._probe_error: BaseException | None = None
 
     @property
     def down(self) -> bool:
@@ -97,10 +102,6 @@ class Outage:
         """True when the server may be tried now (always, when it is not down)."""
         return self.since is None or time.monotonic() >= self.next_try
 
-    def wait(self) -> float:
-        """Seconds until the next try (0 when not down)."""
-        return 0.0 if self.since is None else max(self.next_try - time.monotonic(), 0.0)
-
     def over(self) -> bool:
         """True once the outage has lasted longer than ``max_outage``."""
         return (self.since is not None and self.max_outage is not None
@@ -108,3 +109,42 @@ class Outage:
 
     def lasted(self) -> float:
         return 0.0 if self.since is None else time.monotonic() - self.since
+
+    def probe(self, ping: Callable[[], None], wake_fd: int) -> bool:
+        """True once the server has answered ``ping`` (the outage is over: call
+        :meth:`ended`). The ping runs in a thread of its own, once a try is due, so a hung
+        server does not hold up the worker's loop; the thread writes a byte to ``wake_fd``
+        when it is done. False while there is no answer yet."""
+        if self._probe is not None:
+            if self._probe.is_alive():
+                return False
+            self._probe.join()
+            self._probe = None
+            err, self._probe_error = self._probe_error, None
+            if err is None:
+                return True
+            if not transient(err):
+                raise err
+            self.failed(err)
+            return False
+        if self.due():
+            def run() -> None:
+                try:
+                    ping()
+                except BaseException as err:  # handed to the loop, raised there
+                    self._probe_error = err
+                with contextlib.suppress(OSError):
+                    os.write(wake_fd, b"\0")
+
+            self._probe = threading.Thread(target=run, name="rq-cli-probe", daemon=True)
+            self._probe.start()
+        return False
+
+    def wait(self) -> float:
+        """Seconds until the next try is due (0 when not down); while a try is under way,
+        until its answer wakes the loop."""
+        if self.since is None:
+            return 0.0
+        if self._probe is not None:
+            return 0.0 if not self._probe.is_alive() else 1.0
+        return max(self.next_try - time.monotonic(), 0.0)

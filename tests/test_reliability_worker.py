@@ -388,3 +388,27 @@ def test_a_name_held_by_an_idle_worker_is_refused_too(server_url: str, r: redis.
     finally:
         _, err = finish(first)
     assert first.returncode == 0, err
+
+
+def test_worker_rides_out_a_restart_of_a_server_without_persistence(
+        make_server: MakeServer, tmp_path: Path) -> None:
+    srv = make_server(save="", appendonly="no")
+    done = tmp_path / "done"
+    wq = WorkQueue(srv.client(), "np")
+    wq.push([NewItem(b"{}", "gone")])  # running when the server loses everything
+    proc = start(srv.url, "np", "-c", "2", "--", "sh", "-c",
+                 f'[ "$RQ_ITEM_ID" = gone ] && sleep 1; echo "$RQ_ITEM_ID" >> {done}')
+    wait_for(lambda: wq.stats().processing == 1)
+    srv.kill()
+    srv.start()
+    wq = WorkQueue(srv.client(), "np")
+    wq.push([NewItem(b"{}", f"new{n}") for n in range(4)])
+    wait_for(lambda: wq.stats().counters.get("completed", 0) == 4)
+    _, err = finish(proc)
+    assert proc.returncode == 0, err
+    assert runs(done) == Counter(["gone", "new0", "new1", "new2", "new3"])
+    outcomes = items(err)
+    assert outcomes.pop("gone") == "missing"  # the server forgot it: not logged as completed
+    assert set(outcomes.values()) == {"completed"}
+    (ended,) = events(err, "exit")
+    assert (ended["completed"], ended["lost"]) == (4, 1)
