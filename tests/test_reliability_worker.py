@@ -412,3 +412,38 @@ def test_worker_rides_out_a_restart_of_a_server_without_persistence(
     assert set(outcomes.values()) == {"completed"}
     (ended,) = events(err, "exit")
     assert (ended["completed"], ended["lost"]) == (4, 1)
+
+
+# -- the core operations behind them ---------------------------------------------------------
+def test_retake_takes_back_only_a_lease_nobody_else_took(r: redis.Redis) -> None:
+    wq = WorkQueue(r, "rt")
+    wq.push([NewItem(b"{}", i) for i in ("free", "cleaned", "taken")])
+    held = wq.lease(3, lease_seconds=0.05)
+    time.sleep(0.1)  # every lease has run out
+    before = r.hgetall("rt:attempts")
+    r.lrem("rt:processing", 1, "cleaned")  # a cleaner put it back in line
+    r.rpush("rt:queue", "cleaned")
+    other = WorkQueue(r, "rt")
+    r.set("rt:lease:taken", other.session)  # another session holds it now
+    r.hset("rt:holders", "taken", other.session)
+    got = {o.id: o.outcome for o in wq.retake([i.id for i in held] + ["nope"])}
+    assert got == {"free": "extended", "cleaned": "lost", "taken": "conflict",
+                   "nope": "missing"}
+    assert r.hgetall("rt:attempts") == before  # the same attempt
+    assert r.get("rt:lease:free") == wq.session.encode()
+    assert r.pttl("rt:lease:free") > 1000  # the queue's lease, from now
+
+
+def test_release_gives_the_item_and_its_attempt_back_without_a_failure(r: redis.Redis) -> None:
+    wq = WorkQueue(r, "rl")
+    wq.push([NewItem(b"{}", "a"), NewItem(b"{}", "b"), NewItem(b"{}", "c")])
+    a, b = wq.lease(2)
+    other = WorkQueue(r, "rl")
+    (c,) = other.lease()
+    got = {o.id: o.outcome for o in wq.release([a.id, b.id, c.id, "nope"])}
+    assert got == {a.id: "returned", b.id: "returned", c.id: "conflict", "nope": "missing"}
+    stats = wq.stats()
+    assert (stats.pending, stats.processing) == (2, 1)
+    assert "failed" not in stats.counters and "retried" not in stats.counters
+    again = wq.lease(2)
+    assert {i.id for i in again} == {a.id, b.id} and {i.attempt for i in again} == {1}
