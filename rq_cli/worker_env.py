@@ -1,9 +1,9 @@
 """Secrets stay out of a worker's commands and out of the process list (``rq-cli work``).
 
-- :func:`child_environ`: the environment the commands get. The server URLs rq-cli reads
-  (``RQ_CLI_URL``, ``REDIS_URL``) lose their password, and the variables that hold a
-  password (a config's ``password_env``, or any variable whose value is a password in use)
-  are left out, unless the user asks for them (``--pass-secrets``).
+- :func:`child_environ`: the environment the commands get. ``RQ_CLI_URL`` loses its
+  password, and so does ``REDIS_URL`` when its password is one the worker uses; the
+  variables that hold a password (a config's ``password_env``, or any variable whose value
+  is a password in use) are left out, unless the user asks for them (``--pass-secrets``).
 - :func:`mask_process_title`: ``ps`` shows the worker (and its guard) with every URL's
   password as ``***`` (through ``setproctitle``, where it is installed). The original
   arguments were visible for the few milliseconds before it runs: keeping a password out
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from .connect import mask_url, mask_urls_in
+from .connect import mask_url, mask_urls_in, url_password
 
 #: The variables whose value is a server URL that rq-cli reads.
 URL_VARS = ("RQ_CLI_URL", "REDIS_URL")
@@ -44,7 +44,8 @@ def child_environ(environ: Mapping[str, str], secrets: Iterable[str],
     for name in set(secret_vars) | {k for k, v in env.items() if v in hidden}:
         env.pop(name, None)
     for name in URL_VARS:
-        if name in env:
+        # (REDIS_URL may be the job's own server: only the queue's password is taken out)
+        if name in env and (name == "RQ_CLI_URL" or url_password(env[name]) in hidden):
             env[name] = without_password(env[name])
     return env
 

@@ -360,11 +360,16 @@ def test_a_paused_queue_is_said_to_be_paused(server_url: str, r: redis.Redis) ->
     ("redis://host:6379/0", "redis://host:6379/0"),
 ])
 def test_commands_get_the_url_without_its_password(url: str, bare: str) -> None:
+    from rq_cli.connect import url_password
     from rq_cli.worker_env import child_environ
 
     env = child_environ({"RQ_CLI_URL": url, "PW": "pw", "KEEP": "x"}, ["pw"], [], False)
     assert env == {"RQ_CLI_URL": bare, "KEEP": "x"}
     assert child_environ({"RQ_CLI_URL": url}, ["pw"], [], True) == {"RQ_CLI_URL": url}
+    used = url_password(url) or "unused"
+    assert child_environ({"REDIS_URL": url}, [used], [], False) == {"REDIS_URL": bare}
+    # the job's own server, another password: left as it is
+    assert child_environ({"REDIS_URL": url}, ["other"], [], False) == {"REDIS_URL": url}
 
 
 def test_a_refused_password_is_not_an_outage(make_server: MakeServer) -> None:
