@@ -331,7 +331,8 @@ class Worker:
             self.gave_up = (f"the server was out of reach for {self.outage.lasted():.1f} s "
                             f"(--max-outage {self.opts.max_outage:g}): {self.outage.error}")
             self.log({"event": "giving_up", "running": len(self.jobs),
-                      "note": "past --max-outage: running commands finish, then exit 69"})
+                      "note": f"out of reach for over {self.opts.max_outage:g} s: running "
+                              f"commands finish, then exit 69"})
         if self.gave_up is not None or self.signals:
             self.ahead.clear()  # not started: their leases run out, clean puts them back
         if not self.outage.probe(self._ping, self._sig_w):  # (wakes the loop when done)

@@ -134,8 +134,7 @@ def work(
         if lock is not None:
             lock.close()
     log({"event": "exit", "completed": stats.completed, "failed": stats.failed,
-         "dead": stats.dead, "returned": stats.returned, "lost": stats.lost,
-         "outages": worker.outage.outages})
+         "dead": stats.dead, "returned": stats.returned, "lost": stats.lost})
     if worker.gave_up:
         raise ServerError(worker.gave_up)
 
