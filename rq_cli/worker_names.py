@@ -110,8 +110,12 @@ class NameLock:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.path = lock_dir() / f"worker-{quote(name, safe='')}.lock"
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            self.path = lock_dir() / f"worker-{quote(name, safe='')}.lock"
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as err:
+            raise UsageError(f"cannot hold --name {name}: {err.strerror}: "
+                             f"{err.filename}") from None
 
     def holder(self) -> str:
         with contextlib.suppress(OSError, ValueError):
