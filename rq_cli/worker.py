@@ -30,9 +30,8 @@ holding the item is taken back (``retake``); a lease lost (another session holds
 item was cancelled) stops the command unless ``keep_running_on_lost_lease``. An exit 0 is
 logged and counted once the server has answered its complete, with the server's outcome.
 
-Outages (rq_cli/worker_outage.py): a server out of reach ends nothing. Its calls are held
-(``_call``), running commands go on, and the server is tried again with backoff; once it
-answers, the leases are extended or taken back and the held calls sent.
+Outages (rq_cli/worker_outage.py) end nothing: server calls are held (``_call``), commands
+go on; once the server answers, leases are extended or taken back, held calls sent.
 
 Signals: the first SIGTERM/SIGINT stops leasing and lets running commands finish (and runs
 the few items already leased ahead); a second stops them (SIGTERM to their process group,
@@ -69,7 +68,7 @@ from .core.limits import BATCH
 from .core.queue import WorkQueue, lease_many
 from .core.types import ItemOutcome, ItemRef, LeasedItem
 from .errors import UsageError
-from .worker_outage import Outage, transient
+from .worker_outage import Outage, give_back_orphans, transient
 from .worker_poll import CHUNK, SESSION_ENV, Poller, Stream, drain, guard, killpg
 
 #: The command's exit code that dead-letters its item at once (a permanent failure; 100 is
@@ -213,6 +212,7 @@ class Worker:
         self.paused: set[str] = set()  # queues found paused (logged once)
         self._pause_checked = -math.inf  # monotonic
         self._waiter_paused: set[str] | None = None  # the lease thread's finding
+        self._sweep_due = False  # an outage ended: look for leases whose reply it cut off
         self._waiter: threading.Thread | None = None
         self._waiter_got: list[LeasedItem] | BaseException | None = None
         self._wake_r, self._wake_w = os.pipe()
@@ -290,6 +290,8 @@ class Worker:
                 self._return_ahead()
             if self.outage.down:
                 self._ride_out()
+            if self._sweep_due and self._waiter is None and not self.outage.down:
+                self._call(self._sweep, hold=False)  # (none of its leases is in flight now)
             self._start_ahead()
             if self.jobs or self.ahead:
                 idle_since = time.monotonic()  # idle: from when the last work ended
@@ -309,9 +311,8 @@ class Worker:
         return self.stats
 
     # -- outages: the server out of reach (rq_cli/worker_outage.py) ------------------------
-    def _call(self, op: Callable[[], None]) -> bool:
-        """Run the server call ``op`` now; hold it for later while the server is out of
-        reach (False then)."""
+    def _call(self, op: Callable[[], None], hold: bool = True) -> bool:
+        """Run the server call ``op``; out of reach: False, and ``op`` is held for later."""
         if not self.outage.down:
             try:
                 op()
@@ -320,13 +321,13 @@ class Worker:
                 if not transient(err):
                     raise
                 self.outage.failed(err)
-        self.unsettled.append(op)
+        if hold:
+            self.unsettled.append(op)
         return False
 
     def _ride_out(self) -> None:
-        """In an outage: past ``--max-outage``, give up (drain); else, when a try is due, see
-        whether the server answers, and if it does, re-check the leases and send what was
-        held."""
+        """In an outage: past ``--max-outage``, drain; else try the server when due, and once
+        it answers, re-check the leases and send what was held."""
         if self.gave_up is None and self.outage.over():
             self.gave_up = (f"the server was out of reach for {self.outage.lasted():.1f} s "
                             f"(--max-outage {self.opts.max_outage:g}): {self.outage.error}")
@@ -348,14 +349,21 @@ class Worker:
                 return
         if self.finished:
             self._complete()
+        self._sweep_due = True
+
+    def _sweep(self) -> None:
+        """After an outage: give back leases whose reply it cut off (worker_outage.py)."""
+        known = {j.held.item.id for j in self.jobs.values()} | \
+            {h.item.id for h in [*self.ahead, *self.finished]}
+        give_back_orphans(self.queues, self.session, known, self.log)
+        self._sweep_due = False
 
     def _ping(self) -> None:
         for wq in self.queues:
             wq.client.ping()
 
     def _settle_last(self) -> None:
-        """At the end: record what is still held; what cannot be (the server is still out
-        of reach) is said once, and makes the exit code 69."""
+        """At the end: record what is held; what cannot be is said once (exit 69)."""
         if self.outage.down:  # one last try, given the time of a ping
             self.outage.next_try = 0.0
             self._ride_out()
@@ -525,7 +533,7 @@ class Worker:
         return bool(items)
 
     def _paused_now(self) -> set[str] | None:
-        """The queues paused now (to say why nothing comes): at most every PAUSE_CHECK s."""
+        """The queues paused now (to say so): at most every PAUSE_CHECK s."""
         if time.monotonic() - self._pause_checked < PAUSE_CHECK:
             return None
         self._pause_checked = time.monotonic()
@@ -580,8 +588,7 @@ class Worker:
             self.log(entry)
 
     def _release(self, held: _Held, entry: dict[str, Any]) -> None:
-        """Give ``held`` back (the second signal): to the front of the line at once, its
-        attempt given back; not a failure."""
+        """Give ``held`` back (the second signal): not a failure, its attempt given back."""
         (out,) = held.wq.release([held.item.id])
         entry["outcome"] = out.outcome
         if out.outcome == "returned":

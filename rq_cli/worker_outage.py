@@ -23,7 +23,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 #: First wait before trying the server again, seconds; it doubles on each failed try...
@@ -148,3 +148,20 @@ class Outage:
         if self._probe is not None:
             return 0.0 if not self._probe.is_alive() else 1.0
         return max(self.next_try - time.monotonic(), 0.0)
+
+
+def give_back_orphans(queues: Sequence[Any], session: str, known: set[str],
+                      log: Callable[[dict[str, Any]], None]) -> None:
+    """After an outage: give back (``release``: not run, so the attempt too) the items that
+    the server says ``session`` holds (P:holders, read with HSCAN) and the worker does not
+    know (``known``): leased by a call whose reply the outage cut off. Call it only while
+    none of the worker's lease calls is in flight."""
+    want = session.encode()
+    for wq in queues:
+        orphans = [field.decode("utf-8", "surrogateescape")
+                   for field, value in wq.client.hscan_iter(wq.keys.holders, count=1000)
+                   if value == want]
+        orphans = [i for i in orphans if i not in known]
+        for out in wq.release(orphans) if orphans else []:
+            log({"event": "orphan", "queue": wq.prefix, "id": out.id, "outcome": out.outcome,
+                 "note": "leased by a call the outage cut off: given back"})

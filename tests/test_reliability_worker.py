@@ -24,8 +24,9 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +46,30 @@ def env(**extra: str) -> dict[str, str]:
     return {**base, **extra}
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_left() -> Iterator[None]:
+    """A test that fails half-way leaves no worker behind (SIGKILL: its guard does the rest)."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+
+
 def start(url: str | None, *args: str, extra_env: dict[str, str] | None = None,
           config: Path | None = None) -> subprocess.Popen[str]:
     head = ["--config", str(config)] if config else ["--no-config"]
     if url is not None:
         head += ["--url", url]
-    return subprocess.Popen([sys.executable, "-m", "rq_cli", *head, "work", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", *head, "work", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env(**(extra_env or {})))
+    _STARTED.append(proc)
+    return proc
 
 
 def log(stderr: str) -> list[dict[str, Any]]:
@@ -75,6 +92,11 @@ def wait_for(check: Callable[[], Any], timeout: float = 15.0) -> Any:
             return got
         time.sleep(0.02)
     raise AssertionError("condition not reached in time")
+
+
+def unique(name: str) -> str:
+    """A --name of its own (name locks are per host: tests running at once must not share)."""
+    return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
 def runs(path: Path) -> Counter[str]:
@@ -187,15 +209,16 @@ def test_a_name_held_by_a_live_worker_is_refused_and_its_leases_kept(
         server_url: str, r: redis.Redis, tmp_path: Path) -> None:
     wq = WorkQueue(r, "nm")
     wq.push([NewItem(b"{}", "job")])
-    first = start(server_url, "nm", "--name", "dup", "--", "sh", "-c",
+    dup = unique("dup")
+    first = start(server_url, "nm", "--name", dup, "--", "sh", "-c",
                   f"touch {tmp_path}/go; exec sleep 30")
     try:
         wait_for(lambda: (tmp_path / "go").exists())
-        second = start(server_url, "nm", "--name", "dup", "--idle-exit", "0.2", "--", "true")
+        second = start(server_url, "nm", "--name", dup, "--idle-exit", "0.2", "--", "true")
         _, err = second.communicate(timeout=30)
         assert second.returncode == 75, err
-        assert err.count("\n") == 1 and err.startswith("rq-cli: --name dup is held by a live "
-                                                       f"worker (pid {first.pid} on ")
+        assert err.count("\n") == 1 and err.startswith(f"rq-cli: --name {dup} is held by a "
+                                                       f"live worker (pid {first.pid} on ")
         (held,) = wq.peek("processing")
         assert held.lease_session is not None
         assert held.lease_session.split(":")[1] == str(first.pid) and held.attempts == 1
@@ -203,7 +226,7 @@ def test_a_name_held_by_a_live_worker_is_refused_and_its_leases_kept(
         first.kill()  # SIGKILL: the restart below takes the name and the item at once
         first.communicate(timeout=30)
     t0 = time.monotonic()
-    again = start(server_url, "nm", "--name", "dup", "--max-items", "1", "--", "true")
+    again = start(server_url, "nm", "--name", dup, "--max-items", "1", "--", "true")
     _, err = again.communicate(timeout=30)
     assert again.returncode == 0, err
     assert time.monotonic() - t0 < 10
@@ -214,10 +237,11 @@ def test_wait_for_name_starts_once_the_holder_exits(server_url: str, r: redis.Re
                                                     tmp_path: Path) -> None:
     wq = WorkQueue(r, "nw")
     wq.push([NewItem(b"{}", "job")])
-    first = start(server_url, "nw", "--name", "w1", "--max-items", "1", "--", "sh", "-c",
+    w1 = unique("w1")
+    first = start(server_url, "nw", "--name", w1, "--max-items", "1", "--", "sh", "-c",
                   f"touch {tmp_path}/go; sleep 1")
     wait_for(lambda: (tmp_path / "go").exists())
-    second = start(server_url, "nw", "--name", "w1", "--wait-for-name", "--idle-exit", "0.3",
+    second = start(server_url, "nw", "--name", w1, "--wait-for-name", "--idle-exit", "0.3",
                    "--", "true")
     _, err1 = first.communicate(timeout=30)
     _, err2 = second.communicate(timeout=30)
@@ -383,11 +407,12 @@ def test_a_refused_password_is_not_an_outage(make_server: MakeServer) -> None:
 
 
 def test_a_name_held_by_an_idle_worker_is_refused_too(server_url: str, r: redis.Redis) -> None:
-    first = start(server_url, "idle", "--name", "quiet", "--", "true")
+    quiet = unique("quiet")
+    first = start(server_url, "idle", "--name", quiet, "--", "true")
     try:
         wait_for(lambda: r.client_list() and len(r.client_list()) >= 2)
         time.sleep(0.3)
-        second = start(server_url, "other", "--name", "quiet", "--idle-exit", "0.2", "--", "true")
+        second = start(server_url, "other", "--name", quiet, "--idle-exit", "0.2", "--", "true")
         _, err = second.communicate(timeout=30)
         assert second.returncode == 75, err
         assert f"(pid {first.pid} on " in err
@@ -453,3 +478,35 @@ def test_release_gives_the_item_and_its_attempt_back_without_a_failure(r: redis.
     assert "failed" not in stats.counters and "retried" not in stats.counters
     again = wq.lease(2)
     assert {i.id for i in again} == {a.id, b.id} and {i.attempt for i in again} == {1}
+
+
+def test_a_lease_whose_reply_an_outage_cut_off_is_given_back(
+        make_server: MakeServer, tmp_path: Path) -> None:
+    srv = make_server(appendonly="yes", appendfsync="always")
+    done = tmp_path / "done"
+    name = unique("or")
+    proc = start(srv.url, "orph", "--name", name, "--", "sh", "-c",
+                 f'echo "$RQ_ITEM_ID $RQ_ATTEMPT" >> {done}')
+    probe = srv.client()
+    wait_for(lambda: probe.info("clients")["blocked_clients"] >= 1)  # it waits for work
+    probe.close()
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        srv.stop()
+        srv.start()
+        # as if the worker's lease had reached the server and the outage ate its reply
+        session = f"{os.uname().nodename}:{proc.pid}:{name}"
+        wq = WorkQueue(srv.client(), "orph", session=session)
+        wq.push([NewItem(b"{}", "orphan")])
+        assert [i.id for i in wq.lease(lease_seconds=300)] == ["orphan"]
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    try:
+        wait_for(lambda: done.exists() and done.read_text())
+    finally:
+        _, err = finish(proc)
+    assert proc.returncode == 0, err
+    assert done.read_text() == "orphan 1\n"  # not after its 300 s lease; its attempt given back
+    (orphan,) = events(err, "orphan")
+    assert orphan["id"] == "orphan" and orphan["outcome"] == "returned"
+    assert items(err) == {"orphan": "completed"}
