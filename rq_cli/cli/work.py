@@ -7,6 +7,7 @@ per-command hook, reached through Typer's ``cls=``) splits the arguments there f
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -146,7 +147,7 @@ def secret_vars(st: Any) -> list[str]:
     return [n for n in names if n]
 
 
-def describe_error(urls: list[str]) -> Any:
+def describe_error(urls: list[str]) -> Callable[[BaseException], str]:
     """One line for a server error, with the URLs' passwords masked (the worker's log)."""
     from ..connect import mask_urls_in, translate_error
 
@@ -157,7 +158,6 @@ def describe_error(urls: list[str]) -> Any:
                 return str(translated)
         return mask_urls_in(f"{type(err).__name__}: {err}")
     return describe
-
 
 
 WorkCommand.__doc__ = f"{WorkCommand.__doc__} (exit code {DEAD_EXIT} dead-letters)"
