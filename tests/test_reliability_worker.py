@@ -510,3 +510,13 @@ def test_a_lease_whose_reply_an_outage_cut_off_is_given_back(
     (orphan,) = events(err, "orphan")
     assert orphan["id"] == "orphan" and orphan["outcome"] == "returned"
     assert items(err) == {"orphan": "completed"}
+
+
+@pytest.mark.parametrize("arg", ["redis://:pw@h:1/0", "--url=redis://u:pw@h:1/0",
+                                 "redis+sentinel://h:1/m?sentinel_password=pw"])
+def test_the_process_title_masks_every_password(arg: str) -> None:
+    from rq_cli.worker_env import masked_title
+
+    title = masked_title(["/usr/bin/rq-cli", "--url", arg, "work", "q", "--", "true"])
+    assert title.startswith("rq-cli --url ") and title.endswith(" work q -- true")
+    assert "pw" not in title and "***" in title
