@@ -53,7 +53,8 @@ def lock_dir() -> Path:
 
 
 def process_alive(pid: int) -> bool:
-    """True when ``pid`` is a running rq-cli process of this host (not this one)."""
+    """True when ``pid`` is a live process of this host (not this one, not a zombie: a
+    worker killed and not yet reaped by its parent is dead)."""
     if pid == os.getpid() or pid <= 0:
         return False
     try:
@@ -63,10 +64,10 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True  # another user's: alive
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        status = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True  # no /proc: trust the pid
-    return b"rq-cli" in cmdline or b"rq_cli" in cmdline  # not a reused pid
+    return status.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def session_of(name: str, host: str) -> Callable[[str], bool]:

@@ -520,3 +520,23 @@ def test_the_process_title_masks_every_password(arg: str) -> None:
     title = masked_title(["/usr/bin/rq-cli", "--url", arg, "work", "q", "--", "true"])
     assert title.startswith("rq-cli --url ") and title.endswith(" work q -- true")
     assert "pw" not in title and "***" in title
+
+
+def test_a_killed_holder_not_yet_reaped_is_dead(server_url: str, r: redis.Redis,
+                                                tmp_path: Path) -> None:
+    """A zombie (killed, its parent has not waited for it) holds no name."""
+    wq = WorkQueue(r, "zb")
+    wq.push([NewItem(b"{}", "job")])
+    name = unique("zb")
+    script = f'echo "$RQ_ATTEMPT" >> {tmp_path}/runs; [ "$RQ_ATTEMPT" -gt 1 ] || exec sleep 30'
+    first = start(server_url, "zb", "--name", name, "--lease", "300", "--", "sh", "-c", script)
+    wait_for(lambda: (tmp_path / "runs").exists())
+    os.kill(first.pid, signal.SIGKILL)  # not reaped: a zombie until communicate() below
+    wait_for(lambda: Path(f"/proc/{first.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+             == "Z")
+    again = start(server_url, "zb", "--name", name, "--max-items", "1", "--", "sh", "-c",
+                  f'echo "$RQ_ATTEMPT" >> {tmp_path}/runs')
+    _, err = again.communicate(timeout=30)
+    first.communicate(timeout=30)
+    assert again.returncode == 0, err
+    assert (tmp_path / "runs").read_text().split() == ["1", "2"]
