@@ -65,7 +65,6 @@ class Outage:
         self.tries = 0
         self.next_try = 0.0  # monotonic
         self.error = ""
-        self.outages = 0  # how many this worker rode out
         self._probe: threading.Thread | None = None
         self._probe_error: BaseException | None = None
 
@@ -96,7 +95,6 @@ class Outage:
                   "duration_s": round(time.monotonic() - self.since, 3), "tries": self.tries,
                   "error": self.error})
         self.since = None
-        self.outages += 1
 
     def due(self) -> bool:
         """True when the server may be tried now (always, when it is not down)."""
