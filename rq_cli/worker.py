@@ -68,6 +68,7 @@ from .core.limits import BATCH
 from .core.queue import WorkQueue, lease_many
 from .core.types import ItemOutcome, ItemRef, LeasedItem
 from .errors import UsageError
+from .worker_env import fail_unrunnable, unrunnable
 from .worker_outage import Outage, give_back_orphans, transient
 from .worker_poll import CHUNK, SESSION_ENV, Poller, Stream, drain, guard, killpg
 
@@ -279,9 +280,7 @@ class Worker:
         """Work until stopped (signals, ``max_items``, ``idle_exit``); returns the tallies."""
         if reclaim is not None:
             for wq in self.queues:
-                for item in wq.reclaim(reclaim, lease_seconds=self.lease_seconds):
-                    self.leased += 1
-                    self.ahead.append(self._hold(wq, item, reclaimed=True))
+                self._take(wq.reclaim(reclaim, lease_seconds=self.lease_seconds), True)
         idle_since = time.monotonic()
         while True:
             self._note_signals()
@@ -487,11 +486,15 @@ class Worker:
         self._note_paused(paused)
         return len(items)
 
-    def _take(self, items: list[LeasedItem]) -> None:
+    def _take(self, items: list[LeasedItem], reclaimed: bool = False) -> None:
         by_prefix = {wq.prefix: wq for wq in self.queues}
         for item in items:
             self.leased += 1
-            self.ahead.append(self._hold(by_prefix[item.queue], item))
+            held = self._hold(by_prefix[item.queue], item, reclaimed)
+            if (why := unrunnable(item)) is not None:  # settled now: never held ahead
+                self._cannot_start(held, why, dead=True)
+            else:
+                self.ahead.append(held)
 
     def _start_waiter(self, count: int) -> None:
         """Wait for work on the server in the lease thread (the loop goes on meanwhile)."""
@@ -599,7 +602,8 @@ class Worker:
 
     def _fail(self, held: _Held, entry: dict[str, Any], error: str, dead: bool,
               timeout: bool = False) -> None:
-        (out,) = held.wq.fail([held.ref], error=error, dead=dead)
+        (out,) = fail_unrunnable(held.wq, held.item, error) if unrunnable(held.item) \
+            else held.wq.fail([held.ref], error=error, dead=dead)
         if out.outcome in ("dead", "retried"):
             self.stats.dead += out.outcome == "dead"
             self.stats.failed += out.outcome == "retried"
@@ -685,12 +689,8 @@ class Worker:
         except (OSError, ValueError) as err:
             for fd in mine + theirs:
                 os.close(fd)
-            if isinstance(err, OSError):
-                self._cannot_start(held, err.strerror or str(err))
-            else:  # a NUL byte (in the id, or the queue's name): it can never run
-                self._cannot_start(held, f"{err}: the item id or queue name cannot be "
-                                         f"passed in the environment (RQ_ITEM_ID, RQ_QUEUE)",
-                                   dead=True)
+            self._cannot_start(held, getattr(err, "strerror", None) or str(err),
+                               dead=isinstance(err, ValueError))  # (ValueError: never runs)
             return
         for fd in theirs:
             os.close(fd)

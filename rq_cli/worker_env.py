@@ -4,7 +4,9 @@
   password, and so does ``REDIS_URL`` when its password is one the worker uses; the
   variables that hold a password (a config's ``password_env``, or any variable whose value
   is a password in use) are left out, unless the user asks for them (``--pass-secrets``).
-- :func:`mask_process_title`: ``ps`` shows the worker (and its guard) with every URL's
+- :func:`unrunnable`: an item whose id (or queue name) holds a NUL byte, which no
+  environment variable can carry, can never be run: :func:`fail_unrunnable` dead-letters it.
+- :func:`set_process_title`: ``ps`` shows the worker (and its guard) with every URL's
   password as ``***`` (through ``setproctitle``, where it is installed). The original
   arguments were visible for the few milliseconds before it runs: keeping a password out
   of argv entirely takes ``$RQ_CLI_URL`` or a config file with ``password_env``.
@@ -18,6 +20,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from .connect import mask_url, mask_urls_in, url_password
+from .core.queue import WorkQueue
+from .core.scripts import SPECS
+from .core.types import ItemOutcome, LeasedItem, Outcome
 
 #: The variables whose value is a server URL that rq-cli reads.
 URL_VARS = ("RQ_CLI_URL", "REDIS_URL")
@@ -65,3 +70,27 @@ def set_process_title(title: str) -> bool:
         return False
     setproctitle.setproctitle(title)
     return True
+
+
+def unrunnable(item: LeasedItem) -> str | None:
+    """Why ``item`` can never be run (None: it can)."""
+    if "\0" in item.id or "\0" in item.queue:
+        return ("embedded null byte: the item id or queue name cannot be passed in the "
+                "environment (RQ_ITEM_ID, RQ_QUEUE)")
+    return None
+
+
+_FAIL_CODES: dict[str, Outcome] = {"D": "dead", "R": "retried", "M": "missing",
+                                   "X": "conflict", "Z": "already_dead", "N": "not_leased"}
+
+
+def fail_unrunnable(wq: WorkQueue, item: LeasedItem, error: str) -> list[ItemOutcome]:
+    """Dead-letter ``item`` (reason ``failed``, with ``error``) with the fail script itself,
+    as the holder of its lease: new ids are checked on the way in, but one a peer stored
+    must still be settled, whatever bytes it holds."""
+    args = {"error": error, "retry_ms": -1, "dead_reason": "failed",
+            "max_attempts": wq.options.max_attempts, "backoff_ms": 0, "backoff_max_ms": 0,
+            "jitter": "1"}
+    ((code, _),) = SPECS["fail"].decode(wq.call("fail", args, [item.id, item.session])).rows
+    return [ItemOutcome(item.id, _FAIL_CODES[code.decode() if isinstance(code, bytes)
+                                             else str(code)])]
