@@ -23,6 +23,7 @@ class ExitCode(enum.IntEnum):
     WARNED = 7  # doctor: warnings, and no check failed
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
+    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): work --name held by a live worker
     CONFIG = 78  # config file error (EX_CONFIG)
     BROKEN_PIPE = 141  # stdout was closed early (``| head``): silent, like any Unix tool
     INTERRUPTED = 130  # Ctrl-C
@@ -108,3 +109,9 @@ class CheckWarned(RqError):
     """``doctor``: warnings, and no check failed."""
 
     exit_code = ExitCode.WARNED
+
+
+class NameInUse(RqError):
+    """``work --name``: the name is held by a live worker."""
+
+    exit_code = ExitCode.TEMPFAIL

@@ -25,14 +25,19 @@ Outcomes: exit 0 completes the item; ``DEAD_EXIT`` dead-letters it at once (a pe
 failure); any other exit, a signal or ``--timeout`` fails it (retried with the queue's
 backoff; dead-lettered at ``max_attempts``), with the tail of its stderr (or ``timeout``) as
 the error. A lease is extended (every item held, in one call per queue) once a third of it
-has passed, so short commands never cost an extension; a lease lost anyway (another session
-holds it, or the item was cancelled) stops the command unless ``keep_running_on_lost_lease``.
+has passed, so short commands never cost an extension; one that ran out with nobody else
+holding the item is taken back (``retake``); a lease lost (another session holds it, or the
+item was cancelled) stops the command unless ``keep_running_on_lost_lease``. An exit 0 is
+logged and counted once the server has answered its complete, with the server's outcome.
+
+Outages (rq_cli/worker_outage.py) end nothing: server calls are held (``_call``), commands
+go on; once the server answers, leases are extended or taken back, held calls sent.
 
 Signals: the first SIGTERM/SIGINT stops leasing and lets running commands finish (and runs
 the few items already leased ahead); a second stops them (SIGTERM to their process group,
 SIGKILL after the grace period) and puts their items, and those leased ahead, straight back
-in line (``fail`` with no delay, counted as a failure), instead of waiting for their leases
-to run out. Commands run in their own process group, so a Ctrl-C on the terminal reaches
+in line (``release``: not a failure, the attempt given back), instead of waiting for their
+leases to run out. Commands run in their own process group, so a Ctrl-C on the terminal reaches
 the worker, not them.
 
 SIGKILL of the worker: a small guard process, forked at start, sees the worker's end of a
@@ -47,10 +52,8 @@ This module imports neither Typer nor rich.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-import select
 import shutil
 import signal
 import sys
@@ -63,14 +66,15 @@ from typing import IO, Any
 
 from .core.limits import BATCH
 from .core.queue import WorkQueue, lease_many
-from .core.types import ItemRef, LeasedItem
+from .core.types import ItemOutcome, ItemRef, LeasedItem
 from .errors import UsageError
+from .worker_env import fail_unrunnable, unrunnable
+from .worker_outage import Outage, give_back_orphans, transient
+from .worker_poll import CHUNK, SESSION_ENV, Poller, Stream, drain, guard, killpg
 
 #: The command's exit code that dead-letters its item at once (a permanent failure; 100 is
 #: free in sysexits and in the shells' own codes).
 DEAD_EXIT = 100
-#: Bytes of a command's stderr kept as the item's error.
-ERROR_TAIL = 2000
 #: Longest blocking wait for work per call, seconds (the lease thread's).
 WAIT_CHUNK = 1.0
 #: Commands shorter than this on average (seconds): items are leased ahead.
@@ -81,14 +85,13 @@ PREFETCH_SECONDS = 0.1
 MAX_AHEAD = 100
 #: Longest time an item that exited 0 waits for the round trip that completes it, seconds.
 COMPLETE_WITHIN = 0.2
-#: The environment variable naming the worker's session (the guard finds commands by it).
-SESSION_ENV = "RQ_WORKER_SESSION"
 #: Longest time without a pidfd (not Linux) between checks for exited commands, seconds.
 REAP_POLL = 0.01
+#: Seconds between checks, while the queue gives nothing, that it is paused (to say so).
+PAUSE_CHECK = 5.0
 #: Yields of the CPU to a command that closed its output, waiting for its exit.
 EXIT_SPIN = 20
 
-_READ = 65536
 #: Signals Python ignores that a command must get back at their defaults (as subprocess does).
 _SIGDEF = tuple(s for s in (getattr(signal, "SIGPIPE", None), getattr(signal, "SIGXFSZ", None))
                 if s is not None)
@@ -105,6 +108,8 @@ class WorkerOptions:
     order: str = "strict"
     keep_running_on_lost_lease: bool = False
     heartbeat: float | None = None  # seconds between lease extensions (default: lease / 3)
+    max_outage: float | None = None  # seconds without the server before draining (None: never)
+    env: dict[str, str] | None = None  # the commands' environment (default: the worker's)
 
 
 @dataclass
@@ -117,21 +122,11 @@ class _Held:
     next_beat: float  # monotonic: extend the lease from then on
     reclaimed: bool = False
     lost: str | None = None  # "lost" or "cancelled": someone else owns the item now
+    entry: dict[str, Any] | None = None  # exited 0: its log line, once the server has answered
 
     @property
     def ref(self) -> ItemRef:
         return ItemRef(self.item.id, self.item.session)
-
-
-@dataclass
-class _Stream:
-    """A pipe from a command: copied through, line by line with a tag when ``tag``."""
-
-    fd: int
-    dst: IO[bytes]
-    tag: bytes
-    tail: bytearray | None  # stderr: the last ERROR_TAIL bytes, for the error
-    partial: bytes = b""
 
 
 @dataclass
@@ -141,7 +136,7 @@ class _Job:
     pidfd: int | None
     started: float
     deadline: float | None
-    streams: list[_Stream]
+    streams: list[Stream]
     stdin: int | None
     data: memoryview
     stderr_tail: bytearray = field(default_factory=bytearray)
@@ -157,10 +152,11 @@ class WorkerStats:
     failed: int = 0
     dead: int = 0
     returned: int = 0
+    lost: int = 0  # settled by someone else: lease lost, cancelled, or the complete refused
 
     @property
     def handled(self) -> int:
-        return self.completed + self.failed + self.dead + self.returned
+        return self.completed + self.failed + self.dead + self.returned + self.lost
 
 
 def resolve_command(command: Sequence[str]) -> str:
@@ -181,7 +177,8 @@ class Worker:
 
     def __init__(self, queues: Sequence[WorkQueue], command: Sequence[str],
                  options: WorkerOptions, log: Callable[[dict[str, Any]], None],
-                 stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None) -> None:
+                 stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None,
+                 describe: Callable[[BaseException], str] = str) -> None:
         self.queues = list(queues)
         self.command = list(command)
         self.path = resolve_command(self.command)
@@ -190,7 +187,7 @@ class Worker:
         self.out = stdout or sys.stdout.buffer
         self.err = stderr or sys.stderr.buffer
         self.session = self.queues[0].session
-        self.base_env = dict(os.environ)
+        self.base_env = dict(os.environ if options.env is None else options.env)
         self.base_env[SESSION_ENV] = self.session
         self.jobs: dict[int, _Job] = {}  # by pid
         self.ahead: deque[_Held] = deque()  # leased, not started yet
@@ -209,7 +206,14 @@ class Worker:
         self.lease_seconds = lease
         self.heartbeat = options.heartbeat or max(lease / 3, 0.05)
         self.prefix_output = options.concurrency > 1
-        self.sel = _Poller()
+        self.sel = Poller()
+        self.outage = Outage(log, describe, options.max_outage)
+        self.unsettled: list[Callable[[], None]] = []  # server calls held during an outage
+        self.gave_up: str | None = None  # the outage lasted past --max-outage: why
+        self.paused: set[str] = set()  # queues found paused (logged once)
+        self._pause_checked = -math.inf  # monotonic
+        self._waiter_paused: set[str] | None = None  # the lease thread's finding
+        self._sweep_due = False  # an outage ended: look for leases whose reply it cut off
         self._waiter: threading.Thread | None = None
         self._waiter_got: list[LeasedItem] | BaseException | None = None
         self._wake_r, self._wake_w = os.pipe()
@@ -253,7 +257,7 @@ class Worker:
         pid = os.fork()
         if pid == 0:  # the guard: never returns
             try:
-                _guard(life_r, self.session, self.opts.grace)
+                guard(life_r, self.session, self.opts.grace)
             finally:
                 os._exit(0)
         os.close(life_r)
@@ -276,32 +280,105 @@ class Worker:
         """Work until stopped (signals, ``max_items``, ``idle_exit``); returns the tallies."""
         if reclaim is not None:
             for wq in self.queues:
-                for item in wq.reclaim(reclaim, lease_seconds=self.lease_seconds):
-                    self.leased += 1
-                    self.ahead.append(self._hold(wq, item, reclaimed=True))
+                self._take(wq.reclaim(reclaim, lease_seconds=self.lease_seconds), True)
         idle_since = time.monotonic()
         while True:
             self._note_signals()
             if self.signals >= 2:
                 self.stop_all("shutdown")
                 self._return_ahead()
+            if self.outage.down:
+                self._ride_out()
+            if self._sweep_due and self._waiter is None and not self.outage.down:
+                self._call(self._sweep, hold=False)  # (none of its leases is in flight now)
             self._start_ahead()
             if self.jobs or self.ahead:
                 idle_since = time.monotonic()  # idle: from when the last work ended
             elif self._waiter is None and (
-                    self.signals or self._quota_done()
+                    self.signals or self.gave_up or self._quota_done()
                     or (self.empty and self._idle_over(idle_since))):
                 break
             if self._leasing() and self._waiter is None and self._lease():
                 idle_since = time.monotonic()
                 self._start_ahead()
-            if self.finished and time.monotonic() - self.finished_at >= COMPLETE_WITHIN:
+            if self.finished and not self.outage.down and \
+                    time.monotonic() - self.finished_at >= COMPLETE_WITHIN:
                 self._complete()  # no lease round trip took them along in time
             if self._poll_once(self._timeout()):
                 idle_since = time.monotonic()
+        self._settle_last()
+        return self.stats
+
+    # -- outages: the server out of reach (rq_cli/worker_outage.py) ------------------------
+    def _call(self, op: Callable[[], None], hold: bool = True) -> bool:
+        """Run the server call ``op``; out of reach: False, and ``op`` is held for later."""
+        if not self.outage.down:
+            try:
+                op()
+                return True
+            except Exception as err:
+                if not transient(err):
+                    raise
+                self.outage.failed(err)
+        if hold:
+            self.unsettled.append(op)
+        return False
+
+    def _ride_out(self) -> None:
+        """In an outage: past ``--max-outage``, drain; else try the server when due, and once
+        it answers, re-check the leases and send what was held."""
+        if self.gave_up is None and self.outage.over():
+            self.gave_up = (f"the server was out of reach for {self.outage.lasted():.1f} s "
+                            f"(--max-outage {self.opts.max_outage:g}): {self.outage.error}")
+            self.log({"event": "giving_up", "running": len(self.jobs),
+                      "note": f"out of reach for over {self.opts.max_outage:g} s: running "
+                              f"commands finish, then exit 69"})
+        if self.gave_up is not None or self.signals:
+            self.ahead.clear()  # not started: their leases run out, clean puts them back
+        if not self.outage.probe(self._ping, self._sig_w):  # (wakes the loop when done)
+            return
+        self.outage.ended()
+        held = self._held()
+        if held:
+            self._beat(held)  # extend, or take back, every lease it holds
+        ops, self.unsettled = self.unsettled, []
+        for n, op in enumerate(ops):
+            if not self._call(op):
+                self.unsettled += ops[n + 1:]
+                return
         if self.finished:
             self._complete()
-        return self.stats
+        self._sweep_due = True
+
+    def _sweep(self) -> None:
+        """After an outage: give back leases whose reply it cut off (worker_outage.py)."""
+        known = {j.held.item.id for j in self.jobs.values()} | \
+            {h.item.id for h in [*self.ahead, *self.finished]}
+        give_back_orphans(self.queues, self.session, known, self.log)
+        self._sweep_due = False
+
+    def _ping(self) -> None:
+        for wq in self.queues:
+            wq.client.ping()
+
+    def _settle_last(self) -> None:
+        """At the end: record what is held; what cannot be is said once (exit 69)."""
+        if self.outage.down:  # one last try, given the time of a ping
+            self.outage.next_try = 0.0
+            self._ride_out()
+            deadline = time.monotonic() + WAIT_CHUNK
+            while self.outage.wait() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self._ride_out()
+        elif self.finished:
+            self._complete()
+        left = len(self.unsettled) + len(self.finished)
+        if left and self.outage.down:
+            self.log({"event": "unsettled", "items": left,
+                      "note": "the server is out of reach: these outcomes were not recorded; "
+                              "the items come back when their leases run out"})
+            self.gave_up = self.gave_up or (f"{left} outcomes could not be recorded: "
+                                            f"{self.outage.error}")
 
     def close(self) -> None:
         """Give back the signal wakeup fd and the loop's pipes (after ``run``)."""
@@ -329,7 +406,8 @@ class Worker:
         return self.opts.idle_exit is not None and time.monotonic() - since >= self.opts.idle_exit
 
     def _leasing(self) -> bool:
-        return self.signals == 0 and not self._quota_done()
+        return self.signals == 0 and not self._quota_done() and not self.outage.down \
+            and self.gave_up is None
 
     def _prefetch(self) -> int:
         """How many items to hold leased ahead: none for long commands (or before the first
@@ -350,6 +428,8 @@ class Worker:
                 wake = min(wake, job.kill_at)
             if job.pidfd is None:
                 wake = min(wake, now + REAP_POLL)
+        if self.outage.down:
+            return max(min(wake, now + self.outage.wait()) - now, 0.0)
         wake = min(wake, self.beat_due)
         if self.finished:
             wake = min(wake, self.finished_at + COMPLETE_WITHIN)
@@ -383,24 +463,38 @@ class Worker:
             return 0
         finished, self.finished = self.finished, []
         items: list[LeasedItem]
-        if len(self.queues) == 1 and len(finished) <= BATCH:
-            wq = self.queues[0]
-            outcomes, items = wq.complete_and_lease([h.ref for h in finished], want,
-                                                    lease_seconds=self.lease_seconds)
-            self._note_completions(finished, [o.outcome for o in outcomes])
-        else:
-            self._complete(finished)
-            items = lease_many(self.queues, want, lease_seconds=self.lease_seconds,
-                               order=self.opts.order)
+        try:
+            if len(self.queues) == 1 and len(finished) <= BATCH:
+                wq = self.queues[0]
+                outcomes, items = wq.complete_and_lease([h.ref for h in finished], want,
+                                                        lease_seconds=self.lease_seconds)
+                self._note_completions(finished, [o.outcome for o in outcomes])
+            else:
+                self._complete(finished)
+                finished = []
+                items = lease_many(self.queues, want, lease_seconds=self.lease_seconds,
+                                   order=self.opts.order)
+            paused = None if items else self._paused_now()
+        except Exception as err:
+            if not transient(err):
+                raise
+            self.outage.failed(err)
+            self._hold_finished(finished)
+            return 0
         self._take(items)
         self.empty = len(items) < want
+        self._note_paused(paused)
         return len(items)
 
-    def _take(self, items: list[LeasedItem]) -> None:
+    def _take(self, items: list[LeasedItem], reclaimed: bool = False) -> None:
         by_prefix = {wq.prefix: wq for wq in self.queues}
         for item in items:
             self.leased += 1
-            self.ahead.append(self._hold(by_prefix[item.queue], item))
+            held = self._hold(by_prefix[item.queue], item, reclaimed)
+            if (why := unrunnable(item)) is not None:  # settled now: never held ahead
+                self._cannot_start(held, why, dead=True)
+            else:
+                self.ahead.append(held)
 
     def _start_waiter(self, count: int) -> None:
         """Wait for work on the server in the lease thread (the loop goes on meanwhile)."""
@@ -409,9 +503,11 @@ class Worker:
 
         def wait_for_work() -> None:
             try:
-                self._waiter_got = lease_many(self.queues, count,
-                                              lease_seconds=self.lease_seconds, wait=wait,
-                                              order=self.opts.order)
+                got = lease_many(self.queues, count, lease_seconds=self.lease_seconds,
+                                 wait=wait, order=self.opts.order)
+                if not got:
+                    self._waiter_paused = self._paused_now()
+                self._waiter_got = got
             except BaseException as err:  # handed to the loop, raised there
                 self._waiter_got = err
             os.write(self._wake_w, b"w")
@@ -426,44 +522,110 @@ class Worker:
         self._waiter.join()
         self._waiter = None
         got, self._waiter_got = self._waiter_got, None
+        if self._waiter_paused is not None:
+            self._note_paused(self._waiter_paused)
+            self._waiter_paused = None
         if isinstance(got, BaseException):
-            raise got
+            if not transient(got):
+                raise got
+            self.outage.failed(got)
+            return False
         items = got or []
         self._take(items)
         self.empty = not items
         return bool(items)
 
+    def _paused_now(self) -> set[str] | None:
+        """The queues paused now (to say so): at most every PAUSE_CHECK s."""
+        if time.monotonic() - self._pause_checked < PAUSE_CHECK:
+            return None
+        self._pause_checked = time.monotonic()
+        return {wq.prefix for wq in self.queues if wq.is_paused()}
+
+    def _note_paused(self, paused: set[str] | None) -> None:
+        if paused is None:
+            return
+        for prefix in sorted(paused - self.paused):
+            self.log({"event": "paused", "queue": prefix,
+                      "note": f"the queue is paused: nothing is leased until "
+                              f"'rq-cli resume {prefix}'"})
+        for prefix in sorted(self.paused - paused):
+            self.log({"event": "resumed", "queue": prefix})
+        self.paused = paused
+
     def _complete(self, finished: list[_Held] | None = None) -> None:
+        """Complete the items that exited 0 (held while the server is out of reach)."""
         if finished is None:
             finished, self.finished = self.finished, []
         for wq in self.queues:
             mine = [h for h in finished if h.wq is wq]
-            if mine:
-                outcomes = wq.complete([h.ref for h in mine])
-                self._note_completions(mine, [o.outcome for o in outcomes])
+            if not mine:
+                continue
+            if not self.outage.down:
+                try:
+                    outcomes = wq.complete([h.ref for h in mine])
+                    self._note_completions(mine, [o.outcome for o in outcomes])
+                    continue
+                except Exception as err:
+                    if not transient(err):
+                        raise
+                    self.outage.failed(err)
+            self._hold_finished(mine)
+
+    def _hold_finished(self, finished: list[_Held]) -> None:
+        if finished and not self.finished:
+            self.finished_at = time.monotonic()
+        self.finished.extend(finished)
 
     def _note_completions(self, finished: list[_Held], outcomes: list[str]) -> None:
+        """Log (and count) each item with the outcome the server gave its complete."""
         for held, outcome in zip(finished, outcomes, strict=True):
-            if outcome != "completed":
-                self.log({"event": "complete", "id": held.item.id, "outcome": outcome,
-                          "note": "the item was not completed: its lease was lost"})
+            entry = held.entry or {"queue": held.item.queue, "id": held.item.id}
+            entry["outcome"] = outcome
+            if outcome == "completed":
+                self.stats.completed += 1
+            else:
+                self.stats.lost += 1
+                entry["note"] = "not completed: the lease was lost (another session holds " \
+                                "the item, or it is gone)"
+            self.log(entry)
+
+    def _release(self, held: _Held, entry: dict[str, Any]) -> None:
+        """Give ``held`` back (the second signal): not a failure, its attempt given back."""
+        (out,) = held.wq.release([held.item.id])
+        entry["outcome"] = out.outcome
+        if out.outcome == "returned":
+            self.stats.returned += 1
+        else:
+            self.stats.lost += 1
+        self.log(entry)
+
+    def _fail(self, held: _Held, entry: dict[str, Any], error: str, dead: bool,
+              timeout: bool = False) -> None:
+        (out,) = fail_unrunnable(held.wq, held.item, error) if unrunnable(held.item) \
+            else held.wq.fail([held.ref], error=error, dead=dead)
+        if out.outcome in ("dead", "retried"):
+            self.stats.dead += out.outcome == "dead"
+            self.stats.failed += out.outcome == "retried"
+            entry["outcome"] = "timeout" if timeout else out.outcome
+        else:
+            self.stats.lost += 1
+            entry["outcome"] = out.outcome
+        self.log(entry)
 
     def _return_ahead(self) -> None:
         """Put the items leased ahead straight back in line (the second signal)."""
         while self.ahead:
             held = self.ahead.popleft()
-            held.wq.fail([held.ref], error="worker stopped", retry_in=0)
-            self.stats.returned += 1
-            self.log({"queue": held.item.queue, "id": held.item.id,
-                      "attempt": held.item.attempt, "exit_code": None, "duration_s": 0.0,
-                      "outcome": "returned"})
+            entry = {"queue": held.item.queue, "id": held.item.id,
+                     "attempt": held.item.attempt, "exit_code": None, "duration_s": 0.0}
+            self._call(lambda h=held, e=entry: self._release(h, e))  # type: ignore[misc]
 
     def _settle(self, job: _Job) -> None:
         """Note ``job``'s outcome: completed (in the next round trip), failed, dead..."""
         code = job.status
         held = job.held
-        item, wq = held.item, held.wq
-        ref = held.ref
+        item = held.item
         duration = job.ended - job.started
         self.avg_duration = duration if self.avg_duration is None else \
             0.8 * self.avg_duration + 0.2 * duration
@@ -471,28 +633,18 @@ class Worker:
                                  "exit_code": code, "duration_s": round(duration, 3)}
         if held.lost is not None:
             entry["outcome"] = held.lost  # someone else owns the item now: touch nothing
+            self.stats.lost += 1
+            self.log(entry)
         elif job.stopped == "shutdown":
-            wq.fail([ref], error="worker stopped", retry_in=0)
-            self.stats.returned += 1
-            entry["outcome"] = "returned"
+            self._call(lambda: self._release(held, entry))
         elif code == 0 and job.stopped is None:
-            self.stats.completed += 1
-            entry["outcome"] = "completed"
-            if not self.finished:
-                self.finished_at = time.monotonic()
-            self.finished.append(held)
-        elif code == DEAD_EXIT and job.stopped is None:
-            wq.fail([ref], error=self._error(job, code), dead=True)
-            self.stats.dead += 1
-            entry["outcome"] = "dead"
+            held.entry = entry  # logged with the server's answer (_note_completions)
+            self._hold_finished([held])
         else:
-            (out,) = wq.fail([ref], error=self._error(job, code))
-            if out.outcome == "dead":
-                self.stats.dead += 1
-            else:
-                self.stats.failed += 1
-            entry["outcome"] = "timeout" if job.stopped == "timeout" else out.outcome
-        self.log(entry)
+            error = self._error(job, code)
+            dead = code == DEAD_EXIT and job.stopped is None
+            timeout = job.stopped == "timeout"
+            self._call(lambda: self._fail(held, entry, error, dead, timeout))
 
     @staticmethod
     def _error(job: _Job, code: int | None) -> str:
@@ -505,7 +657,7 @@ class Worker:
 
     # -- commands --------------------------------------------------------------------------
     def _start_ahead(self) -> None:
-        while self.ahead and self._room() > 0 and self.signals < 2:
+        while self.ahead and self._room() > 0 and self.signals < 2 and not self.outage.down:
             self._start(self.ahead.popleft())
 
     def _start(self, held: _Held) -> None:
@@ -534,10 +686,11 @@ class Worker:
         try:
             pid = os.posix_spawn(self.path, self.command, env, file_actions=actions,
                                  setpgroup=0, setsigdef=_SIGDEF)
-        except OSError as err:
+        except (OSError, ValueError) as err:
             for fd in mine + theirs:
                 os.close(fd)
-            self._cannot_start(held, err)
+            self._cannot_start(held, getattr(err, "strerror", None) or str(err),
+                               dead=isinstance(err, ValueError))  # (ValueError: never runs)
             return
         for fd in theirs:
             os.close(fd)
@@ -548,10 +701,10 @@ class Worker:
         tag = f"[{item.id}] ".encode() if self.prefix_output else b""
         job = _Job(held, pid, pidfd, now, now + self.opts.timeout if self.opts.timeout else None,
                    [], in_w, memoryview(item.data), stderr_tail=bytearray())
-        err_stream = _Stream(err_r, self.err, tag, job.stderr_tail)
+        err_stream = Stream(err_r, self.err, tag, job.stderr_tail)
         job.streams.append(err_stream)
         if out_r is not None:
-            job.streams.append(_Stream(out_r, self.out, tag, None))
+            job.streams.append(Stream(out_r, self.out, tag, None))
         self.jobs[pid] = job
         for stream in job.streams:
             os.set_blocking(stream.fd, False)
@@ -561,15 +714,14 @@ class Worker:
         os.set_blocking(in_w, False)
         self._feed(job)
 
-    def _cannot_start(self, held: _Held, err: OSError) -> None:
-        """The command could not be started (it vanished, out of processes...): fail the
-        item, so it is retried with the queue's backoff."""
-        (out,) = held.wq.fail([held.ref], error=f"cannot start the command: {err.strerror}")
-        self.stats.failed += out.outcome != "dead"
-        self.stats.dead += out.outcome == "dead"
-        self.log({"queue": held.item.queue, "id": held.item.id, "attempt": held.item.attempt,
-                  "exit_code": None, "duration_s": 0.0, "outcome": out.outcome,
-                  "error": err.strerror})
+    def _cannot_start(self, held: _Held, error: str, dead: bool = False) -> None:
+        """The command could not be started: fail the item, so it is retried with the
+        queue's backoff (it vanished, out of processes...), or dead-letter it at once when
+        it can never run (``dead``: an id that cannot be passed in the environment)."""
+        entry = {"queue": held.item.queue, "id": held.item.id, "attempt": held.item.attempt,
+                 "exit_code": None, "duration_s": 0.0, "error": error}
+        self._call(lambda: self._fail(held, entry, f"cannot start the command: {error}",
+                                      dead))
 
     def _feed(self, job: _Job) -> None:
         """Write what the command's stdin takes now; close it once all is written."""
@@ -578,7 +730,7 @@ class Worker:
             return
         try:
             while job.data:
-                n = os.write(fd, job.data[:_READ])
+                n = os.write(fd, job.data[:CHUNK])
                 job.data = job.data[n:]
         except BlockingIOError:  # the pipe is full: go on when it is writable
             if not self.sel.has(fd):
@@ -596,49 +748,6 @@ class Worker:
         os.close(job.stdin)
         job.stdin = None
 
-    def _copy(self, stream: _Stream) -> bool:
-        """Copy what ``stream`` has now; returns False at its end (closed then)."""
-        while stream.fd >= 0:
-            try:
-                chunk = os.read(stream.fd, _READ)
-            except BlockingIOError:
-                return True
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self._close_stream(stream)
-                return False
-            if stream.tail is not None:
-                stream.tail += chunk
-                del stream.tail[:-ERROR_TAIL]
-            if not stream.tag:
-                self._write(stream, chunk)
-                continue
-            lines = (stream.partial + chunk).split(b"\n")
-            stream.partial = lines.pop()
-            if lines:
-                self._write(stream, b"".join(stream.tag + line + b"\n" for line in lines))
-        return False
-
-    def _close_stream(self, stream: _Stream) -> None:
-        """Stop copying ``stream`` (its last partial line goes out with a newline)."""
-        if stream.fd < 0:
-            return
-        if stream.partial:
-            self._write(stream, stream.partial + b"\n")
-            stream.partial = b""
-        self.sel.unregister(stream.fd)
-        os.close(stream.fd)
-        stream.fd = -1
-
-    @staticmethod
-    def _write(stream: _Stream, data: bytes) -> None:
-        try:
-            stream.dst.write(data)
-            stream.dst.flush()
-        except (OSError, ValueError):
-            pass
-
     def _poll_once(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for events and handle them; returns True when the lease
         thread brought items."""
@@ -650,17 +759,17 @@ class Worker:
                     self._reap(job)
             elif kind == "out":
                 job, stream = what
-                if not self._copy(stream) and stream in job.streams:
+                if not stream.copy(self.sel) and stream in job.streams:
                     job.streams.remove(stream)
                     if not job.streams and job.pid in self.jobs:
                         self._exiting(job)
             elif kind == "in":
                 self._feed(what)
             elif kind == "wake":
-                _drain(self._wake_r)
+                drain(self._wake_r)
                 got = self._waiter_done() or got
             else:
-                _drain(self._sig_r)
+                drain(self._sig_r)
         for job in [j for j in self.jobs.values() if j.pidfd is None]:
             self._reap(job)
         self._note_signals()
@@ -694,7 +803,7 @@ class Worker:
         if job.stopped is not None:
             # the group may have members left (a shell's child): kill them while the
             # leader's pid (the group's id) is still held by its zombie, so it is not reused
-            _killpg(job.pid, signal.SIGKILL)
+            killpg(job.pid, signal.SIGKILL)
         try:
             _, status = os.waitpid(job.pid, 0)
         except ChildProcessError:  # reaped by someone else: its exit code is unknown, so
@@ -707,8 +816,8 @@ class Worker:
             os.close(job.pidfd)
         self._close_stdin(job)
         for stream in job.streams:
-            if self._copy(stream):  # still open: a process it started holds it; let go
-                self._close_stream(stream)
+            if stream.copy(self.sel):  # still open: a process it started holds it; let go
+                stream.close(self.sel)
         self._start_ahead()  # the slot's next command first: settling can wait a moment
         self._settle(job)
 
@@ -719,8 +828,8 @@ class Worker:
                 self._kill(job, "timeout")
             if job.kill_at is not None and now >= job.kill_at:
                 job.kill_at = None
-                _killpg(job.pid, signal.SIGKILL)
-        if now >= self.beat_due:
+                killpg(job.pid, signal.SIGKILL)
+        if now >= self.beat_due and not self.outage.down:
             held = self._held()
             if any(h.next_beat <= now for h in held):
                 # the others due within half a beat go along: one call for the lot
@@ -732,7 +841,7 @@ class Worker:
         if job.stopped is not None or job.status is not None:
             return
         job.stopped = why
-        _killpg(job.pid, signal.SIGTERM)
+        killpg(job.pid, signal.SIGTERM)
         job.kill_at = time.monotonic() + self.opts.grace
 
     def stop_all(self, why: str = "shutdown") -> None:
@@ -748,7 +857,13 @@ class Worker:
             mine = [h for h in due if h.wq is wq]
             if not mine:
                 continue
-            outcomes = wq.extend([h.ref for h in mine], lease_seconds=self.lease_seconds)
+            try:
+                outcomes = self._extend(wq, mine)
+            except Exception as err:
+                if not transient(err):
+                    raise
+                self.outage.failed(err)  # tried again when the server is back
+                return
             next_beat = time.monotonic() + self.heartbeat
             for held, out in zip(mine, outcomes, strict=True):
                 held.next_beat = next_beat
@@ -768,121 +883,19 @@ class Worker:
                 elif why == "cancelled" or not self.opts.keep_running_on_lost_lease:
                     self._kill(job, why)
 
-
-class _Poller:
-    """Wait for fds to be readable (or writable): epoll where there is one, else poll. Each
-    fd carries the ``(kind, what)`` pair that ``wait`` hands back for it."""
-
-    def __init__(self) -> None:
-        self._epoll = select.epoll() if hasattr(select, "epoll") else None
-        self._poll = select.poll() if self._epoll is None else None
-        self._data: dict[int, tuple[str, Any]] = {}
-
-    def register(self, fd: int, write: bool, data: tuple[str, Any]) -> None:
-        mask = select.POLLOUT if write else select.POLLIN
-        if self._epoll is not None:
-            self._epoll.register(fd, mask)
-        else:
-            assert self._poll is not None
-            self._poll.register(fd, mask)
-        self._data[fd] = data
-
-    def has(self, fd: int) -> bool:
-        return fd in self._data
-
-    def unregister(self, fd: int) -> None:
-        if self._data.pop(fd, None) is None:
-            return
-        if self._epoll is not None:
-            self._epoll.unregister(fd)
-        else:
-            assert self._poll is not None
-            self._poll.unregister(fd)
-
-    def wait(self, timeout: float) -> list[tuple[str, Any]]:
-        """The data of the fds ready within ``timeout`` seconds (hang-ups and errors count as
-        ready: the read or write that follows tells)."""
-        if self._epoll is not None:
-            ready = self._epoll.poll(timeout)
-        else:
-            assert self._poll is not None
-            ready = self._poll.poll(math.ceil(timeout * 1000))
-        data = self._data
-        return [data[fd] for fd, _ in ready if fd in data]
-
-    def close(self) -> None:
-        if self._epoll is not None:
-            self._epoll.close()
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-        os.killpg(pgid, sig)
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
-
-
-def _guard(life_r: int, session: str, grace: float) -> None:
-    """The guard process: wait for the worker to exit; if it did not say goodbye (it was
-    killed), stop every process that carries its session in its environment."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)  # the worker decides; the guard only cleans up
-    # hold nothing of the worker's: not its output pipes (a reader waits for their end),
-    # not its server connection
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.closerange(3, life_r)
-    os.closerange(life_r + 1, 65536)
-    try:
-        said = os.read(life_r, 1)
-    except OSError:
-        said = b""
-    if said:
-        return  # a normal exit
-    marker = f"{SESSION_ENV}={session}".encode()
-    left = _signal_marked(marker, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = _signal_marked(marker, 0)
-    if left:
-        _signal_marked(marker, signal.SIGKILL)
-
-
-def _signal_marked(marker: bytes, sig: int) -> int:
-    """Send ``sig`` (0: none, just count) to the processes whose environment holds
-    ``marker``; returns how many there were."""
-    found = 0
-    me = os.getpid()
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return 0
-    for pid in pids:
-        if pid == me:
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0"):
-            found += 1
-            if sig:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, sig)
-    return found
-
-
-def log_line(entry: dict[str, Any], as_json: bool) -> str:
-    """One log line: JSON, or ``key=value`` words for a person."""
-    if as_json:
-        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
-    return " ".join(f"{k}={v}" for k, v in entry.items())
+    def _extend(self, wq: WorkQueue, mine: list[_Held]) -> list[ItemOutcome]:
+        """Extend the leases of ``mine``; those that ran out (the server hung, or was out of
+        reach) while nobody else took the item are taken back, as the same attempt."""
+        outcomes = wq.extend([h.ref for h in mine], lease_seconds=self.lease_seconds)
+        ran_out = [n for n, out in enumerate(outcomes) if out.outcome == "lost"]
+        if ran_out:
+            again = wq.retake([mine[n].item.id for n in ran_out],
+                              lease_seconds=self.lease_seconds)
+            for n, out in zip(ran_out, again, strict=True):
+                outcomes[n] = out
+                if out.outcome == "extended":
+                    self.log({"event": "lease", "queue": mine[n].item.queue,
+                              "id": mine[n].item.id, "outcome": "retaken",
+                              "note": "the lease had run out, nobody else took the item: "
+                                      "taken back, same attempt"})
+        return outcomes

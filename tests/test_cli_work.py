@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -155,15 +156,16 @@ def test_kill_9_then_restart_with_the_same_name_runs_the_item_again_once(
     marker = tmp_path / "runs"
     # (exec: the command itself is the sleep, which dies with the worker on Linux)
     script = f'echo "$RQ_ATTEMPT" >> {marker}; [ "$RQ_ATTEMPT" -gt 1 ] || exec sleep 30'
-    first = start(server_url, "w", "--name", "mailer", "--lease", "300", "--", "sh", "-c",
+    name = f"mailer-{uuid.uuid4().hex[:8]}"  # (name locks are per host: unique per run)
+    first = start(server_url, "w", "--name", name, "--lease", "300", "--", "sh", "-c",
                   script)
     wait_for(lambda: marker.exists())
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=10)  # returns: the command died with it (nothing holds the pipes)
     (held,) = wq.peek("processing")
-    assert held.lease_session is not None and held.lease_session.endswith(":mailer")
+    assert held.lease_session is not None and held.lease_session.endswith(f":{name}")
     t0 = time.monotonic()
-    again = work(server_url, "w", "--name", "mailer", "--lease", "300", "--idle-exit", "0.3",
+    again = work(server_url, "w", "--name", name, "--lease", "300", "--idle-exit", "0.3",
                  "--", "sh", "-c", script)
     assert time.monotonic() - t0 < 15  # at once: not after the 300 s lease
     assert again.returncode == 0, again.stderr

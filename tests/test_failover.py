@@ -227,6 +227,47 @@ def test_a_call_cut_off_by_a_sentinel_failover_is_exit_69(sentinel_group, tmp_pa
     assert replica.client(protocol=2).llen("q:queue") == 1
 
 
+def test_rq_cli_work_rides_out_a_sentinel_failover(sentinel_group, tmp_path: Path) -> None:
+    """A real ``rq-cli work`` through ``SENTINEL FAILOVER``: it never exits, and every item,
+    pushed before or after the switch, is run (work on the old primary in the switch's
+    window may be redone: at-least-once) and none is left on the new primary."""
+    sentinel, replica = sentinel_group["sentinel"], sentinel_group["replica"]
+    url = f"redis+sentinel://127.0.0.1:{sentinel.port}/mymaster"
+    q = WorkQueue(connect(url), "w:{jobs}", OPTIONS)
+    before = [f"b{n}" for n in range(40)]
+    q.push([NewItem(b"{}", i) for i in before])
+    done = tmp_path / "done"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rq_cli", "--url", url, "--no-config", "work", "w:{jobs}",
+         "--lease", "2", "--", "sh", "-c", f'sleep 0.05; echo "$RQ_ITEM_ID" >> {done}'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        wait_for(lambda: done.exists() and len(done.read_text().split()) >= 5, 20,
+                 "the worker to start")
+        _sentinel_failover(sentinel, replica)
+        assert proc.poll() is None, proc.communicate()
+        after = [f"a{n}" for n in range(10)]
+        fresh = WorkQueue(connect(url), "w:{jobs}", OPTIONS)
+        wait_for(lambda: fresh.push([NewItem(b"{}", i) for i in after]), 30,
+                 "a push to the new primary")
+
+        def drained() -> bool:
+            fresh.clean()  # what the switch cut off comes back
+            stats = fresh.stats()
+            ran = set(done.read_text().split())
+            return stats.pending + stats.processing + stats.delayed == 0 and \
+                set(before + after) <= ran
+        wait_for(drained, 45, "every item to be run")
+        assert proc.poll() is None, "the worker exited"
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert not list(replica.client(protocol=2).scan_iter(match="w:{jobs}:item:*"))
+
+
 # -- Cluster ----------------------------------------------------------------------------------
 
 JOBS = "app:{jobs}"  # slot 9631: the second primary's range

@@ -173,7 +173,7 @@ app = typer.Typer(
          "2 usage, 3 nothing to do, 4 lease lost, 5 threshold breached or check failed "
          "(stats --check, doctor), 6 server unreachable (stats --check, doctor), "
          "7 warnings (doctor), "
-         "65 bad input, 69 server unavailable, "
+         "65 bad input, 69 server unavailable, 75 try again later (work --name in use), "
          "78 config error, 130 interrupted, 141 stdout closed early.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help: --help must not import rich (start-up budget)

@@ -7,13 +7,16 @@ per-command hook, reached through Typer's ``cls=``) splits the arguments there f
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from ..errors import NothingToDo, UsageError
+from ..errors import NothingToDo, ServerError, UsageError
 from ..render import Column
-from ..worker import DEAD_EXIT, Worker, WorkerOptions, log_line
+from ..worker import DEAD_EXIT, Worker, WorkerOptions
+from ..worker_env import child_environ, masked_title, set_process_title
+from ..worker_poll import log_line
 from .common import JsonOpt, LeaseOpt, Order, QueueArg, QueuesArg, state
 
 _COMMAND_KEY = "rq_cli_work_command"
@@ -58,7 +61,20 @@ def work(
     name: Annotated[str | None, typer.Option(
         "--name", show_default=False,
         help="A stable worker name: on start, take back the items this name's previous run "
-             "(on this host) still held, and run them again at once.")] = None,
+             "(on this host) still held, and run them again at once. A name held by a live "
+             "worker is refused (exit 75).")] = None,
+    wait_for_name: Annotated[bool, typer.Option(
+        "--wait-for-name",
+        help="With --name: if a live worker holds the name, wait until it exits instead of "
+             "refusing.")] = False,
+    max_outage: Annotated[float | None, typer.Option(
+        "--max-outage", min=0.0, metavar="SECONDS", show_default=False,
+        help="Ride out a server outage this long at most (default: forever), then let "
+             "running commands finish and exit 69.")] = None,
+    pass_secrets: Annotated[bool, typer.Option(
+        "--pass-secrets",
+        help="Give commands the server's password: RQ_CLI_URL and REDIS_URL as they are, and "
+             "the password_env variables (default: without them).")] = False,
     keep_running: Annotated[bool, typer.Option(
         "--keep-running-on-lost-lease",
         help="Let a command go on when its lease is lost (default: stop it).")] = False,
@@ -72,8 +88,11 @@ def work(
     if not command:
         raise UsageError("give the command to run after '--': rq-cli work QUEUE -- COMMAND "
                          "[ARGS...]")
-    if name is not None and (not name or ":" in name):
+    if name is not None and (not name or ":" in name or "\0" in name):
         raise UsageError("--name must be non-empty and contain no ':'")
+    if wait_for_name and name is None:
+        raise UsageError("--wait-for-name needs --name")
+    set_process_title(masked_title(sys.argv))  # before anything else: ps shows no password
     st = state(ctx)
     wqs = st.queues(queues)
     if name is not None:
@@ -88,18 +107,23 @@ def work(
     def log(entry: dict[str, Any]) -> None:
         print(log_line(entry, json_log), file=sys.stderr, flush=True)
 
+    from ..connect import url_password
+
+    secrets = [*st.secrets, *(url_password(u) or "" for u in st.urls_used)]
+    env = child_environ(os.environ, secrets, secret_vars(st), pass_secrets)
     opts = WorkerOptions(concurrency=concurrency, timeout=timeout, grace=grace,
                          lease_seconds=lease_seconds, max_items=max_items,
                          idle_exit=idle_exit, order=order.value,
-                         keep_running_on_lost_lease=keep_running, heartbeat=heartbeat)
-    worker = Worker(wqs, command, opts, log)
+                         keep_running_on_lost_lease=keep_running, heartbeat=heartbeat,
+                         max_outage=max_outage, env=env)
+    worker = Worker(wqs, command, opts, log, describe=describe_error(st.urls_used))
     host = os.uname().nodename
-    reclaim = None
+    reclaim = lock = None
     if name is not None:
-        def reclaim(session: str) -> bool:
-            parts = session.split(":")
-            return len(parts) >= 3 and parts[0] == host and parts[-1] == name
+        from ..worker_names import dead_session_of, hold_name
 
+        lock = hold_name(name, host, wqs, wait_for_name, log)
+        reclaim = dead_session_of(name, host)
     worker.start_guard()
     worker.install_signals()
     try:
@@ -108,8 +132,32 @@ def work(
     finally:
         worker.stop_all()  # (an error: no command outlives the worker; the guard kills
         worker.close()  # those that ignore SIGTERM after --grace)
+        if lock is not None:
+            lock.close()
     log({"event": "exit", "completed": stats.completed, "failed": stats.failed,
-         "dead": stats.dead, "returned": stats.returned})
+         "dead": stats.dead, "returned": stats.returned, "lost": stats.lost})
+    if worker.gave_up:
+        raise ServerError(worker.gave_up)
+
+
+def secret_vars(st: Any) -> list[str]:
+    """The environment variables the config names as holding passwords (password_env)."""
+    cfg = st.config
+    names = [cfg.password_env] + [q.get("password_env") for q in cfg.queues.values()]
+    return [n for n in names if n]
+
+
+def describe_error(urls: list[str]) -> Callable[[BaseException], str]:
+    """One line for a server error, with the URLs' passwords masked (the worker's log)."""
+    from ..connect import mask_urls_in, translate_error
+
+    def describe(err: BaseException) -> str:
+        for url in urls:
+            translated = translate_error(err, url)
+            if translated is not None:
+                return str(translated)
+        return mask_urls_in(f"{type(err).__name__}: {err}")
+    return describe
 
 
 WorkCommand.__doc__ = f"{WorkCommand.__doc__} (exit code {DEAD_EXIT} dead-letters)"

@@ -405,6 +405,35 @@ class WorkQueue:
         return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
                 for ref, outcome, ms in _coded(items, rows, names)]
 
+    def retake(self, ids: Sequence[str], *, lease_seconds: float | None = None,
+               now_ms: int | None = None) -> list[ItemOutcome]:
+        """Take back leases of this session that ran out while nobody else took the item
+        (the worker after an outage or a hung server), as the same attempt: ``extended``
+        (with the new deadline), ``conflict``, ``lost`` (back in line, or another session
+        had it), ``missing`` or ``already_dead``. One call per ``BATCH`` ids, each atomic."""
+        names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
+                                       b"M": "missing", b"Z": "already_dead"}
+        args = {"lease_ms": self._lease_ms(lease_seconds), "session": self.session}
+        out: list[ItemOutcome] = []
+        for batch in batches(list(ids), BATCH):
+            rows = SPECS["retake"].decode(self.call("retake", args, batch, now_ms)).rows
+            out.extend(ItemOutcome(i, names[bytes(c)], lease_expires_at=secs(int(d)) or None)
+                       for i, (c, d) in zip(batch, rows, strict=True))
+        return out
+
+    def release(self, ids: Sequence[str], *, now_ms: int | None = None) -> list[ItemOutcome]:
+        """Give back items this session holds and did not finish: each goes to the front of
+        the line at once, and the attempt it was leased with is given back; not a failure
+        (``returned``; or ``conflict``, ``lost``, ``missing``, ``already_dead``)."""
+        names: dict[str, Outcome] = {"R": "returned", "L": "lost", "X": "conflict",
+                                     "M": "missing", "Z": "already_dead"}
+        out: list[ItemOutcome] = []
+        for batch in batches(list(ids), BATCH):
+            codes = self.call("release", {"session": self.session}, batch, now_ms)
+            out.extend(ItemOutcome(i, names[c])
+                       for i, c in zip(batch, codes.decode(), strict=True))
+        return out
+
     # -- clean ---------------------------------------------------------------------------
     def clean(self, *, deep: bool = False, grace_seconds: float | None = None,
               dry_run: bool = False, now_ms: int | None = None,

@@ -97,6 +97,8 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("fail", ("error", "retry_ms", "dead_reason", "max_attempts", "backoff_ms",
                         "backoff_max_ms", "jitter"), _PAIRS, (), ("code", "due_ms")),
     ScriptSpec("extend", ("lease_ms",), _PAIRS, (), ("code", "deadline_ms")),
+    ScriptSpec("retake", ("lease_ms", "session"), ("id",), (), ("code", "deadline_ms")),
+    ScriptSpec("release", ("session",), ("id",)),
     ScriptSpec("cancel", ("error",), ("id",)),
     ScriptSpec("reclaim", ("lease_ms", "session"), ("id", "old_session"), ("deadline_ms",),
                ("id", "data", "attempt")),

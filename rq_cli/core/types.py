@@ -20,7 +20,7 @@ PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
 #: ``already_dead`` (dead-lettered). ``not_leased``: a live item no worker ever leased, left
 #: as it is. ``conflict``: another session holds the lease; ``lost``: the lease expired.
 Outcome = Literal["completed", "missing", "already_dead", "not_leased", "conflict", "retried",
-                  "dead", "extended", "lost"]
+                  "dead", "extended", "lost", "returned"]
 
 
 @dataclass(frozen=True)

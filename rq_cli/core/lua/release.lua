@@ -1,0 +1,35 @@
+-- release: a worker that is told to stop at once gives items back that it leased and did not
+-- finish: each goes back in line at once (the front: it was next), its lease is dropped and
+-- the attempt it was leased with is given back. Not a failure: nothing is counted, no error
+-- is kept.
+-- A_SESSION the worker's session
+-- ARGV[REST], ... ids
+-- Returns a string of one code per id: R returned, X conflict (another session holds it),
+--   L lost (not held by this session any more: left alone), M missing, Z dead.
+do local bad = wrong_type(); if bad then return bad end end
+local session = A_SESSION
+local out = {}
+for i = REST, #ARGV do
+  local id = ARGV[i]
+  if redis.call('EXISTS', item_key(id)) == 0 then
+    out[#out + 1] = not_live(id)
+  else
+    local holder = lease_holder(id)
+    if holder and holder ~= session then
+      out[#out + 1] = 'X'
+    elseif holder or (redis.call('HGET', K_HOLDERS, id) == session
+                      and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
+      redis.call('LREM', K_PROCESSING, -1, id)
+      del_lease(id)
+      forget_suspect(id)
+      if (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) > 0 then
+        redis.call('HINCRBY', K_ATTEMPTS, id, -1)
+      end
+      enqueue(id, true)
+      out[#out + 1] = 'R'
+    else
+      out[#out + 1] = 'L'
+    end
+  end
+end
+return table.concat(out)
