@@ -101,7 +101,7 @@ def check_json(text: str) -> None:
         except StopIteration:
             _VALIDATOR.decode(text)  # leading whitespace, or not JSON: the full path decides
             return
-        if end != len(text) and not text[end:].isspace():
+        if end != len(text) and text[end:].strip(" \t\n\r"):  # (JSON's whitespace only)
             _VALIDATOR.decode(text)  # raises "Extra data" with a position
     except RecursionError:
         # (the decoders recurse per level: a payload nested deeper than the interpreter's

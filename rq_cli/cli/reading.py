@@ -24,9 +24,9 @@ from typing import Any, BinaryIO
 from ..core.keys import name_collision
 from ..core.limits import MAX_ID_BYTES  # checked here too, to report the input line
 from ..core.types import ItemRef, NewItem
-from ..core.util import check_tenant
+from ..core.util import check_tenant, json_int
 from ..errors import BadInputError, UsageError
-from ..render import check_json
+from ..render import TOO_DEEP, check_json
 
 
 def stdin_binary() -> BinaryIO:
@@ -250,7 +250,7 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=json_int)
 # json.decoder's own helpers (public names, missing from typeshed)
 _ws: Any = json.decoder.WHITESPACE.match  # type: ignore[attr-defined]
 scanstring: Any = json.decoder.scanstring  # type: ignore[attr-defined]
@@ -283,6 +283,8 @@ def split_object(text: str) -> dict[str, tuple[Any, str]]:
                 value, end = scan(text, i)
             except StopIteration:
                 raise json.JSONDecodeError("expected a value", text, i) from None
+            except RecursionError:
+                raise ValueError(TOO_DEEP) from None
             out[key] = (value, text[i:end])
             i = _ws(text, end).end()
             sep = text[i:i + 1]

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UsageError
 from .limits import MAX_DELAY, SLOW_BATCH
-from .util import server_ms
+from .util import json_int, server_ms
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -142,7 +142,7 @@ class ItemFilter:
             if item.data is None:
                 return False  # a ghost: no payload at all
             try:
-                doc = json.loads(item.data, parse_int=_parse_int)
+                doc = json.loads(item.data, parse_int=json_int)
             except (ValueError, RecursionError):  # also UnicodeDecodeError; nested too deep
                 return None
             try:
@@ -152,16 +152,6 @@ class ItemFilter:
             except RecursionError:  # (a document deep enough to exhaust the evaluator)
                 return None
         return True
-
-
-def _parse_int(text: str) -> int:
-    """JSON integers of any length (``int(str)`` refuses over 4,300 digits: CPython's guard
-    against quadratic conversions; a Decimal converts in linear time)."""
-    if len(text) < 4000:
-        return int(text)
-    import decimal  # (rare: not loaded at start-up)
-
-    return int(decimal.Decimal(text))
 
 
 def _check_functions(node: Any) -> None:

@@ -799,6 +799,20 @@ class WorkQueue:
         return bool(self.client.exists(self.keys.paused))
 
 
+def _dead_info(info: bytes | str) -> dict[str, Any]:
+    """A dead item's ``P:dead_info`` entry; {} when another client left something there that
+    is not the JSON object rq-cli writes (peek shows the item without the details)."""
+    try:
+        meta = json.loads(info)
+    except (ValueError, RecursionError):  # (also UnicodeDecodeError)
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
     """A PeekedItem from a row of peek.lua's reply (SPECS["peek"].rows, in that order)."""
     from .reports import PeekedItem
@@ -807,11 +821,12 @@ def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
         tenant = row
     dead_at = reason = None
     if info:
-        meta = json.loads(info)
-        attempts = meta.get("attempts", attempts)
-        reason = meta.get("reason")
-        error = error or meta.get("error")
-        tenant = tenant or meta.get("tenant")
+        meta = _dead_info(info)
+        if isinstance(meta.get("attempts"), int):
+            attempts = meta["attempts"]
+        reason = _str_or_none(meta.get("reason"))
+        error = error or _str_or_none(meta.get("error"))
+        tenant = tenant or _str_or_none(meta.get("tenant"))
     if state == "dead" and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(

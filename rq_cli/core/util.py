@@ -89,6 +89,17 @@ def check_new_id(item_id: str) -> str:
     return item_id
 
 
+def json_int(text: str) -> int:
+    """A JSON integer of any length, for ``json.loads(..., parse_int=json_int)``:
+    ``int(str)`` refuses over 4,300 digits (CPython's guard against quadratic conversions);
+    a Decimal converts in linear time."""
+    if len(text) < 4000:
+        return int(text)
+    import decimal  # (rare: not loaded at start-up)
+
+    return int(decimal.Decimal(text))
+
+
 def check_count(count: int) -> None:
     if not 1 <= count <= MAX_COUNT:
         raise UsageError(f"count must be between 1 and {MAX_COUNT}")
