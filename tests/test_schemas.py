@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -147,17 +148,20 @@ def test_the_wheel_ships_the_schemas() -> None:
 # -- the commands' output ----------------------------------------------------------------------
 
 
-def test_items_from_push_to_complete(cli: Any, checked: Checked) -> None:
+def test_items_from_push_to_complete(cli: Any, checked: Checked, r: redis.Redis) -> None:
     checked("push", cli("push", "q", '{"n":1}', "[2]"), at_least=2)
     checked("push", cli("push", "q", "--raw", "plain text"))
     checked("push", cli("push", "q", "--id", "c", "{}"), codes=(0, 3))  # a duplicate
     checked("push", cli("push", "q", "-", "--summary", input="1\n2\n{}\n"))
     checked("push", cli("push", "q", "-", "--with-ids",
-                        input='{"id":"c","data_b64":"/w=="}\n{"id":"t1","data":1,'
-                              '"tenant":"acme"}\n'))
+                        input='{"id":"b64","data_b64":"/w=="}\n{"id":"t1","data":1,'
+                              '"tenant":"acme"}\n{"id":"ghost","data":0}\n'), at_least=3)
+    r.delete("q:item:ghost")  # an id whose data is gone: "data": null
     checked("stats", cli("stats", "q"))
     checked("stats", cli("stats", "q", "--by-tenant"), at_least=2)
-    checked("peek", cli("peek", "q", "-n", "10"), at_least=3)
+    shown = checked("peek", cli("peek", "q", "-n", "20"), at_least=9)
+    assert {"data_b64", "raw", "tenant"} <= {key for row in shown for key in row}
+    assert any(row["data"] is None for row in shown if "data" in row)
     leased = checked("lease", cli("lease", "q", "-n", "2"), at_least=2)
     checked("peek", cli("peek", "q", "--state", "processing"), at_least=2)
     checked("holders", cli("holders", "q", "--ids"))
@@ -173,8 +177,13 @@ def test_items_from_push_to_complete(cli: Any, checked: Checked) -> None:
     checked("peek", cli("peek", "q", "--id", short))
     checked("holders", cli("holders", "q"))
     checked("stats", cli("stats", "q"))
-    # a server that cannot be read: an error row
-    checked("stats", cli("stats", "q", url="redis://127.0.0.1:1"), codes=(69,))
+    # a server that cannot be read: error rows
+    down = "redis://127.0.0.1:1"
+    checked("stats", cli("stats", "q", url=down), codes=(69,))
+    checked("stats", cli("stats", "q", "--check", "--max-pending", "0", url=down), codes=(6,))
+    checked("stats", cli("stats", "q", "--watch", "--iterations", "1", url=down))
+    checked("queues", cli("queues", url=down), codes=(69,))
+    checked("clean", cli("clean", "q", url=down), codes=(69,))
     assert checked.count["push"] >= 6 and checked.count["stats"] >= 3
 
 
@@ -309,3 +318,49 @@ def test_each_readme_json_example_validates(number: int, command: str, line: str
     row = json.loads(line)
     errors = [f"{list(e.path)}: {e.message}" for e in validator(command).iter_errors(row)]
     assert not errors, f"README.md line {number} ({command}): {errors}"
+
+
+def _work(url: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "rq_cli", "--no-config", "--url", url,
+                             "work", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env())
+
+
+def test_work_event_lines(cli: Any, checked: Checked, server_url: str,
+                          tmp_path: Path) -> None:
+    """Signals (draining, stopping, returned items) and a restart that takes items back."""
+    checked("push", cli("push", "q", "-", "--with-ids", input='{"id":"i0","data":0}\n'
+                        '{"id":"i1","data":1}\n'), at_least=2)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = _work(server_url, "q", "--concurrency", "2", "--grace", "0.5", "--name", "w1",
+                 "--", "sh", "-c", f"touch {marks}/$RQ_ITEM_ID; sleep 30")
+    wait_for(lambda: len(list(marks.iterdir())) == 2)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+
+    class Done:
+        exit_code = proc.returncode
+        stderr = err
+
+    rows = checked("work", Done(), stream="stderr", at_least=5)
+    assert {row.get("event") for row in rows} >= {"draining", "stopping", "exit"}
+    assert {row.get("outcome") for row in rows} >= {"returned"}
+    # killed holding an item: the restart with the same --name takes it back (reclaimed)
+    first = _work(server_url, "q", "--name", "w2", "--lease", "300", "--", "sh", "-c",
+                  f"touch {marks}/again-$RQ_ITEM_ID; exec sleep 30")
+    wait_for(lambda: list(marks.glob("again-*")))
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=10)
+    again = subprocess.run([sys.executable, "-m", "rq_cli", "--no-config", "--url", server_url,
+                            "work", "q", "--name", "w2", "--idle-exit", "0.3", "--", "true"],
+                           capture_output=True, text=True, timeout=60, env=_env())
+
+    class Again:
+        exit_code = again.returncode
+        stderr = again.stderr
+
+    rows = checked("work", Again(), stream="stderr", at_least=3)
+    assert "reclaimed" in {row.get("event") for row in rows}
