@@ -15,7 +15,8 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core.reports import PeekedItem, Stats
+    from .core.filtering import FilterReport
+    from .core.reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
     from .core.types import ItemOutcome, LeasedItem
 
 #: Every command that prints JSON on stdout (``work``: on stderr, its log), by its name as
@@ -92,4 +93,60 @@ def outcome_row(name: str, o: ItemOutcome) -> dict[str, Any]:
         row["retry_at"] = o.retry_at
     if o.lease_expires_at is not None:
         row["lease_expires_at"] = o.lease_expires_at
+    return row
+
+
+def holder_row(queue: str, h: Holder, with_ids: bool = False) -> dict[str, Any]:
+    """``holders``: a session and what it holds; ``ids`` with ``--ids``."""
+    row: dict[str, Any] = {
+        "queue": queue, "session": h.session, "host": h.host, "pid": h.pid,
+        "items": h.items, "live": h.live, "abandoned": h.abandoned,
+        "oldest_id": h.oldest_id, "oldest_deadline": h.oldest_deadline,
+        "nearest_deadline": h.nearest_deadline}
+    if with_ids:
+        row["ids"] = h.ids
+    return row
+
+
+def clean_row(name: str, r: CleanReport) -> dict[str, Any]:
+    """``clean``: what it did (or, a dry run, would do) to one queue."""
+    return {"queue": name, "recovered": r.recovered, "dropped": r.dropped, "dead": r.dead,
+            "suspects": r.suspects, "promoted": r.promoted, "pruned": r.pruned,
+            "scanned": r.scanned, "dry_run": r.dry_run}
+
+
+def requeue_row(name: str, to: str, r: RequeueReport) -> dict[str, Any]:
+    """``requeue-dead`` without a filter: the counts (not the ids)."""
+    return {"queue": name, "to": to, "requeued": r.requeued, "skipped": r.skipped,
+            "missing": r.missing, "dry_run": r.dry_run}
+
+
+def purge_row(name: str, r: PurgeReport) -> dict[str, Any]:
+    """``purge`` without a filter: the items per state, and in all."""
+    return {"queue": name, "pending": r.pending, "processing": r.processing,
+            "delayed": r.delayed, "dead": r.dead, "strays": r.strays, "total": r.total,
+            "dry_run": r.dry_run}
+
+
+def summary_row(report: FilterReport, verb: str, to: str | None = None) -> dict[str, Any]:
+    """A filtered ``requeue-dead`` or ``purge`` (dry run, ``--summary``, a terminal): the
+    counts, the verb's count under its name, a sample of the ids."""
+    row: dict[str, Any] = {"queue": report.queue, "state": report.state,
+                           "scanned": report.scanned, "matched": report.matched,
+                           "not_json": report.not_json}
+    if report.action == "requeue":
+        row["skipped"] = report.skipped
+    row.update({"changed": report.changed, "dry_run": report.dry_run,
+                "sample": list(report.sample), verb: report.done})
+    if to is not None:
+        row["to"] = to
+    return row
+
+
+def moved_row(queue: str, state: str, verb: str, item_id: str,
+              to: str | None) -> dict[str, Any]:
+    """A filtered ``requeue-dead`` or ``purge``: one item moved."""
+    row: dict[str, Any] = {"queue": queue, "id": item_id, "state": state, verb: True}
+    if to is not None:
+        row["to"] = to
     return row
