@@ -126,6 +126,13 @@ def test_every_command_has_a_schema() -> None:
     assert not set(SCHEMAS) - commands, "schemas for commands that do not exist"
 
 
+def test_every_command_with_a_schema_is_run_by_these_tests() -> None:
+    """Each command of SCHEMAS is validated by a ``checked("<command>", ...)`` call below (a
+    count per test asserts that the call validated lines)."""
+    run = set(re.findall(r'checked\("([a-z -]+)"', Path(__file__).read_text()))
+    assert set(SCHEMAS) <= run, sorted(set(SCHEMAS) - run)
+
+
 def test_the_schemas_are_closed_and_complete(cli: Any) -> None:
     """An undocumented field, or a counter left out, is a failure (the issue's examples)."""
     assert cli("push", "q", "{}").exit_code == 0
