@@ -147,6 +147,16 @@ def test_the_schemas_are_closed_and_complete(cli: Any) -> None:
     assert not check.is_valid(row)
 
 
+def test_stats_counters_are_every_counter_and_nothing_else(r: redis.Redis) -> None:
+    from rq_cli.core.keys import COUNTER_FIELDS, DEDUP_WINDOW_FIELD
+    from rq_cli.core.queue import WorkQueue
+
+    assert WorkQueue(r, "q").stats().counters == dict.fromkeys(COUNTER_FIELDS, 0)
+    r.hset("q:counters", mapping={"pushed": 3, DEDUP_WINDOW_FIELD: 60000, "peer_field": 9})
+    assert WorkQueue(r, "q").stats().counters == {**dict.fromkeys(COUNTER_FIELDS, 0),
+                                                  "pushed": 3}
+
+
 def test_the_wheel_ships_the_schemas() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     assert '"rq_cli/schemas/*.schema.json"' in text
