@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, TextIO
 
+from .core.util import TOO_DEEP, json_too_deep
 from .tables import Column as Column  # (the commands name their columns from here)
 from .tables import Layout, draw_table, dropped_note, fit_table, plain_rows, refit_table
 
@@ -85,16 +86,14 @@ _VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_ignore
 _scan: Any = _VALIDATOR.scan_once  # type: ignore[attr-defined]  # the C scanner
 
 
-#: Why a JSON text nested too deep is refused (push) or shown as text (the readers).
-TOO_DEEP = "JSON nested too deep to read (over about 1000 levels of arrays or objects)"
-
-
 def check_json(text: str) -> None:
     """Raise ValueError unless ``text`` is one valid JSON text (surrounding whitespace allowed).
 
     A fast path for the common case (a value right at the start) avoids the decoder's
     whitespace regex; everything else goes through the full decoder.
     """
+    if json_too_deep(text):
+        raise ValueError(TOO_DEEP)
     try:
         try:
             end = _scan(text, 0)[1]
@@ -104,9 +103,7 @@ def check_json(text: str) -> None:
         if end != len(text) and text[end:].strip(" \t\n\r"):  # (JSON's whitespace only)
             _VALIDATOR.decode(text)  # raises "Extra data" with a position
     except RecursionError:
-        # (the decoders recurse per level: a payload nested deeper than the interpreter's
-        # recursion limit, about 1000 levels, is no JSON that they, or a reader, can read)
-        raise ValueError(TOO_DEEP) from None
+        raise ValueError(TOO_DEEP) from None  # (the decoder recurses per level)
 
 
 def is_json(text: str) -> bool:
