@@ -188,6 +188,7 @@ def test_lease_waits_for_an_item_pushed_meanwhile(q, r):
     timer.start()
     start = time.monotonic()
     items = q.lease(wait=5)
+    timer.join()  # (its push done, retries included, before the next test flushes)
     assert [i.id for i in items] == ["late"]
     assert time.monotonic() - start < 3
     assert r.llen(q.keys.processing) == 1 and r.llen(q.keys.queue) == 0
