@@ -386,7 +386,7 @@ def test_a_paused_queue_is_said_to_be_paused(server_url: str, r: redis.Redis) ->
 ])
 def test_commands_get_the_url_without_its_password(url: str, bare: str) -> None:
     from rq_cli.connect import url_password
-    from rq_cli.worker_env import child_environ
+    from rq_cli.worker.env import child_environ
 
     env = child_environ({"RQ_CLI_URL": url, "PW": "pw", "KEEP": "x"}, ["pw"], [], False)
     assert env == {"RQ_CLI_URL": bare, "KEEP": "x"}
@@ -515,7 +515,7 @@ def test_a_lease_whose_reply_an_outage_cut_off_is_given_back(
 @pytest.mark.parametrize("arg", ["redis://:pw@h:1/0", "--url=redis://u:pw@h:1/0",
                                  "redis+sentinel://h:1/m?sentinel_password=pw"])
 def test_the_process_title_masks_every_password(arg: str) -> None:
-    from rq_cli.worker_env import masked_title
+    from rq_cli.worker.env import masked_title
 
     title = masked_title(["/usr/bin/rq-cli", "--url", arg, "work", "q", "--", "true"])
     assert title.startswith("rq-cli --url ") and title.endswith(" work q -- true")

@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from .connect import mask_url, mask_urls_in, url_password
-from .core.queue import WorkQueue
-from .core.scripts import SPECS
-from .core.types import ItemOutcome, LeasedItem, Outcome
+from ..connect import mask_url, mask_urls_in, url_password
+from ..core.queue import WorkQueue
+from ..core.scripts import SPECS
+from ..core.types import ItemOutcome, LeasedItem, Outcome
 
 #: The variables whose value is a server URL that rq-cli reads.
 URL_VARS = ("RQ_CLI_URL", "REDIS_URL")

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .core.queue import WorkQueue
-from .errors import NameInUse, UsageError
+from ..core.queue import WorkQueue
+from ..errors import NameInUse, UsageError
 
 #: Seconds between looks at the name's holder while waiting for it (``--wait-for-name``).
 WAIT_POLL = 0.2
