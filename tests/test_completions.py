@@ -30,15 +30,14 @@ import typer
 from typer.testing import CliRunner
 
 from rq_cli.cli import app, internals
+from rq_cli.cli.commands import COMMANDS as TABLE
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "gen_completions.py"
 COMPLETIONS = REPO / "completions"
 REGENERATE = "python scripts/gen_completions.py"
 SHELLS = ("bash", "zsh", "fish")
-COMMANDS = ["push", "lease", "complete", "fail", "extend", "stats", "peek", "queues", "doctor",
-            "holders", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
-            "cancel", "config", "server"]
+COMMANDS = [c.name for c in TABLE]  # in help order, as completion offers them
 QUEUES = ["emails", "events", "sms"]
 #: A console width no help text reaches: Typer wraps zsh/fish help texts at the console width
 #: (see test_fish_help_texts_stay_on_one_line for what that does to fish).
@@ -243,9 +242,13 @@ def test_options(shell: str, config_file: Path) -> None:
 
 @pytest.mark.usefixtures("no_network")
 def test_every_command_taking_a_queue_completes_names(config_file: Path) -> None:
-    for command in ("push", "lease", "complete", "fail", "extend", "stats", "peek", "holders",
-                    "doctor", "clean", "requeue-dead", "purge", "dedup", "pause", "resume", "work",
-                    "cancel"):
+    root = typer.main.get_command(app)
+    ctx = typer.Context(root)
+    taking = [name for name in COMMANDS
+              if [p.name for p in root.get_command(ctx, name).params
+                  if isinstance(p, typer.core.TyperArgument)][:1] in (["queue"], ["queues"])]
+    assert len(taking) > 15  # every command but queues, config and server
+    for command in taking:
         assert complete("bash", f"rq-cli {command} em", config=config_file) == ["emails"], \
             command
 

@@ -4,7 +4,7 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -33,6 +33,7 @@ from .filtered import (
     make_filter,
     state_size,
 )
+from .target import Target
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
@@ -220,14 +221,6 @@ def stats_row(name: str, s: Stats) -> dict[str, Any]:
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
             "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
             "tenants": s.tenants, "counters": s.counters}
-
-
-class Target(NamedTuple):
-    """A queue to read: its name (as given, configured or discovered), the queue, its server."""
-
-    name: str
-    queue: "WorkQueue"
-    url: str
 
 
 def stats_targets(st: State, names: list[str], discover: bool,
