@@ -227,3 +227,19 @@ def test_documented_library_imports_work_and_load_no_cli_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_no_module_registers_an_exit_handler_on_import():
+    # importing rq_cli (a library) must not change how the interpreter exits: the test
+    # servers' clean-up (an atexit handler) lives in tests/servers.py, out of the wheel
+    offences = []
+    for module, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            decorators = getattr(node, "decorator_list", [])
+            calls = [node.value] if isinstance(node, ast.Expr) else []
+            for expr in [*decorators, *calls]:
+                func = expr.func if isinstance(expr, ast.Call) else expr
+                if isinstance(func, ast.Attribute) and func.attr == "register" and \
+                        isinstance(func.value, ast.Name) and func.value.id == "atexit":
+                    offences.append(module)
+    assert offences == []

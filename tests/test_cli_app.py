@@ -9,12 +9,12 @@ import sys
 
 import pytest
 import typer
+from servers import free_port
 
 from rq_cli import __version__
 from rq_cli.cli import app, internals
 from rq_cli.cli.commands import COMMANDS
 from rq_cli.core.queue import WorkQueue
-from rq_cli.servers import free_port
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

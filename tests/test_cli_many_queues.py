@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 from cli_helpers import write_config
-
-from rq_cli.servers import ServerProcess
+from servers import ServerProcess
 
 pytest_plugins = ["cli_helpers"]
 

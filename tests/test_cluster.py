@@ -31,12 +31,12 @@ import pytest
 import redis
 from cli_helpers import Run, run_cli
 from redis.cluster import RedisCluster
+from servers import ServerProcess
 
 from rq_cli.connect import connect
 from rq_cli.core.queue import BATCH, WorkQueue, lease_many
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 from rq_cli.errors import ClusterError, ExitCode, UsageError
-from rq_cli.servers import ServerProcess
 
 #: The slot ranges of the three primaries (16384 slots in all).
 SLOT_RANGES = ((0, 5460), (5461, 10922), (10923, 16383))

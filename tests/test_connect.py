@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import redis
+from servers import ServerProcess, free_port
 
 from rq_cli import connect as conn
 from rq_cli.connect import connect, mask_url, server_errors, translate_error
 from rq_cli.errors import ClusterError, ExitCode, ServerError, UsageError, WrongTypeError
-from rq_cli.servers import ServerProcess, free_port
 
 MakeServer = Callable[..., ServerProcess]
 SECRET = "s3cr3t-Pa55"

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 import redis
+from servers import ServerProcess
 from test_cluster import SLOT_RANGES, _form_cluster
 
 from rq_cli.connect import connect, translate_error
 from rq_cli.errors import ExitCode, RqError
 from rq_cli.queue import WorkQueue
-from rq_cli.servers import ServerProcess
 from rq_cli.types import ItemRef, NewItem, QueueOptions
 
 ITEMS = 300

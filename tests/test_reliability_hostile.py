@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 import redis
+from servers import ServerProcess
 
 from rq_cli.core.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.servers import ServerProcess
 
 MakeServer = Callable[..., ServerProcess]
 USAGE, NOTHING, DATA, UNAVAILABLE, CONFIG = 2, 3, 65, 69, 78

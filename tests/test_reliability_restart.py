@@ -39,12 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import ServerProcess
 
 from rq_cli.connect import connect
 from rq_cli.core.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.servers import ServerProcess
 
 MakeServer = Callable[..., ServerProcess]
 AOF = {"appendonly": "yes", "appendfsync": "always"}

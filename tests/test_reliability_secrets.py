@@ -21,10 +21,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from servers import ServerProcess, free_port
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.servers import ServerProcess, free_port
 
 MakeServer = Callable[..., ServerProcess]
 

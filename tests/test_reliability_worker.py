@@ -32,10 +32,10 @@ from typing import Any
 
 import pytest
 import redis
+from servers import ServerProcess
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.servers import ServerProcess
 
 MakeServer = Callable[..., ServerProcess]
 pytestmark = pytest.mark.timeout(90)

