@@ -1,4 +1,4 @@
-"""Export and import are lossless (issue 10): ``peek a | push b --with-ids -`` copies bytes.
+"""Export and import are lossless: ``peek a | push b --with-ids -`` copies bytes.
 
 - plain text prints as ``"data": "<text>", "raw": true``; the JSON string ``"<text>"`` as
   ``"data": "<text>"``; bytes that are not UTF-8 as ``data_b64``; JSON with whitespace

@@ -1,4 +1,4 @@
-"""Filtered bulk repair from the command line (issue 13): peek, requeue-dead and purge with
+"""Filtered bulk repair from the command line: peek, requeue-dead and purge with
 --match/--error/--reason/--older-than/--min-attempts, --dry-run, --limit, --rate, --summary;
 bad expressions (exit 2, nothing touched, no server needed), non-JSON payloads, and a run
 interrupted with Ctrl-C (SIGINT) that a re-run finishes without moving anything twice."""

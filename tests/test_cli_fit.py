@@ -1,4 +1,4 @@
-"""Tables on a terminal of 80 and 200 columns (issue 19): ids, sessions and numbers never
+"""Tables on a terminal of 80 and 200 columns: ids, sessions and numbers never
 wrap, headers never split, and columns that do not fit are dropped with one note on stderr.
 
 Tables are drawn by the real commands at a fixed width (the ``cli`` fixture's ``width``); each

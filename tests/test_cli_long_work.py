@@ -1,4 +1,4 @@
-"""Long work says what it does (issue 19), on a real pseudo-terminal read through pyte:
+"""Long work says what it does, on a real pseudo-terminal read through pyte:
 purge's progress bar shows its numbers and Ctrl-C says how many items were deleted; clean
 says what it waits for during its grace period and how long is left.
 """

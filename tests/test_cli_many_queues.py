@@ -1,4 +1,4 @@
-"""Many queues (issue 10): one server down must not hide or stop the others.
+"""Many queues: one server down must not hide or stop the others.
 
 Multi-queue ``stats``, ``queues`` and ``clean --all`` go on per queue: a queue whose server
 fails is an error row (JSON: an ``error`` field), the live queues' rows still print, and

@@ -1,4 +1,4 @@
-"""Pipes (issue 10): what a shell pipeline sees at its ends.
+"""Pipes: what a shell pipeline sees at its ends.
 
 - ``rq-cli lease empty | rq-cli complete empty -``: an empty stdin is nothing to do (exit 3,
   one quiet line), not a usage error; the same for ``fail`` and ``extend``.

@@ -208,7 +208,7 @@ def test_push_server_killed_part_way(cli, make_server):
     assert run.exit_code == 69, run
     assert "cannot connect" in run.stderr or "Connection" in run.stderr
     assert "confirmed before it" in run.stderr
-    assert run.stderr.count("\n") == 1  # the error, with the count: one line (issue 10)
+    assert run.stderr.count("\n") == 1  # the error, with the count: one line
 
 
 def test_stdin_json_is_accepted_exactly_as_the_strict_decoder_would(cli, r):

@@ -1,4 +1,4 @@
-"""Refused input (issue 10): one stderr line, a documented exit code, never exit 1, nothing stored.
+"""Refused input: one stderr line, a documented exit code, never exit 1, nothing stored.
 
 The sweep runs many bad inputs across commands against a seeded database and checks, for
 each: the exit code is the documented one (never 1, which is left for bugs), stderr is

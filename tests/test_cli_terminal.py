@@ -1,4 +1,4 @@
-"""Terminal polish and the remaining operator paths of issue 10, on an 80-column terminal.
+"""Terminal polish and the remaining operator paths, on an 80-column terminal.
 
 Tables are rendered by the real commands with a fixed console width (the ``cli`` fixture's
 ``width``), as a terminal of that size would show them.

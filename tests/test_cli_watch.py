@@ -249,7 +249,7 @@ def test_error_rows_never_show_the_password(cli, make_server):
     assert "s3cret-pw" not in run.stdout + run.stderr and "***" in run.stderr
 
 
-# -- a screen too small for every queue (issue 19) ------------------------------------------------
+# -- a screen too small for every queue ------------------------------------------------
 def _frame(rows, width=80, height=24):
     from rich.console import Console
 

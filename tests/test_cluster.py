@@ -1,4 +1,4 @@
-"""Redis Cluster (DESIGN.md sections 2 and 6): a hash-tagged queue works on a real cluster.
+"""Redis Cluster (docs/DESIGN.md sections 2 and 6): a hash-tagged queue works on a real cluster.
 
 The module starts its own small cluster once: three primaries, no replicas, on free ports
 (with free bus ports, port + 10000), each with ``cluster-enabled yes`` and its

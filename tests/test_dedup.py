@@ -1,4 +1,4 @@
-"""The de-dup window (issue 13): push --dedup-window / dedup_window in the config, complete
+"""The de-dup window: push --dedup-window / dedup_window in the config, complete
 remembering ids (one ZADD per call, nothing when no window is set), push refusing them as
 "recently completed", push --summary's reasons, rq-cli dedup (list, --clear), pruning in
 bounded batches, and bad window values."""

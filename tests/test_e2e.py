@@ -266,7 +266,7 @@ def test_peek_push_with_ids_round_trip(sh: Shell, r: redis.Redis) -> None:
 
 def test_peek_push_with_ids_keeps_whitespace_around_json(sh: Shell, r: redis.Redis) -> None:
     """Whitespace around a JSON payload is data too: peek prints such a payload as text
-    marked ``"raw": true``, and the re-import stores the same bytes (issue 10)."""
+    marked ``"raw": true``, and the re-import stores the same bytes."""
     assert sh.run("push", "src", "-", stdin=b'  {"a": 1}  \n').returncode == 0
     stages = sh.pipeline([sh.argv("peek", "src"), sh.argv("push", "dst", "--with-ids", "-")])
     assert [stage.returncode for stage in stages] == [0, 0]

@@ -1,4 +1,4 @@
-"""rq_cli.core.filtering, the filter of peek/requeue-dead/purge (issue 13), against a real server:
+"""rq_cli.core.filtering, the filter of peek/requeue-dead/purge, against a real server:
 each condition, JMESPath truth, non-JSON payloads, paging while items leave (small pages),
 limits, rates, interrupted runs and re-runs that move nothing twice, and purge_ids' window."""
 

@@ -1,4 +1,4 @@
-"""The queue engine, operation by operation, against a real server (DESIGN.md section 3)."""
+"""The queue engine, operation by operation, against a real server (docs/DESIGN.md section 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reliability: workers killed with SIGKILL, and cleaners running concurrently (issue 5).
+"""Reliability: workers killed with SIGKILL, and cleaners running concurrently.
 
 Both tests run real worker processes (``python -c WORKER``) against a real server. Each
 worker appends what it does to its own journal file, one line per step, written with one

@@ -1,4 +1,4 @@
-"""Reliability: hostile input, each case handled on purpose (issue 5).
+"""Reliability: hostile input, each case handled on purpose.
 
 Every case is either accepted intact, or refused with a clear error and a documented exit
 code; in every case the stored data is unchanged, or exactly what was accepted. "Unchanged"

@@ -1,4 +1,4 @@
-"""Reliability: poison payloads and names that would collide with another queue (issue 18).
+"""Reliability: poison payloads and names that would collide with another queue.
 
 Whatever bytes are stored, every reading command shows them (as JSON when the stdlib or orjson
 can read them, else as text with ``"raw": true`` or as ``data_b64``) and exits with a

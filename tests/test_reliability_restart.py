@@ -1,4 +1,4 @@
-"""Reliability: the server crashes, restarts or hangs (issue 5).
+"""Reliability: the server crashes, restarts or hangs.
 
 - :func:`test_acknowledged_pushes_survive_server_sigkill_with_aof`: with ``appendonly yes``
   and ``appendfsync always``, every push acknowledged before a SIGKILL of the server is

@@ -1,4 +1,4 @@
-"""Reliability: a password never appears in output, errors or logs (issue 5, DESIGN.md 4).
+"""Reliability: a password never appears in output, errors or logs (docs/DESIGN.md section 4).
 
 Every command runs with a password in the URL -- given by ``--url``, by ``$RQ_CLI_URL``, in a
 config file, or through ``password_env`` -- against a good server (``requirepass`` and an ACL

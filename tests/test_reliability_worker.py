@@ -1,4 +1,4 @@
-"""Reliability of ``rq-cli work`` at its edges (issue 18, issue 19's worker seams).
+"""Reliability of ``rq-cli work`` at its edges (its seams included).
 
 Real ``python -m rq_cli work`` processes against real servers the tests restart, stop
 (SIGSTOP) and kill:
@@ -311,7 +311,7 @@ def test_commands_get_no_password_and_ps_shows_none(
                 wq.fail([held.id], retry_in=0)
 
 
-# -- hostile ids, and issue 19's seams -------------------------------------------------------
+# -- hostile ids, and the worker's seams ---------------------------------------------------
 def test_an_id_with_a_nul_byte_is_dead_lettered_and_the_rest_goes_on(
         server_url: str, r: redis.Redis, tmp_path: Path) -> None:
     bad = "bad\x00id"

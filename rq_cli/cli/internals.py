@@ -9,7 +9,7 @@ changes an internal shows up as a difference between the two runs, never as a si
 
    Typer 0.29 converts every parameter value through a pydantic ``TypeAdapter``, built on
    first use. Importing pydantic and building the adapters costs ~80 ms per run: more than
-   the rest of ``rq-cli push q '{}'`` apart from importing redis (issue 4 budgets start-up at
+   the rest of ``rq-cli push q '{}'`` apart from importing redis (start-up's budget is
    1.3x ``import redis``). Our commands use only plain types -- str, int and float (with
    min/max), bool, Enum choices and list[str] -- so before parsing, each such parameter gets
    a small converter with the same behaviour (and Typer's own error messages' shape:

@@ -248,7 +248,7 @@ def hard_exit(code: int | str | None) -> NoReturn:
     """End the process with ``code``, skipping the interpreter's teardown.
 
     Freeing the thousands of objects of redis-py, asyncio and Typer takes ~30 ms: a fifth
-    of a ``push`` (issue 4 budgets start-up). Everything a normal exit does that matters
+    of a ``push`` (start-up has a budget). Everything a normal exit does that matters
     still happens: stdout and stderr are flushed (a closed stdout gives 141, like a
     command writing to it), and atexit handlers run. With another thread still running,
     the exit is the normal one, which waits for it. (mypy ends its runs the same way.)
