@@ -4,7 +4,7 @@ One entry per command: its name, the module that defines it (an absolute, import
 name) and the attribute (a function, or a Typer app for a group). It is the only list of
 the commands: :class:`rq_cli.cli.root.RqGroup` builds a command from it on first use
 (Click's documented lazy-loading pattern, so a run imports only the command it runs), the
-tests take their lists from the app, and tests/test_architecture.py reads each entry as an
+tests take their lists from the app, and tests/core/test_architecture.py reads each entry as an
 import of ``rq_cli.cli.root`` (so a cycle through a command module is still seen).
 
 A new command: its module in rq_cli/cli/, one line here, its README entry, and the

@@ -16,7 +16,7 @@ changes an internal shows up as a difference between the two runs, never as a si
    ``Invalid value for '--lease': ...``, exit 2). Anything else keeps Typer's adapter. This
    uses two private attributes of Typer's parameters (``type_descriptor`` and
    ``_runtime_param``); on a Typer without them it does nothing, so an upgrade can make
-   start-up slower but never wrong. ``tests/test_cli_app.py`` checks both the behaviour and
+   start-up slower but never wrong. ``tests/cli/test_cli_app.py`` checks both the behaviour and
    that pydantic stays unimported.
 
 2. Completion candidates one to a line (:func:`install_completion`).

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-# (SCAN TYPE, suffixes of that type): keys.DISCOVERY_SUFFIXES, each once (tests/test_discover.py)
+# (SCAN TYPE, suffixes of that type): each of keys.DISCOVERY_SUFFIXES once
+# (tests/core/test_discover.py)
 _BY_TYPE = (
     ("list", (":queue", ":processing")),
     ("zset", (":delayed", ":dead")),

@@ -137,7 +137,7 @@ def test_prometheus_masks_the_password_in_the_server_label(cli, make_server):
 
 
 def readme_cron_line() -> str:
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     lines = [line for line in text.splitlines()
              if line.startswith("* * * * * rq-cli stats --format prometheus")]
     assert len(lines) == 1, lines

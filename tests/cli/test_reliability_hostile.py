@@ -186,7 +186,7 @@ def test_64_mib_payload_is_stored_and_leased_intact(server_url: str, r: redis.Re
 
 # =============================================================================================
 # ids with spaces, colons, newlines and glob characters (ids that would name another
-# queue's keys, such as "x:item:y", are refused: tests/test_reliability_poison.py)
+# queue's keys, such as "x:item:y", are refused: tests/core/test_reliability_poison.py)
 # =============================================================================================
 HOSTILE_IDS = ["a b", " padded ", "a:b", "x:itemy:y", "nl\nx", "cr\rx", "tab\tx", "*", "?",
                "[ab]", "back\\slash", "ünïcødé ✓", "-", "--flag", "{tag}", "%s%n", "i" * 4096]

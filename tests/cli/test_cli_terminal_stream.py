@@ -1,7 +1,7 @@
 """``peek`` on a real terminal: rows are drawn page by page as they are read, in
 flat memory, and the first Ctrl-C ends it within a second with exit 130 and a count.
 
-``rq-cli`` runs on a pseudo-terminal of 80x24 read through pyte (tests/test_cli_watch.py).
+``rq-cli`` runs on a pseudo-terminal of 80x24 read through pyte (tests/cli/test_cli_watch.py).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import pytest
 
 from rq_cli.cli.commands import COMMANDS
 
-PACKAGE = Path(__file__).resolve().parent.parent / "rq_cli"
+PACKAGE = Path(__file__).resolve().parents[2] / "rq_cli"
 
 
 def module_name(path: Path) -> str:

@@ -18,7 +18,7 @@ from rq_cli.core.scripts import SCRIPTS, script_source
 
 pytest_plugins = ["cli_helpers"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 PREFIX = "myapp:{emails}"
 SECRET = "worker-pw-51"
 

@@ -14,7 +14,7 @@ from rq_cli.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 FIELDS = ["server", "queue", "check", "status", "detail", "fix"]
 SERVER_CHECKS = ["latency", "version", "functions", "persistence", "eviction", "replication"]
 

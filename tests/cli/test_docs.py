@@ -26,7 +26,7 @@ from rq_cli.cli import app
 from rq_cli.cli.commands import COMMANDS as TABLE
 from rq_cli.errors import ExitCode
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 CHANGELOG = REPO / "CHANGELOG.md"
 CI_RUN = REPO / ".ci" / "run"

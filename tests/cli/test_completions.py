@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 from rq_cli.cli import app, internals
 from rq_cli.cli.commands import COMMANDS as TABLE
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gen_completions.py"
 COMPLETIONS = REPO / "completions"
 REGENERATE = "python scripts/gen_completions.py"
