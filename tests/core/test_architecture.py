@@ -243,3 +243,15 @@ def test_no_module_registers_an_exit_handler_on_import():
                         isinstance(func.value, ast.Name) and func.value.id == "atexit":
                     offences.append(module)
     assert offences == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.worker")))
+def test_the_worker_stays_in_rooms_a_person_can_hold(module):
+    # the worker was one module of 900 lines; split along its seams, each part stays small
+    text = MODULES[module].read_text()
+    assert len(text.splitlines()) <= 400, module
+    long = [f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (node.end_lineno or 0) - node.lineno + 1 > 60]
+    assert long == []
