@@ -280,15 +280,9 @@ def read_stdin(args: list[str] | None, terminal: Terminal) -> bool:
 
 
 def outcome_rows(name: str, outcomes: list[ItemOutcome]) -> list[dict[str, Any]]:
-    rows = []
-    for o in outcomes:
-        row: dict[str, Any] = {"queue": name, "id": o.id, "outcome": o.outcome}
-        if o.retry_at is not None:
-            row["retry_at"] = o.retry_at
-        if o.lease_expires_at is not None:
-            row["lease_expires_at"] = o.lease_expires_at
-        rows.append(row)
-    return rows
+    from ..shapes import outcome_row
+
+    return [outcome_row(name, o) for o in outcomes]
 
 
 def check_outcomes(outcomes: list[ItemOutcome], verb: str) -> None:

@@ -22,11 +22,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from ..core.keys import name_collision
-from ..core.limits import MAX_ID_BYTES  # checked here too, to report the input line
+from ..core.limits import MAX_ID_BYTES, MAX_JSON_DEPTH  # (MAX_ID_BYTES: to report the line)
 from ..core.types import ItemRef, NewItem
-from ..core.util import check_tenant, json_int
+from ..core.util import TOO_DEEP, check_tenant, json_int, json_too_deep
 from ..errors import BadInputError, UsageError
-from ..render import TOO_DEEP, check_json
+from ..render import check_json
 
 
 def stdin_binary() -> BinaryIO:
@@ -98,8 +98,9 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
             except ValueError:  # orjson.JSONDecodeError: let the strict decoder decide
                 pass
             else:
-                yield line
-                continue
+                if not json_too_deep(line):  # (else the strict check refuses it)
+                    yield line
+                    continue
         try:
             check(line.decode("utf-8"))
         except ValueError as exc:  # also UnicodeDecodeError
@@ -263,6 +264,8 @@ def split_object(text: str) -> dict[str, tuple[Any, str]]:
     JSON object. The source text lets ``push --with-ids`` store data exactly as written.
     """
     scan = _DECODER.scan_once  # type: ignore[attr-defined]
+    if json_too_deep(text, MAX_JSON_DEPTH + 1):  # (the line's object is one level more)
+        raise ValueError(TOO_DEEP)
     i = _ws(text, 0).end()
     if text[i:i + 1] != "{":
         raise json.JSONDecodeError('expected a JSON object {"id": ..., "data": ...}', text, i)

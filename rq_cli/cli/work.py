@@ -14,6 +14,7 @@ import typer
 
 from ..errors import NothingToDo, ServerError, UsageError
 from ..render import Column
+from ..shapes import outcome_row
 from ..worker import DEAD_EXIT, Worker, WorkerOptions
 from ..worker.env import child_environ, masked_title, set_process_title
 from ..worker.streams import log_line
@@ -182,8 +183,7 @@ def cancel(
     st = state(ctx)
     out = st.output(as_json)
     outcomes = st.queue(queue).cancel(ids, error=error)
-    out.rows([{"queue": queue, "id": o.id, "outcome": o.outcome} for o in outcomes],
-             CANCEL_COLUMNS)
+    out.rows([outcome_row(queue, o) for o in outcomes], CANCEL_COLUMNS)
     missing = [o.id for o in outcomes if o.outcome != "dead"]
     if len(missing) == len(outcomes):
         raise NothingToDo(f"none of the {len(outcomes)} ids is a live item of {queue} "

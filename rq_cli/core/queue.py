@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ClusterError, UsageError
 from .calling import Caller
 from .keys import (
-    DEDUP_WINDOW_FIELD,
+    COUNTER_FIELDS,
     LAYOUTS,
     OTHER_GENERATION,
     Keys,
@@ -638,8 +638,10 @@ class WorkQueue:
         f = {name: int(value) for name, value in fields.items()}
         processing = f["processing"]
         leased = min(f["leased"], processing)
-        counters = {text(name) or "": int(value) for name, value in rows}
-        counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
+        # every counter, 0 when never counted; other fields of the hash (the de-dup window,
+        # a setting kept there) are no counts
+        stored = {text(name) or "": value for name, value in rows}
+        counters = {name: int(stored.get(name, 0)) for name in COUNTER_FIELDS}
         oldest = f["oldest_ms"]
         per_tenant = None
         if by_tenant:

@@ -107,3 +107,26 @@ def test_progress_is_a_no_op_without_a_terminal():
         bar.advance(5)
         bar.set(3, "y")
     assert "rich" not in type(bar).__module__
+
+
+_scalars = (st.none() | st.booleans() | st.integers() | st.text() | st.binary()
+            | st.floats(allow_nan=True, allow_infinity=True))
+_values = _scalars | st.dictionaries(st.text(), st.integers() | st.floats() | st.text(),
+                                     max_size=3) | st.lists(st.text(), max_size=3)
+
+
+@given(st.dictionaries(st.text(min_size=1), _values, max_size=6))
+def test_json_line_is_byte_for_byte_its_pure_python_twin(row):
+    """The orjson path (fast) and json_line_text write the same line for any row."""
+    assert render.json_line(row) == render.json_line_text(row)
+
+
+@pytest.mark.parametrize("row", [
+    {"id": "caf\u00e9", "data": b"{}"},  # non-ASCII text: \u escapes
+    {"n": 2**70}, {"t": 1e16}, {"t": float("nan")}, {"t": -0.0},
+    {"id": "x", "data": b"\xff", "error": None, "ok": True},
+    {"k\u00e9y": 1}, {"data": b'"\\ud800"'}, {"id": "\ud800"},
+    {"data": b"hi", "raw": 5}, {"data": b"\xff", "data_b64": 1},
+])
+def test_json_line_edge_rows_take_the_same_bytes(row):
+    assert render.json_line(row) == render.json_line_text(row)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rq_cli.core.keys import Keys
+from rq_cli.core.keys import COUNTER_FIELDS, Keys
 from rq_cli.core.queue import WorkQueue, lease_many
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 from rq_cli.core.util import data_id
@@ -49,7 +49,8 @@ def test_push_dedups_by_id_within_and_across_batches(q, r):
     assert again[0].added is False
     assert r.get(q.keys.item("a")) == b"1"  # the stored item is untouched
     assert r.llen(q.keys.queue) == 2
-    assert q.stats().counters == {"pushed": 2, "duplicates": 2}
+    assert q.stats().counters == {**dict.fromkeys(COUNTER_FIELDS, 0), "pushed": 2,
+                                  "duplicates": 2}
 
 
 def test_push_id_from_data_collapses_equal_payloads(q):
@@ -553,7 +554,7 @@ def test_stats_counts_every_state(q, r):
 def test_stats_on_an_empty_queue(q):
     s = q.stats()
     assert (s.pending, s.processing, s.dead, s.oldest_pending_age_s) == (0, 0, 0, None)
-    assert s.counters == {}
+    assert s.counters == dict.fromkeys(COUNTER_FIELDS, 0)  # every counter, 0 when zero
 
 
 def test_peek_pages_each_state_without_changing_anything(q, r):

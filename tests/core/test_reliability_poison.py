@@ -27,12 +27,13 @@ from rq_cli.errors import UsageError
 USAGE, NOTHING, DATA, CONFIG = 2, 3, 65, 78
 DOCUMENTED = {0, USAGE, NOTHING, DATA, CONFIG}
 
-DEEP = b"[" * 2000 + b"]" * 2000  # deeper than the stdlib decoder's or orjson's limit
+DEEP = b"[" * 2000 + b"]" * 2000  # deeper than rq-cli reads as JSON (MAX_JSON_DEPTH)
 HUGE_INT = b'{"n": ' + b"7" * 5000 + b"}"  # over CPython's 4,300-digit int() limit
 #: id -> stored bytes: every kind of payload a peer client or a --raw push can leave
 POISON = {
     "deep": DEEP,
     "deep-object": b'{"a":' * 1500 + b"1" + b"}" * 1500,
+    "deep-600": b"[" * 600 + b"]" * 600,  # under orjson's limit and the stdlib's, over rq-cli's
     "huge-int": HUGE_INT,
     "not-utf8": b"\xff\xfe\x00binary\x80",
     "nul": b'{"a": "x\\u0000y"}',
@@ -144,7 +145,7 @@ def test_push_refuses_json_nested_too_deep_and_stores_nothing_after_it(
         server_url: str, r: redis.Redis) -> None:
     proc = rq("push", "pp", "-", url=server_url, stdin=b'{"ok": 1}\n' + DEEP + b"\n[2]\n")
     err = clean_exit(proc, DATA)
-    assert "line 2" in err and "nested too deep" in err and "1 item" in err, err
+    assert "line 2" in err and "nested deeper than 512" in err and "1 item" in err, err
     k = Keys("pp")
     assert [r.get(k.item(i.decode())) for i in r.lrange(k.queue, 0, -1)] == [b'{"ok": 1}']
     # --raw stores it as it is, and it reads back byte for byte

@@ -32,10 +32,12 @@ from typing import Any
 
 import pytest
 import redis
+from jsonschema import Draft202012Validator
 from servers import ServerProcess
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
+from rq_cli.shapes import SCHEMAS, schema
 
 MakeServer = Callable[..., ServerProcess]
 pytestmark = pytest.mark.timeout(90)
@@ -72,8 +74,16 @@ def start(url: str | None, *args: str, extra_env: dict[str, str] | None = None,
     return proc
 
 
+_WORK_LOG = Draft202012Validator(schema(SCHEMAS["work"]))
+
+
 def log(stderr: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    """The worker's JSON log lines, each checked against its schema (rq_cli/schemas)."""
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    for line in lines:
+        errors = list(_WORK_LOG.iter_errors(line))
+        assert not errors, (line, errors[0].message)
+    return lines
 
 
 def items(stderr: str) -> dict[str, str]:
@@ -359,7 +369,7 @@ def test_a_second_ctrl_c_returns_items_without_a_failure_or_an_attempt(
     (ended,) = events(err, "exit")
     assert (ended["failed"], ended["returned"]) == (0, 2)
     counters = wq.stats().counters
-    assert "failed" not in counters and "retried" not in counters, counters
+    assert counters["failed"] == counters["retried"] == 0, counters
     again = wq.lease(2)
     assert sorted(i.id for i in again) == ["i0", "i1"] and {i.attempt for i in again} == {1}
 
@@ -475,7 +485,7 @@ def test_release_gives_the_item_and_its_attempt_back_without_a_failure(r: redis.
     assert got == {a.id: "returned", b.id: "returned", c.id: "conflict", "nope": "missing"}
     stats = wq.stats()
     assert (stats.pending, stats.processing) == (2, 1)
-    assert "failed" not in stats.counters and "retried" not in stats.counters
+    assert stats.counters["failed"] == stats.counters["retried"] == 0
     again = wq.lease(2)
     assert {i.id for i in again} == {a.id, b.id} and {i.attempt for i in again} == {1}
 
