@@ -7,8 +7,10 @@ the commands: :class:`rq_cli.cli.root.RqGroup` builds a command from it on first
 tests take their lists from the app, and tests/core/test_architecture.py reads each entry as an
 import of ``rq_cli.cli.root`` (so a cycle through a command module is still seen).
 
-A new command: its module in rq_cli/cli/, one line here, its README entry, and the
-completions regenerated (``python scripts/gen_completions.py``).
+A new command: its module in rq_cli/cli/ (help text with an ``Example:``), one line here,
+its README entry (tests/cli/test_docs.py), the completions regenerated (``python
+scripts/gen_completions.py``), its tests, and, if it prints JSON, its schema (``SCHEMAS`` in
+rq_cli/shapes.py, rq_cli/schemas/) with a ``checked(...)`` call in tests/cli/test_schemas.py.
 """
 
 from typing import NamedTuple
