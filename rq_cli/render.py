@@ -213,7 +213,7 @@ def json_line_text(row: dict[str, Any]) -> str:
 
 
 def epoch(seconds: float | None) -> float | None:
-    """Epoch seconds with millisecond precision (DESIGN.md section 4)."""
+    """Epoch seconds with millisecond precision (docs/DESIGN.md section 4)."""
     return None if seconds is None else round(seconds, 3)
 
 

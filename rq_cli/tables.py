@@ -1,6 +1,6 @@
 """Tables for a terminal: which columns fit, how wide each is, and drawing them.
 
-One rule for every table (issue 19): ids, queue names, sessions, times and numbers never
+One rule for every table: ids, queue names, sessions, times and numbers never
 wrap and are never shortened; headers never split; data wraps anywhere, ``words`` columns
 (errors, lists of ids) between words. What still does not fit is dropped, least important
 first (:attr:`Column.drop`), and named (:func:`dropped_note`). :func:`fit_table` decides a

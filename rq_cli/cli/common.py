@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Iterator
 from enum import Enum
 from functools import cached_property
@@ -232,13 +231,6 @@ class Order(str, Enum):
     fair = "fair"
 
 
-class StateChoice(str, Enum):
-    pending = "pending"
-    processing = "processing"
-    delayed = "delayed"
-    dead = "dead"
-
-
 class PurgeChoice(str, Enum):
     pending = "pending"
     processing = "processing"
@@ -375,7 +367,3 @@ def interruptible_sleep(seconds: float) -> None:
         time.sleep(seconds)
     finally:
         signal.signal(signal.SIGINT, handler)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false", "no")

@@ -4,7 +4,7 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -33,6 +33,7 @@ from .filtered import (
     make_filter,
     state_size,
 )
+from .target import Target
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
@@ -213,12 +214,6 @@ def _sorted(rows: list[dict[str, Any]], sort: StatsSort) -> list[dict[str, Any]]
     return sort_rows(rows, sort.value)
 
 
-class Target(NamedTuple):
-    """A queue to read: its name (as given, configured or discovered), the queue, its server."""
-
-    name: str
-    queue: "WorkQueue"
-    url: str
 
 
 def stats_targets(st: State, names: list[str], discover: bool,

@@ -1,4 +1,4 @@
-"""Reading items and ids from arguments and stdin (DESIGN.md section 4, "Contract details").
+"""Reading items and ids from arguments and stdin (docs/DESIGN.md section 4, "Contract details").
 
 - A line is the bytes up to ``\\n``; the terminator (``\\n`` or ``\\r\\n``) is not part of it.
 - Blank lines (empty or only whitespace) are skipped but counted, so line numbers in errors

@@ -24,7 +24,7 @@ from .monitor import read_stats
 
 if TYPE_CHECKING:
     from .common import State
-    from .inspect import Target
+    from .target import Target
 
 #: the dashboard's columns; on a narrow terminal the rates go first (dead/s, fail/s, ...)
 DASHBOARD_COLUMNS = [

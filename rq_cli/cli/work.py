@@ -1,4 +1,4 @@
-"""``rq-cli work``: run a shell command per item (rq_cli/worker.py), and ``rq-cli cancel``.
+"""``rq-cli work``: run a shell command per item (rq_cli/worker/), and ``rq-cli cancel``.
 
 ``work QUEUE... [OPTIONS] -- COMMAND [ARGS...]``: the words after ``--`` are the command.
 Click drops the ``--`` while parsing, so ``WorkCommand.parse_args`` (Click's documented
@@ -16,8 +16,8 @@ from ..errors import NothingToDo, ServerError, UsageError
 from ..render import Column
 from ..shapes import outcome_row
 from ..worker import DEAD_EXIT, Worker, WorkerOptions
-from ..worker_env import child_environ, masked_title, set_process_title
-from ..worker_poll import log_line
+from ..worker.env import child_environ, masked_title, set_process_title
+from ..worker.streams import log_line
 from .common import JsonOpt, LeaseOpt, Order, QueueArg, QueuesArg, state
 
 _COMMAND_KEY = "rq_cli_work_command"
@@ -121,7 +121,7 @@ def work(
     host = os.uname().nodename
     reclaim = lock = None
     if name is not None:
-        from ..worker_names import dead_session_of, hold_name
+        from ..worker.names import dead_session_of, hold_name
 
         lock = hold_name(name, host, wqs, wait_for_name, log)
         reclaim = dead_session_of(name, host)
