@@ -5,7 +5,7 @@ prints it, so that two commands (``stats`` and ``stats --watch``, ``complete`` a
 Each shape is documented by a JSON Schema file in ``rq_cli/schemas/`` (one per command,
 ``<command>.schema.json``, listed in :data:`SCHEMAS`); tests/cli/test_schemas.py runs every
 command against a real server and validates each line it prints. ``bytes`` values are
-payload data, written by :func:`rq_cli.render.json_line` (``data``, ``data_b64``, ``raw``).
+payload data, written by :func:`rq_cli.jsonlines.json_line` (``data``, ``data_b64``, ``raw``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..render import Column, Output, json_line
+from ..jsonlines import json_line
+from ..render import Column, Output
 from ..shapes import moved_row, summary_row
 from .common import interrupt_deferred, interruptible_sleep
 

@@ -11,7 +11,8 @@ import typer
 
 from ..core.reports import PurgeReport
 from ..errors import Interrupted, NothingToDo, UsageError
-from ..render import Column, Progress
+from ..progress import Progress
+from ..render import Column
 from ..shapes import clean_row, purge_row, requeue_row
 from . import reading
 from .common import (

@@ -26,7 +26,7 @@ from ..core.limits import MAX_ID_BYTES, MAX_JSON_DEPTH  # (MAX_ID_BYTES: to repo
 from ..core.types import ItemRef, NewItem
 from ..core.util import TOO_DEEP, check_tenant, json_int, json_too_deep
 from ..errors import BadInputError, UsageError
-from ..render import check_json
+from ..jsonlines import check_json
 
 
 def stdin_binary() -> BinaryIO:

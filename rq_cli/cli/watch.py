@@ -16,8 +16,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..jsonlines import json_line
 from ..metrics import RATE_COUNTERS, rates
-from ..render import Column, Output, human, json_line
+from ..render import Column, Output, human
 from ..shapes import watch_row
 from ..tables import draw_table, fit_table
 from .monitor import read_stats

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rq_cli import render
+from rq_cli import jsonlines, render
 from rq_cli.render import Column, Output, Terminal
 
 
@@ -29,18 +29,19 @@ from rq_cli.render import Column, Output, Terminal
     (b"1\t", {"data": "1\t", "raw": True}),
 ])
 def test_data_encoding(data, expected):
-    line = render.json_line({"data": data})
+    line = jsonlines.json_line({"data": data})
     assert "\n" not in line
     assert json.loads(line) == expected
 
 
 def test_valid_json_is_embedded_verbatim():
-    assert render.json_line({"data": b'{"b": 1.50, "a": [ ]}'}) == '{"data":{"b": 1.50, "a": [ ]}}'
+    line = jsonlines.json_line({"data": b'{"b": 1.50, "a": [ ]}'})
+    assert line == '{"data":{"b": 1.50, "a": [ ]}}'
 
 
 @given(st.binary(max_size=200))
 def test_any_bytes_give_one_valid_json_line(data):
-    line = render.json_line({"id": "x", "data": data})
+    line = jsonlines.json_line({"id": "x", "data": data})
     assert "\n" not in line and "\r" not in line
     obj = json.loads(line)
     if "data_b64" in obj:
@@ -54,22 +55,22 @@ def test_any_bytes_give_one_valid_json_line(data):
                     max_leaves=10))
 def test_json_values_round_trip(value):
     for data in (json.dumps(value).encode(), json.dumps(value, indent=1).encode()):
-        row = json.loads(render.json_line({"data": data}))
+        row = json.loads(jsonlines.json_line({"data": data}))
         # on one line: embedded; with line breaks: the text itself, marked raw
         assert (json.loads(row["data"]) if row.get("raw") else row["data"]) == value
         assert row.get("raw", False) == (b"\n" in data)
 
 
 def test_times_have_millisecond_precision():
-    assert render.json_line({"t": 1763767302.0123456}) == '{"t":1763767302.012}'
+    assert jsonlines.json_line({"t": 1763767302.0123456}) == '{"t":1763767302.012}'
 
 
 def test_check_json():
-    render.check_json('  {"a": 1}  ')
+    jsonlines.check_json('  {"a": 1}  ')
     for bad in ("", " ", "{", "1 2", "Infinity", "-Infinity", "NaN", "[1,]"):
         with pytest.raises(ValueError):
-            render.check_json(bad)
-    render.check_json("1" * 5000)  # no int-size limit on validation
+            jsonlines.check_json(bad)
+    jsonlines.check_json("1" * 5000)  # no int-size limit on validation
 
 
 def test_format_decision():
@@ -118,7 +119,7 @@ _values = _scalars | st.dictionaries(st.text(), st.integers() | st.floats() | st
 @given(st.dictionaries(st.text(min_size=1), _values, max_size=6))
 def test_json_line_is_byte_for_byte_its_pure_python_twin(row):
     """The orjson path (fast) and json_line_text write the same line for any row."""
-    assert render.json_line(row) == render.json_line_text(row)
+    assert jsonlines.json_line(row) == jsonlines.json_line_text(row)
 
 
 @pytest.mark.parametrize("row", [
@@ -129,4 +130,4 @@ def test_json_line_is_byte_for_byte_its_pure_python_twin(row):
     {"data": b"hi", "raw": 5}, {"data": b"\xff", "data_b64": 1},
 ])
 def test_json_line_edge_rows_take_the_same_bytes(row):
-    assert render.json_line(row) == render.json_line_text(row)
+    assert jsonlines.json_line(row) == jsonlines.json_line_text(row)
