@@ -27,10 +27,13 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from .keys import (
+    DEAD_ITEM,
     DEDUP_WINDOW_FIELD,
     DEFAULT_TENANT,
     DRAGONFLY_FLAGS,
     FIXED_KEYS,
+    ITEM,
+    ITEM_KEY_HELPERS,
     OLD_SERVER_CHECK,
     TENANT_QUEUE,
 )
@@ -171,6 +174,21 @@ def _key_blocks() -> list[tuple[str, str]]:
     return out
 
 
+#: The item key families whose helper is --@lazy (off the hot paths).
+_LAZY_FAMILIES = frozenset({DEAD_ITEM})
+
+
+def _item_key_lua() -> str:
+    """The per-item key helpers ``item_key(id)``, ... of keys.ITEM_KEY_HELPERS, as Lua
+    definitions read with ``_common.lua`` (so that they are included, and --@lazy, as its
+    own definitions are)."""
+    lines = ["-- P:<family>:<id>: generated from rq_cli/core/keys.py ITEM_KEY_HELPERS"]
+    for family, helper in ITEM_KEY_HELPERS.items():
+        lazy = " " + _LAZY if family in _LAZY_FAMILIES else ""
+        lines.append(f"local function {helper}(id) return PREFIX .. ':{family}:' .. id end{lazy}")
+    return "\n".join(lines)
+
+
 def _generated_blocks() -> list[tuple[str, str]]:
     """The bookkeeping lists of keys.FIXED_KEYS (the type table is made per script)."""
     def table(names: Sequence[str]) -> str:
@@ -188,6 +206,13 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("META_RARE", f"local META_RARE = {drops(True)}"),
             ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}"),
             ("F_DEDUP_WINDOW", f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'"),
+            # P:item: (push writes many item keys at once)
+            ("ITEM_KEY_PREFIX", f"local ITEM_KEY_PREFIX = PREFIX .. ':{ITEM}:'"),
+            # the fixed key `name` (keys.FIXED_KEYS), and item id's data key, of the queue with
+            # prefix `prefix` (requeue-dead into another queue)
+            ("key_in", "local function key_in(prefix, name) return prefix .. ':' .. name end"),
+            ("item_key_in", "local function item_key_in(prefix, id) "
+                            f"return prefix .. ':{ITEM}:' .. id end"),
             # fair queues (lua/_fair.lua)
             ("TENANT_KEY_PREFIX", f"local TENANT_KEY_PREFIX = PREFIX .. ':{TENANT_QUEUE}:'"),
             ("DEFAULT_TENANT", f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'"),
@@ -254,7 +279,7 @@ def _common() -> tuple[_Block, ...]:
     latter's use the former's), read and prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
-        blocks = _blocks(fair.read() + "\n" + common.read())
+        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read())
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)

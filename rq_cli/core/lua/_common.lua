@@ -11,7 +11,8 @@
 -- Each script's own arguments start at ARGV[4] (named in scripts.py SPECS).
 -- Each script gets only the definitions below that it uses (rq_cli/scripts.py, source), after
 -- the names generated from rq_cli/keys.py FIXED_KEYS (PREFIX, K_QUEUE, ... K_SUSPECTS,
--- META_USUAL, META_RARE, UNLINKED_WHOLE, the type check
+-- META_USUAL, META_RARE, UNLINKED_WHOLE, the per-item key helpers (item_key(id), lease_key(id),
+-- lbs_key(id), dead_item_key(id): keys.py ITEM_KEY_HELPERS), the type check
 -- wrong_type() and QUIET) and its named arguments (A_<NAME>, and REST: the index of the first
 -- repeated argument). A definition marked --@lazy (off the hot paths) is made only when a
 -- call first uses it: a function costs its closure on every call that defines it.
@@ -25,10 +26,6 @@ local LAYOUT = ARGV[3]
 local WRITE_V3 = LAYOUT ~= 'v0.1'
 local WRITE_V1 = LAYOUT ~= 'v0.3'
 
-local function item_key(id) return PREFIX .. ':item:' .. id end
-local function dead_item_key(id) return PREFIX .. ':dead_item:' .. id end --@lazy
-local function lease_key(id) return PREFIX .. ':lease:' .. id end
-local function lbs_key(id) return PREFIX .. ':leased_by_session:' .. id end
 
 -- redis.call(cmd, <head...>, <args...>) in chunks: Lua's unpack() overflows the C stack
 -- past a few thousand values. `step` must keep field/value pairs together (even).

@@ -16,7 +16,7 @@ local delay = tonumber(A_DELAY_MS)
 local expire = tonumber(A_EXPIRE_MS)
 local fresh = A_FRESH == '1'
 local call = redis.call
-local item_prefix = PREFIX .. ':item:'
+local item_prefix = ITEM_KEY_PREFIX
 local added, flags, n, dups = {}, {}, 0, 0
 if fresh then
   -- No key can exist for an id just made at random (128 bits): one MSET for all the data,

@@ -1,0 +1,49 @@
+"""The contract between the Lua scripts and Python is written once, in Python (issue 20):
+no Lua file spells a key suffix, an outcome code or a sighting prefix; the scripts read the
+generated names."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from rq_cli.core import keys, scripts
+
+LUA_FILES = sorted(f for f in os.listdir(scripts.LUA_DIR) if f.endswith(".lua"))
+#: Lua string literals ('...' or "..."), comments left out
+_STRING = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+
+
+def _literals(name: str) -> list[str]:
+    with open(os.path.join(scripts.LUA_DIR, name)) as f:
+        code = re.sub(r"--.*$", "", f.read(), flags=re.M)
+    return [a or b for a, b in _STRING.findall(code)]
+
+
+def test_no_lua_file_spells_a_key_suffix() -> None:
+    families = {*keys.NAME_FAMILIES}
+    bad = []
+    for name in LUA_FILES:
+        for lit in _literals(name):
+            parts = lit.split(":")
+            if len(parts) > 1 and (families & set(parts) or any(
+                    p in keys.FIXED_NAMES for p in parts[1:])):
+                bad.append((name, lit))
+    assert not bad, f"Lua files spell key suffixes (generate them from keys.py): {bad}"
+
+
+def test_key_in_names_a_fixed_key() -> None:
+    for name in LUA_FILES:
+        with open(os.path.join(scripts.LUA_DIR, name)) as f:
+            for used in re.findall(r"key_in\([^,]+,\s*'([^']*)'\)", f.read()):
+                assert used in keys.FIXED_NAMES, (name, used)
+
+
+def test_generated_item_key_helpers_match_keys() -> None:
+    """The Lua helpers and ``Keys`` name the same keys."""
+    k = keys.Keys("p{x}")
+    src = scripts.source("purge")  # uses every per-item helper
+    for family, helper in keys.ITEM_KEY_HELPERS.items():
+        assert f"{helper}(id) return PREFIX .. ':{family}:' .. id end" in src
+        assert getattr(k, family)("7") == f"p{{x}}:{family}:7"
+    assert "local ITEM_KEY_PREFIX = PREFIX .. ':item:'" in scripts.source("push")
