@@ -47,3 +47,33 @@ def test_generated_item_key_helpers_match_keys() -> None:
         assert f"{helper}(id) return PREFIX .. ':{family}:' .. id end" in src
         assert getattr(k, family)("7") == f"p{{x}}:{family}:7"
     assert "local ITEM_KEY_PREFIX = PREFIX .. ':item:'" in scripts.source("push")
+
+
+def test_no_lua_file_spells_an_outcome_code_or_sighting_prefix() -> None:
+    from rq_cli.core import codes
+
+    forbidden = {*codes.OUTCOME_CODES.values(), *codes.SIGHTINGS.values()}
+    bad = [(name, lit) for name in LUA_FILES for lit in _literals(name) if lit in forbidden]
+    assert not bad, f"Lua files spell outcome codes or sighting prefixes (codes.py): {bad}"
+    with open(os.path.join(scripts.LUA_DIR, "push.lua")) as f:
+        push = re.sub(r"--.*$", "", f.read(), flags=re.M)
+    # push's flags come from codes.PUSH_FLAGS
+    assert not re.search(r"flags\[[^\]]*\]\s*=\s*'|string\.rep\('", push)
+
+
+def test_codes_are_one_table_each() -> None:
+    from typing import get_args
+
+    from rq_cli.core import bulk, codes
+    from rq_cli.core.types import Outcome
+
+    assert set(codes.OUTCOME_CODES) <= set(get_args(Outcome))
+    for script, outs in codes.SCRIPT_OUTCOMES.items():
+        # a script never replies with two outcomes of one letter
+        assert len(codes.outcomes(script)) == len(outs), script
+        for o in outs:
+            assert f"O_{o.upper()}" in scripts.source(script) or script == "complete", (script, o)
+    assert len(set(codes.PUSH_FLAGS.values())) == len(codes.PUSH_FLAGS)
+    assert bulk.ADDED == codes.PUSH_FLAGS["added"]
+    assert set(bulk.REASONS.values()) == set(codes.PUSH_FLAGS) - {"added"}
+    assert {len(p) for p in codes.SIGHTINGS.values()} == {2}  # (clean.lua reads two)

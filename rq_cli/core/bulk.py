@@ -29,6 +29,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
+from .codes import PUSH_FLAGS
 from .limits import BATCH, MAX_DELAY
 from .scripts import SPECS, script_source
 from .types import NewItem, PushResult
@@ -51,15 +52,17 @@ class Pushed(NamedTuple):
 
     @property
     def added(self) -> int:
-        return self.flags.count("1")
+        return self.flags.count(ADDED)
 
     def results(self) -> list[PushResult]:
-        return [PushResult(i, f == "1", REASONS.get(f))
+        return [PushResult(i, f == ADDED, REASONS.get(f))
                 for i, f in zip(self.ids, self.flags, strict=True)]
 
 
-#: PushResult.reason of each flag character of push.lua's reply
-REASONS = {"0": "duplicate", "2": "dead", "3": "recently completed"}
+#: the flag character of push.lua's reply for an added item, and PushResult.reason of each
+#: other (codes.PUSH_FLAGS)
+ADDED = PUSH_FLAGS["added"]
+REASONS = {flag: reason for reason, flag in PUSH_FLAGS.items() if reason != "added"}
 
 
 class Drained(KeyboardInterrupt):

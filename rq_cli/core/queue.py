@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ClusterError, UsageError
 from .calling import Caller
+from .codes import SCRIPT_OUTCOMES, outcomes
 from .keys import (
     DEDUP_WINDOW_FIELD,
     LAYOUTS,
@@ -70,8 +71,10 @@ if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loa
 Progress = Callable[[int], None]  # called with the number of items just handled
 
 STATES = ("pending", "processing", "delayed", "dead")
-_COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
-                                          "Z": "already_dead", "N": "not_leased"}
+#: script -> code -> outcome, of the scripts that reply with an outcome per item (codes.py)
+_OUTCOMES = cast("dict[str, dict[str, Outcome]]",
+                 {script: outcomes(script) for script in SCRIPT_OUTCOMES})
+_COMPLETE_OUTCOMES = _OUTCOMES["complete"]
 PURGE_STATES = (*STATES, "all")
 
 
@@ -346,9 +349,7 @@ class WorkQueue:
                 "backoff_max_ms": ms(opts.retry_backoff_max),
                 "jitter": repr(_random().uniform(0.75, 1.25))}
         rows = self._per_batch(items, "fail", args, now_ms)
-        names: dict[bytes, Outcome] = {b"R": "retried", b"D": "dead", b"M": "missing",
-                                       b"X": "conflict", b"Z": "already_dead",
-                                       b"N": "not_leased"}
+        names = _OUTCOMES["fail"]
         return [ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == "retried" else None)
                 for ref, outcome, due in _coded(items, rows, names)]
 
@@ -362,7 +363,7 @@ class WorkQueue:
         for batch in batches(refs, BATCH):
             reply = self.call("cancel", {"error": error or ""}, [r.id for r in batch], now_ms)
             codes = reply.decode() if isinstance(reply, bytes) else reply
-            names: dict[str, Outcome] = {"D": "dead", "M": "missing", "Z": "already_dead"}
+            names = _OUTCOMES["cancel"]
             out.extend(ItemOutcome(r.id, names[c]) for r, c in zip(batch, codes, strict=True))
         return out
 
@@ -399,9 +400,7 @@ class WorkQueue:
         items = self._ref_args(refs)
         rows = self._per_batch(items, "extend", {"lease_ms": self._lease_ms(lease_seconds)},
                                now_ms)
-        names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
-                                       b"M": "missing", b"Z": "already_dead",
-                                       b"N": "not_leased"}
+        names = _OUTCOMES["extend"]
         return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
                 for ref, outcome, ms in _coded(items, rows, names)]
 
@@ -411,13 +410,12 @@ class WorkQueue:
         (the worker after an outage or a hung server), as the same attempt: ``extended``
         (with the new deadline), ``conflict``, ``lost`` (back in line, or another session
         had it), ``missing`` or ``already_dead``. One call per ``BATCH`` ids, each atomic."""
-        names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
-                                       b"M": "missing", b"Z": "already_dead"}
+        names = _OUTCOMES["retake"]
         args = {"lease_ms": self._lease_ms(lease_seconds), "session": self.session}
         out: list[ItemOutcome] = []
         for batch in batches(list(ids), BATCH):
             rows = SPECS["retake"].decode(self.call("retake", args, batch, now_ms)).rows
-            out.extend(ItemOutcome(i, names[bytes(c)], lease_expires_at=secs(int(d)) or None)
+            out.extend(ItemOutcome(i, names[c.decode()], lease_expires_at=secs(int(d)) or None)
                        for i, (c, d) in zip(batch, rows, strict=True))
         return out
 
@@ -425,8 +423,7 @@ class WorkQueue:
         """Give back items this session holds and did not finish: each goes to the front of
         the line at once, and the attempt it was leased with is given back; not a failure
         (``returned``; or ``conflict``, ``lost``, ``missing``, ``already_dead``)."""
-        names: dict[str, Outcome] = {"R": "returned", "L": "lost", "X": "conflict",
-                                     "M": "missing", "Z": "already_dead"}
+        names = _OUTCOMES["release"]
         out: list[ItemOutcome] = []
         for batch in batches(list(ids), BATCH):
             codes = self.call("release", {"session": self.session}, batch, now_ms)
@@ -839,11 +836,11 @@ def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
         abandoned=int(abandoned) == 1, tenant=text(tenant) if tenant else None)
 
 
-def _coded(items: list[ItemRef], rows: list[Any], names: dict[bytes, Outcome],
+def _coded(items: list[ItemRef], rows: list[Any], names: dict[str, Outcome],
            ) -> Iterator[tuple[ItemRef, Outcome, int]]:
     """(ref, outcome, number) per item from rows (code, number) of a decoded reply."""
     for ref, (code, number) in zip(items, rows, strict=True):
-        yield ref, names[code if isinstance(code, bytes) else code.encode()], int(number)
+        yield ref, names[code.decode() if isinstance(code, bytes) else code], int(number)
 
 
 def _random() -> Any:

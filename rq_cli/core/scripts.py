@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
+from .codes import lua_constants
 from .keys import (
     DEAD_ITEM,
     DEDUP_WINDOW_FIELD,
@@ -220,7 +221,9 @@ def _generated_blocks() -> list[tuple[str, str]]:
             # stats: ids at the tail of processing looked at for the other generation's keys
             ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}"),
             # stats: tenants of the ring looked at for the oldest pending age
-            ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}")]
+            ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}"),
+            # outcome codes, push flags and clean's sighting prefixes (codes.py)
+            *lua_constants()]
 
 
 def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:

@@ -72,9 +72,9 @@ local function forget_suspects(ids) --@lazy
   if #ids == 0 or redis.call('EXISTS', K_SUSPECTS) == 0 then return end
   local fields = {}
   for i, id in ipairs(ids) do
-    fields[3 * i - 2] = 'p:' .. id
-    fields[3 * i - 1] = 'c:' .. id
-    fields[3 * i] = 'd:' .. id
+    fields[3 * i - 2] = SEEN_PROCESSING .. id
+    fields[3 * i - 1] = SEEN_CLEANING .. id
+    fields[3 * i] = SEEN_STRAY .. id
   end
   call_all('HDEL', K_SUSPECTS, fields)
 end
@@ -126,7 +126,7 @@ end
 -- Forget that clean has seen id without a lease. P:suspects fields name the kind of
 -- sighting: "p:<id>" in processing, "c:<id>" in the v0.1 cleaning journal, "d:<id>" stray.
 local function forget_suspect(id) --@lazy
-  redis.call('HDEL', K_SUSPECTS, 'p:' .. id, 'c:' .. id, 'd:' .. id)
+  redis.call('HDEL', K_SUSPECTS, SEEN_PROCESSING .. id, SEEN_CLEANING .. id, SEEN_STRAY .. id)
 end
 
 -- drop_meta for many ids, in one multi-value command per bookkeeping key. `quiet` (QUIET,
@@ -226,8 +226,8 @@ end
 
 -- "Z" if id is dead-lettered, else "M" (missing): the outcome for an id that is not live.
 local function not_live(id) --@lazy
-  if redis.call('ZSCORE', K_DEAD, id) then return 'Z' end
-  return 'M'
+  if redis.call('ZSCORE', K_DEAD, id) then return O_ALREADY_DEAD end
+  return O_MISSING
 end
 
 -- The values of the lease keys v3_keys[k] and v1_keys[k] (per the layout) in one MGET:
@@ -312,9 +312,9 @@ local function complete_pairs(first)
     local other = session ~= '' and not done[id] and
       ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
     if other then
-      res[k] = 'X'
+      res[k] = O_CONFLICT
     elseif not done[id] and not v3[k] and not v1[k] and not atts[id] and never_leased(id) then
-      res[k] = 'N'
+      res[k] = O_NOT_LEASED
     elseif one_del then
       -- the data and both lease keys in one DEL: it removed the data if it removed more
       -- keys than the MGET found leases (time stands still within a script: no lease key
@@ -324,9 +324,9 @@ local function complete_pairs(first)
         done[id] = true
         unlist(id)
         completed = completed + 1
-        res[k] = 'C'
+        res[k] = O_COMPLETED
       else
-        res[k] = done[id] and 'M' or not_live(id)
+        res[k] = done[id] and O_MISSING or not_live(id)
       end
     elseif redis.call('DEL', item_key(id)) == 1 then
       done[id] = true
@@ -334,9 +334,9 @@ local function complete_pairs(first)
       lease_keys[#lease_keys + 1] = v3_keys[k]
       lease_keys[#lease_keys + 1] = v1_keys[k]
       completed = completed + 1
-      res[k] = 'C'
+      res[k] = O_COMPLETED
     else
-      res[k] = done[id] and 'M' or not_live(id)
+      res[k] = done[id] and O_MISSING or not_live(id)
     end
   end
   if completed > 0 then

@@ -13,7 +13,7 @@ for i = REST, #ARGV do
     unlist(id)
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
     dead_letter(id, 'cancelled', err ~= '' and err or nil)
-    out[#out + 1] = 'D'
+    out[#out + 1] = O_DEAD
   end
 end
 return table.concat(out)

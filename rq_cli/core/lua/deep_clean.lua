@@ -15,9 +15,9 @@ for i = REST, #ARGV do
   local id = ARGV[i]
   if redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id)
       or redis.call('ZSCORE', K_DELAYED, id) then
-    if not dry then redis.call('HDEL', K_SUSPECTS, 'd:' .. id) end  -- not (or no longer) stray
+    if not dry then redis.call('HDEL', K_SUSPECTS, SEEN_STRAY .. id) end  -- not (or no longer) stray
   else
-    local field = 'd:' .. id
+    local field = SEEN_STRAY .. id
     local first = tonumber(redis.call('HGET', K_SUSPECTS, field))
     if not first then
       first = NOW

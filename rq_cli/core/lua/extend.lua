@@ -13,14 +13,14 @@ for i = REST, #ARGV, 2 do
   else
     local holder = lease_holder(id)
     if not holder and not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
-      out[#out + 1] = 'N'; out[#out + 1] = 0
+      out[#out + 1] = O_NOT_LEASED; out[#out + 1] = 0
     elseif not holder then
-      out[#out + 1] = 'L'; out[#out + 1] = 0
+      out[#out + 1] = O_LOST; out[#out + 1] = 0
     elseif held_by_other(id, session) then
-      out[#out + 1] = 'X'; out[#out + 1] = 0
+      out[#out + 1] = O_CONFLICT; out[#out + 1] = 0
     else
       set_lease(id, holder, ms)
-      out[#out + 1] = 'E'; out[#out + 1] = NOW + ms
+      out[#out + 1] = O_EXTENDED; out[#out + 1] = NOW + ms
     end
   end
 end

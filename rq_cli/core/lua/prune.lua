@@ -12,7 +12,7 @@ local pruned = 0
 for i = REST, #ARGV do
   local id = ARGV[i]
   if A_WHAT == 'strays' then
-    if not dry then pruned = pruned + redis.call('HDEL', K_SUSPECTS, 'd:' .. id) end
+    if not dry then pruned = pruned + redis.call('HDEL', K_SUSPECTS, SEEN_STRAY .. id) end
   elseif redis.call('EXISTS', item_key(id)) == 0 then
     if not dry then drop_meta(id) end
     pruned = pruned + 1

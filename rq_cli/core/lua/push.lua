@@ -29,7 +29,7 @@ if fresh then
     kv[2 * n] = ARGV[i + 1]
   end
   call_all('MSET', nil, kv)
-  flags = {string.rep('1', n)}
+  flags = {string.rep(PUSH_ADDED, n)}
 else
   -- ids that are dead-lettered, in one ZMSCORE (skipped when there are no dead letters)
   local dead = {}
@@ -51,17 +51,17 @@ else
     local until_ms = recent[k]
     if dead[k] then
       dups = dups + 1
-      flags[k] = '2'
+      flags[k] = PUSH_DEAD
     elseif until_ms and tonumber(until_ms) > NOW then
       dups = dups + 1
-      flags[k] = '3'
+      flags[k] = PUSH_RECENTLY_COMPLETED
     elseif call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
       n = n + 1
       added[n] = id
-      flags[(i - REST) / 2 + 1] = '1'
+      flags[(i - REST) / 2 + 1] = PUSH_ADDED
     else
       dups = dups + 1
-      flags[(i - REST) / 2 + 1] = '0'
+      flags[(i - REST) / 2 + 1] = PUSH_DUPLICATE
     end
   end
 end

@@ -16,7 +16,7 @@ for i = REST, #ARGV do
   else
     local holder = lease_holder(id)
     if holder and holder ~= session then
-      out[#out + 1] = 'X'
+      out[#out + 1] = O_CONFLICT
     elseif holder or (redis.call('HGET', K_HOLDERS, id) == session
                       and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
       redis.call('LREM', K_PROCESSING, -1, id)
@@ -26,9 +26,9 @@ for i = REST, #ARGV do
         redis.call('HINCRBY', K_ATTEMPTS, id, -1)
       end
       enqueue(id, true)
-      out[#out + 1] = 'R'
+      out[#out + 1] = O_RETURNED
     else
-      out[#out + 1] = 'L'
+      out[#out + 1] = O_LOST
     end
   end
 end

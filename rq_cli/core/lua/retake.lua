@@ -17,14 +17,14 @@ for i = REST, #ARGV do
   else
     local holder = lease_holder(id)
     if holder and holder ~= session then
-      out[#out + 1] = 'X'; out[#out + 1] = 0
+      out[#out + 1] = O_CONFLICT; out[#out + 1] = 0
     elseif holder or (redis.call('HGET', K_HOLDERS, id) == session
                       and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
       set_lease(id, session, ms)
       forget_suspect(id)
-      out[#out + 1] = 'E'; out[#out + 1] = NOW + ms
+      out[#out + 1] = O_EXTENDED; out[#out + 1] = NOW + ms
     else
-      out[#out + 1] = 'L'; out[#out + 1] = 0
+      out[#out + 1] = O_LOST; out[#out + 1] = 0
     end
   end
 end
