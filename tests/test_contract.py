@@ -74,6 +74,18 @@ def test_codes_are_one_table_each() -> None:
         for o in outs:
             assert f"O_{o.upper()}" in scripts.source(script) or script == "complete", (script, o)
     assert len(set(codes.PUSH_FLAGS.values())) == len(codes.PUSH_FLAGS)
-    assert bulk.ADDED == codes.PUSH_FLAGS["added"]
+    assert codes.PUSH_FLAGS["added"] == bulk.ADDED
     assert set(bulk.REASONS.values()) == set(codes.PUSH_FLAGS) - {"added"}
     assert {len(p) for p in codes.SIGHTINGS.values()} == {2}  # (clean.lua reads two)
+
+
+def test_peek_rows_are_read_by_name() -> None:
+    """peek.lua writes one value per name of SPECS["peek"].rows, and the rows decode into
+    named tuples of those names."""
+    with open(os.path.join(scripts.LUA_DIR, "peek.lua")) as f:
+        code = re.sub(r"--.*$", "", f.read(), flags=re.M)
+    assert code.count("out[#out + 1] =") == len(scripts.SPECS["peek"].rows)
+    assert scripts.SPECS["item"].rows == scripts.SPECS["peek"].rows
+    reply = scripts.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
+    assert [(r.id, r.live) for r in reply.rows] == [(b"7", 1), (b"8", 0)]
+    assert scripts.SPECS["holders"].decode([]).rows == []

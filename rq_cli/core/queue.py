@@ -156,8 +156,8 @@ class WorkQueue:
         while True:
             fields, rows = self.decoded("tenants", {"offset": offset, "size": BATCH})
             total, default = int(fields["tenants"]), int(fields["default_depth"])
-            for tenant, depth in rows:
-                depths[text(tenant) or ""] = int(depth)
+            for row in rows:
+                depths[text(row.tenant) or ""] = int(row.depth)
             offset += BATCH
             if offset >= total + 1:  # (+1: the default tenant's place in the ring)
                 return default, depths
@@ -242,8 +242,8 @@ class WorkQueue:
                 completions, complete = text(fields["completions"]) or "", ()
             prefix, session = self.prefix, self.session
             expires = secs(int(fields["deadline_ms"]))
-            got = [LeasedItem(prefix, text(item_id) or "", data, int(attempt), expires, session)
-                   for item_id, data, attempt in rows]
+            got = [LeasedItem(prefix, text(r.id) or "", r.data, int(r.attempt), expires, session)
+                   for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
                 return items, paused, next_due, completions
@@ -351,7 +351,7 @@ class WorkQueue:
         rows = self._per_batch(items, "fail", args, now_ms)
         names = _OUTCOMES["fail"]
         return [ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == "retried" else None)
-                for ref, outcome, due in _coded(items, rows, names)]
+                for ref, outcome, due in _coded(items, rows, names, "due_ms")]
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -388,9 +388,9 @@ class WorkQueue:
             fields, rows = self.decoded("reclaim", {"lease_ms": lease_ms,
                                                     "session": self.session}, pairs, now_ms)
             deadline = secs(int(fields["deadline_ms"]))
-            items.extend(LeasedItem(self.prefix, text(item_id) or "", data, int(attempt),
+            items.extend(LeasedItem(self.prefix, text(r.id) or "", r.data, int(r.attempt),
                                     deadline, self.session)
-                         for item_id, data, attempt in rows)
+                         for r in rows)
         return items
 
     def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
@@ -402,7 +402,7 @@ class WorkQueue:
                                now_ms)
         names = _OUTCOMES["extend"]
         return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
-                for ref, outcome, ms in _coded(items, rows, names)]
+                for ref, outcome, ms in _coded(items, rows, names, "deadline_ms")]
 
     def retake(self, ids: Sequence[str], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -415,8 +415,9 @@ class WorkQueue:
         out: list[ItemOutcome] = []
         for batch in batches(list(ids), BATCH):
             rows = SPECS["retake"].decode(self.call("retake", args, batch, now_ms)).rows
-            out.extend(ItemOutcome(i, names[c.decode()], lease_expires_at=secs(int(d)) or None)
-                       for i, (c, d) in zip(batch, rows, strict=True))
+            out.extend(ItemOutcome(i, names[r.code.decode()],
+                                   lease_expires_at=secs(int(r.deadline_ms)) or None)
+                       for i, r in zip(batch, rows, strict=True))
         return out
 
     def release(self, ids: Sequence[str], *, now_ms: int | None = None) -> list[ItemOutcome]:
@@ -521,7 +522,7 @@ class WorkQueue:
             report.requeued += requeued
             report.skipped += skipped
             report.missing += missing
-            report.ids.extend(text(item_id) or "" for (item_id,) in rows)
+            report.ids.extend(text(row.id) or "" for row in rows)
             if progress:
                 progress(requeued)
             return requeued + skipped + missing
@@ -605,7 +606,7 @@ class WorkQueue:
         _, rows = self.decoded("purge_ids", {"state": state, "low": window[0],
                                              "high": window[1]},
                                [check_id(i) for i in ids], keys=self._tenant_keys(state, tenant))
-        return [text(item_id) or "" for (item_id,) in rows]
+        return [text(row.id) or "" for row in rows]
 
     def _tenant_keys(self, state: str, tenant: str | None) -> list[str] | None:
         """The KEYS of a script call on ``tenant``'s sub-queue (P:queue, then the sub-queue:
@@ -635,7 +636,7 @@ class WorkQueue:
         f = {name: int(value) for name, value in fields.items()}
         processing = f["processing"]
         leased = min(f["leased"], processing)
-        counters = {text(name) or "": int(value) for name, value in rows}
+        counters = {text(row.counter) or "": int(row.value) for row in rows}
         counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
         oldest = f["oldest_ms"]
         per_tenant = None
@@ -723,20 +724,20 @@ class WorkQueue:
         while True:
             _, rows = self.decoded("holders", {"offset": offset, "count": HOLDERS_PAGE},
                                    (), now_ms)
-            for raw_id, raw_session, raw_deadline, raw_live in rows:
-                item_id = text(raw_id) or ""
+            for row in rows:
+                item_id = text(row.id) or ""
                 if item_id in seen:
                     continue
                 seen.add(item_id)
-                session = text(raw_session) if raw_session else None
+                session = text(row.session) if row.session else None
                 holder = found.get(session)
                 if holder is None:
                     host, pid = session_origin(session)
                     holder = found[session] = Holder(session=session, host=host, pid=pid)
-                deadline = secs(int(raw_deadline)) if int(raw_deadline) >= 0 else None
+                deadline = secs(int(row.deadline_ms)) if int(row.deadline_ms) >= 0 else None
                 holder.items += 1
                 holder.ids.append(item_id)
-                if int(raw_live) == 1:
+                if int(row.live) == 1:
                     holder.live += 1
                 else:
                     holder.abandoned += 1
@@ -771,8 +772,8 @@ class WorkQueue:
             f, rows = self.decoded("dedup", {"mode": "list"}, [len(out), n], now_ms)
             window = secs(int(f["window_ms"])) if int(f["window_ms"]) >= 0 else None
             now, total = int(f["now_ms"]), int(f["remembered"])
-            out.extend((text(item_id) or "", secs(float(until)), secs(float(until) - now))
-                       for item_id, until in rows)
+            out.extend((text(r.id) or "", secs(float(r.until_ms)), secs(float(r.until_ms) - now))
+                       for r in rows)
             if len(rows) < n or len(out) >= count:
                 return window, total, out
 
@@ -810,12 +811,14 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
-    """A PeekedItem from a row of peek.lua's reply (SPECS["peek"].rows, in that order)."""
+def _peeked(state: State, row: Any) -> PeekedItem:
+    """A PeekedItem from a row of peek.lua's (or item.lua's) reply, read by the names of
+    SPECS["peek"].rows."""
     from .reports import PeekedItem
 
-    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned, \
-        tenant = row
+    attempts, enqueued, holder, deadline = row.attempts, row.enqueued_ms, row.holder, \
+        row.deadline_ms
+    score, info, error, tenant = row.score, row.dead_info, row.error, row.tenant
     dead_at = reason = None
     if info:
         meta = _dead_info(info)
@@ -827,20 +830,23 @@ def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
     if state == "dead" and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(
-        id=text(item_id) or "", state=state, data=data, attempts=int(attempts),
+        id=text(row.id) or "", state=state, data=row.data, attempts=int(attempts),
         enqueued_at=secs(int(enqueued)) if int(enqueued) >= 0 else None,
         lease_session=text(holder) if holder else None,
         lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
         due_at=secs(float(score)) if state == "delayed" else None,
         dead_at=dead_at, dead_reason=reason, error=text(error),
-        abandoned=int(abandoned) == 1, tenant=text(tenant) if tenant else None)
+        abandoned=int(row.abandoned) == 1, tenant=text(tenant) if tenant else None)
 
 
-def _coded(items: list[ItemRef], rows: list[Any], names: dict[str, Outcome],
+def _coded(items: list[ItemRef], rows: list[Any], names: dict[str, Outcome], number: str,
            ) -> Iterator[tuple[ItemRef, Outcome, int]]:
-    """(ref, outcome, number) per item from rows (code, number) of a decoded reply."""
-    for ref, (code, number) in zip(items, rows, strict=True):
-        yield ref, names[code.decode() if isinstance(code, bytes) else code], int(number)
+    """(ref, outcome, number) per item from the rows (``code``, ``number``) of a decoded
+    reply."""
+    for ref, row in zip(items, rows, strict=True):
+        code = row.code
+        yield ref, names[code.decode() if isinstance(code, bytes) else code], \
+            int(getattr(row, number))
 
 
 def _random() -> Any:

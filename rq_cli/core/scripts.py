@@ -48,10 +48,19 @@ HEAD = ("prefix", "now", "layout")
 
 class Reply(NamedTuple):
     """A decoded script reply: its fixed fields by name, and its repeated groups, each a
-    tuple in the order of the spec's ``rows`` names."""
+    named tuple whose fields are the spec's ``rows`` names (``row.id``, ``row.data``)."""
 
     fields: dict[str, Any]
-    rows: list[tuple[Any, ...]]
+    rows: list[Any]
+
+
+@cache
+def row_type(script: str) -> type[tuple[Any, ...]]:
+    """The named tuple of one repeated group of ``script``'s reply (made on first use:
+    start-up time is a budget)."""
+    from collections import namedtuple
+
+    return namedtuple(f"{script}_row", SPECS[script].rows)
 
 
 class ScriptSpec(NamedTuple):
@@ -79,16 +88,24 @@ class ScriptSpec(NamedTuple):
         return [*head, *(values[a] for a in self.args), *rest]
 
     def decode(self, reply: Sequence[Any]) -> Reply:
-        """The reply's fixed fields by name and its repeated groups as tuples."""
+        """The reply's fixed fields by name and its repeated groups as named tuples
+        (:func:`row_type`)."""
         n = len(self.reply)
         fields = dict(zip(self.reply, reply[:n], strict=True))
         width = len(self.rows)
-        rows = [tuple(reply[i:i + width]) for i in range(n, len(reply), width)] if width else []
-        return Reply(fields, rows)
+        if not width or len(reply) <= n:
+            return Reply(fields, [])
+        make, cls = tuple.__new__, row_type(self.name)
+        return Reply(fields, [make(cls, reply[i:i + width]) for i in range(n, len(reply), width)])
 
 
 _PAIRS = ("id", "session")
-#: an item as peek.lua and item.lua return it
+#: an item as peek.lua and item.lua return it (the one list of its fields: the scripts'
+#: headers name this one, and queue.py reads them by name): data false = a ghost (an id with
+#: no data); holder and deadline_ms, the lease's (of the last holder when abandoned = 1: in
+#: processing, its lease ran out); score, when due (delayed) or died (dead), else -1;
+#: dead_info, the dead_info JSON; error, the last error; tenant, the item's tenant (fair
+#: queues; false: none, or a dead item's, which is in dead_info)
 _PEEKED = ("id", "data", "attempts", "enqueued_ms", "holder", "deadline_ms", "score",
            "dead_info", "error", "abandoned", "tenant")
 

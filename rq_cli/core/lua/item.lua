@@ -1,8 +1,7 @@
 -- item: one item by id, in whatever state it is. Read-only.
 -- A_ID the id
--- Returns {} when the id is neither live nor dead, else {state, then SPECS['item'].rows (scripts.py)
--- fields as peek.lua returns them}: id, data, attempts, enqueued_ms, holder,
--- lease_deadline_ms, score_ms, dead_info JSON, last error, abandoned.
+-- Returns {} when the id is neither live nor dead, else {state, then the fields of scripts.py
+-- _PEEKED (SPECS['item'].rows) as peek.lua returns them}.
 -- The state is found in O(1) or O(log N) reads, except for a live item that is neither
 -- delayed nor leased: it is in processing (an abandoned lease: LPOS over processing, which
 -- holds only the items in flight) or else pending (the queue itself is not searched: it may
