@@ -89,3 +89,76 @@ def test_peek_rows_are_read_by_name() -> None:
     reply = scripts.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
     assert [(r.id, r.live) for r in reply.rows] == [(b"7", 1), (b"8", 0)]
     assert scripts.SPECS["holders"].decode([]).rows == []
+
+
+# -- every name a script uses, it gets ----------------------------------------------------
+
+#: the globals of the servers' Lua (Redis, Valkey): everything else must be defined
+_LUA_GLOBALS = {"redis", "cjson", "cmsgpack", "bit", "struct", "KEYS", "ARGV", "table",
+                "string", "math", "tonumber", "tostring", "ipairs", "pairs", "unpack", "type",
+                "setmetatable", "getmetatable", "rawget", "rawset", "error", "pcall", "next",
+                "select", "assert"}
+_KEYWORDS = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "if",
+             "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until",
+             "while", "goto"}
+_LUA_STRING = re.compile(r"--\[\[.*?\]\]|--[^\n]*|\[\[.*?\]\]|'(?:\\.|[^'\\\n])*'"
+                         r"|\"(?:\\.|[^\"\\\n])*\"", re.S)
+
+
+def _undefined(code: str) -> set[str]:
+    """The names ``code`` reads that it never defines (``local``, a function's parameter,
+    a ``for`` variable) and that are not the server's globals: each would be a nil global
+    at run time. (A rough scan: it does not follow scopes, so it finds a name defined
+    nowhere, which is what a script that did not get a definition shows.)"""
+    code = _LUA_STRING.sub(lambda m: " " * len(m.group(0)) if m.group(0)[0] != "-"
+                           or "\n" not in m.group(0) else "\n", code)
+    defined: set[str] = set()
+    for m in re.finditer(r"\blocal\s+function\s+(\w+)|\blocal\s+([\w\s,]+?)(?:=|\n)", code):
+        defined.update(n for n in re.split(r"[\s,]+", m.group(1) or m.group(2)) if n)
+    for m in re.finditer(r"\bfunction\s*[\w.:]*\(([^)]*)\)", code):
+        defined.update(n for n in re.split(r"[\s,]+", m.group(1)) if n and n != "...")
+    for m in re.finditer(r"\bfor\s+([\w\s,]+?)\s+(?:=|in\b)", code):
+        defined.update(n for n in re.split(r"[\s,]+", m.group(1)) if n)
+    used: set[str] = set()
+    depth = 0
+    for m in re.finditer(r"[{}]|(?<!\w)([A-Za-z_]\w*)(\s*=(?!=))?", code):
+        tok = m.group(0)
+        if tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+        elif m.group(2) and depth > 0:
+            continue  # a table constructor's field name
+        elif m.group(1) not in _KEYWORDS:
+            before = code[max(m.start() - 2, 0):m.start()]
+            if before.endswith(":") or (before.endswith(".") and before != ".."):
+                continue  # a field or a method
+            used.add(m.group(1))
+    # the --@lazy definitions, read as L.<name>, made as function L.<name>
+    lazy = {f"L.{n}" for n in re.findall(r"(?<![\w.])L\.(\w+)", code)}
+    lazy -= {f"L.{n}" for n in re.findall(r"\bfunction L\.(\w+)", code)}
+    return (used - defined - _LUA_GLOBALS) | lazy
+
+
+def test_every_script_gets_every_name_it_uses() -> None:
+    for name in scripts.SCRIPTS:
+        assert not _undefined(scripts.source(name)), name
+    assert not _undefined(scripts.library().code.split("\n", 1)[1])  # (after the #! line)
+
+
+def test_the_check_finds_a_missing_definition() -> None:
+    src = scripts.source("complete")
+    assert _undefined(src.replace("local function complete_pairs", "local function other")) \
+        == {"complete_pairs"}
+
+
+def test_a_script_declares_the_helpers_it_names() -> None:
+    body = "--@uses count\nlocal x = drop_meta('1')\ncount('y', 1)\n"
+    try:
+        scripts.declared_uses("demo", body)
+    except ValueError as e:
+        assert "missing ['drop_meta']" in str(e)
+    else:
+        raise AssertionError("an undeclared helper was accepted")
+    assert scripts.declared_uses("demo", "--@uses count drop_meta\n" + body[14:]) \
+        == {"count", "drop_meta"}

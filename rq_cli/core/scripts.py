@@ -8,9 +8,12 @@ side reads the same names, generated into the script's header as ``A_<NAME>`` (a
 to the spec and to the script that uses it, nowhere else.
 
 Each script's source is its own file in ``lua/`` after a header cut to what it uses
-(:func:`source`): ``_common.lua``'s top-level definitions, and the fixed keys' ``K_<NAME>``
-names of ``keys.FIXED_KEYS``, are included only when the script refers to them (directly or
-through another included definition). The server time per call is the budget (DESIGN.md
+(:func:`source`): the ``_common.lua``/``_fair.lua`` definitions a script names are declared
+in it (``--@uses`` lines, checked against what it names: :func:`declared_uses`) and are
+included with what they name in turn; the generated names (``K_<NAME>`` of
+``keys.FIXED_KEYS``, ``A_<NAME>``, the codes of ``codes.py``) when the script names them.
+tests/test_contract.py fails when a script reads a name it did not get. The server time per
+call is the budget (DESIGN.md
 section 1): a prelude that built every helper and key name on every call cost more than a
 hot script's own work.
 
@@ -158,6 +161,9 @@ _DEFINES = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMMENT = re.compile(r"--.*$", re.M)
 _LAZY = "--@lazy"
+#: A script's declaration of the ``_common.lua``/``_fair.lua`` definitions it names:
+#: ``--@uses name name ...`` lines (checked: see :func:`declared_uses`).
+_USES = re.compile(r"^--@uses\b(.*)$", re.M)
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
@@ -305,6 +311,22 @@ def _common() -> tuple[_Block, ...]:
                  for n, t in blocks)
 
 
+def declared_uses(name: str, body: str) -> set[str]:
+    """The definitions of ``_common.lua`` and ``_fair.lua`` (and the type check's
+    ``wrong_type`` and ``QUIET``) that script ``name`` declares with ``--@uses``: exactly
+    those its body names, or ValueError. So what a script gets is written in it, and a
+    script that names a helper it did not declare, or declares one it no longer names,
+    fails to build (tests/test_contract.py builds every script)."""
+    declared = {n for line in _USES.findall(body) for n in line.replace(",", " ").split()}
+    known = {b.name for b in _common()} | {"wrong_type", "QUIET"}
+    named = _names(body) & known
+    if declared != named:
+        raise ValueError(
+            f"lua/{name}.lua: its --@uses lines must list the definitions of _common.lua it "
+            f"names: missing {sorted(named - declared)}, not named {sorted(declared - named)}")
+    return declared
+
+
 def _lazy_refs(text: str, lazy: frozenset[str]) -> str:
     """``text`` with each use of a --@lazy name made ``L.<name>``."""
     return _lazy_pattern(lazy).sub(r"L.\1", text).replace("local function L.", "function L.")
@@ -331,7 +353,7 @@ def source(name: str) -> str:
     with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
         body = f.read()
     head = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks()]
-    wanted = _uses(body, head)
+    wanted = _uses(body, head, declared_uses(name, body))
     keys = _fixed_keys(wanted)
     lazy = [b for b in common if b.name in wanted and b.lazy]
     parts = [DRAGONFLY_FLAGS,  # the first line, for Dragonfly (keys.DRAGONFLY_FLAGS)
@@ -426,7 +448,8 @@ def library() -> Library:
         with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
             body = f.read()
         # (as in source(), less its "local QUIET": here QUIET is shared, and begin resets it)
-        check = _type_check(_fixed_keys(_uses(body, head))).replace("local QUIET = false\n", "")
+        check = _type_check(_fixed_keys(_uses(body, head, declared_uses(name, body))))
+        check = check.replace("local QUIET = false\n", "")
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")
@@ -451,14 +474,15 @@ def _is_function(block: str) -> bool:
     return _definition(block).startswith("local function ")
 
 
-def _uses(body: str, head: Sequence[tuple[str, str]]) -> set[str]:
-    """The definitions (of ``head`` and ``_common.lua``, and the type check's ``wrong_type``
-    and ``QUIET``) that ``body`` names, directly or through another such definition."""
+def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set[str]:
+    """The definitions a script gets: the generated ones of ``head`` (``K_<NAME>``,
+    ``A_<NAME>``, the codes: named by the spec) that ``body`` names, the ``_common.lua``
+    ones it ``declared`` (--@uses), and what those name in turn."""
     deps = {n: _names(t) for n, t in head}
     deps.update((b.name, set(b.names)) for b in _common())
     known = set(deps) | {"wrong_type", "QUIET"}
     wanted: set[str] = set()
-    todo = list(_names(body) & known)
+    todo = [*(_names(body) & {n for n, _ in head}), *declared]
     while todo:
         n = todo.pop()
         if n not in wanted:

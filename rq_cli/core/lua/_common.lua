@@ -9,7 +9,8 @@
 --   2 now in ms since the epoch, or "" to read the server's clock (TIME)
 --   3 layout: "compat" | "v0.3" | "v0.1"
 -- Each script's own arguments start at ARGV[4] (named in scripts.py SPECS).
--- Each script gets only the definitions below that it uses (rq_cli/scripts.py, source), after
+-- Each script declares the definitions below that it names (--@uses lines, checked), and
+-- gets those and what they name (rq_cli/core/scripts.py, source), after
 -- the names generated from rq_cli/keys.py FIXED_KEYS (PREFIX, K_QUEUE, ... K_SUSPECTS,
 -- META_USUAL, META_RARE, UNLINKED_WHOLE, the per-item key helpers (item_key(id), lease_key(id),
 -- lbs_key(id), dead_item_key(id): keys.py ITEM_KEY_HELPERS), the type check

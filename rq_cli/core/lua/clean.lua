@@ -19,6 +19,9 @@
 -- (pruned: ids whose bookkeeping the sampled prune dropped, plus expired ids of the de-dup
 -- window forgotten at the end of a pass, `limit` at most; more_due is also set while more
 -- of those may be left)
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_letter drop drop_meta enqueue exhausted item_key lease_holder lease_pttl
+--@uses promote_due prune_dedup wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(A_LIMIT)
 local left = tonumber(A_LEFT)

@@ -5,6 +5,8 @@
 -- A_GRACE_MS grace ms   A_MAX_ATTEMPTS max_attempts   A_FRONT "1" = front   A_DRY_RUN "1" = dry run
 -- ARGV[REST], ... ids
 -- Returns {recovered, dead, suspects}
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_letter enqueue exhausted item_key lease_holder wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local grace = tonumber(A_GRACE_MS)
 local max_attempts = tonumber(A_MAX_ATTEMPTS)

@@ -3,6 +3,8 @@
 -- A_LEASE_MS lease ms   ARGV[REST], ARGV[REST + 1], ... pairs id, session ("" = any)
 -- Returns {code1, deadline1, ...}: E extended, L lost (the lease has expired), X conflict,
 --   M missing, Z dead (not live: dead-lettered), N not leased (a live item never leased).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW held_by_other item_key lease_holder never_leased not_live set_lease wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local ms = tonumber(A_LEASE_MS)
 local out = {}

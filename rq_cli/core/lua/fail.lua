@@ -9,6 +9,9 @@
 --   D dead, M missing, Z already dead (not live: the id is dead-lettered), N not leased (a
 --   live item that was never leased: left as it is, no failure counted), X conflict
 --   (another session holds the lease).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_letter del_lease enqueue exhausted forget_suspect held_by_other item_key
+--@uses never_leased not_live unlist wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local err = A_ERROR
 local retry = tonumber(A_RETRY_MS)

@@ -6,6 +6,8 @@
 -- delayed nor leased: it is in processing (an abandoned lease: LPOS over processing, which
 -- holds only the items in flight) or else pending (the queue itself is not searched: it may
 -- be millions long).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW dead_item_key item_key lease_holder lease_pttl
 local id = A_ID
 local data = redis.call('GET', item_key(id))
 local state, score, info, holder, deadline, abandoned = false, -1, false, false, -1, 0

@@ -11,6 +11,10 @@
 -- Returns {status, deadline_ms, next_due_ms, completions, id1, data1, attempt1, id2, ...}
 --   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
 --   completions: one character per item completed first, as complete.lua returns them.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
+--@uses forget_suspects item_key lbs_key lease_key mget_leases promote_due remember_completed
+--@uses take_ids wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local completions = complete_pairs(REST)
 -- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no

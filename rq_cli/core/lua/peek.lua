@@ -6,6 +6,8 @@
 --   left, at the offset
 -- Returns a flat list: per item, the fields of scripts.py _PEEKED (SPECS['peek'].rows), in
 --   that order (the one list of them, explained there).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW dead_item_key item_key lease_holder lease_pttl
 local state, offset, n, head = A_STATE, tonumber(A_OFFSET), tonumber(A_COUNT), A_FROM == 'head'
 local ids, scores = {}, {}
 if state == 'pending' or state == 'processing' then

@@ -6,6 +6,8 @@
 --         "strays": forget stray sightings ("d:<id>") of ids deep clean no longer sees stray
 -- ARGV[REST], ... ids
 -- Returns the number of ids pruned ("meta") or sightings forgotten ("strays").
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses drop_meta item_key wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local dry = A_DRY_RUN == '1'
 local pruned = 0

@@ -10,6 +10,9 @@
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
 -- or dead; requeue-dead or purge --state dead frees it), "3" recently completed (in the
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
+--@uses zadd_after
 do local bad = wrong_type(); if bad then return bad end end
 local front = A_FRONT == '1'
 local delay = tonumber(A_DELAY_MS)

@@ -6,6 +6,8 @@
 -- ARGV[REST], ... ids
 -- Returns a string of one code per id: R returned, X conflict (another session holds it),
 --   L lost (not held by this session any more: left alone), M missing, Z dead.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses del_lease enqueue forget_suspect item_key lease_holder not_live wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local session = A_SESSION
 local out = {}

@@ -6,6 +6,8 @@
 -- ARGV[REST + 2] range: offset (dead items skipped by earlier calls)
 -- Returns {requeued, skipped, missing, id1, id2, ...} (the requeued ids)
 -- skipped: an item with that id is live again in the target; it stays dead.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_item_key dead_tenant enqueue wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local target = A_TARGET
 local dry = A_DRY_RUN == '1'

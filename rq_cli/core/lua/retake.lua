@@ -7,6 +7,8 @@
 -- Returns {code1, deadline1, ...}: E extended (taken back, or still held), X conflict
 --   (another session holds it), L lost (back in line, or leased and let go by another
 --   session since), M missing, Z dead.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW forget_suspect item_key lease_holder not_live set_lease wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local ms, session = tonumber(A_LEASE_MS), A_SESSION
 local out = {}
