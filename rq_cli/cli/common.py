@@ -18,7 +18,7 @@ import typer
 
 from .. import config as configmod
 from ..core.limits import MAX_LEASE_SECONDS
-from ..core.types import NO_TLS, TlsOptions
+from ..core.types import NO_TLS, QueueOptions, TlsOptions
 from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError
 from ..render import Output, Terminal, message
 from .reading import check_utf8
@@ -274,7 +274,8 @@ DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Report what would be done, change nothing.")]
 LeaseOpt = Annotated[float | None, typer.Option(
     "--lease", min=0.001, max=MAX_LEASE_SECONDS, metavar="SECONDS", show_default=False,
-    help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
+    help="Lease time in seconds (default: the queue's lease_seconds, "
+         f"{QueueOptions.lease_seconds:g}).")]
 
 
 # -- helpers ----------------------------------------------------------------------------------

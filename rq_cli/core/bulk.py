@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
 from .codes import PUSH_FLAGS
-from .limits import BATCH, MAX_DELAY
+from .limits import BATCH, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH
 from .scripts import SPECS, script_source
 from .types import NewItem, PushResult
 from .util import as_bytes, check_new_id, check_tenant, data_id, is_cluster, ms, text
@@ -102,11 +102,12 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
     if tenant is not None:
         check_tenant(tenant)
     if not 0 <= delay <= MAX_DELAY:
-        raise UsageError("the delay must be between 0 and ten years (in seconds)")
+        raise UsageError(f"the delay must be between 0 and {MAX_DELAY_TEXT} (in seconds)")
     if expire is not None and not 0 < expire <= MAX_DELAY:
-        raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
-    if not 1 <= batch_size <= 5000:
-        raise UsageError("batch size must be between 1 and 5000")
+        raise UsageError(f"the expiry must be more than 0 and at most {MAX_DELAY_TEXT}"
+                         " (in seconds)")
+    if not 1 <= batch_size <= MAX_PUSH_BATCH:
+        raise UsageError(f"batch size must be between 1 and {MAX_PUSH_BATCH}")
     flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
              "expire_ms": str(ms(expire or 0))}
     source = iter(items)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UsageError
-from .limits import MAX_DELAY, SLOW_BATCH
+from .limits import MAX_DELAY, MAX_DELAY_TEXT, SLOW_BATCH
 from .util import json_int, server_ms
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class ItemFilter:
                 raise UsageError(f"--error {error!r} is not a regular expression: {exc}") \
                     from None
         if older_than is not None and not 0 <= older_than <= MAX_DELAY:
-            raise UsageError("--older-than must be between 0 and ten years (in seconds)")
+            raise UsageError(f"--older-than must be between 0 and {MAX_DELAY_TEXT} (in seconds)")
         if min_attempts is not None and min_attempts < 0:
             raise UsageError("--min-attempts cannot be negative")
         if any(not r for r in self.reasons):

@@ -33,6 +33,9 @@ from .limits import (
     LEASE_CHUNK,
     MAX_CLEAN_WAIT,
     MAX_DELAY,
+    MAX_DELAY_TEXT,
+    MAX_LEASE_SECONDS,
+    MAX_LEASE_TEXT,
     PRUNE_SAMPLE,
     SLOW_BATCH,
 )
@@ -288,8 +291,8 @@ class WorkQueue:
         seconds = self.options.lease_seconds if lease_seconds is None else lease_seconds
         if not seconds > 0:  # also refuses NaN
             raise UsageError("the lease time must be a positive number of seconds")
-        if seconds > 365 * 86400:
-            raise UsageError("the lease time must be at most a year")
+        if seconds > MAX_LEASE_SECONDS:
+            raise UsageError(f"the lease time must be at most {MAX_LEASE_TEXT}")
         return max(ms(seconds), 1)
 
     def _wait(self, seconds: float, paused: bool, next_due: int) -> None:
@@ -340,7 +343,7 @@ class WorkQueue:
         """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
         ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
         if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
-            raise UsageError("the retry delay must be between 0 and ten years (in seconds)")
+            raise UsageError(f"the retry delay must be between 0 and {MAX_DELAY_TEXT} (in seconds)")
         items = self._ref_args(refs)
         opts = self.options
         args = {"error": error or "", "retry_ms": -1 if retry_in is None else ms(retry_in),
@@ -448,7 +451,8 @@ class WorkQueue:
         """
         grace = self.options.grace_seconds if grace_seconds is None else grace_seconds
         if not 0 <= grace <= MAX_DELAY:
-            raise UsageError("the grace period must be between 0 and ten years (in seconds)")
+            raise UsageError(f"the grace period must be between 0 and {MAX_DELAY_TEXT}"
+                             " (in seconds)")
         from .reports import CleanReport
 
         # ``wait(suspects, seconds)``, if given, sleeps out the grace period instead of
@@ -533,7 +537,8 @@ class WorkQueue:
             return report
         if older_than is not None:
             if not 0 <= older_than <= MAX_DELAY:
-                raise UsageError("--older-than must be between 0 and ten years (in seconds)")
+                raise UsageError(f"--older-than must be between 0 and {MAX_DELAY_TEXT}"
+                                 " (in seconds)")
             now = now_ms if now_ms is not None else server_ms(self.client)
             cutoff = str(now - ms(older_than))
         else:
@@ -756,7 +761,8 @@ class WorkQueue:
         0 turns the window off and forgets every id. Also prunes a bounded batch of expired
         ids; returns how many."""
         if not 0 <= seconds <= MAX_DELAY:
-            raise UsageError("the de-dup window must be between 0 and ten years (in seconds)")
+            raise UsageError(f"the de-dup window must be between 0 and {MAX_DELAY_TEXT}"
+                             " (in seconds)")
         return int(self.call("dedup", {"mode": "set"}, [ms(seconds)]))
 
     def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,

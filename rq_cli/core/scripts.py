@@ -13,9 +13,8 @@ in it (``--@uses`` lines, checked against what it names: :func:`declared_uses`) 
 included with what they name in turn; the generated names (``K_<NAME>`` of
 ``keys.FIXED_KEYS``, ``A_<NAME>``, the codes of ``codes.py``) when the script names them.
 tests/test_contract.py fails when a script reads a name it did not get. The server time per
-call is the budget (DESIGN.md
-section 1): a prelude that built every helper and key name on every call cost more than a
-hot script's own work.
+call is the budget (DESIGN.md section 1): a prelude that built every helper and key name on
+every call cost more than a hot script's own work.
 
 This module imports neither Typer nor rich.
 """
@@ -41,7 +40,14 @@ from .keys import (
     OLD_SERVER_CHECK,
     TENANT_QUEUE,
 )
-from .limits import FAIR_POLL_MS, GENERATION_SAMPLE, TENANT_AGE_SAMPLE
+from .limits import (
+    FAIR_POLL_MS,
+    GENERATION_SAMPLE,
+    LEASE_LOOKAHEAD,
+    SUSPECTS_KEPT,
+    TENANT_AGE_SAMPLE,
+    UNPACK_CHUNK,
+)
 
 LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
 
@@ -245,6 +251,10 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}"),
             # stats: tenants of the ring looked at for the oldest pending age
             ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}"),
+            # limits.py: multi-value commands' chunk, lease's look-ahead, clean's sightings kept
+            ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
+            ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
+            ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
             # outcome codes, push flags and clean's sighting prefixes (codes.py)
             *lua_constants()]
 

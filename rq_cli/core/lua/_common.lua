@@ -31,7 +31,7 @@ local WRITE_V1 = LAYOUT ~= 'v0.3'
 -- redis.call(cmd, <head...>, <args...>) in chunks: Lua's unpack() overflows the C stack
 -- past a few thousand values. `step` must keep field/value pairs together (even).
 local function call_chunked(cmd, head, args, step) --@lazy
-  step = step or 4000
+  step = step or UNPACK_CHUNK
   for i = 1, #args, step do
     local call = {cmd}
     for _, h in ipairs(head) do call[#call + 1] = h end
@@ -42,7 +42,7 @@ end
 
 -- cmd [key] args... as one command (call_chunked past what unpack() can take)
 local function call_all(cmd, key, args)
-  if #args > 4000 then
+  if #args > UNPACK_CHUNK then
     call_chunked(cmd, key and {key} or {}, args)
   elseif key then
     redis.call(cmd, key, unpack(args))

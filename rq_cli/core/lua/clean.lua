@@ -161,7 +161,7 @@ if left <= 0 then
     if more then more_due = 1 end
     -- Forget sightings this pass did not renew (bounded: the hash holds only lease-less ids;
     -- deep clean's "d:" sightings are its own).
-    if redis.call('HLEN', K_SUSPECTS) <= 5000 then
+    if redis.call('HLEN', K_SUSPECTS) <= SUSPECTS_KEPT then
       local all = redis.call('HGETALL', K_SUSPECTS)
       for i = 1, #all, 2 do
         local field = all[i]

@@ -25,10 +25,10 @@ local ms = tonumber(A_LEASE_MS)
 local session = A_SESSION
 local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
-if not QUIET then promote_due(1000) end
+if not QUIET then promote_due(LEASE_LOOKAHEAD) end
 local out = {0, NOW + ms, -1, completions}
 local taken, looked = 0, 0
-local limit = want + 1000 -- bounded: at most this many ids looked at per call
+local limit = want + LEASE_LOOKAHEAD -- bounded: at most this many ids looked at per call
 local has_expiry = not QUIET and redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
 local leased, stamps, deadlines, holders = {}, {}, {}, {}
