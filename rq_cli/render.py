@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import re
 import sys
 import time
@@ -552,6 +551,6 @@ def message(text: str, stream: TextIO | None = None) -> None:
 
 
 def debug_enabled() -> bool:
-    from .config import ENV_DEBUG
+    from .core.env import ENV_DEBUG, env_bool
 
-    return os.environ.get(ENV_DEBUG, "") not in ("", "0", "false", "no")
+    return env_bool(ENV_DEBUG)

@@ -52,7 +52,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-ENV_SERVER_BIN = "RQ_CLI_SERVER_BIN"
+from .core.env import ENV_SERVER_BIN as ENV_SERVER_BIN
+
 _PATH_NAMES = ("valkey-server", "redis-server")
 _FORBIDDEN_PORTS = frozenset({6379, 6380})  # the ports a developer's own server is likely on
 _MAX_UNIX_PATH = 100  # sun_path is 108 bytes on Linux, 104 on macOS

@@ -162,3 +162,26 @@ def test_a_script_declares_the_helpers_it_names() -> None:
         raise AssertionError("an undeclared helper was accepted")
     assert scripts.declared_uses("demo", "--@uses count drop_meta\n" + body[14:]) \
         == {"count", "drop_meta"}
+
+
+def test_one_flag_parser() -> None:
+    from rq_cli.core.env import env_bool
+
+    env = {"A": " FALSE ", "B": "off", "C": "1", "D": "", "E": "yes"}
+    assert [env_bool(n, env=env) for n in "ABCDEF"] == [False, False, True, False, True, False]
+    assert env_bool("D", default=True, env=env) and env_bool("F", default=True, env=env)
+    assert not env_bool("A", default=True, env=env)
+
+
+def test_environment_variables_are_named_once() -> None:
+    """No module of rq_cli but core/env.py spells an RQ_CLI_* variable's name in code."""
+    import pathlib
+
+    root = pathlib.Path(scripts.__file__).parent.parent
+    bad = []
+    for path in root.rglob("*.py"):
+        if path.name == "env.py" or "worker" in path.name:
+            continue
+        for lit in re.findall(r"[\"'](RQ_CLI_[A-Z_]+)[\"']", path.read_text()):
+            bad.append((path.name, lit))
+    assert not bad
