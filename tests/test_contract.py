@@ -185,3 +185,26 @@ def test_environment_variables_are_named_once() -> None:
         for lit in re.findall(r"[\"'](RQ_CLI_[A-Z_]+)[\"']", path.read_text()):
             bad.append((path.name, lit))
     assert not bad
+
+
+def test_one_id_rule_and_one_session_format() -> None:
+    import pytest
+
+    from rq_cli.cli.reading import check_id as read_id
+    from rq_cli.core.limits import MAX_ID_BYTES
+    from rq_cli.core.util import check_id, id_problem, make_session, session_origin
+    from rq_cli.errors import BadInputError, UsageError
+
+    long = "é" * (MAX_ID_BYTES // 2 + 1)  # under the limit in characters, over it in bytes
+    for bad in ("", long):
+        why = id_problem(bad)
+        assert why
+        with pytest.raises(UsageError, match=why):
+            check_id(bad)
+        with pytest.raises(BadInputError, match=why):
+            read_id(bad)
+    ok = "é" * (MAX_ID_BYTES // 2)
+    assert check_id(ok) == read_id(ok) == ok
+    host, pid = session_origin(make_session("w1"))
+    assert (host, pid) == (os.uname().nodename, os.getpid())
+    assert make_session("w1").endswith(":w1") and session_origin(make_session())[1] == os.getpid()
