@@ -21,6 +21,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .core.codes import LAYOUTS as LAYOUTS  # (codes.Layout)
+from .core.codes import REQUEUE_ENDS as REQUEUE_ENDS  # (codes.RequeueEnd)
+
 # environment variables: named once, in core/env.py (re-exported here, as the CLI reads them)
 from .core.env import ENV_CONFIG as ENV_CONFIG
 from .core.env import ENV_DEBUG as ENV_DEBUG
@@ -38,8 +41,6 @@ from .errors import ConfigError, UsageError
 DEFAULT_URL = "redis://localhost:6379/0"
 LOCAL_FILE = "rq-cli.toml"
 
-LAYOUTS = ("compat", "v0.3", "v0.1")
-REQUEUE_ENDS = ("back", "front")
 
 # Bounds of the durations (seconds) and counts a config file may set: rq_cli.core.limits, the
 # same bounds as the CLI's options and the engine's checks. nan and inf are refused (tomllib

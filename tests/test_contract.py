@@ -208,3 +208,21 @@ def test_one_id_rule_and_one_session_format() -> None:
     host, pid = session_origin(make_session("w1"))
     assert (host, pid) == (os.uname().nodename, os.getpid())
     assert make_session("w1").endswith(":w1") and session_origin(make_session())[1] == os.getpid()
+
+
+def test_one_definition_of_states_layouts_and_ends() -> None:
+    from typing import get_args
+
+    from rq_cli import config, metrics
+    from rq_cli.cli.common import PurgeChoice
+    from rq_cli.core import codes, filtering, queue
+    from rq_cli.core.types import QueueOptions, State
+
+    assert codes.STATES == ("pending", "processing", "delayed", "dead")
+    assert get_args(State) == codes.STATES  # (the typing Literal, checked against the enum)
+    assert queue.STATES is codes.STATES and metrics.STATES is codes.STATES
+    assert filtering.STATES is codes.STATES
+    assert [c.value for c in PurgeChoice] == [*codes.STATES, "all"]
+    assert keys.LAYOUTS is codes.LAYOUTS is config.LAYOUTS
+    assert config.REQUEUE_ENDS is codes.REQUEUE_ENDS
+    assert QueueOptions().layout in codes.LAYOUTS and QueueOptions().requeue in codes.REQUEUE_ENDS

@@ -9,6 +9,8 @@ This module imports nothing of rq-cli's: it is read by both sides.
 
 from __future__ import annotations
 
+from enum import Enum
+
 #: An item's outcome -> the one-letter code a script replies with for it. (Two outcomes
 #: may share a letter when no script can reply with both: "retried" is fail's, "returned"
 #: release's.)
@@ -65,3 +67,37 @@ def lua_constants() -> list[tuple[str, str]]:
     out += [(f"PUSH_{f.upper().replace(' ', '_')}", c) for f, c in PUSH_FLAGS.items()]
     out += [(f"SEEN_{k.upper()}", c) for k, c in SIGHTINGS.items()]
     return [(n, f"local {n} = '{c}'") for n, c in out]
+
+
+# -- the choices of an item's state, a queue's layout and where re-queued items go ---------------
+# (str enums: a member is its value; Python 3.10 has no StrEnum. Options and replies carry
+# the plain strings: the tuples below are what they are checked against.)
+
+
+class ItemState(str, Enum):
+    """The state an item is in (item.lua and peek.lua read and reply these names)."""
+
+    PENDING = "pending"
+    PROCESSING = "processing"
+    DELAYED = "delayed"
+    DEAD = "dead"
+
+
+class Layout(str, Enum):
+    """Which generations' lease keys a queue writes: both (compat), v0.3's, or v0.1's."""
+
+    COMPAT = "compat"
+    V03 = "v0.3"
+    V01 = "v0.1"
+
+
+class RequeueEnd(str, Enum):
+    """Where clean puts recovered items: the back of the line (as peers do) or the front."""
+
+    BACK = "back"
+    FRONT = "front"
+
+
+STATES: tuple[str, ...] = tuple(s.value for s in ItemState)
+LAYOUTS: tuple[str, ...] = tuple(x.value for x in Layout)
+REQUEUE_ENDS: tuple[str, ...] = tuple(e.value for e in RequeueEnd)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UsageError
+from .codes import STATES
 from .limits import MAX_DELAY, MAX_DELAY_TEXT, SLOW_BATCH
 from .util import json_int, server_ms
 
@@ -57,7 +58,7 @@ SAMPLE = 10
 MAX_RATE = 1_000_000
 
 Action = Literal["peek", "requeue", "purge"]
-_STATES = ("pending", "processing", "delayed", "dead")
+_STATES = STATES  # (codes.ItemState)
 
 
 def _jmespath() -> Any:

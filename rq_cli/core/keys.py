@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-LAYOUTS = ("compat", "v0.3", "v0.1")
+from .codes import LAYOUTS as LAYOUTS  # (codes.Layout: defined with the other choices)
+
 #: The generation whose keys a queue of each single-generation layout should never show.
 OTHER_GENERATION = {"v0.3": "v0.1", "v0.1": "v0.3"}
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ClusterError, UsageError
 from .calling import Caller
-from .codes import SCRIPT_OUTCOMES, outcomes
+from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, RequeueEnd, outcomes
+from .codes import STATES as _STATES
 from .keys import (
     DEDUP_WINDOW_FIELD,
     LAYOUTS,
@@ -73,7 +74,7 @@ if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loa
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
-STATES = ("pending", "processing", "delayed", "dead")
+STATES = _STATES  # (codes.ItemState)
 #: script -> code -> outcome, of the scripts that reply with an outcome per item (codes.py)
 _OUTCOMES = cast("dict[str, dict[str, Outcome]]",
                  {script: outcomes(script) for script in SCRIPT_OUTCOMES})
@@ -113,7 +114,7 @@ class WorkQueue:
         if self.options.layout not in LAYOUTS:
             raise UsageError(f"layout must be one of {', '.join(LAYOUTS)}, "
                              f"not {self.options.layout!r}")
-        if self.options.requeue not in ("back", "front"):
+        if self.options.requeue not in REQUEUE_ENDS:
             raise UsageError(f"requeue must be back or front, not {self.options.requeue!r}")
         self.session = session or make_session()
         self.keys = Keys(prefix)
@@ -189,7 +190,7 @@ class WorkQueue:
     @property
     def front_requeue(self) -> str:
         """The scripts' ``front`` argument for re-queued items: "1" = the front."""
-        return "1" if self.options.requeue == "front" else "0"
+        return "1" if self.options.requeue == RequeueEnd.FRONT else "0"
 
     # -- push ----------------------------------------------------------------------------
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
