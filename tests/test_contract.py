@@ -226,3 +226,29 @@ def test_one_definition_of_states_layouts_and_ends() -> None:
     assert keys.LAYOUTS is codes.LAYOUTS is config.LAYOUTS
     assert config.REQUEUE_ENDS is codes.REQUEUE_ENDS
     assert QueueOptions().layout in codes.LAYOUTS and QueueOptions().requeue in codes.REQUEUE_ENDS
+
+
+def test_the_engine_names_parameters_and_the_cli_words_flags() -> None:
+    import pytest
+
+    from rq_cli.core.filtering import ItemFilter
+    from rq_cli.errors import ParameterError, UsageError
+
+    saved = dict(ParameterError.NAMES)
+    ParameterError.NAMES.clear()  # the library alone: no flag names
+    try:
+        with pytest.raises(ParameterError) as info:
+            ItemFilter(min_attempts=-1)
+        assert str(info.value) == "min_attempts cannot be negative"
+        assert isinstance(info.value, UsageError) and info.value.param == "min_attempts"
+    finally:
+        ParameterError.NAMES.update(saved)
+    from rq_cli.cli import common
+
+    assert ParameterError.NAMES["older_than"] == "--older-than" == common.FLAG_OF["older_than"]
+    with pytest.raises(ParameterError, match=r"^--min-attempts cannot be negative$"):
+        ItemFilter(min_attempts=-1)
+    import pathlib
+
+    for path in pathlib.Path(scripts.__file__).parent.glob("*.py"):
+        assert not re.search(r"Error\(f?\"--", path.read_text()), path  # no flag in the core

@@ -19,7 +19,14 @@ import typer
 from .. import config as configmod
 from ..core.limits import MAX_LEASE_SECONDS
 from ..core.types import NO_TLS, QueueOptions, TlsOptions
-from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError
+from ..errors import (
+    LeaseLost,
+    NothingToDo,
+    ParameterError,
+    RqError,
+    ServerError,
+    UsageError,
+)
 from ..render import Output, Terminal, message
 from .reading import check_utf8
 
@@ -224,6 +231,15 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
     except Exception:  # completion must never fail loudly
         return []
     return [name for name in cfg.queues if name.startswith(incomplete)]
+
+
+# -- the engine's parameters, by their flags ----------------------------------------------------
+#: The engine names a parameter out of range by its keyword (errors.ParameterError): the
+#: command line calls it by its flag.
+FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
+           "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
+           "rate": "--rate", "tenant": "--tenant"}
+ParameterError.NAMES.update(FLAG_OF)
 
 
 # -- choices -----------------------------------------------------------------------------------

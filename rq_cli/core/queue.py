@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import ClusterError, UsageError
+from ..errors import ClusterError, ParameterError, UsageError
 from .calling import Caller
 from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, RequeueEnd, outcomes
 from .codes import STATES as _STATES
@@ -538,8 +538,8 @@ class WorkQueue:
             return report
         if older_than is not None:
             if not 0 <= older_than <= MAX_DELAY:
-                raise UsageError(f"--older-than must be between 0 and {MAX_DELAY_TEXT}"
-                                 " (in seconds)")
+                raise ParameterError("older_than", f"must be between 0 and {MAX_DELAY_TEXT}"
+                                                   " (in seconds)")
             now = now_ms if now_ms is not None else server_ms(self.client)
             cutoff = str(now - ms(older_than))
         else:
@@ -620,7 +620,7 @@ class WorkQueue:
         if tenant is None:
             return None
         if state != "pending":
-            raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
+            raise ParameterError("tenant", "shows pending items only (a tenant's sub-queue)")
         return [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
 
     def scan_items(self) -> Iterator[bytes]:
