@@ -1,4 +1,4 @@
-"""TOML config discovery and resolution: a queue name -> :class:`QueueSpec` (DESIGN.md section 5).
+"""TOML config discovery and resolution: a queue name -> :class:`QueueSpec` (docs/DESIGN.md 5).
 
 The file used is the first found of ``--config PATH``, ``$RQ_CLI_CONFIG``, ``./rq-cli.toml``,
 ``$XDG_CONFIG_HOME/rq-cli/config.toml`` (default ``~/.config/rq-cli/config.toml``); ``--no-config``

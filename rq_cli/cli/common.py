@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Iterator
 from enum import Enum
 from functools import cached_property
@@ -248,13 +247,6 @@ class Order(str, Enum):
     fair = "fair"
 
 
-class StateChoice(str, Enum):
-    pending = "pending"
-    processing = "processing"
-    delayed = "delayed"
-    dead = "dead"
-
-
 class PurgeChoice(str, Enum):
     pending = "pending"
     processing = "processing"
@@ -305,15 +297,9 @@ def read_stdin(args: list[str] | None, terminal: Terminal) -> bool:
 
 
 def outcome_rows(name: str, outcomes: list[ItemOutcome]) -> list[dict[str, Any]]:
-    rows = []
-    for o in outcomes:
-        row: dict[str, Any] = {"queue": name, "id": o.id, "outcome": o.outcome}
-        if o.retry_at is not None:
-            row["retry_at"] = o.retry_at
-        if o.lease_expires_at is not None:
-            row["lease_expires_at"] = o.lease_expires_at
-        rows.append(row)
-    return rows
+    from ..shapes import outcome_row
+
+    return [outcome_row(name, o) for o in outcomes]
 
 
 def check_outcomes(outcomes: list[ItemOutcome], verb: str) -> None:
@@ -398,7 +384,3 @@ def interruptible_sleep(seconds: float) -> None:
         time.sleep(seconds)
     finally:
         signal.signal(signal.SIGINT, handler)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false", "no")

@@ -1,4 +1,4 @@
-"""Reading items and ids from arguments and stdin (DESIGN.md section 4, "Contract details").
+"""Reading items and ids from arguments and stdin (docs/DESIGN.md section 4, "Contract details").
 
 - A line is the bytes up to ``\\n``; the terminator (``\\n`` or ``\\r\\n``) is not part of it.
 - Blank lines (empty or only whitespace) are skipped but counted, so line numbers in errors
@@ -22,10 +22,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from ..core.keys import name_collision
+from ..core.limits import MAX_JSON_DEPTH
 from ..core.types import ItemRef, NewItem
-from ..core.util import check_tenant, id_problem, json_int
+from ..core.util import TOO_DEEP, check_tenant, id_problem, json_int, json_too_deep
 from ..errors import BadInputError, UsageError
-from ..render import TOO_DEEP, check_json
+from ..render import check_json
 
 
 def stdin_binary() -> BinaryIO:
@@ -97,8 +98,9 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
             except ValueError:  # orjson.JSONDecodeError: let the strict decoder decide
                 pass
             else:
-                yield line
-                continue
+                if not json_too_deep(line):  # (else the strict check refuses it)
+                    yield line
+                    continue
         try:
             check(line.decode("utf-8"))
         except ValueError as exc:  # also UnicodeDecodeError
@@ -261,6 +263,8 @@ def split_object(text: str) -> dict[str, tuple[Any, str]]:
     JSON object. The source text lets ``push --with-ids`` store data exactly as written.
     """
     scan = _DECODER.scan_once  # type: ignore[attr-defined]
+    if json_too_deep(text, MAX_JSON_DEPTH + 1):  # (the line's object is one level more)
+        raise ValueError(TOO_DEEP)
     i = _ws(text, 0).end()
     if text[i:i + 1] != "{":
         raise json.JSONDecodeError('expected a JSON object {"id": ..., "data": ...}', text, i)

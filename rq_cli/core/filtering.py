@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import ParameterError, UsageError
 from .codes import STATES
 from .limits import MAX_DELAY, MAX_DELAY_TEXT, SLOW_BATCH
-from .util import json_int, server_ms
+from .util import json_int, json_too_deep, server_ms
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -143,6 +143,8 @@ class ItemFilter:
         if self._expr is not None:
             if item.data is None:
                 return False  # a ghost: no payload at all
+            if json_too_deep(item.data):
+                return None  # (not read as JSON anywhere: render, push)
             try:
                 doc = json.loads(item.data, parse_int=json_int)
             except (ValueError, RecursionError):  # also UnicodeDecodeError; nested too deep

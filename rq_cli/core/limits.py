@@ -60,3 +60,7 @@ GENERATION_SAMPLE = 100
 #: pending age (two reads each; a queue with more tenants with work gets the oldest of these
 #: and the default tenant's, and as the ring turns, of others on the next call).
 TENANT_AGE_SAMPLE = 100
+#: Deepest nesting of arrays and objects rq-cli reads as JSON in a payload: deeper data is
+#: refused by push and shown as text by the readers, on every Python version (the stdlib's
+#: decoder recurses per level; its limit differs between versions, orjson's is 1024).
+MAX_JSON_DEPTH = 512

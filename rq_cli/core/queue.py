@@ -20,7 +20,7 @@ from .calling import Caller
 from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, RequeueEnd, outcomes
 from .codes import STATES as _STATES
 from .keys import (
-    DEDUP_WINDOW_FIELD,
+    COUNTER_FIELDS,
     LAYOUTS,
     OTHER_GENERATION,
     Keys,
@@ -642,8 +642,10 @@ class WorkQueue:
         f = {name: int(value) for name, value in fields.items()}
         processing = f["processing"]
         leased = min(f["leased"], processing)
-        counters = {text(row.counter) or "": int(row.value) for row in rows}
-        counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
+        # every counter, 0 when never counted; other fields of the hash (the de-dup window,
+        # a setting kept there) are no counts
+        stored = {text(row.counter) or "": row.value for row in rows}
+        counters = {name: int(stored.get(name, 0)) for name in COUNTER_FIELDS}
         oldest = f["oldest_ms"]
         per_tenant = None
         if by_tenant:

@@ -12,7 +12,13 @@ from typing import Any
 
 from ..errors import UsageError
 from .keys import name_collision
-from .limits import MAX_COUNT, MAX_ID_BYTES, MAX_TENANT_BYTES, MAX_TENANT_WEIGHT
+from .limits import (
+    MAX_COUNT,
+    MAX_ID_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_TENANT_BYTES,
+    MAX_TENANT_WEIGHT,
+)
 
 
 def make_session(tail: str | None = None) -> str:
@@ -101,6 +107,38 @@ def check_new_id(item_id: str) -> str:
     if why:
         raise UsageError(f"item id {item_id!r} cannot be used: {why}")
     return item_id
+
+
+#: Why a JSON text nested too deep is refused (push) or shown as text (the readers).
+TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels of arrays or objects"
+_NESTING: dict[type, Any] = {}  # str/bytes -> the compiled token pattern (made on first use)
+
+
+def json_too_deep(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True if JSON ``text`` nests arrays and objects deeper than ``limit`` (brackets inside
+    strings do not count). One cheap count when the text has few brackets, as most do."""
+    if isinstance(text, bytes):
+        if text.count(b"[") + text.count(b"{") <= limit:
+            return False
+    elif text.count("[") + text.count("{") <= limit:
+        return False
+    pattern = _NESTING.get(type(text))
+    if pattern is None:
+        import re
+
+        source = r'"(?:[^"\\]|\\.)*"|[\[\]{}]'
+        pattern = re.compile(source.encode() if isinstance(text, bytes) else source)
+        _NESTING[type(text)] = pattern
+    depth = 0
+    for match in pattern.finditer(text):
+        token = match.group()[:1]
+        if token in ("[", "{", b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in ("]", "}", b"]", b"}"):
+            depth -= 1
+    return False
 
 
 def json_int(text: str) -> int:
