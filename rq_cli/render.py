@@ -24,7 +24,6 @@ replace to force table mode or an interactive stdin.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -370,6 +369,6 @@ def message(text: str, stream: TextIO | None = None) -> None:
 
 
 def debug_enabled() -> bool:
-    from .config import ENV_DEBUG
+    from .core.env import ENV_DEBUG, env_bool
 
-    return os.environ.get(ENV_DEBUG, "") not in ("", "0", "false", "no")
+    return env_bool(ENV_DEBUG)

@@ -32,7 +32,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-ENV_SERVER_BIN = "RQ_CLI_SERVER_BIN"
+from .core.env import ENV_SERVER_BIN as ENV_SERVER_BIN
+
 _PATH_NAMES = ("valkey-server", "redis-server")
 
 ConfigValue = str | int | float | bool | None

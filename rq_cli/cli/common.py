@@ -17,8 +17,15 @@ import typer
 
 from .. import config as configmod
 from ..core.limits import MAX_LEASE_SECONDS
-from ..core.types import NO_TLS, TlsOptions
-from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError
+from ..core.types import NO_TLS, QueueOptions, TlsOptions
+from ..errors import (
+    LeaseLost,
+    NothingToDo,
+    ParameterError,
+    RqError,
+    ServerError,
+    UsageError,
+)
 from ..render import Output, Terminal, message
 from .reading import check_utf8
 
@@ -225,6 +232,15 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
     return [name for name in cfg.queues if name.startswith(incomplete)]
 
 
+# -- the engine's parameters, by their flags ----------------------------------------------------
+#: The engine names a parameter out of range by its keyword (errors.ParameterError): the
+#: command line calls it by its flag.
+FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
+           "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
+           "rate": "--rate", "tenant": "--tenant"}
+ParameterError.NAMES.update(FLAG_OF)
+
+
 # -- choices -----------------------------------------------------------------------------------
 class Order(str, Enum):
     strict = "strict"
@@ -266,7 +282,8 @@ DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Report what would be done, change nothing.")]
 LeaseOpt = Annotated[float | None, typer.Option(
     "--lease", min=0.001, max=MAX_LEASE_SECONDS, metavar="SECONDS", show_default=False,
-    help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
+    help="Lease time in seconds (default: the queue's lease_seconds, "
+         f"{QueueOptions.lease_seconds:g}).")]
 
 
 # -- helpers ----------------------------------------------------------------------------------

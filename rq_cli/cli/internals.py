@@ -46,8 +46,10 @@ from typing import Any, get_args, get_origin
 
 import typer
 
+from ..core.env import ENV_PLAIN_TYPER
+
 #: False with RQ_CLI_PLAIN_TYPER=1: every shortcut of this module is off.
-ENABLED = os.environ.get("RQ_CLI_PLAIN_TYPER", "") not in ("1", "true", "yes")
+ENABLED = os.environ.get(ENV_PLAIN_TYPER, "") not in ("1", "true", "yes")
 
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"", "0", "off", "f", "false", "n", "no"})

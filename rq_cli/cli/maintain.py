@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ..core.reports import PurgeReport
+from ..core.types import QueueOptions
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..progress import Progress
 from ..render import Column
@@ -60,7 +61,7 @@ def clean(
     grace: Annotated[SecondsOpt, typer.Option(
         "--grace", min=0, metavar="SECONDS", show_default=False,
         help="Re-queue a lease-less item only once seen so for this long "
-             "(default: the queue's grace_seconds, 5).")] = None,
+             f"(default: the queue's grace_seconds, {QueueOptions.grace_seconds:g}).")] = None,
     every: Annotated[bool, typer.Option(
         "--all", help="Clean every queue of the config file (for cron).")] = False,
     dry_run: DryRunOpt = False,

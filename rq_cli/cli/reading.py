@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from ..core.keys import name_collision
-from ..core.limits import MAX_ID_BYTES, MAX_JSON_DEPTH  # (MAX_ID_BYTES: to report the line)
+from ..core.limits import MAX_JSON_DEPTH
 from ..core.types import ItemRef, NewItem
-from ..core.util import TOO_DEEP, check_tenant, json_int, json_too_deep
+from ..core.util import TOO_DEEP, check_tenant, id_problem, json_int, json_too_deep
 from ..errors import BadInputError, UsageError
 from ..jsonlines import check_json
 
@@ -198,11 +198,10 @@ def _escaped(value: str) -> bool:
 def check_id(item_id: Any) -> str:
     if not isinstance(item_id, str):
         raise BadInputError(f'"id" must be a string, not {type(item_id).__name__}')
-    if not item_id:
-        raise BadInputError("an item id cannot be empty")
     check_utf8(item_id, "the item id")
-    if len(item_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
-        raise BadInputError(f"an item id is at most {MAX_ID_BYTES} bytes")
+    why = id_problem(item_id)  # (the engine's rule, worded here as bad input)
+    if why:
+        raise BadInputError(why)
     return item_id
 
 

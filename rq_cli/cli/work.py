@@ -97,7 +97,9 @@ def work(
     st = state(ctx)
     wqs = st.queues(queues)
     if name is not None:
-        session = f"{os.uname().nodename}:{os.getpid()}:{name}"
+        from ..core.util import make_session
+
+        session = make_session(name)
         for wq in wqs:
             wq.session = session
     else:

@@ -18,6 +18,16 @@ MAX_ID_BYTES = 4096
 #: Most items one lease call (or ``lease --count``) returns.
 MAX_COUNT = 10_000
 
+#: Most items one ``push`` call writes per script call (``--batch-size``).
+MAX_PUSH_BATCH = 5000
+#: Most values one Lua ``unpack()`` gets (past a few thousand it overflows the C stack): the
+#: scripts' multi-value commands are chunked at this (``UNPACK_CHUNK`` in Lua).
+UNPACK_CHUNK = 4000
+#: Ids a lease call promotes from P:delayed, and looks at beyond the items it wants, at most.
+LEASE_LOOKAHEAD = 1000
+#: Most sightings (P:suspects fields) clean keeps without pruning the stale ones.
+SUSPECTS_KEPT = 5000
+
 #: Most items or ids one script call handles: keeps every call short, so the server goes on
 #: serving other clients during bulk work.
 BATCH = 1000

@@ -21,9 +21,11 @@ from .limits import (
 )
 
 
-def make_session() -> str:
-    """A session id that tells who holds a lease: ``<host>:<pid>:<random>``."""
-    return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
+def make_session(tail: str | None = None) -> str:
+    """A session id that tells who holds a lease: ``<host>:<pid>:<tail>``, the tail random
+    unless given (a named worker's name). The one place the format is built;
+    :func:`session_origin` reads it."""
+    return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex() if tail is None else tail}"
 
 
 def session_origin(session: str | None) -> tuple[str | None, int | None]:
@@ -75,13 +77,25 @@ def check_weight(tenant: str, weight: object) -> int:
     return weight
 
 
-def check_id(item_id: str) -> str:
-    """``item_id`` itself, or UsageError when it is empty or longer than MAX_ID_BYTES."""
+def id_problem(item_id: str) -> str | None:
+    """Why ``item_id`` cannot be an item id (empty, or longer than MAX_ID_BYTES in UTF-8),
+    or None: the one rule, which :func:`check_id` words as a UsageError and the CLI's
+    readers as bad input."""
     if not item_id:
-        raise UsageError("an item id cannot be empty")
-    # (a character is at most 4 bytes in UTF-8: only long ids need encoding to be measured)
-    if len(item_id) * 4 > MAX_ID_BYTES and len(item_id.encode()) > MAX_ID_BYTES:
-        raise UsageError(f"an item id is at most {MAX_ID_BYTES} bytes")
+        return "an item id cannot be empty"
+    # (a character is at most 4 bytes in UTF-8: only long ids need encoding to be measured;
+    # a lone surrogate, which no reader lets through, counts as its 3 bytes)
+    if len(item_id) * 4 > MAX_ID_BYTES and \
+            len(item_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        return f"an item id is at most {MAX_ID_BYTES} bytes"
+    return None
+
+
+def check_id(item_id: str) -> str:
+    """``item_id`` itself, or UsageError when it is no item id (:func:`id_problem`)."""
+    why = id_problem(item_id)
+    if why:
+        raise UsageError(why)
     return item_id
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from rq_cli.core.calling import ENV_FUNCTIONS
+from rq_cli.core.env import ENV_FUNCTIONS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.scripts import HOT, SPECS, library
 from rq_cli.core.types import ItemRef, NewItem
