@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from .base import QueueBase
 from .keys import META_HASHES, META_ZSETS
 from .limits import BATCH, MAX_CLEAN_WAIT
 from .util import batches, is_cluster, ms
 
 if TYPE_CHECKING:
-    from .queue import WorkQueue
     from .reports import CleanReport
 
 PAGE = 10_000  # list elements per LRANGE/ZRANGE page
@@ -29,7 +29,7 @@ _META_HASHES = (*META_HASHES, "suspects")
 _META_ZSETS = META_ZSETS
 
 
-def _listed(q: WorkQueue) -> set[bytes]:
+def _listed(q: QueueBase) -> set[bytes]:
     """Every id in the queue, processing, cleaning and delayed structures, and in the
     sub-queues of the tenants with work (fair queues) (paged reads)."""
     k, client = q.keys, q.client
@@ -47,7 +47,7 @@ def _listed(q: WorkQueue) -> set[bytes]:
     return seen
 
 
-def _meta_ids(q: WorkQueue, live: int) -> Iterator[bytes]:
+def _meta_ids(q: QueueBase, live: int) -> Iterator[bytes]:
     """Ids named in rq-cli's bookkeeping hashes and sets (HSCAN/ZSCAN, bounded per call).
 
     Each holds at most one entry per live item, so one that holds no more entries than there
@@ -71,7 +71,7 @@ def _meta_ids(q: WorkQueue, live: int) -> Iterator[bytes]:
             yield member
 
 
-def _scan_item_ids(q: WorkQueue, progress: Callable[[int], None] | None) -> set[bytes]:
+def _scan_item_ids(q: QueueBase, progress: Callable[[int], None] | None) -> set[bytes]:
     """Every item id of the queue, by SCAN, a page (one call) at a time."""
     if is_cluster(q.client):
         return set(q.scan_items())
@@ -86,13 +86,13 @@ def _scan_item_ids(q: WorkQueue, progress: Callable[[int], None] | None) -> set[
     return items
 
 
-def _stray_sightings(q: WorkQueue) -> Iterator[bytes]:
+def _stray_sightings(q: QueueBase) -> Iterator[bytes]:
     """Ids with a deep-clean stray sighting ("d:<id>") in P:suspects."""
     for field, _ in q.client.hscan_iter(q.keys.suspects, match="d:*", count=SCAN_COUNT):
         yield field[2:]
 
 
-def deep_clean(q: WorkQueue, report: CleanReport, *, grace: float, dry_run: bool,
+def deep_clean(q: QueueBase, report: CleanReport, *, grace: float, dry_run: bool,
                now_ms: int | None, progress: Callable[[int], None] | None) -> None:
     items = _scan_item_ids(q, progress)
     report.scanned = len(items)

@@ -102,7 +102,6 @@ COMMAND_LOADER = "rq_cli.cli.root"
 #: inside a function the other way: core.queue loads bulk and deep, core.types loads reports).
 #: Known design coupling, to be removed in the core; nothing may be added here.
 TYPE_ONLY_CORE_EDGES = {("rq_cli.core.bulk", "rq_cli.core.queue"),
-                        ("rq_cli.core.deep", "rq_cli.core.queue"),
                         ("rq_cli.core.reports", "rq_cli.core.types")}
 
 

@@ -1,0 +1,257 @@
+"""The read-only operations of a queue: stats, peek, item, holders, the de-dup window and
+pause. No Typer, no rich."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from .keys import (
+    COUNTER_FIELDS,
+    OTHER_GENERATION,
+)
+from .limits import (
+    BATCH,
+    HOLDERS_PAGE,
+    MAX_DELAY,
+    MAX_DELAY_TEXT,
+)
+from .scripts import SPECS
+from .types import (
+    State,
+)
+from .util import (
+    batches,
+    check_id,
+    ms,
+    secs,
+    session_origin,
+    text,
+)
+
+if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
+    from .reports import Holder, PeekedItem, Stats
+
+from .base import STATES, QueueBase
+
+
+class Reads(QueueBase):
+    """Read-only operations (and pause/resume, which only mark the queue)."""
+
+    # -- read-only -----------------------------------------------------------------------
+    def stats(self, *, now_ms: int | None = None, by_tenant: bool = False) -> Stats:
+        """Counts, in one round trip whatever the queue's size (``by_tenant``: and the
+        pending items of each tenant, one more call per BATCH tenants)."""
+        from .reports import Stats
+
+        fields, rows = self.decoded("stats", {}, (), now_ms)
+        f = {name: int(value) for name, value in fields.items()}
+        processing = f["processing"]
+        leased = min(f["leased"], processing)
+        # every counter, 0 when never counted; other fields of the hash (the de-dup window,
+        # a setting kept there) are no counts
+        stored = {text(row.counter) or "": row.value for row in rows}
+        counters = {name: int(stored.get(name, 0)) for name in COUNTER_FIELDS}
+        oldest = f["oldest_ms"]
+        per_tenant = None
+        if by_tenant:
+            default, depths = self.tenants()
+            per_tenant = {"": default, **depths}
+        return Stats(
+            queue=self.prefix, pending=f["pending"], processing=processing, leased=leased,
+            abandoned=processing - leased, delayed=f["delayed"], due=f["due"], dead=f["dead"],
+            oldest_pending_age_s=secs(max(f["now_ms"] - oldest, 0)) if oldest >= 0 else None,
+            paused=bool(f["paused"]), counters=counters, tenants=f["tenants"],
+            by_tenant=per_tenant,
+            other_generation=(OTHER_GENERATION.get(self.options.layout)
+                              if f["other_generation"] else None))
+
+    def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
+             from_end: str = "head", start_at: str | None = None,
+             now_ms: int | None = None, tenant: str | None = None) -> list[PeekedItem]:
+        """Read items without changing anything. ``head``: the next to be leased (pending),
+        the oldest lease (processing), the soonest due (delayed), the oldest death (dead).
+
+        ``start_at`` (delayed and dead, ``count`` at most BATCH): begin at that id while it is
+        still in the set, else at ``offset``: a cursor for paging while items leave.
+        ``tenant``: the pending items of that tenant's sub-queue (fair queues)."""
+        return [item for page in self.peek_pages(state, count=count, offset=offset,
+                                                 from_end=from_end, start_at=start_at,
+                                                 now_ms=now_ms, tenant=tenant)
+                for item in page]
+
+    def peek_pages(self, state: State = "pending", *, count: int = 10, offset: int = 0,
+                   from_end: str = "head", start_at: str | None = None,
+                   now_ms: int | None = None, tenant: str | None = None,
+                   ) -> Iterator[list[PeekedItem]]:
+        """:meth:`peek` in pages of at most ``BATCH`` items, one script call each, read as
+        they are consumed: memory stays flat however many items are read. Each page is
+        read at its own moment: an item that moves between pages may be missed or seen
+        twice (peek changes nothing and locks nothing)."""
+        keys = self.tenant_keys(state, tenant)
+        if state not in STATES:
+            raise UsageError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+        if from_end not in ("head", "tail"):
+            raise UsageError("from must be head or tail")
+        if count < 0 or offset < 0:
+            raise UsageError("count and offset cannot be negative")
+        if start_at is not None and count > BATCH:
+            raise UsageError(f"peek with start_at reads at most {BATCH} items")
+        done = 0
+        while done < count:
+            n = min(BATCH, count - done)
+            _, rows = self.decoded("peek", {"state": state, "offset": offset + done, "count": n,
+                                            "from": from_end, "start_at": start_at or ""},
+                                   (), now_ms, keys=keys)
+            page = [_peeked(state, row) for row in rows]
+            if page:
+                yield page
+            done += len(page)
+            if len(page) < n:
+                break
+
+    def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
+        """One item by id, in whatever state it is (pending, processing, delayed or dead),
+        or None when the id is neither live nor dead. One round trip."""
+        reply = self.call("item", {"id": check_id(item_id)}, (), now_ms)
+        if not reply:
+            return None
+        fields, rows = SPECS["item"].decode(reply)  # the state, then peek.lua's fields
+        state = text(fields["state"]) or ""
+        if state not in STATES:  # (item.lua returns only these)
+            raise ValueError(f"item.lua returned an unknown state {state!r}")
+        return _peeked(state, rows[0])  # type: ignore[arg-type]
+
+    def holders(self, *, now_ms: int | None = None) -> list[Holder]:
+        """The sessions holding the items in processing, live and abandoned leases alike.
+
+        Reads processing from its oldest lease in pages of HOLDERS_PAGE ids (one script
+        call each): a busy queue's items may move between pages, so an item can be missed
+        (never counted twice). Sessions come in order of their oldest lease; an item whose
+        lease ran out counts for the session that held it last (``abandoned``).
+        """
+        from .reports import Holder
+
+        found: dict[str | None, Holder] = {}
+        seen: set[str] = set()
+        offset = 0
+        while True:
+            _, rows = self.decoded("holders", {"offset": offset, "count": HOLDERS_PAGE},
+                                   (), now_ms)
+            for row in rows:
+                item_id = text(row.id) or ""
+                if item_id in seen:
+                    continue
+                seen.add(item_id)
+                session = text(row.session) if row.session else None
+                holder = found.get(session)
+                if holder is None:
+                    host, pid = session_origin(session)
+                    holder = found[session] = Holder(session=session, host=host, pid=pid)
+                deadline = secs(int(row.deadline_ms)) if int(row.deadline_ms) >= 0 else None
+                holder.items += 1
+                holder.ids.append(item_id)
+                if int(row.live) == 1:
+                    holder.live += 1
+                else:
+                    holder.abandoned += 1
+                if holder.oldest_id is None:
+                    holder.oldest_id, holder.oldest_deadline = item_id, deadline
+                if deadline is not None and (holder.nearest_deadline is None
+                                             or deadline < holder.nearest_deadline):
+                    holder.nearest_deadline = deadline
+            if len(rows) < HOLDERS_PAGE:
+                return list(found.values())
+            offset += HOLDERS_PAGE
+
+    # -- de-dup window --------------------------------------------------------------------
+    def set_dedup_window(self, seconds: float) -> int:
+        """Remember ids completed from now on for ``seconds`` (refused by push meanwhile);
+        0 turns the window off and forgets every id. Also prunes a bounded batch of expired
+        ids; returns how many."""
+        if not 0 <= seconds <= MAX_DELAY:
+            raise UsageError(f"the de-dup window must be between 0 and {MAX_DELAY_TEXT}"
+                             " (in seconds)")
+        return int(self.call("dedup", {"mode": "set"}, [ms(seconds)]))
+
+    def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,
+                  ) -> tuple[float | None, int, list[tuple[str, float, float]]]:
+        """The de-dup window in seconds (None: none set), how many ids it remembers, and the
+        first ``count`` of them, soonest forgotten first: (id, forgotten at (epoch s),
+        seconds left). Read BATCH at a time."""
+        if count < 0:
+            raise UsageError("count cannot be negative")
+        out: list[tuple[str, float, float]] = []
+        while True:
+            n = min(BATCH, count - len(out))
+            f, rows = self.decoded("dedup", {"mode": "list"}, [len(out), n], now_ms)
+            window = secs(int(f["window_ms"])) if int(f["window_ms"]) >= 0 else None
+            now, total = int(f["now_ms"]), int(f["remembered"])
+            out.extend((text(r.id) or "", secs(float(r.until_ms)), secs(float(r.until_ms) - now))
+                       for r in rows)
+            if len(rows) < n or len(out) >= count:
+                return window, total, out
+
+    def clear_dedup(self, ids: Iterable[str]) -> int:
+        """Forget ids of the de-dup window (push accepts them again); returns how many it
+        remembered."""
+        cleared = 0
+        for batch in batches([check_id(i) for i in ids], BATCH):
+            cleared += int(self.call("dedup", {"mode": "clear"}, batch))
+        return cleared
+
+    # -- pause ---------------------------------------------------------------------------
+    def pause(self) -> None:
+        """Lease nothing from this queue (rq-cli workers) until resumed."""
+        self.client.set(self.keys.paused, b"1")
+
+    def resume(self) -> None:
+        self.client.delete(self.keys.paused)
+
+    def is_paused(self) -> bool:
+        return bool(self.client.exists(self.keys.paused))
+
+
+
+def _dead_info(info: bytes | str) -> dict[str, Any]:
+    """A dead item's ``P:dead_info`` entry; {} when another client left something there that
+    is not the JSON object rq-cli writes (peek shows the item without the details)."""
+    try:
+        meta = json.loads(info)
+    except (ValueError, RecursionError):  # (also UnicodeDecodeError)
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _peeked(state: State, row: Any) -> PeekedItem:
+    """A PeekedItem from a row of peek.lua's (or item.lua's) reply, read by the names of
+    SPECS["peek"].rows."""
+    from .reports import PeekedItem
+
+    attempts, enqueued, holder, deadline = row.attempts, row.enqueued_ms, row.holder, \
+        row.deadline_ms
+    score, info, error, tenant = row.score, row.dead_info, row.error, row.tenant
+    dead_at = reason = None
+    if info:
+        meta = _dead_info(info)
+        if isinstance(meta.get("attempts"), int):
+            attempts = meta["attempts"]
+        reason = _str_or_none(meta.get("reason"))
+        error = error or _str_or_none(meta.get("error"))
+        tenant = tenant or _str_or_none(meta.get("tenant"))
+    if state == "dead" and int(float(score)) >= 0:
+        dead_at = secs(float(score))
+    return PeekedItem(
+        id=text(row.id) or "", state=state, data=row.data, attempts=int(attempts),
+        enqueued_at=secs(int(enqueued)) if int(enqueued) >= 0 else None,
+        lease_session=text(holder) if holder else None,
+        lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
+        due_at=secs(float(score)) if state == "delayed" else None,
+        dead_at=dead_at, dead_reason=reason, error=text(error),
+        abandoned=int(row.abandoned) == 1, tenant=text(tenant) if tenant else None)
