@@ -188,7 +188,7 @@ class Config:
         """
         env = os.environ if env is None else env
         if not name:
-            raise ConfigError("a queue name cannot be empty")
+            raise UsageError("a queue name cannot be empty")
         section = None if raw_prefix else self.queues.get(name)
         queue = section or {}
         server, source, password_env = self._server(queue, url, env)

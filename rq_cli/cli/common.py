@@ -56,6 +56,7 @@ class State:
         self._clients: dict[tuple[str, str | None, TlsOptions], Any] = {}
         self.urls_used: list[str] = []  # for error messages: the servers we talked to
         self.secrets: list[str] = []  # passwords to scrub from any message
+        self._server_specs: dict[Server, configmod.QueueSpec] = {}  # whose URL it is
 
     @cached_property
     def config(self) -> configmod.Config:
@@ -112,8 +113,10 @@ class State:
         return WorkQueue(self.server_client(server), prefix, self.config.options())
 
     def server_client(self, server: Server) -> Any:
-        """The client of one of :meth:`servers`."""
-        return self.client(server.url, server.password, tls=server.tls)
+        """The client of one of :meth:`servers` (a URL from the file that cannot be used is
+        a config error naming the file and line, as for a named queue)."""
+        return self.client(server.url, server.password, self._server_specs.get(server),
+                           tls=server.tls)
 
     def targets(self, names: list[str], discover: bool, failed: Failures | None = None,
                 rows: list[dict[str, Any]] | None = None) -> list[tuple[str, WorkQueue]]:
@@ -155,6 +158,7 @@ class State:
             server = Server(spec.url, spec.password, spec.tls)
             if server not in found:
                 found.append(server)
+                self._server_specs[server] = spec
         return found
 
     def url_of(self, client: Any) -> str:

@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .. import config as configmod
-from ..errors import BadInputError, ExitCode, RqError
+from ..errors import BadInputError, ExitCode, RqError, UsageError
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
 from .common import JsonOpt, State
@@ -216,6 +216,9 @@ def root(
     if isinstance(injected, State):
         ctx.obj = injected
         return
+    for flag, value in (("--url", url), ("--config", config)):
+        if value == "":  # (an empty $RQ_CLI_URL / $RQ_CLI_CONFIG is unset, as Click reads it)
+            raise UsageError(f"{flag} cannot be empty (leave it out for the default)")
     if getattr(ctx.get_parameter_source("url"), "name", "") == "ENVIRONMENT":
         url = None  # config resolution reads $RQ_CLI_URL itself (and says so in config show)
     st = State(url=url, config_path=config, no_config=no_config, raw_prefix=prefix,

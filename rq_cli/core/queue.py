@@ -795,6 +795,14 @@ class WorkQueue:
     def resume(self) -> None:
         self.client.delete(self.keys.paused)
 
+    def exists(self) -> bool:
+        """Whether any key of this queue's own is on the server (one EXISTS, O(1) per key:
+        the lists, sets and hashes every item, count or setting lives in)."""
+        k = self.keys
+        names = (k.queue, k.processing, k.delayed, k.dead, k.counters, k.paused, k.dedup,
+                 k.enqueued, k.expires, k.attempts, k.tenants)
+        return bool(self.client.exists(*names))
+
     def is_paused(self) -> bool:
         return bool(self.client.exists(self.keys.paused))
 

@@ -1,0 +1,131 @@
+"""Exit codes: the same mistake, the same code (issue 19), against a real server.
+
+The rule for "nothing to do" (README "Exit codes"): exit 3 when something the user NAMED is
+not there (an id given as an argument or on stdin, a queue to pause, lease asking for an
+item); selecting by a rule (--all, --limit, --older-than, a filter, a --state, clean, purge)
+that matches nothing is success: exit 0 with zero counts.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import write_config
+
+from rq_cli.core.queue import WorkQueue
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
+
+
+def kill(cli, *ids: str, prefix: str = "q") -> None:
+    for item_id in ids:
+        cli("push", prefix, "--id", item_id, "{}")
+    cli("lease", prefix, "--count", str(len(ids)))
+    cli("fail", prefix, *ids, "--dead")
+
+
+# -- 1. a bad URL in the config: 78, naming the file and line, for every command ---------
+@pytest.mark.parametrize("args", [("stats", "x"), ("stats",), ("queues",), ("clean", "--all"),
+                                  ("push", "a", "{}"), ("pause", "a")])
+@pytest.mark.parametrize("text,line", [('url = "foo://x"\n[queues.a]\nprefix = "a"\n', 1),
+                                       ('[queues.a]\nprefix = "a"\nurl = "foo://x"\n', 3)])
+def test_bad_config_url_is_78_with_file_and_line(cli, tmp_path, args, text, line):
+    if args == ("stats", "x") and line == 3:
+        pytest.skip("x is not a configured queue: the bad url is not its server")
+    path = write_config(tmp_path, text)
+    run = cli(*args, url=None)
+    assert run.exit_code == 78, run
+    assert f"{path} line {line}: url in" in run.stderr
+    assert run.stderr.count("\n") == 1 and run.stdout == ""
+
+
+# -- 2. empty names and flags: 2 -------------------------------------------------------------
+def test_empty_queue_name_is_usage(cli, r):
+    run = cli("push", "", "{}")
+    assert run.exit_code == 2 and "queue name cannot be empty" in run.stderr
+    assert r.dbsize() == 0
+
+
+@pytest.mark.parametrize("flag", ["--url", "--config"])
+def test_empty_url_or_config_flag_is_refused(cli, flag, r):
+    run = cli(flag, "", "push", "q", "{}", url=None)
+    assert run.exit_code == 2, run
+    assert run.stderr == f"rq-cli: {flag} cannot be empty (leave it out for the default)\n"
+    assert r.dbsize() == 0
+
+
+# -- 3. nothing to do: one rule ----------------------------------------------------------
+@pytest.mark.parametrize("mode", [("--all",), ("--older-than", "0"), ("--limit", "5"),
+                                  ("--match", "true"), ("--error", "x")])
+def test_requeue_dead_by_rule_with_nothing_is_0(cli, mode):
+    run = cli("requeue-dead", "q", *mode)
+    assert run.exit_code == 0, run
+    rows = run.json
+    assert rows == [] or rows[-1].get("requeued", 0) == 0
+
+
+def test_requeue_dead_named_id_missing_is_3_even_when_others_moved(cli, r):
+    kill(cli, "a")
+    run = cli("requeue-dead", "q", "a", "nope")
+    assert run.exit_code == 3, run
+    assert run.one["requeued"] == 1 and run.one["missing"] == 1
+    assert "1 of the 2 ids is not a dead item of q" in run.stderr
+    assert WorkQueue(r, "q").stats().pending == 1
+    assert cli("requeue-dead", "q", "nope").exit_code == 3
+
+
+@pytest.mark.parametrize("verb", ["complete", "fail", "extend"])
+def test_settle_unknown_id_is_3(cli, verb):
+    cli("push", "q", "--id", "a", "{}")
+    cli("lease", "q")
+    run = cli(verb, "q", "a", "nope")
+    assert run.exit_code == 3, run
+    assert "1 item ('nope')" in run.stderr
+
+
+def test_cancel_named_missing_is_3_and_the_rest_done(cli, r):
+    cli("push", "q", "--id", "a", "{}")
+    run = cli("cancel", "q", "a", "nope")
+    assert run.exit_code == 3, run
+    assert "1 of the 2 ids is not a live item of q" in run.stderr
+    assert WorkQueue(r, "q").stats().dead == 1
+
+
+def test_dedup_clear_named_missing_is_3(cli):
+    run = cli("dedup", "q", "--clear", "nope")
+    assert run.exit_code == 3 and "none of the 1 ids is remembered" in run.stderr
+    cli("push", "q", "--id", "a", "--dedup-window", "60", "{}")
+    cli("lease", "q")
+    cli("complete", "q", "a")
+    run = cli("dedup", "q", "--clear", "a", "nope")
+    assert run.exit_code == 3 and "1 of the 2 ids is not remembered" in run.stderr
+
+
+@pytest.mark.parametrize("args", [("clean", "q"), ("clean", "--all"),
+                                  ("purge", "q", "--yes"), ("purge", "q", "--state", "all",
+                                                            "--yes"),
+                                  ("purge", "q", "--state", "dead", "--match", "true", "--yes"),
+                                  ("peek", "q"), ("stats", "q")])
+def test_by_rule_commands_with_nothing_are_0(cli, args):
+    run = cli(*args)
+    assert run.exit_code == 0, run
+
+
+def test_lease_with_nothing_is_3(cli):
+    assert cli("lease", "q").exit_code == 3
+
+
+# -- 4. pause of a queue that does not exist ------------------------------------------------
+def test_pause_typo_is_refused_unless_create(cli, r):
+    run = cli("pause", "emials")
+    assert run.exit_code == 3 and "no queue 'emials'" in run.stderr and "--create" in run.stderr
+    assert r.dbsize() == 0
+    assert cli("pause", "emials", "--create").exit_code == 0
+    assert WorkQueue(r, "emials").is_paused()
+
+
+def test_pause_existing_or_configured_queue(cli, r, tmp_path):
+    cli("push", "q", "{}")
+    assert cli("pause", "q").exit_code == 0
+    write_config(tmp_path, '[queues.fresh]\nprefix = "fresh"\n')
+    assert cli("pause", "fresh").exit_code == 0  # the config names it: not a typo
+    assert WorkQueue(r, "fresh").is_paused()
