@@ -474,6 +474,12 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
             f"permission denied for {where}: the server's ACL does not allow this "
             f"({_one_line(detail)})"
         )
+    named = re.search(r"WRONGTYPE key (.+?) holds an? (\w+), not an? (\w+)", detail)
+    if named:  # a script's own check names the key
+        key, got, want = named.groups()
+        return WrongTypeError(
+            f"key {key!r} on {where} holds a {got}, not a {want} (WRONGTYPE): the prefix is "
+            "used by something else; choose another prefix, or inspect and remove that key")
     if "WRONGTYPE" in detail:
         return WrongTypeError(
             f"a key of this queue on {where} holds another type of value (WRONGTYPE): "

@@ -8,6 +8,8 @@ that matches nothing is success: exit 0 with zero counts.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from cli_helpers import write_config
 
@@ -129,3 +131,108 @@ def test_pause_existing_or_configured_queue(cli, r, tmp_path):
     write_config(tmp_path, '[queues.fresh]\nprefix = "fresh"\n')
     assert cli("pause", "fresh").exit_code == 0  # the config names it: not a typo
     assert WorkQueue(r, "fresh").is_paused()
+
+
+# -- 5. WRONGTYPE names the key ---------------------------------------------------------------
+@pytest.mark.parametrize("args", [("push", "q", "{}"), ("stats", "q"), ("peek", "q"),
+                                  ("lease", "q"), ("clean", "q"), ("requeue-dead", "q", "--all"),
+                                  ("purge", "q", "--yes")])
+def test_wrong_type_names_the_key(cli, r, args):
+    r.set("q:queue", b"not a list")
+    run = cli(*args)
+    assert run.exit_code == 69, run
+    assert "key 'q:queue' on " in run.stderr and "holds a string, not a list" in run.stderr
+    assert r.get("q:queue") == b"not a list"
+
+
+def test_wrong_type_named_by_a_script_check(cli, r):
+    r.set("q:dead", b"x")  # a rare key: the writing scripts' own check names it
+    run = cli("push", "q", "{}")
+    assert run.exit_code == 69 and "key 'q:dead' on " in run.stderr, run
+
+
+# -- 6. one line, exact words --------------------------------------------------------------
+def test_one_failed_queue_says_no_rest(cli, r):
+    r.set("q:queue", b"x")
+    run = cli("stats", "q")
+    assert run.exit_code == 69
+    assert "stats: 1 of 1 failed: " in run.stderr and "the rest" not in run.stderr
+
+
+def test_one_item_is_singular(cli):
+    run = cli("push", "q", "-", input="{}\nnot json\n")
+    assert run.exit_code == 65
+    assert "push: 1 item stored (1 added, 0 duplicates) before it" in run.stderr
+
+
+def test_raw_hint_is_given_once(cli):
+    run = cli("push", "q", "\udcff")  # a lone surrogate: the bytes of a non-UTF-8 argument
+    assert run.exit_code == 65
+    run = cli("push", "q", "-", input=b"\xff\n")
+    assert run.exit_code == 65 and run.stderr.count("--raw") == 1, run
+
+
+# -- 7. counts on every failure -------------------------------------------------------------
+def test_push_summary_is_printed_before_a_bad_line(cli, r):
+    run = cli("push", "q", "--summary", "-", input="{}\n{}\nbad\n")
+    assert run.exit_code == 65
+    assert run.one["items"] == 2 and run.one["added"] == 2
+    assert WorkQueue(r, "q").stats().pending == 2
+
+
+def test_complete_stdin_bad_line_says_how_many_completed(cli, r):
+    cli("push", "q", "{}", "{}")
+    leased = cli("lease", "q", "-n", "2").stdout
+    run = cli("complete", "q", "-", input=leased + '{"x"\n')
+    assert run.exit_code == 65, run
+    assert "line 3: " in run.stderr
+    assert "complete: 2 items completed before it" in run.stderr
+    assert len(run.json) == 2 and WorkQueue(r, "q").stats().processing == 0
+
+
+def test_push_into_a_closed_pipe_says_how_many_were_stored(server_url, r):
+    import subprocess
+    import sys
+
+    from test_cli_watch import rq_cli_env
+
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", server_url, "push", "q",
+                             "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=rq_cli_env())
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdout.close()  # `| head -0`: the reader is gone before the first line
+    _, err = proc.communicate(b"{}\n" * 50_000, timeout=30)
+    assert proc.returncode == 141, err
+    found = re.search(rb"push: stdout was closed; ([\d,]+) items? stored", err)
+    assert found, err
+    said = int(found.group(1).replace(b",", b""))
+    stored = WorkQueue(r, "q").stats().pending
+    assert said <= stored and err.count(b"\n") == 1
+
+
+def test_interrupted_filtered_requeue_dead_prints_one_line(server_url, r):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_cli_watch import rq_cli_env
+
+    from rq_cli.core.types import NewItem
+
+    wq = WorkQueue(r, "q")
+    for start in range(0, 50_000, 10_000):
+        wq.push([NewItem(b"{}", id=f"i-{n:06d}") for n in range(start, start + 10_000)])
+        wq.fail([item.id for item in wq.lease(count=10_000)], dead=True)
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", server_url,
+                             "requeue-dead", "q", "--min-attempts", "1", "--rate", "20000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=rq_cli_env())
+    started = time.monotonic()
+    while wq.stats().pending == 0:
+        assert time.monotonic() - started < 10
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130, err
+    assert err.count(b"\n") == 1 and err.startswith(b"rq-cli: interrupted: requeue-dead q: "), err

@@ -19,7 +19,7 @@ import typer
 from .. import config as configmod
 from ..core.limits import MAX_LEASE_SECONDS
 from ..core.types import NO_TLS, TlsOptions
-from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError
+from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError, WrongTypeError
 from ..render import Output, Terminal, message
 from .reading import check_utf8
 
@@ -57,6 +57,7 @@ class State:
         self.urls_used: list[str] = []  # for error messages: the servers we talked to
         self.secrets: list[str] = []  # passwords to scrub from any message
         self._server_specs: dict[Server, configmod.QueueSpec] = {}  # whose URL it is
+        self.opened: list[WorkQueue] = []  # the queues of this run (WRONGTYPE: which key)
 
     @cached_property
     def config(self) -> configmod.Config:
@@ -101,7 +102,9 @@ class State:
         from ..core.queue import WorkQueue
 
         spec = self.spec(name)
-        return WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
+        wq = WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
+        self.opened.append(wq)
+        return wq
 
     def queues(self, names: list[str]) -> list[WorkQueue]:
         return [self.queue(name) for name in names]
@@ -191,9 +194,10 @@ class Failures:
         self.errors: list[str] = []
         self.tried = 0
 
-    def run(self, url: str, call: Callable[[], T]) -> tuple[T | None, str | None]:
+    def run(self, url: str, call: Callable[[], T],
+            queue: WorkQueue | None = None) -> tuple[T | None, str | None]:
         """``(call(), None)``, or ``(None, message)`` if the server failed (exit 69 errors:
-        unreachable, refusing, wrong key type). Anything else is raised."""
+        unreachable, refusing, wrong key type: of ``queue``, named). Anything else is raised."""
         from ..connect import translate_error
 
         self.tried += 1
@@ -203,13 +207,36 @@ class Failures:
             err = exc if isinstance(exc, RqError) else translate_error(exc, url)
             if not isinstance(err, ServerError):
                 raise
+            if isinstance(err, WrongTypeError) and queue is not None:
+                err = name_wrong_type(err, [queue])
             self.errors.append(str(err))
             return None, str(err)
 
     def check(self) -> None:
         if self.errors:
-            raise ServerError(f"{self.verb}: {len(self.errors)} of {self.tried} failed, the "
-                              f"rest is shown: {self.errors[0]}")
+            rest = ", the rest is shown" if self.tried > len(self.errors) else ""
+            raise ServerError(f"{self.verb}: {len(self.errors)} of {self.tried} failed{rest}: "
+                              f"{self.errors[0]}")
+
+
+def name_wrong_type(err: WrongTypeError, queues: list[WorkQueue]) -> RqError:
+    """``err`` naming the key of the wrong type, found among ``queues`` (the first 10; one
+    pipeline each), or ``err`` as it is when none is found (or the probe fails too)."""
+    if str(err).startswith("key "):  # (a script's own reply names it already)
+        return err
+    for wq in queues[:10]:
+        try:
+            found = wq.wrong_type_key()
+        except Exception:  # the message is best effort: keep the original error
+            return err
+        if found is not None:
+            key, got, want = found
+            where = str(err).split(" on ", 1)[1].split(" holds ", 1)[0]
+            return WrongTypeError(
+                f"key {key!r} on {where} holds a {got}, not a {want} (WRONGTYPE): the prefix "
+                f"is used by something else; choose another prefix, or inspect and remove "
+                f"that key")
+    return err
 
 
 def state(ctx: typer.Context) -> State:

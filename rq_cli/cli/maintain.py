@@ -90,7 +90,7 @@ def clean(
                     return w.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
                                    progress=b.advance if deep else None,
                                    wait=functools.partial(_wait_grace, b))
-                report, error = failed.run(st.url_of(wq.client), run)
+                report, error = failed.run(st.url_of(wq.client), run, wq)
             rows.add([{"queue": name, **asdict(report)} if report else
                       {"queue": name, "error": error}])
     failed.check()

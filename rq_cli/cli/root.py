@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .. import config as configmod
-from ..errors import BadInputError, ExitCode, RqError, UsageError
+from ..errors import BadInputError, ExitCode, RqError, UsageError, WrongTypeError
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
 from .common import JsonOpt, State
@@ -111,6 +111,10 @@ def report(exc: BaseException, st: State | None = None) -> int:
         from ..connect import translate_error
 
         err = translate_error(exc, st.urls_used[-1]) or exc
+    if isinstance(err, WrongTypeError) and st is not None:
+        from .common import name_wrong_type
+
+        err = name_wrong_type(err, st.opened)
     if isinstance(err, RqError):
         text, code = str(err), int(err.exit_code)
     else:

@@ -19,6 +19,7 @@ from ..errors import ClusterError, UsageError
 from .calling import Caller
 from .keys import (
     DEDUP_WINDOW_FIELD,
+    FIXED_KEYS,
     LAYOUTS,
     OTHER_GENERATION,
     Keys,
@@ -794,6 +795,20 @@ class WorkQueue:
 
     def resume(self) -> None:
         self.client.delete(self.keys.paused)
+
+    def wrong_type_key(self) -> tuple[str, str, str] | None:
+        """(key, its type, the type rq-cli needs) of the first fixed key of this queue that
+        holds another type of value, or None: one pipeline of TYPE, a fixed number of keys
+        (for a WRONGTYPE error message that names the key)."""
+        names = [(getattr(self.keys, k.name), k.type) for k in FIXED_KEYS]
+        pipe = self.client.pipeline(transaction=False)
+        for name, _ in names:
+            pipe.type(name)
+        for (name, want), got in zip(names, pipe.execute(), strict=True):
+            got = got.decode() if isinstance(got, bytes) else str(got)
+            if got not in ("none", want):
+                return name, got, want
+        return None
 
     def exists(self) -> bool:
         """Whether any key of this queue's own is on the server (one EXISTS, O(1) per key:
