@@ -454,8 +454,12 @@ def server_errors(url: str, *, password: str | None = None) -> Iterator[None]:
         raise translated from err
 
 
-def translate_error(err: BaseException, url: str, *, password: str | None = None) -> RqError | None:
-    """The rq-cli error for a redis-py exception ``err`` (None if it is not redis-py's)."""
+def translate_error(err: BaseException, url: str, *, password: str | None = None,
+                    read_only: bool = False) -> RqError | None:
+    """The rq-cli error for a redis-py exception ``err`` (None if it is not redis-py's).
+
+    ``read_only``: the command changes nothing (stats, peek, ...), so a connection lost or
+    a read timed out mid-command says that nothing changed, not "outcome unknown"."""
     names = {cls.__name__ for cls in type(err).__mro__}
     if "RedisError" not in names and "RedisClusterException" not in names:
         return None
@@ -495,6 +499,12 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
         return ServerError(f"cannot connect to {where}: {_no_master(detail)}")
     if names & {"ConnectionError", "TimeoutError"}:
         reason = _tls_reason(detail, url, timed_out="TimeoutError" in names)
+        if reason is None and _cut_off(detail) and read_only:
+            what = ("the read timed out" if "TimeoutError" in names
+                    else "the connection was lost")
+            return ServerError(f"{what} waiting for {where} to answer (a hung or overloaded "
+                               f"server?); this command only reads, so nothing was changed: "
+                               f"{_one_line(detail)}")
         if reason is None and _cut_off(detail):
             return ServerError(f"lost the connection to {where} during the command, so its "
                                f"outcome is unknown (the server may have done it): "

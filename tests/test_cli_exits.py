@@ -236,3 +236,47 @@ def test_interrupted_filtered_requeue_dead_prints_one_line(server_url, r):
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 130, err
     assert err.count(b"\n") == 1 and err.startswith(b"rq-cli: interrupted: requeue-dead q: "), err
+
+
+# -- 8. a hung server: read-only commands say nothing changed --------------------------------
+@pytest.fixture
+def hung_url(monkeypatch):
+    """A server that accepts connections and never answers (read timeout cut to 0.4 s)."""
+    import socket
+    import threading
+
+    from rq_cli import connect
+    from rq_cli.cli import common
+
+    monkeypatch.setattr(common, "SOCKET_TIMEOUT", 0.3)
+    monkeypatch.setattr(connect, "BLOCKING_HEADROOM", 0.1)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    listener.close()
+    for conn in held:
+        conn.close()
+
+
+@pytest.mark.parametrize("args", [("stats", "q"), ("peek", "q"), ("holders", "q")])
+def test_hung_server_read_only_says_nothing_changed(cli, hung_url, args):
+    run = cli(*args, url=hung_url)
+    assert run.exit_code == 69, run
+    assert "the read timed out" in run.stderr and "nothing was changed" in run.stderr
+    assert "outcome" not in run.stderr
+
+
+def test_hung_server_write_says_outcome_unknown(cli, hung_url):
+    run = cli("push", "q", "{}", url=hung_url)
+    assert run.exit_code == 69 and "outcome is unknown" in run.stderr, run

@@ -57,6 +57,7 @@ class State:
         self.urls_used: list[str] = []  # for error messages: the servers we talked to
         self.secrets: list[str] = []  # passwords to scrub from any message
         self._server_specs: dict[Server, configmod.QueueSpec] = {}  # whose URL it is
+        self.read_only = False  # the command changes nothing (errors say nothing changed)
         self.opened: list[WorkQueue] = []  # the queues of this run (WRONGTYPE: which key)
 
     @cached_property
@@ -183,6 +184,10 @@ class State:
                 client.close()
 
 
+#: Commands (and Failures verbs) that only read: an error mid-command changed nothing.
+READ_ONLY = frozenset({"stats", "peek", "queues", "holders", "discover"})
+
+
 class Failures:
     """Queues of a multi-queue command (``stats``, ``queues``, ``clean --all``) whose server
     failed: each becomes an error row and the command goes on with the next queue; at the
@@ -204,7 +209,8 @@ class Failures:
         try:
             return call(), None
         except Exception as exc:
-            err = exc if isinstance(exc, RqError) else translate_error(exc, url)
+            err = exc if isinstance(exc, RqError) else \
+                translate_error(exc, url, read_only=self.verb in READ_ONLY)
             if not isinstance(err, ServerError):
                 raise
             if isinstance(err, WrongTypeError) and queue is not None:

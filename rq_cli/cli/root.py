@@ -25,7 +25,7 @@ from .. import config as configmod
 from ..errors import BadInputError, ExitCode, RqError, UsageError, WrongTypeError
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
-from .common import JsonOpt, State
+from .common import READ_ONLY, JsonOpt, State
 
 
 class RqGroup(TyperGroup):
@@ -91,8 +91,10 @@ class RqGroup(TyperGroup):
         except (typer.Exit, typer.Abort, typer.TyperException, SystemExit):
             raise  # Typer's own: usage errors (exit 2), --help, explicit exits
         except BaseException as exc:
-            raise typer.Exit(report(exc, ctx.obj if isinstance(ctx.obj, State) else None)) \
-                from None
+            st = ctx.obj if isinstance(ctx.obj, State) else None
+            if st is not None:
+                st.read_only = ctx.invoked_subcommand in READ_ONLY
+            raise typer.Exit(report(exc, st)) from None
 
 
 def report(exc: BaseException, st: State | None = None) -> int:
@@ -110,7 +112,7 @@ def report(exc: BaseException, st: State | None = None) -> int:
     elif not isinstance(exc, RqError) and st is not None and st.urls_used:
         from ..connect import translate_error
 
-        err = translate_error(exc, st.urls_used[-1]) or exc
+        err = translate_error(exc, st.urls_used[-1], read_only=st.read_only) or exc
     if isinstance(err, WrongTypeError) and st is not None:
         from .common import name_wrong_type
 
