@@ -280,3 +280,44 @@ def test_hung_server_read_only_says_nothing_changed(cli, hung_url, args):
 def test_hung_server_write_says_outcome_unknown(cli, hung_url):
     run = cli("push", "q", "{}", url=hung_url)
     assert run.exit_code == 69 and "outcome is unknown" in run.stderr, run
+
+
+# -- 9. password_env: the README example as copied; both levels behave the same -------------
+def readme_config_example() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text[text.index("\n## Configuration\n"):]
+    start = section.index("```toml\n") + len("```toml\n")
+    return section[start:section.index("```", start)]
+
+
+def test_readme_config_example_works_as_copied(cli, tmp_path):
+    path = write_config(tmp_path, readme_config_example())
+    run = cli("config", "show", url=None)
+    assert run.exit_code == 0, run
+    shown = run.one
+    assert shown["path"] == str(path) and shown["queues"]["emails"]["password"] == "(not set)"
+    # as the README says to try it: empty variables, no password
+    run = cli("config", "show", url=None,
+              env={"REDIS_PASSWORD": "", "EMAILS_REDIS_PASSWORD": ""})
+    assert run.exit_code == 0 and run.one["queues"]["emails"]["password"] == "(empty: no password)"
+
+
+@pytest.mark.parametrize("where", ["top", "queue"])
+def test_password_env_unset_or_empty_is_the_same_at_both_levels(cli, tmp_path, server_url, r,
+                                                                 where):
+    line = 'password_env = "PW"\n'
+    text = (line + '[queues.q]\nprefix = "q"\n') if where == "top" else \
+        ('[queues.q]\nprefix = "q"\n' + line)
+    path = write_config(tmp_path, text)
+    env = {"REDIS_URL": server_url}  # the server comes from $REDIS_URL: password_env applies
+    run = cli("push", "q", "{}", url=None, env=env)
+    assert run.exit_code == 78, run
+    assert f"{path} line {1 if where == 'top' else 3}: password_env = 'PW'" in run.stderr
+    assert "not set; export PW" in run.stderr and r.dbsize() == 0
+    run = cli("push", "q", "{}", url=None, env={**env, "PW": ""})  # empty: no password
+    assert run.exit_code == 0, run
+    assert WorkQueue(r, "q").stats().pending == 1
+    # --url overrides the server, and with it the password
+    assert cli("push", "q", "{}").exit_code == 0
