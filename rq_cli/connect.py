@@ -33,7 +33,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -161,7 +162,8 @@ def scheme_of(url: str) -> str:
 
 
 def connect(url: str, *, password: str | None = None, timeout: float = 5.0,
-            tls: TlsOptions | None = None) -> Any:
+            tls: TlsOptions | None = None,
+            on_new_embedded: Callable[[Path], None] | None = None) -> Any:
     """A redis-py client for ``url`` (bytes responses); see the module docstring for the forms.
 
     ``password`` overrides a password in the URL (it comes from ``password_env``, so it
@@ -170,12 +172,14 @@ def connect(url: str, *, password: str | None = None, timeout: float = 5.0,
     ``redis.Redis``, or a ``redis.RedisCluster`` for ``redis+cluster://``. No command is
     sent except for a cluster, whose topology is read at once; call within
     :func:`server_errors` to get rq-cli errors for every failure.
-    Raises :class:`~rq_cli.errors.UsageError` for a URL it cannot read.
+    ``on_new_embedded(dir)``: called when ``embedded:`` creates its data directory (a new,
+    empty server). Raises :class:`~rq_cli.errors.UsageError` for a URL it cannot read.
     """
     scheme = scheme_of(url)
     extra = tls_options(url, tls)
     if scheme == "embedded":
-        return _connect_embedded(url, password=password, timeout=timeout)
+        return _connect_embedded(url, password=password, timeout=timeout,
+                                 on_new=on_new_embedded)
     if scheme in CLUSTER_SCHEMES:
         return _connect_cluster(url, password=password, timeout=timeout, extra=extra)
     if scheme in SENTINEL_SCHEMES:
@@ -414,13 +418,14 @@ def _connect_sentinel(url: str, *, password: str | None, timeout: float,
     return sentinel.master_for(service, db=db, **options, **parsed)  # type: ignore[no-untyped-call,unused-ignore]
 
 
-def _connect_embedded(url: str, *, password: str | None, timeout: float) -> Any:
+def _connect_embedded(url: str, *, password: str | None, timeout: float,
+                      on_new: Callable[[Path], None] | None = None) -> Any:
     import redis
 
     from . import embedded
 
     directory = url.partition(":")[2] or DEFAULT_EMBEDDED_DIR
-    socket_path = embedded.ensure_running(directory)
+    socket_path = embedded.ensure_running(directory, on_new=on_new)
     options = client_options(timeout)
     if password is not None:
         options["password"] = password

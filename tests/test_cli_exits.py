@@ -321,3 +321,39 @@ def test_password_env_unset_or_empty_is_the_same_at_both_levels(cli, tmp_path, s
     assert WorkQueue(r, "q").stats().pending == 1
     # --url overrides the server, and with it the password
     assert cli("push", "q", "{}").exit_code == 0
+
+
+# -- 10. embedded: a new, empty server is announced on a terminal ------------------------------
+@pytest.fixture
+def embedded_dir():
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from rq_cli import embedded
+
+    base = Path(tempfile.mkdtemp(prefix="rqx-"))
+    directory = base / "data"
+    try:
+        yield directory
+    finally:
+        try:
+            embedded.stop(directory, timeout=5)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def test_embedded_new_server_is_announced_on_a_terminal(cli, embedded_dir):
+    url = f"embedded:{embedded_dir}"
+    run = cli("push", "q", "{}", url=url, stderr_tty=True)
+    assert run.exit_code == 0, run
+    assert f"started a new, empty embedded server in {embedded_dir}" in run.stderr
+    assert f"use embedded:{embedded_dir}" in run.stderr and run.stderr.count("\n") == 1
+    again = cli("stats", "q", url=url, stderr_tty=True)  # the same server: nothing to say
+    assert again.exit_code == 0 and "new, empty" not in again.stderr
+    assert again.one["pending"] == 1
+
+
+def test_embedded_new_server_is_quiet_off_a_terminal(cli, embedded_dir):
+    run = cli("push", "q", "{}", url=f"embedded:{embedded_dir}")
+    assert run.exit_code == 0 and run.stderr == "", run

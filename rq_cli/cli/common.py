@@ -24,6 +24,8 @@ from ..render import Output, Terminal, message
 from .reading import check_utf8
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..core.queue import WorkQueue
     from ..core.types import ItemOutcome
 
@@ -89,7 +91,7 @@ class State:
             self.urls_used.append(url)
             try:
                 self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT,
-                                             tls=tls)
+                                             tls=tls, on_new_embedded=self._new_embedded)
             except UsageError as err:
                 if spec is not None and spec.url_source in ("queue", "file"):
                     raise self.config.url_error(spec, str(err)) from None
@@ -98,6 +100,14 @@ class State:
                 message(f"rq-cli: warning: TLS certificate verification is off for "
                         f"{mask_url(url)} (tls_insecure): the server is not authenticated")
         return self._clients[key]
+
+    def _new_embedded(self, data_dir: Path) -> None:
+        """``embedded:`` made a new, empty server: say so on a terminal (from another
+        directory, ``./.rq-cli`` is another server, with none of the queues)."""
+        if self.terminal.stderr_isatty():
+            message(f"rq-cli: note: started a new, empty embedded server in {data_dir} (none "
+                    f"existed there; ./.rq-cli is relative to the working directory: for cron "
+                    f"or another directory use embedded:{data_dir})")
 
     def queue(self, name: str) -> WorkQueue:
         from ..core.queue import WorkQueue
