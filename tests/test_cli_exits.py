@@ -357,3 +357,8 @@ def test_embedded_new_server_is_announced_on_a_terminal(cli, embedded_dir):
 def test_embedded_new_server_is_quiet_off_a_terminal(cli, embedded_dir):
     run = cli("push", "q", "{}", url=f"embedded:{embedded_dir}")
     assert run.exit_code == 0 and run.stderr == "", run
+
+
+def test_peek_of_a_named_id_missing_is_3(cli):
+    run = cli("peek", "q", "--id", "nope")
+    assert run.exit_code == 3 and "has no item 'nope'" in run.stderr
