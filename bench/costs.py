@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from rq_cli.core.scripts import library, source
-from rq_cli.servers import ServerProcess, find_server_binary
+from tests.servers import ServerProcess, find_server_binary
 
 _PIECES = {
     "empty": "return 1",

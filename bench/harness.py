@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rq_cli.servers import ServerProcess, find_server_binary
+from tests.servers import ServerProcess, find_server_binary
 
 SERVER_CORE = 1
 CLIENT_CORE = 0

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rq_cli.queue import WorkQueue
-from rq_cli.servers import ServerProcess, find_server_binary
 from rq_cli.types import ItemRef
+from tests.servers import ServerProcess, find_server_binary
 
 Q = "nq"
 

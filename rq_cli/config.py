@@ -1,4 +1,4 @@
-"""TOML config discovery and resolution: a queue name -> :class:`QueueSpec` (DESIGN.md section 5).
+"""TOML config discovery and resolution: a queue name -> :class:`QueueSpec` (docs/DESIGN.md 5).
 
 The file used is the first found of ``--config PATH``, ``$RQ_CLI_CONFIG``, ``./rq-cli.toml``,
 ``$XDG_CONFIG_HOME/rq-cli/config.toml`` (default ``~/.config/rq-cli/config.toml``); ``--no-config``
@@ -6,8 +6,8 @@ uses none. The server of a queue is ``--url``, else ``$RQ_CLI_URL`` (both overri
 server), else the queue's ``url``, else the file's top-level ``url``, else ``$REDIS_URL``, else
 ``redis://localhost:6379/0``.
 
-Every environment variable rq-cli reads is named here, once. This module imports neither
-redis nor rich, and tomllib only when a file is actually read.
+Every environment variable rq-cli reads is named once, in ``core/env.py``. This module
+imports neither redis nor rich, and tomllib only when a file is actually read.
 """
 
 from __future__ import annotations
@@ -21,26 +21,26 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .core.codes import LAYOUTS as LAYOUTS  # (codes.Layout)
+from .core.codes import REQUEUE_ENDS as REQUEUE_ENDS  # (codes.RequeueEnd)
+
+# environment variables: named once, in core/env.py (re-exported here, as the CLI reads them)
+from .core.env import ENV_CONFIG as ENV_CONFIG
+from .core.env import ENV_DEBUG as ENV_DEBUG
+from .core.env import ENV_JSON as ENV_JSON
+from .core.env import ENV_NO_CONFIG as ENV_NO_CONFIG
+from .core.env import ENV_REDIS_URL as ENV_REDIS_URL
+from .core.env import ENV_URL as ENV_URL
+from .core.env import ENV_XDG_CONFIG_HOME as ENV_XDG_CONFIG_HOME
 from .core.keys import prefix_collision
 from .core.limits import MAX_ATTEMPTS, MAX_DELAY, MAX_DELAY_TEXT, MAX_LEASE_SECONDS, MAX_LEASE_TEXT
 from .core.types import NO_TLS, QueueOptions, TlsOptions
 from .core.util import check_tenant, check_weight
 from .errors import ConfigError, UsageError
 
-# -- environment variables: the one place they are named ---------------------------------------
-ENV_URL = "RQ_CLI_URL"  # server for every queue; overrides the config file
-ENV_CONFIG = "RQ_CLI_CONFIG"  # path of the config file
-ENV_NO_CONFIG = "RQ_CLI_NO_CONFIG"  # 1: read no config file
-ENV_JSON = "RQ_CLI_JSON"  # 1: JSON output even on a terminal
-ENV_DEBUG = "RQ_CLI_DEBUG"  # 1: show tracebacks
-ENV_REDIS_URL = "REDIS_URL"  # the conventional fallback server
-ENV_XDG_CONFIG_HOME = "XDG_CONFIG_HOME"
-
 DEFAULT_URL = "redis://localhost:6379/0"
 LOCAL_FILE = "rq-cli.toml"
 
-LAYOUTS = ("compat", "v0.3", "v0.1")
-REQUEUE_ENDS = ("back", "front")
 
 # Bounds of the durations (seconds) and counts a config file may set: rq_cli.core.limits, the
 # same bounds as the CLI's options and the engine's checks. nan and inf are refused (tomllib

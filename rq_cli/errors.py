@@ -115,3 +115,20 @@ class NameInUse(RqError):
     """``work --name``: the name is held by a live worker."""
 
     exit_code = ExitCode.TEMPFAIL
+
+
+class ParameterError(UsageError):
+    """A parameter of an engine call out of its range. The engine names the parameter by its
+    keyword (``older_than``) and says what is wrong (``problem``, a phrase that follows the
+    name); :data:`NAMES`, which the CLI fills with its flags (``--older-than``), words it for
+    the command line. The engine knows no flag."""
+
+    #: parameter -> the name a front end calls it by (the CLI: its flags); others as they are
+    NAMES: dict[str, str] = {}  # noqa: RUF012  (filled once, by the CLI)
+
+    def __init__(self, param: str, problem: str) -> None:
+        self.param, self.problem = param, problem
+        super().__init__(param, problem)
+
+    def __str__(self) -> str:
+        return f"{self.NAMES.get(self.param, self.param)} {self.problem}"

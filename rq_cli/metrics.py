@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .core.codes import STATES as ITEM_STATES
 from .core.keys import COUNTER_FIELDS
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ COUNTER_HELP = {
     "requeued": "Dead items put back in line by requeue-dead.",
     "cleaned": "Abandoned or stray items put back in line by clean.",
 }
-STATES = ("pending", "processing", "delayed", "dead")
+STATES = ITEM_STATES  # (codes.ItemState)
 
 
 def metric_names() -> list[str]:

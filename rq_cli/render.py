@@ -24,19 +24,16 @@ replace to force table mode or an interactive stdin.
 
 from __future__ import annotations
 
-import base64
-import json
-import math
-import os
 import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, TextIO
 
+from .jsonlines import json_line
+from .progress import BarProgress, NoProgress, Progress, progress_bar
 from .tables import Column as Column  # (the commands name their columns from here)
 from .tables import Layout, draw_table, dropped_note, fit_table, plain_rows, refit_table
 
@@ -69,109 +66,6 @@ class Terminal:
         return _isatty(sys.stdin) if self.stdin is None else self.stdin
 
 
-# -- JSON --------------------------------------------------------------------------------------
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _ignore_number(text: str) -> None:  # validation only: no int-size limit, no float cost
-    return None
-
-
-_VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_ignore_number,
-                              parse_float=_ignore_number)
-_scan: Any = _VALIDATOR.scan_once  # type: ignore[attr-defined]  # the C scanner
-
-
-#: Why a JSON text nested too deep is refused (push) or shown as text (the readers).
-TOO_DEEP = "JSON nested too deep to read (over about 1000 levels of arrays or objects)"
-
-
-def check_json(text: str) -> None:
-    """Raise ValueError unless ``text`` is one valid JSON text (surrounding whitespace allowed).
-
-    A fast path for the common case (a value right at the start) avoids the decoder's
-    whitespace regex; everything else goes through the full decoder.
-    """
-    try:
-        try:
-            end = _scan(text, 0)[1]
-        except StopIteration:
-            _VALIDATOR.decode(text)  # leading whitespace, or not JSON: the full path decides
-            return
-        if end != len(text) and text[end:].strip(" \t\n\r"):  # (JSON's whitespace only)
-            _VALIDATOR.decode(text)  # raises "Extra data" with a position
-    except RecursionError:
-        # (the decoders recurse per level: a payload nested deeper than the interpreter's
-        # recursion limit, about 1000 levels, is no JSON that they, or a reader, can read)
-        raise ValueError(TOO_DEEP) from None
-
-
-def is_json(text: str) -> bool:
-    try:
-        check_json(text)
-    except ValueError:
-        return False
-    return True
-
-
-_JSON_SPACE = " \t\n\r"
-
-
-def data_json(data: bytes) -> tuple[str, str, bool]:
-    """(key suffix, JSON text, raw) for payload ``data``: ("", embedded, False), ("", a JSON
-    string of the text, True) or ("_b64", a base64 string, False); see the module docstring.
-
-    Lossless: a JSON text is embedded only where a reader gets its exact bytes back (the
-    value's own text), so not with whitespace around it or a line break in it."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "_b64", '"' + base64.b64encode(data).decode("ascii") + '"', False
-    if text and text[0] not in _JSON_SPACE and text[-1] not in _JSON_SPACE and \
-            "\n" not in text and "\r" not in text and is_json(text):
-        return "", text, False
-    return "", encode_basestring(text), True
-
-
-def _value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return encode_basestring_ascii(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return json.dumps(round(value, 3))
-    if isinstance(value, dict):
-        return "{" + ",".join(encode_basestring_ascii(str(k)) + ":" + _value(v)
-                              for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_value(v) for v in value) + "]"
-    return json.dumps(value, separators=(",", ":"))
-
-
-def json_line(row: dict[str, Any]) -> str:
-    """One compact JSON object. ``bytes`` values are payload data (see the module docstring)."""
-    parts = []
-    for key, value in row.items():
-        if isinstance(value, bytes):
-            suffix, text, raw = data_json(value)
-            parts.append(f'"{key}{suffix}":{text}' + (',"raw":true' if raw else ""))
-        else:
-            parts.append(encode_basestring_ascii(key) + ":" + _value(value))
-    return "{" + ",".join(parts) + "}"
-
-
-def epoch(seconds: float | None) -> float | None:
-    """Epoch seconds with millisecond precision (DESIGN.md section 4)."""
-    return None if seconds is None else round(seconds, 3)
 
 
 # -- human formats (tables) --------------------------------------------------------------------
@@ -368,12 +262,12 @@ class Output:
         It shows its numbers: ``1,200/5,000 items`` (or ``1,200 items`` with no total), the
         percentage, the time spent and, with a total, the time left."""
         if not self.terminal.stderr_isatty():
-            yield _NoProgress()
+            yield NoProgress()
             return
         bar = progress_bar(self.console(stderr=True), total is not None)
         with bar:
             task = bar.add_task(label, total=total, count="")
-            shown = _RichProgress(bar, task, label, total, unit)
+            shown = BarProgress(bar, task, label, total, unit)
             shown.advance(0)
             yield shown
 
@@ -435,83 +329,6 @@ PAGE_SECONDS = 0.25
 JSON_SLICE = 100
 
 
-class Progress:
-    """What a command sees of a progress bar; a no-op when none is drawn."""
-
-    done = 0  # units done so far (what :meth:`advance` added up)
-
-    def advance(self, n: int) -> None:
-        """``n`` more units done (the core's ``progress`` callback)."""
-        self.done += n
-
-    def set(self, completed: int | None, description: str | None = None) -> None:
-        """Absolute position (for example bytes read of stdin), and a new label."""
-
-    def wait(self, seconds: float, what: str) -> None:
-        """Sleep ``seconds``, saying meanwhile ``what`` it waits for and how long is left."""
-        time.sleep(seconds)
-
-
-class _NoProgress(Progress):
-    pass
-
-
-def progress_bar(console: Any, bounded: bool) -> Any:
-    """The rich Progress of :meth:`Output.progress`: spinner, label, bar, counts, times."""
-    from rich.progress import (
-        BarColumn,
-        SpinnerColumn,
-        TaskProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-    from rich.progress import Progress as RichProgress
-
-    columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
-    if bounded:
-        columns += [BarColumn(), TaskProgressColumn()]
-    columns += [TextColumn("{task.fields[count]}"), TimeElapsedColumn()]
-    if bounded:
-        columns += [TextColumn("left"), TimeRemainingColumn()]
-    return RichProgress(*columns, console=console, transient=True)
-
-
-class _RichProgress(Progress):
-    def __init__(self, bar: Any, task: Any, label: str, total: int | None,
-                 unit: str) -> None:
-        self.bar, self.task, self.label, self.total, self.unit = bar, task, label, total, unit
-
-    def _count(self, done: int) -> str:
-        if not self.unit:
-            return ""
-        if self.total is None:
-            return f"{done:,} {self.unit}"
-        return f"{done:,}/{self.total:,} {self.unit}"
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        self.bar.update(self.task, advance=n, count=self._count(self.done))
-
-    def set(self, completed: int | None, description: str | None = None) -> None:
-        changes: dict[str, Any] = {}
-        if completed is not None:
-            changes["completed"] = completed
-            changes["count"] = self._count(completed)
-        if description is not None:
-            changes["description"] = self.label = description
-        self.bar.update(self.task, **changes)
-
-    def wait(self, seconds: float, what: str) -> None:
-        label = self.label
-        end = time.monotonic() + seconds
-        try:
-            while (left := end - time.monotonic()) > 0:
-                self.bar.update(self.task,
-                                description=f"{label}: {what}: {math.ceil(left)}s left")
-                time.sleep(min(left, 0.2))
-        finally:
-            self.bar.update(self.task, description=label)
 
 
 def write_all(buffer: Any, chunk: bytes) -> None:
@@ -552,6 +369,6 @@ def message(text: str, stream: TextIO | None = None) -> None:
 
 
 def debug_enabled() -> bool:
-    from .config import ENV_DEBUG
+    from .core.env import ENV_DEBUG, env_bool
 
-    return os.environ.get(ENV_DEBUG, "") not in ("", "0", "false", "no")
+    return env_bool(ENV_DEBUG)

@@ -1,6 +1,6 @@
 """Tables for a terminal: which columns fit, how wide each is, and drawing them.
 
-One rule for every table (issue 19): ids, queue names, sessions, times and numbers never
+One rule for every table: ids, queue names, sessions, times and numbers never
 wrap and are never shortened; headers never split; data wraps anywhere, ``words`` columns
 (errors, lists of ids) between words. What still does not fit is dropped, least important
 first (:attr:`Column.drop`), and named (:func:`dropped_note`). :func:`fit_table` decides a
@@ -179,7 +179,7 @@ def plain_rows(cells: list[list[str]], layout: Layout) -> str | None:
     """The rows of a table as :func:`draw_table` lays them out, drawn without rich (which
     takes most of a millisecond a row: a million-row ``peek`` would crawl), or None where
     only rich gets it right (wide or zero-width characters; a layout that does not fit)."""
-    if not layout.fits:
+    if not layout.fits or not _plain_like_rich(layout):
         return None
     import textwrap
 
@@ -207,6 +207,35 @@ def plain_rows(cells: list[list[str]], layout: Layout) -> str | None:
                 (p[k] if k < len(p) else "").ljust(w)
                 for p, w, r in zip(parts, widths, right, strict=True)).rstrip())
     return "".join(text + "\n" for text in out)
+
+
+_PLAIN_OK: dict[tuple[Any, ...], bool] = {}
+
+
+def _plain_like_rich(layout: Layout) -> bool:
+    """Whether :func:`plain_rows` draws ``layout`` as rich does (once per layout: one row
+    drawn both ways). rich's spacing of columns differs between its versions; where it differs
+    from plain rows', rich draws every row."""
+    key = (tuple(layout.widths), layout.compact, tuple(col.kind for col in layout.columns))
+    if key not in _PLAIN_OK:
+        from rich.console import Console
+
+        sample = [["x" * w for w in layout.widths]]
+        console = Console(width=sum(layout.widths) + _overhead(len(layout.widths),
+                                                               layout.compact) + 8,
+                          color_system=None, force_terminal=False, legacy_windows=False)
+        with console.capture() as captured:
+            console.print(draw_table(sample, layout, None, False))
+        drawn = [line.rstrip() for line in captured.get().splitlines() if line.strip()]
+        _PLAIN_OK[key] = drawn == [_plain_line(sample[0], layout)]
+    return _PLAIN_OK[key]
+
+
+def _plain_line(line: list[str], layout: Layout) -> str:
+    gap = " " if layout.compact else "   "
+    return gap.join(text.rjust(w) if col.kind in ("number", "rate", "age") else text.ljust(w)
+                    for text, w, col in zip(line, layout.widths, layout.columns,
+                                            strict=True)).rstrip()
 
 
 def draw_table(cells: list[list[str]], layout: Layout, title: str | None,

@@ -9,7 +9,7 @@ text as ``rq-cli --show-completion <shell>``), with a comment header added. It r
 ``python -m rq_cli`` from this checkout in a subprocess with
 ``_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION=1`` and no config file, so the result depends
 neither on the shell that runs this script nor on the machine: the same app and Typer
-version always give the same bytes. tests/test_completions.py checks the committed files
+version always give the same bytes. tests/cli/test_completions.py checks the committed files
 against a fresh run.
 """
 

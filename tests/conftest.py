@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 import redis
-
-from rq_cli.servers import ConfigValue, ServerProcess, ServerStartError, find_server_binary
+from servers import ConfigValue, ServerProcess, ServerStartError, find_server_binary
 
 MakeServer = Callable[..., ServerProcess]
 

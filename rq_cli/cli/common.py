@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Iterator
 from enum import Enum
 from functools import cached_property
@@ -18,8 +17,16 @@ import typer
 
 from .. import config as configmod
 from ..core.limits import MAX_LEASE_SECONDS
-from ..core.types import NO_TLS, TlsOptions
-from ..errors import LeaseLost, NothingToDo, RqError, ServerError, UsageError, WrongTypeError
+from ..core.types import NO_TLS, QueueOptions, TlsOptions
+from ..errors import (
+    LeaseLost,
+    NothingToDo,
+    ParameterError,
+    RqError,
+    ServerError,
+    UsageError,
+    WrongTypeError,
+)
 from ..render import Output, Terminal, message
 from .reading import check_utf8
 
@@ -273,17 +280,19 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
     return [name for name in cfg.queues if name.startswith(incomplete)]
 
 
+# -- the engine's parameters, by their flags ----------------------------------------------------
+#: The engine names a parameter out of range by its keyword (errors.ParameterError): the
+#: command line calls it by its flag.
+FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
+           "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
+           "rate": "--rate", "tenant": "--tenant"}
+ParameterError.NAMES.update(FLAG_OF)
+
+
 # -- choices -----------------------------------------------------------------------------------
 class Order(str, Enum):
     strict = "strict"
     fair = "fair"
-
-
-class StateChoice(str, Enum):
-    pending = "pending"
-    processing = "processing"
-    delayed = "delayed"
-    dead = "dead"
 
 
 class PurgeChoice(str, Enum):
@@ -321,7 +330,8 @@ DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Report what would be done, change nothing.")]
 LeaseOpt = Annotated[float | None, typer.Option(
     "--lease", min=0.001, max=MAX_LEASE_SECONDS, metavar="SECONDS", show_default=False,
-    help="Lease time in seconds (default: the queue's lease_seconds, 300).")]
+    help="Lease time in seconds (default: the queue's lease_seconds, "
+         f"{QueueOptions.lease_seconds:g}).")]
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -335,15 +345,9 @@ def read_stdin(args: list[str] | None, terminal: Terminal) -> bool:
 
 
 def outcome_rows(name: str, outcomes: list[ItemOutcome]) -> list[dict[str, Any]]:
-    rows = []
-    for o in outcomes:
-        row: dict[str, Any] = {"queue": name, "id": o.id, "outcome": o.outcome}
-        if o.retry_at is not None:
-            row["retry_at"] = o.retry_at
-        if o.lease_expires_at is not None:
-            row["lease_expires_at"] = o.lease_expires_at
-        rows.append(row)
-    return rows
+    from ..shapes import outcome_row
+
+    return [outcome_row(name, o) for o in outcomes]
 
 
 def check_outcomes(outcomes: list[ItemOutcome], verb: str) -> None:
@@ -428,7 +432,3 @@ def interruptible_sleep(seconds: float) -> None:
         time.sleep(seconds)
     finally:
         signal.signal(signal.SIGINT, handler)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false", "no")

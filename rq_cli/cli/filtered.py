@@ -6,13 +6,14 @@ done so far (each step is finished and printed before the interrupt is taken).
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import Interrupted
-from ..render import Column, Output, json_line
+from ..jsonlines import json_line
+from ..render import Column, Output
+from ..shapes import moved_row, summary_row
 from .common import interrupt_deferred, interruptible_sleep
 
 if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
@@ -66,17 +67,6 @@ def make_filter(match: str | None = None, error: str | None = None,
                       min_attempts=min_attempts)
 
 
-def summary_row(report: FilterReport, verb: str, to: str | None = None) -> dict[str, Any]:
-    row = asdict(report)
-    del row["action"]
-    row[verb] = row.pop("done")
-    if report.action != "requeue":
-        del row["skipped"]
-    if to is not None:
-        row["to"] = to
-    return row
-
-
 def describe(report: FilterReport, verb: str) -> str:
     """The counts in words, for stderr."""
     text = (f"{report.done} {verb} of {report.matched} matched; {report.scanned} "
@@ -115,7 +105,7 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
                     if step is None:
                         break
                     if per_item and step.ids:
-                        out.lines(json_line(_moved_row(queue, state, verb, i, to_name))
+                        out.lines(json_line(moved_row(queue, state, verb, i, to_name))
                                   for i in step.ids)
                 bar.set(report.scanned, f"{label} {queue}: {report.done} {verb}")
         except KeyboardInterrupt:  # ONE line: what was done, and how to go on (exit 130)
@@ -128,14 +118,6 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
     else:
         out.rows([summary_row(report, verb, to_name)], summary_columns(verb))
     return report
-
-
-def _moved_row(queue: str, state: str, verb: str, item_id: str,
-               to: str | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"queue": queue, "id": item_id, "state": state, verb: True}
-    if to is not None:
-        row["to"] = to
-    return row
 
 
 def state_size(wq: WorkQueue, state: str) -> int | None:

@@ -1,11 +1,11 @@
 """``rq-cli holders``: which sessions (host, pid) hold a queue's items, live or abandoned."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ..core.reports import Holder
 from ..render import Column
+from ..shapes import holder_row
 from .common import JsonOpt, QueuesArg, state
 
 HOLDER_COLUMNS = [
@@ -38,14 +38,3 @@ def holders(
         out.message(f"rq-cli: no items in processing in {', '.join(queues)}")
         return
     out.rows(rows, columns)
-
-
-def holder_row(queue: str, h: Holder, with_ids: bool = False) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "queue": queue, "session": h.session, "host": h.host, "pid": h.pid,
-        "items": h.items, "live": h.live, "abandoned": h.abandoned,
-        "oldest_id": h.oldest_id, "oldest_deadline": h.oldest_deadline,
-        "nearest_deadline": h.nearest_deadline}
-    if with_ids:
-        row["ids"] = h.ids
-    return row

@@ -4,15 +4,15 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from ..connect import mask_url
 from ..core.queue import STATES
-from ..core.reports import PeekedItem, Stats
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..render import Column, Output, RowStream
+from ..shapes import peek_row, stats_row, tenant_rows
 from .common import (
     End,
     Failures,
@@ -33,6 +33,7 @@ from .filtered import (
     make_filter,
     state_size,
 )
+from .target import Target
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
@@ -168,8 +169,7 @@ def stats(
             if found is None:
                 rows.append({"queue": t.name, "error": error})
                 continue
-            rows.extend({"queue": t.name, "tenant": tenant or None, "pending": depth}
-                        for tenant, depth in (found.by_tenant or {}).items())
+            rows.extend(tenant_rows(t.name, found))
         out.rows(_sorted(rows, sort), TENANT_COLUMNS)
         failed.check()
         return
@@ -215,20 +215,6 @@ def _sorted(rows: list[dict[str, Any]], sort: StatsSort) -> list[dict[str, Any]]
     return sort_rows(rows, sort.value)
 
 
-def stats_row(name: str, s: Stats) -> dict[str, Any]:
-    return {"queue": name, "prefix": s.queue, "pending": s.pending,
-            "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
-            "delayed": s.delayed, "due": s.due, "dead": s.dead,
-            "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
-            "tenants": s.tenants, "counters": s.counters}
-
-
-class Target(NamedTuple):
-    """A queue to read: its name (as given, configured or discovered), the queue, its server."""
-
-    name: str
-    queue: "WorkQueue"
-    url: str
 
 
 def stats_targets(st: State, names: list[str], discover: bool,
@@ -366,20 +352,6 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemSta
     if report.not_json:
         text += f", {report.not_json} not JSON (never match --match)"
     out.message(f"rq-cli: peek {queue}: {text}")
-
-
-def peek_row(item: PeekedItem) -> dict[str, Any]:
-    """id, state, data, attempts, enqueued_at always; the other fields when they are set."""
-    row: dict[str, Any] = {"id": item.id, "state": item.state, "data": item.data,
-                           "attempts": item.attempts, "enqueued_at": item.enqueued_at}
-    for key in ("lease_session", "lease_expires_at", "due_at", "dead_at", "dead_reason",
-                "error", "tenant"):
-        value = getattr(item, key)
-        if value is not None:
-            row[key] = value
-    if item.abandoned:
-        row["abandoned"] = True
-    return row
 
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:

@@ -9,14 +9,14 @@ changes an internal shows up as a difference between the two runs, never as a si
 
    Typer 0.29 converts every parameter value through a pydantic ``TypeAdapter``, built on
    first use. Importing pydantic and building the adapters costs ~80 ms per run: more than
-   the rest of ``rq-cli push q '{}'`` apart from importing redis (issue 4 budgets start-up at
+   the rest of ``rq-cli push q '{}'`` apart from importing redis (start-up's budget is
    1.3x ``import redis``). Our commands use only plain types -- str, int and float (with
    min/max), bool, Enum choices and list[str] -- so before parsing, each such parameter gets
    a small converter with the same behaviour (and Typer's own error messages' shape:
    ``Invalid value for '--lease': ...``, exit 2). Anything else keeps Typer's adapter. This
    uses two private attributes of Typer's parameters (``type_descriptor`` and
    ``_runtime_param``); on a Typer without them it does nothing, so an upgrade can make
-   start-up slower but never wrong. ``tests/test_cli_app.py`` checks both the behaviour and
+   start-up slower but never wrong. ``tests/cli/test_cli_app.py`` checks both the behaviour and
    that pydantic stays unimported.
 
 2. Completion candidates one to a line (:func:`install_completion`).
@@ -46,8 +46,10 @@ from typing import Any, get_args, get_origin
 
 import typer
 
+from ..core.env import ENV_PLAIN_TYPER
+
 #: False with RQ_CLI_PLAIN_TYPER=1: every shortcut of this module is off.
-ENABLED = os.environ.get("RQ_CLI_PLAIN_TYPER", "") not in ("1", "true", "yes")
+ENABLED = os.environ.get(ENV_PLAIN_TYPER, "") not in ("1", "true", "yes")
 
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"", "0", "off", "f", "false", "n", "no"})

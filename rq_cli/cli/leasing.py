@@ -13,9 +13,10 @@ from typing import Annotated, Any
 import typer
 
 from ..core.limits import MAX_COUNT
-from ..core.types import ItemOutcome, ItemRef, LeasedItem
+from ..core.types import ItemOutcome, ItemRef
 from ..errors import BadInputError, NothingToDo, UsageError
 from ..render import Column
+from ..shapes import lease_row
 from . import reading
 from .common import (
     IdsArg,
@@ -88,18 +89,10 @@ def lease(
         out.raw(item.data for item in items)
         return
     if at_most_once:  # completed as they were taken: no lease to show
-        out.rows([_lease_row(names.get(i.queue, i.queue), i, lease=False) for i in items],
+        out.rows([lease_row(names.get(i.queue, i.queue), i, lease=False) for i in items],
                  TAKEN_COLUMNS)
         return
-    out.rows([_lease_row(names.get(i.queue, i.queue), i) for i in items], LEASE_COLUMNS)
-
-
-def _lease_row(name: str, item: LeasedItem, lease: bool = True) -> dict[str, Any]:
-    row = {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt}
-    if lease:
-        row["lease_expires_at"] = item.lease_expires_at
-        row["session"] = item.session
-    return row
+    out.rows([lease_row(names.get(i.queue, i.queue), i) for i in items], LEASE_COLUMNS)
 
 
 def complete(ctx: typer.Context, queue: QueueArg, ids: IdsArg = None,

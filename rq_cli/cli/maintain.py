@@ -5,14 +5,16 @@ asks on a terminal and otherwise needs ``--yes``. Both offer ``--dry-run``.
 """
 
 import functools
-from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
 
 from ..core.reports import PurgeReport
+from ..core.types import QueueOptions
 from ..errors import Interrupted, NothingToDo, UsageError
-from ..render import Column, Progress
+from ..progress import Progress
+from ..render import Column
+from ..shapes import clean_row, purge_row, requeue_row
 from . import reading
 from .common import (
     DryRunOpt,
@@ -59,7 +61,7 @@ def clean(
     grace: Annotated[SecondsOpt, typer.Option(
         "--grace", min=0, metavar="SECONDS", show_default=False,
         help="Re-queue a lease-less item only once seen so for this long "
-             "(default: the queue's grace_seconds, 5).")] = None,
+             f"(default: the queue's grace_seconds, {QueueOptions.grace_seconds:g}).")] = None,
     every: Annotated[bool, typer.Option(
         "--all", help="Clean every queue of the config file (for cron).")] = False,
     dry_run: DryRunOpt = False,
@@ -91,7 +93,7 @@ def clean(
                                    progress=b.advance if deep else None,
                                    wait=functools.partial(_wait_grace, b))
                 report, error = failed.run(st.url_of(wq.client), run, wq)
-            rows.add([{"queue": name, **asdict(report)} if report else
+            rows.add([clean_row(name, report) if report else
                       {"queue": name, "error": error}])
     failed.check()
 
@@ -158,9 +160,7 @@ def requeue_dead(
             raise Interrupted(f"interrupted: requeue-dead {queue}: {bar.done:,} {items} "
                               f"requeued (and perhaps the batch under way); run it again to "
                               f"requeue the rest") from None
-    out.rows([{"queue": queue, "to": to or queue, "requeued": report.requeued,
-               "skipped": report.skipped, "missing": report.missing,
-               "dry_run": report.dry_run}], REQUEUE_COLUMNS)
+    out.rows([requeue_row(queue, to or queue, report)], REQUEUE_COLUMNS)
     if chosen and not dry_run and (report.skipped or report.missing):
         _named_not_moved(queue, to, len(chosen), report.skipped, report.missing)
 
@@ -256,7 +256,7 @@ def purge(
         if not total:
             report = preview
             report.dry_run = False
-            out.rows([_purge_row(queue, report)], PURGE_COLUMNS)
+            out.rows([purge_row(queue, report)], PURGE_COLUMNS)
             return
     if total is None and not dry_run and st.terminal.stderr_isatty():
         total = _purge_size(wq, which.value)  # (the bar's total; strays are not counted)
@@ -268,7 +268,7 @@ def purge(
             raise Interrupted(f"interrupted: purge {queue}: {bar.done:,} {items} deleted "
                               f"(and perhaps the batch under way); run it again to delete the "
                               f"rest") from None
-    out.rows([_purge_row(queue, report)], PURGE_COLUMNS)
+    out.rows([purge_row(queue, report)], PURGE_COLUMNS)
 
 
 def _purge_size(wq: Any, which: str) -> int:
@@ -284,12 +284,6 @@ def _confirm(st: State, queue: str, which: str, preview: PurgeReport) -> bool:
     items = "item" if preview.total == 1 else "items"
     return typer.confirm(f"Delete {preview.total} {items} of queue {queue} ({counts})?",
                          default=False, err=True)
-
-
-def _purge_row(queue: str, report: PurgeReport) -> dict[str, Any]:
-    return {"queue": queue, "pending": report.pending, "processing": report.processing,
-            "delayed": report.delayed, "dead": report.dead, "strays": report.strays,
-            "total": report.total, "dry_run": report.dry_run}
 
 
 def pause(

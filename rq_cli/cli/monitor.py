@@ -19,7 +19,7 @@ from ..render import Column, Output
 if TYPE_CHECKING:
     from ..core.reports import Stats
     from .common import State
-    from .inspect import Target
+    from .target import Target
 
 BREACH_COLUMNS = [Column("queue"), Column("measure"), Column("value", kind="number"),
                   Column("limit", kind="number"), Column("url", optional=True),
@@ -119,7 +119,7 @@ def read_stats(st: State, target: Target) -> Stats | str:
             err = translate_error(exc, target.url)
         if err is None:
             raise  # not the server's doing: a bug
-        from .root import scrub
+        from .scrub import scrub
 
         return " ".join(scrub(str(err), st).split())
 

@@ -13,7 +13,8 @@ from ..core import bulk
 from ..core.types import NewItem, PushResult
 from ..core.util import check_new_id, check_tenant
 from ..errors import BadInputError, Interrupted, RqError, ServerError, UsageError
-from ..render import Column, Output, Progress, message
+from ..progress import Progress
+from ..render import Column, Output, message
 from . import reading
 from .common import JsonOpt, QueueArg, State, interrupt_deferred, read_stdin, state
 

@@ -1,4 +1,4 @@
-"""Reading items and ids from arguments and stdin (DESIGN.md section 4, "Contract details").
+"""Reading items and ids from arguments and stdin (docs/DESIGN.md section 4, "Contract details").
 
 - A line is the bytes up to ``\\n``; the terminator (``\\n`` or ``\\r\\n``) is not part of it.
 - Blank lines (empty or only whitespace) are skipped but counted, so line numbers in errors
@@ -22,11 +22,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from ..core.keys import name_collision
-from ..core.limits import MAX_ID_BYTES  # checked here too, to report the input line
+from ..core.limits import MAX_JSON_DEPTH
 from ..core.types import ItemRef, NewItem
-from ..core.util import check_tenant, json_int
+from ..core.util import TOO_DEEP, check_tenant, id_problem, json_int, json_too_deep
 from ..errors import BadInputError, UsageError
-from ..render import TOO_DEEP, check_json
+from ..jsonlines import check_json
 
 
 def stdin_binary() -> BinaryIO:
@@ -99,8 +99,9 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
             except ValueError:  # orjson.JSONDecodeError: let the strict decoder decide
                 pass
             else:
-                yield line
-                continue
+                if not json_too_deep(line):  # (else the strict check refuses it)
+                    yield line
+                    continue
         try:
             check(line.decode("utf-8"))
         except ValueError as exc:  # also UnicodeDecodeError
@@ -198,11 +199,10 @@ def _escaped(value: str) -> bool:
 def check_id(item_id: Any) -> str:
     if not isinstance(item_id, str):
         raise BadInputError(f'"id" must be a string, not {type(item_id).__name__}')
-    if not item_id:
-        raise BadInputError("an item id cannot be empty")
     check_utf8(item_id, "the item id")
-    if len(item_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
-        raise BadInputError(f"an item id is at most {MAX_ID_BYTES} bytes")
+    why = id_problem(item_id)  # (the engine's rule, worded here as bad input)
+    if why:
+        raise BadInputError(why)
     return item_id
 
 
@@ -264,6 +264,8 @@ def split_object(text: str) -> dict[str, tuple[Any, str]]:
     JSON object. The source text lets ``push --with-ids`` store data exactly as written.
     """
     scan = _DECODER.scan_once  # type: ignore[attr-defined]
+    if json_too_deep(text, MAX_JSON_DEPTH + 1):  # (the line's object is one level more)
+        raise ValueError(TOO_DEEP)
     i = _ws(text, 0).end()
     if text[i:i + 1] != "{":
         raise json.JSONDecodeError('expected a JSON object {"id": ..., "data": ...}', text, i)

@@ -25,15 +25,18 @@ from .. import config as configmod
 from ..errors import BadInputError, ExitCode, RqError, UsageError, WrongTypeError
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
+from .commands import BY_NAME, COMMANDS
 from .common import READ_ONLY, JsonOpt, State
+from .scrub import scrub
 
 
 class RqGroup(TyperGroup):
     """The root command group: maps every exception of a command to a message and exit code.
 
-    Start-up: commands are built from their functions on first use, through Click's
-    documented lazy-loading hooks (``list_commands`` and ``get_command``), so a run builds
-    only the command it runs; plain parameters skip pydantic (:mod:`.internals`).
+    Start-up: commands (the table in :mod:`.commands`) are built from their functions on
+    first use, through Click's documented lazy-loading hooks (``list_commands`` and
+    ``get_command``), so a run builds only the command it runs; plain parameters skip
+    pydantic (:mod:`.internals`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -41,12 +44,12 @@ class RqGroup(TyperGroup):
         self.built: dict[str, Any] = {}  # commands built so far, by name
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(COMMANDS)
+        return [c.name for c in COMMANDS]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = self.built.get(cmd_name)
         if command is None:
-            if cmd_name not in COMMANDS:
+            if cmd_name not in BY_NAME:
                 return super().get_command(ctx, cmd_name)
             command = self.built[cmd_name] = build_command(cmd_name)
         internals.install_params(command, ctx)
@@ -148,20 +151,6 @@ def usage(exc: Any) -> int:
     return int(exc.exit_code)
 
 
-def scrub(text: str, st: State | None) -> str:
-    """Mask every URL in ``text`` and blank out every password we know of."""
-    from ..connect import mask_urls_in, url_password
-
-    secrets = list(st.secrets) if st else []
-    urls = [os.environ.get(configmod.ENV_URL, ""), os.environ.get(configmod.ENV_REDIS_URL, "")]
-    urls += [*st.urls_used, st.url or ""] if st else []
-    for url in urls:
-        secrets.append(url_password(url) or "" if url else "")
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return mask_urls_in(text)
-
-
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
     try:
@@ -233,37 +222,11 @@ def root(
     ctx.call_on_close(st.close)
 
 
-#: The command table, in help order: name -> "module:attribute" in this package (a function,
-#: or a Typer app for a group). Modules are imported when their command is built, so a run
-#: imports only the command it runs.
-COMMANDS: dict[str, str] = {
-    "push": "push:push",
-    "lease": "leasing:lease",
-    "complete": "leasing:complete",
-    "fail": "leasing:fail",
-    "extend": "leasing:extend",
-    "stats": "inspect:stats",
-    "peek": "inspect:peek",
-    "queues": "inspect:queues",
-    "doctor": "doctor:doctor",
-    "holders": "holders:holders",
-    "clean": "maintain:clean",
-    "requeue-dead": "maintain:requeue_dead",
-    "purge": "maintain:purge",
-    "dedup": "dedup:dedup",
-    "pause": "maintain:pause",
-    "resume": "maintain:resume",
-    "work": "work:work",
-    "cancel": "work:cancel",
-    "config": "config_cmd:config_app",
-    "server": "server_cmd:server_app",
-}
-
-
 def build_command(name: str) -> Any:
-    """The Click command for ``name``, made by Typer's public ``get_command``."""
-    module, attribute = COMMANDS[name].split(":")
-    target = getattr(import_module(f".{module}", __package__), attribute)
+    """The Click command for ``name`` (of the table in :mod:`.commands`), made by Typer's
+    public ``get_command``."""
+    entry = BY_NAME[name]
+    target = getattr(import_module(entry.module), entry.attribute)
     if isinstance(target, typer.Typer):
         return typer.main.get_command(target)
     single = typer.Typer(rich_markup_mode=None, add_completion=False)
@@ -294,7 +257,7 @@ def hard_exit(code: int | str | None) -> NoReturn:
     """End the process with ``code``, skipping the interpreter's teardown.
 
     Freeing the thousands of objects of redis-py, asyncio and Typer takes ~30 ms: a fifth
-    of a ``push`` (issue 4 budgets start-up). Everything a normal exit does that matters
+    of a ``push`` (start-up has a budget). Everything a normal exit does that matters
     still happens: stdout and stderr are flushed (a closed stdout gives 141, like a
     command writing to it), and atexit handlers run. With another thread still running,
     the exit is the normal one, which waits for it. (mypy ends its runs the same way.)

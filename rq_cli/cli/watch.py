@@ -14,17 +14,18 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ..jsonlines import json_line
 from ..metrics import RATE_COUNTERS, rates
-from ..render import Column, Output, epoch, human, json_line
+from ..render import Column, Output, human
+from ..shapes import watch_row
 from ..tables import draw_table, fit_table
 from .monitor import read_stats
 
 if TYPE_CHECKING:
     from .common import State
-    from .inspect import Target
+    from .target import Target
 
 #: the dashboard's columns; on a narrow terminal the rates go first (dead/s, fail/s, ...)
 DASHBOARD_COLUMNS = [
@@ -68,21 +69,17 @@ class Poller:
         rows = []
         for i, target in enumerate(self.targets):
             got = read_stats(self.st, target)
-            at = time.monotonic()
-            row: dict[str, Any] = {"queue": target.name, "prefix": target.queue.prefix,
-                                   "at": epoch(time.time())}
+            at, now = time.monotonic(), round(time.time(), 3)
             if isinstance(got, str):
                 self.previous.pop(i, None)  # rates start afresh once it is back
-                row["error"] = got
-                rows.append(row)
+                rows.append(watch_row(target.name, target.queue.prefix, now, got, None))
                 continue
-            row.update({k: v for k, v in asdict(got).items() if k != "queue"})  # (the prefix)
             before = self.previous.get(i)
-            row["rates"] = (None if before is None else
-                            {k: round(v, 3) for k, v in
-                             rates(before[1], got.counters, at - before[0]).items()})
+            per_s = (None if before is None else
+                     {k: round(v, 3) for k, v in
+                      rates(before[1], got.counters, at - before[0]).items()})
             self.previous[i] = (at, got.counters)
-            rows.append(row)
+            rows.append(watch_row(target.name, target.queue.prefix, now, got, per_s))
         return rows
 
 

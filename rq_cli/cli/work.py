@@ -1,4 +1,4 @@
-"""``rq-cli work``: run a shell command per item (rq_cli/worker.py), and ``rq-cli cancel``.
+"""``rq-cli work``: run a shell command per item (rq_cli/worker/), and ``rq-cli cancel``.
 
 ``work QUEUE... [OPTIONS] -- COMMAND [ARGS...]``: the words after ``--`` are the command.
 Click drops the ``--`` while parsing, so ``WorkCommand.parse_args`` (Click's documented
@@ -14,9 +14,10 @@ import typer
 
 from ..errors import NothingToDo, ServerError, UsageError
 from ..render import Column
+from ..shapes import outcome_row
 from ..worker import DEAD_EXIT, Worker, WorkerOptions
-from ..worker_env import child_environ, masked_title, set_process_title
-from ..worker_poll import log_line
+from ..worker.env import child_environ, masked_title, set_process_title
+from ..worker.streams import log_line
 from .common import JsonOpt, LeaseOpt, Order, QueueArg, QueuesArg, state
 
 _COMMAND_KEY = "rq_cli_work_command"
@@ -96,7 +97,9 @@ def work(
     st = state(ctx)
     wqs = st.queues(queues)
     if name is not None:
-        session = f"{os.uname().nodename}:{os.getpid()}:{name}"
+        from ..core.util import make_session
+
+        session = make_session(name)
         for wq in wqs:
             wq.session = session
     else:
@@ -120,7 +123,7 @@ def work(
     host = os.uname().nodename
     reclaim = lock = None
     if name is not None:
-        from ..worker_names import dead_session_of, hold_name
+        from ..worker.names import dead_session_of, hold_name
 
         lock = hold_name(name, host, wqs, wait_for_name, log)
         reclaim = dead_session_of(name, host)
@@ -182,8 +185,7 @@ def cancel(
     st = state(ctx)
     out = st.output(as_json)
     outcomes = st.queue(queue).cancel(ids, error=error)
-    out.rows([{"queue": queue, "id": o.id, "outcome": o.outcome} for o in outcomes],
-             CANCEL_COLUMNS)
+    out.rows([outcome_row(queue, o) for o in outcomes], CANCEL_COLUMNS)
     missing = [o.id for o in outcomes if o.outcome != "dead"]
     if missing:  # any id named that was not cancelled: 3 (README "Exit codes")
         some = (f"none of the {len(outcomes)} ids is a live item" if len(missing) == len(outcomes)

@@ -29,7 +29,8 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
-from .limits import BATCH, MAX_DELAY
+from .codes import PUSH_FLAGS
+from .limits import BATCH, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH
 from .scripts import SPECS, script_source
 from .types import NewItem, PushResult
 from .util import as_bytes, check_new_id, check_tenant, data_id, is_cluster, ms, text
@@ -51,15 +52,17 @@ class Pushed(NamedTuple):
 
     @property
     def added(self) -> int:
-        return self.flags.count("1")
+        return self.flags.count(ADDED)
 
     def results(self) -> list[PushResult]:
-        return [PushResult(i, f == "1", REASONS.get(f))
+        return [PushResult(i, f == ADDED, REASONS.get(f))
                 for i, f in zip(self.ids, self.flags, strict=True)]
 
 
-#: PushResult.reason of each flag character of push.lua's reply
-REASONS = {"0": "duplicate", "2": "dead", "3": "recently completed"}
+#: the flag character of push.lua's reply for an added item, and PushResult.reason of each
+#: other (codes.PUSH_FLAGS)
+ADDED = PUSH_FLAGS["added"]
+REASONS = {flag: reason for reason, flag in PUSH_FLAGS.items() if reason != "added"}
 
 
 class Drained(KeyboardInterrupt):
@@ -99,11 +102,12 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
     if tenant is not None:
         check_tenant(tenant)
     if not 0 <= delay <= MAX_DELAY:
-        raise UsageError("the delay must be between 0 and ten years (in seconds)")
+        raise UsageError(f"the delay must be between 0 and {MAX_DELAY_TEXT} (in seconds)")
     if expire is not None and not 0 < expire <= MAX_DELAY:
-        raise UsageError("the expiry must be more than 0 and at most ten years (in seconds)")
-    if not 1 <= batch_size <= 5000:
-        raise UsageError("batch size must be between 1 and 5000")
+        raise UsageError(f"the expiry must be more than 0 and at most {MAX_DELAY_TEXT}"
+                         " (in seconds)")
+    if not 1 <= batch_size <= MAX_PUSH_BATCH:
+        raise UsageError(f"batch size must be between 1 and {MAX_PUSH_BATCH}")
     flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
              "expire_ms": str(ms(expire or 0))}
     source = iter(items)

@@ -19,20 +19,17 @@ This module imports neither Typer nor rich.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
+from .env import ENV_FUNCTIONS, env_bool
 from .scripts import HOT, library, script_source
 from .util import is_cluster
-
-#: Environment variable: "0" (or "false", "no") runs every script as EVALSHA.
-ENV_FUNCTIONS = "RQ_CLI_FUNCTIONS"
 
 
 def functions_allowed() -> bool:
     """False when the environment turns FCALL off (:data:`ENV_FUNCTIONS`)."""
-    return os.environ.get(ENV_FUNCTIONS, "1").strip().lower() not in ("0", "false", "no")
+    return env_bool(ENV_FUNCTIONS, default=True)
 
 
 def _refusal(error: Exception) -> str:

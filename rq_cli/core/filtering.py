@@ -37,9 +37,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import UsageError
-from .limits import MAX_DELAY, SLOW_BATCH
-from .util import json_int, server_ms
+from ..errors import ParameterError, UsageError
+from .codes import STATES
+from .limits import MAX_DELAY, MAX_DELAY_TEXT, SLOW_BATCH
+from .util import json_int, json_too_deep, server_ms
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -57,7 +58,7 @@ SAMPLE = 10
 MAX_RATE = 1_000_000
 
 Action = Literal["peek", "requeue", "purge"]
-_STATES = ("pending", "processing", "delayed", "dead")
+_STATES = STATES  # (codes.ItemState)
 
 
 def _jmespath() -> Any:
@@ -98,20 +99,21 @@ class ItemFilter:
                 at = getattr(exc, "lex_position", None)
                 where = f" (at column {at + 1})" if isinstance(at, int) and "column" not in \
                     detail else ""
-                raise UsageError(f"--match {match!r} is not a JMESPath expression: "
-                                 f"{detail}{where}") from None
+                raise ParameterError("match", f"{match!r} is not a JMESPath expression: "
+                                              f"{detail}{where}") from None
         if error is not None:
             try:
                 self._regex = re.compile(error)
             except re.error as exc:
-                raise UsageError(f"--error {error!r} is not a regular expression: {exc}") \
-                    from None
+                raise ParameterError("error", f"{error!r} is not a regular expression: "
+                                              f"{exc}") from None
         if older_than is not None and not 0 <= older_than <= MAX_DELAY:
-            raise UsageError("--older-than must be between 0 and ten years (in seconds)")
+            raise ParameterError("older_than", f"must be between 0 and {MAX_DELAY_TEXT} "
+                                               "(in seconds)")
         if min_attempts is not None and min_attempts < 0:
-            raise UsageError("--min-attempts cannot be negative")
+            raise ParameterError("min_attempts", "cannot be negative")
         if any(not r for r in self.reasons):
-            raise UsageError("--reason cannot be empty")
+            raise ParameterError("reasons", "cannot be empty")
 
     @property
     def active(self) -> bool:
@@ -121,8 +123,8 @@ class ItemFilter:
 
     def check_state(self, state: str) -> None:
         if self.reasons and state != "dead":
-            raise UsageError("--reason filters dead items (the dead-letter reason): use it "
-                             "with the dead state")
+            raise ParameterError("reasons", "filters dead items (the dead-letter reason): use "
+                                            "it with the dead state")
 
     def test(self, item: PeekedItem, cutoff_s: float | None) -> bool | None:
         """True if ``item`` matches; False if not; None if ``match`` is set and the payload
@@ -141,6 +143,8 @@ class ItemFilter:
         if self._expr is not None:
             if item.data is None:
                 return False  # a ghost: no payload at all
+            if json_too_deep(item.data):
+                return None  # (not read as JSON anywhere: render, push)
             try:
                 doc = json.loads(item.data, parse_int=json_int)
             except (ValueError, RecursionError):  # also UnicodeDecodeError; nested too deep
@@ -214,9 +218,10 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     if action == "requeue" and state != "dead":
         raise UsageError("requeue-dead moves dead items only")
     if limit is not None and limit < 0:
-        raise UsageError("--limit cannot be negative")
+        raise ParameterError("limit", "cannot be negative")
     if rate is not None and not 0 < rate <= MAX_RATE:
-        raise UsageError(f"--rate must be more than 0 and at most {MAX_RATE} items per second")
+        raise ParameterError("rate", f"must be more than 0 and at most {MAX_RATE} items per "
+                                     "second")
     if action == "requeue":
         wq.requeue_dead([], to=to)  # checks the target (same server, same slot) up front
     report.dry_run = dry_run

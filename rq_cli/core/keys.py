@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-LAYOUTS = ("compat", "v0.3", "v0.1")
+from .codes import LAYOUTS as LAYOUTS  # (codes.Layout: defined with the other choices)
+
 #: The generation whose keys a queue of each single-generation layout should never show.
 OTHER_GENERATION = {"v0.3": "v0.1", "v0.1": "v0.3"}
 
@@ -92,9 +93,17 @@ DEFAULT_TENANT = ""
 #: The field of ``P:counters`` holding the queue's de-dup window in ms (absent: no window):
 #: push sets it, complete reads it (one HGET per call) to know whether to remember ids.
 DEDUP_WINDOW_FIELD = "dedup_window_ms"
-#: The families of keys ``P:<family>:<id>`` that each item has (data, the two generations'
-#: lease keys, a dead item's data).
-ITEM_FAMILIES = ("item", "lease", "leased_by_session", "dead_item")
+#: The families of keys ``P:<family>:<id>`` that each item has: its data (peer-compatible),
+#: the two generations' lease keys (v0.3 and v0.1, peer-compatible) and a dead item's data.
+ITEM = "item"
+LEASE = "lease"
+LEASED_BY_SESSION = "leased_by_session"
+DEAD_ITEM = "dead_item"
+ITEM_FAMILIES = (ITEM, LEASE, LEASED_BY_SESSION, DEAD_ITEM)
+#: The Lua helper ``<name>(id)`` that each family's key gets in the scripts (scripts.py
+#: generates them: no Lua file spells a key suffix).
+ITEM_KEY_HELPERS = {ITEM: "item_key", LEASE: "lease_key", LEASED_BY_SESSION: "lbs_key",
+                    DEAD_ITEM: "dead_item_key"}
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
 #: the name rule below is derived from, with the fixed keys' names.
 NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)
@@ -184,15 +193,15 @@ class Keys(NamedTuple):
         return f"{self.prefix}:cleaning"
 
     def item(self, item_id: str) -> str:
-        return f"{self.prefix}:item:{item_id}"
+        return f"{self.prefix}:{ITEM}:{item_id}"
 
     def lease(self, item_id: str) -> str:
         """v0.3 lease key."""
-        return f"{self.prefix}:lease:{item_id}"
+        return f"{self.prefix}:{LEASE}:{item_id}"
 
     def leased_by_session(self, item_id: str) -> str:
         """v0.1 lease key."""
-        return f"{self.prefix}:leased_by_session:{item_id}"
+        return f"{self.prefix}:{LEASED_BY_SESSION}:{item_id}"
 
     # -- rq-cli's own ----------------------------------------------------------------
     @property
@@ -220,7 +229,7 @@ class Keys(NamedTuple):
         return f"{self.prefix}:dead"
 
     def dead_item(self, item_id: str) -> str:
-        return f"{self.prefix}:dead_item:{item_id}"
+        return f"{self.prefix}:{DEAD_ITEM}:{item_id}"
 
     @property
     def dead_info(self) -> str:
@@ -286,12 +295,12 @@ class Keys(NamedTuple):
     @property
     def item_pattern(self) -> str:
         """SCAN pattern matching every item data key of this queue, and nothing else's."""
-        return glob_escape(self.prefix) + ":item:*"
+        return f"{glob_escape(self.prefix)}:{ITEM}:*"
 
     @property
     def item_key_offset(self) -> int:
         """Length of ``P:item:``: ``key[offset:]`` is the id."""
-        return len(self.prefix) + len(":item:")
+        return len(self.prefix) + len(ITEM) + 2
 
     @property
     def script_keys(self) -> list[str]:

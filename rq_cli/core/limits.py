@@ -18,6 +18,16 @@ MAX_ID_BYTES = 4096
 #: Most items one lease call (or ``lease --count``) returns.
 MAX_COUNT = 10_000
 
+#: Most items one ``push`` call writes per script call (``--batch-size``).
+MAX_PUSH_BATCH = 5000
+#: Most values one Lua ``unpack()`` gets (past a few thousand it overflows the C stack): the
+#: scripts' multi-value commands are chunked at this (``UNPACK_CHUNK`` in Lua).
+UNPACK_CHUNK = 4000
+#: Ids a lease call promotes from P:delayed, and looks at beyond the items it wants, at most.
+LEASE_LOOKAHEAD = 1000
+#: Most sightings (P:suspects fields) clean keeps without pruning the stale ones.
+SUSPECTS_KEPT = 5000
+
 #: Most items or ids one script call handles: keeps every call short, so the server goes on
 #: serving other clients during bulk work.
 BATCH = 1000
@@ -50,3 +60,7 @@ GENERATION_SAMPLE = 100
 #: pending age (two reads each; a queue with more tenants with work gets the oldest of these
 #: and the default tenant's, and as the ring turns, of others on the next call).
 TENANT_AGE_SAMPLE = 100
+#: Deepest nesting of arrays and objects rq-cli reads as JSON in a payload: deeper data is
+#: refused by push and shown as text by the readers, on every Python version (the stdlib's
+#: decoder recurses per level; its limit differs between versions, orjson's is 1024).
+MAX_JSON_DEPTH = 512

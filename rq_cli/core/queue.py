@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import ClusterError, UsageError
+from ..errors import ClusterError, ParameterError, UsageError
 from .calling import Caller
+from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, RequeueEnd, outcomes
+from .codes import STATES as _STATES
 from .keys import (
-    DEDUP_WINDOW_FIELD,
+    COUNTER_FIELDS,
     FIXED_KEYS,
     LAYOUTS,
     OTHER_GENERATION,
@@ -33,6 +35,9 @@ from .limits import (
     LEASE_CHUNK,
     MAX_CLEAN_WAIT,
     MAX_DELAY,
+    MAX_DELAY_TEXT,
+    MAX_LEASE_SECONDS,
+    MAX_LEASE_TEXT,
     PRUNE_SAMPLE,
     SLOW_BATCH,
 )
@@ -70,9 +75,11 @@ if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loa
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
-STATES = ("pending", "processing", "delayed", "dead")
-_COMPLETE_OUTCOMES: dict[str, Outcome] = {"C": "completed", "M": "missing", "X": "conflict",
-                                          "Z": "already_dead", "N": "not_leased"}
+STATES = _STATES  # (codes.ItemState)
+#: script -> code -> outcome, of the scripts that reply with an outcome per item (codes.py)
+_OUTCOMES = cast("dict[str, dict[str, Outcome]]",
+                 {script: outcomes(script) for script in SCRIPT_OUTCOMES})
+_COMPLETE_OUTCOMES = _OUTCOMES["complete"]
 PURGE_STATES = (*STATES, "all")
 
 
@@ -108,7 +115,7 @@ class WorkQueue:
         if self.options.layout not in LAYOUTS:
             raise UsageError(f"layout must be one of {', '.join(LAYOUTS)}, "
                              f"not {self.options.layout!r}")
-        if self.options.requeue not in ("back", "front"):
+        if self.options.requeue not in REQUEUE_ENDS:
             raise UsageError(f"requeue must be back or front, not {self.options.requeue!r}")
         self.session = session or make_session()
         self.keys = Keys(prefix)
@@ -154,8 +161,8 @@ class WorkQueue:
         while True:
             fields, rows = self.decoded("tenants", {"offset": offset, "size": BATCH})
             total, default = int(fields["tenants"]), int(fields["default_depth"])
-            for tenant, depth in rows:
-                depths[text(tenant) or ""] = int(depth)
+            for row in rows:
+                depths[text(row.tenant) or ""] = int(row.depth)
             offset += BATCH
             if offset >= total + 1:  # (+1: the default tenant's place in the ring)
                 return default, depths
@@ -184,7 +191,7 @@ class WorkQueue:
     @property
     def front_requeue(self) -> str:
         """The scripts' ``front`` argument for re-queued items: "1" = the front."""
-        return "1" if self.options.requeue == "front" else "0"
+        return "1" if self.options.requeue == RequeueEnd.FRONT else "0"
 
     # -- push ----------------------------------------------------------------------------
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
@@ -240,8 +247,8 @@ class WorkQueue:
                 completions, complete = text(fields["completions"]) or "", ()
             prefix, session = self.prefix, self.session
             expires = secs(int(fields["deadline_ms"]))
-            got = [LeasedItem(prefix, text(item_id) or "", data, int(attempt), expires, session)
-                   for item_id, data, attempt in rows]
+            got = [LeasedItem(prefix, text(r.id) or "", r.data, int(r.attempt), expires, session)
+                   for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
                 return items, paused, next_due, completions
@@ -286,8 +293,8 @@ class WorkQueue:
         seconds = self.options.lease_seconds if lease_seconds is None else lease_seconds
         if not seconds > 0:  # also refuses NaN
             raise UsageError("the lease time must be a positive number of seconds")
-        if seconds > 365 * 86400:
-            raise UsageError("the lease time must be at most a year")
+        if seconds > MAX_LEASE_SECONDS:
+            raise UsageError(f"the lease time must be at most {MAX_LEASE_TEXT}")
         return max(ms(seconds), 1)
 
     def _wait(self, seconds: float, paused: bool, next_due: int) -> None:
@@ -338,7 +345,7 @@ class WorkQueue:
         """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
         ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
         if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
-            raise UsageError("the retry delay must be between 0 and ten years (in seconds)")
+            raise UsageError(f"the retry delay must be between 0 and {MAX_DELAY_TEXT} (in seconds)")
         items = self._ref_args(refs)
         opts = self.options
         args = {"error": error or "", "retry_ms": -1 if retry_in is None else ms(retry_in),
@@ -347,11 +354,9 @@ class WorkQueue:
                 "backoff_max_ms": ms(opts.retry_backoff_max),
                 "jitter": repr(_random().uniform(0.75, 1.25))}
         rows = self._per_batch(items, "fail", args, now_ms)
-        names: dict[bytes, Outcome] = {b"R": "retried", b"D": "dead", b"M": "missing",
-                                       b"X": "conflict", b"Z": "already_dead",
-                                       b"N": "not_leased"}
+        names = _OUTCOMES["fail"]
         return [ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == "retried" else None)
-                for ref, outcome, due in _coded(items, rows, names)]
+                for ref, outcome, due in _coded(items, rows, names, "due_ms")]
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -363,7 +368,7 @@ class WorkQueue:
         for batch in batches(refs, BATCH):
             reply = self.call("cancel", {"error": error or ""}, [r.id for r in batch], now_ms)
             codes = reply.decode() if isinstance(reply, bytes) else reply
-            names: dict[str, Outcome] = {"D": "dead", "M": "missing", "Z": "already_dead"}
+            names = _OUTCOMES["cancel"]
             out.extend(ItemOutcome(r.id, names[c]) for r, c in zip(batch, codes, strict=True))
         return out
 
@@ -388,9 +393,9 @@ class WorkQueue:
             fields, rows = self.decoded("reclaim", {"lease_ms": lease_ms,
                                                     "session": self.session}, pairs, now_ms)
             deadline = secs(int(fields["deadline_ms"]))
-            items.extend(LeasedItem(self.prefix, text(item_id) or "", data, int(attempt),
+            items.extend(LeasedItem(self.prefix, text(r.id) or "", r.data, int(r.attempt),
                                     deadline, self.session)
-                         for item_id, data, attempt in rows)
+                         for r in rows)
         return items
 
     def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
@@ -400,11 +405,9 @@ class WorkQueue:
         items = self._ref_args(refs)
         rows = self._per_batch(items, "extend", {"lease_ms": self._lease_ms(lease_seconds)},
                                now_ms)
-        names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
-                                       b"M": "missing", b"Z": "already_dead",
-                                       b"N": "not_leased"}
+        names = _OUTCOMES["extend"]
         return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
-                for ref, outcome, ms in _coded(items, rows, names)]
+                for ref, outcome, ms in _coded(items, rows, names, "deadline_ms")]
 
     def retake(self, ids: Sequence[str], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -412,22 +415,21 @@ class WorkQueue:
         (the worker after an outage or a hung server), as the same attempt: ``extended``
         (with the new deadline), ``conflict``, ``lost`` (back in line, or another session
         had it), ``missing`` or ``already_dead``. One call per ``BATCH`` ids, each atomic."""
-        names: dict[bytes, Outcome] = {b"E": "extended", b"L": "lost", b"X": "conflict",
-                                       b"M": "missing", b"Z": "already_dead"}
+        names = _OUTCOMES["retake"]
         args = {"lease_ms": self._lease_ms(lease_seconds), "session": self.session}
         out: list[ItemOutcome] = []
         for batch in batches(list(ids), BATCH):
             rows = SPECS["retake"].decode(self.call("retake", args, batch, now_ms)).rows
-            out.extend(ItemOutcome(i, names[bytes(c)], lease_expires_at=secs(int(d)) or None)
-                       for i, (c, d) in zip(batch, rows, strict=True))
+            out.extend(ItemOutcome(i, names[r.code.decode()],
+                                   lease_expires_at=secs(int(r.deadline_ms)) or None)
+                       for i, r in zip(batch, rows, strict=True))
         return out
 
     def release(self, ids: Sequence[str], *, now_ms: int | None = None) -> list[ItemOutcome]:
         """Give back items this session holds and did not finish: each goes to the front of
         the line at once, and the attempt it was leased with is given back; not a failure
         (``returned``; or ``conflict``, ``lost``, ``missing``, ``already_dead``)."""
-        names: dict[str, Outcome] = {"R": "returned", "L": "lost", "X": "conflict",
-                                     "M": "missing", "Z": "already_dead"}
+        names = _OUTCOMES["release"]
         out: list[ItemOutcome] = []
         for batch in batches(list(ids), BATCH):
             codes = self.call("release", {"session": self.session}, batch, now_ms)
@@ -451,7 +453,8 @@ class WorkQueue:
         """
         grace = self.options.grace_seconds if grace_seconds is None else grace_seconds
         if not 0 <= grace <= MAX_DELAY:
-            raise UsageError("the grace period must be between 0 and ten years (in seconds)")
+            raise UsageError(f"the grace period must be between 0 and {MAX_DELAY_TEXT}"
+                             " (in seconds)")
         from .reports import CleanReport
 
         # ``wait(suspects, seconds)``, if given, sleeps out the grace period instead of
@@ -525,7 +528,7 @@ class WorkQueue:
             report.requeued += requeued
             report.skipped += skipped
             report.missing += missing
-            report.ids.extend(text(item_id) or "" for (item_id,) in rows)
+            report.ids.extend(text(row.id) or "" for row in rows)
             if progress:
                 progress(requeued)
             return requeued + skipped + missing
@@ -536,7 +539,8 @@ class WorkQueue:
             return report
         if older_than is not None:
             if not 0 <= older_than <= MAX_DELAY:
-                raise UsageError("--older-than must be between 0 and ten years (in seconds)")
+                raise ParameterError("older_than", f"must be between 0 and {MAX_DELAY_TEXT}"
+                                                   " (in seconds)")
             now = now_ms if now_ms is not None else server_ms(self.client)
             cutoff = str(now - ms(older_than))
         else:
@@ -609,7 +613,7 @@ class WorkQueue:
         _, rows = self.decoded("purge_ids", {"state": state, "low": window[0],
                                              "high": window[1]},
                                [check_id(i) for i in ids], keys=self._tenant_keys(state, tenant))
-        return [text(item_id) or "" for (item_id,) in rows]
+        return [text(row.id) or "" for row in rows]
 
     def _tenant_keys(self, state: str, tenant: str | None) -> list[str] | None:
         """The KEYS of a script call on ``tenant``'s sub-queue (P:queue, then the sub-queue:
@@ -617,7 +621,7 @@ class WorkQueue:
         if tenant is None:
             return None
         if state != "pending":
-            raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
+            raise ParameterError("tenant", "shows pending items only (a tenant's sub-queue)")
         return [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
 
     def scan_items(self) -> Iterator[bytes]:
@@ -639,8 +643,10 @@ class WorkQueue:
         f = {name: int(value) for name, value in fields.items()}
         processing = f["processing"]
         leased = min(f["leased"], processing)
-        counters = {text(name) or "": int(value) for name, value in rows}
-        counters.pop(DEDUP_WINDOW_FIELD, None)  # a setting kept there, not a count
+        # every counter, 0 when never counted; other fields of the hash (the de-dup window,
+        # a setting kept there) are no counts
+        stored = {text(row.counter) or "": row.value for row in rows}
+        counters = {name: int(stored.get(name, 0)) for name in COUNTER_FIELDS}
         oldest = f["oldest_ms"]
         per_tenant = None
         if by_tenant:
@@ -727,20 +733,20 @@ class WorkQueue:
         while True:
             _, rows = self.decoded("holders", {"offset": offset, "count": HOLDERS_PAGE},
                                    (), now_ms)
-            for raw_id, raw_session, raw_deadline, raw_live in rows:
-                item_id = text(raw_id) or ""
+            for row in rows:
+                item_id = text(row.id) or ""
                 if item_id in seen:
                     continue
                 seen.add(item_id)
-                session = text(raw_session) if raw_session else None
+                session = text(row.session) if row.session else None
                 holder = found.get(session)
                 if holder is None:
                     host, pid = session_origin(session)
                     holder = found[session] = Holder(session=session, host=host, pid=pid)
-                deadline = secs(int(raw_deadline)) if int(raw_deadline) >= 0 else None
+                deadline = secs(int(row.deadline_ms)) if int(row.deadline_ms) >= 0 else None
                 holder.items += 1
                 holder.ids.append(item_id)
-                if int(raw_live) == 1:
+                if int(row.live) == 1:
                     holder.live += 1
                 else:
                     holder.abandoned += 1
@@ -759,7 +765,8 @@ class WorkQueue:
         0 turns the window off and forgets every id. Also prunes a bounded batch of expired
         ids; returns how many."""
         if not 0 <= seconds <= MAX_DELAY:
-            raise UsageError("the de-dup window must be between 0 and ten years (in seconds)")
+            raise UsageError(f"the de-dup window must be between 0 and {MAX_DELAY_TEXT}"
+                             " (in seconds)")
         return int(self.call("dedup", {"mode": "set"}, [ms(seconds)]))
 
     def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,
@@ -775,8 +782,8 @@ class WorkQueue:
             f, rows = self.decoded("dedup", {"mode": "list"}, [len(out), n], now_ms)
             window = secs(int(f["window_ms"])) if int(f["window_ms"]) >= 0 else None
             now, total = int(f["now_ms"]), int(f["remembered"])
-            out.extend((text(item_id) or "", secs(float(until)), secs(float(until) - now))
-                       for item_id, until in rows)
+            out.extend((text(r.id) or "", secs(float(r.until_ms)), secs(float(r.until_ms) - now))
+                       for r in rows)
             if len(rows) < n or len(out) >= count:
                 return window, total, out
 
@@ -836,12 +843,14 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
-    """A PeekedItem from a row of peek.lua's reply (SPECS["peek"].rows, in that order)."""
+def _peeked(state: State, row: Any) -> PeekedItem:
+    """A PeekedItem from a row of peek.lua's (or item.lua's) reply, read by the names of
+    SPECS["peek"].rows."""
     from .reports import PeekedItem
 
-    item_id, data, attempts, enqueued, holder, deadline, score, info, error, abandoned, \
-        tenant = row
+    attempts, enqueued, holder, deadline = row.attempts, row.enqueued_ms, row.holder, \
+        row.deadline_ms
+    score, info, error, tenant = row.score, row.dead_info, row.error, row.tenant
     dead_at = reason = None
     if info:
         meta = _dead_info(info)
@@ -853,20 +862,23 @@ def _peeked(state: State, row: Sequence[Any]) -> PeekedItem:
     if state == "dead" and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(
-        id=text(item_id) or "", state=state, data=data, attempts=int(attempts),
+        id=text(row.id) or "", state=state, data=row.data, attempts=int(attempts),
         enqueued_at=secs(int(enqueued)) if int(enqueued) >= 0 else None,
         lease_session=text(holder) if holder else None,
         lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
         due_at=secs(float(score)) if state == "delayed" else None,
         dead_at=dead_at, dead_reason=reason, error=text(error),
-        abandoned=int(abandoned) == 1, tenant=text(tenant) if tenant else None)
+        abandoned=int(row.abandoned) == 1, tenant=text(tenant) if tenant else None)
 
 
-def _coded(items: list[ItemRef], rows: list[Any], names: dict[bytes, Outcome],
+def _coded(items: list[ItemRef], rows: list[Any], names: dict[str, Outcome], number: str,
            ) -> Iterator[tuple[ItemRef, Outcome, int]]:
-    """(ref, outcome, number) per item from rows (code, number) of a decoded reply."""
-    for ref, (code, number) in zip(items, rows, strict=True):
-        yield ref, names[code if isinstance(code, bytes) else code.encode()], int(number)
+    """(ref, outcome, number) per item from the rows (``code``, ``number``) of a decoded
+    reply."""
+    for ref, row in zip(items, rows, strict=True):
+        code = row.code
+        yield ref, names[code.decode() if isinstance(code, bytes) else code], \
+            int(getattr(row, number))
 
 
 def _random() -> Any:

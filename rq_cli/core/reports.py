@@ -63,6 +63,7 @@ class Stats:
     dead: int
     oldest_pending_age_s: float | None
     paused: bool
+    #: running totals: every name of ``keys.COUNTER_FIELDS``, 0 when never counted
     counters: dict[str, int]
     #: fair queues: tenants with work (the default tenant not counted)
     tenants: int = 0

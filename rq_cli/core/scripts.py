@@ -8,11 +8,13 @@ side reads the same names, generated into the script's header as ``A_<NAME>`` (a
 to the spec and to the script that uses it, nowhere else.
 
 Each script's source is its own file in ``lua/`` after a header cut to what it uses
-(:func:`source`): ``_common.lua``'s top-level definitions, and the fixed keys' ``K_<NAME>``
-names of ``keys.FIXED_KEYS``, are included only when the script refers to them (directly or
-through another included definition). The server time per call is the budget (DESIGN.md
-section 1): a prelude that built every helper and key name on every call cost more than a
-hot script's own work.
+(:func:`source`): the ``_common.lua``/``_fair.lua`` definitions a script names are declared
+in it (``--@uses`` lines, checked against what it names: :func:`declared_uses`) and are
+included with what they name in turn; the generated names (``K_<NAME>`` of
+``keys.FIXED_KEYS``, ``A_<NAME>``, the codes of ``codes.py``) when the script names them.
+tests/test_contract.py fails when a script reads a name it did not get. The server time per
+call is the budget (DESIGN.md section 1): a prelude that built every helper and key name on
+every call cost more than a hot script's own work.
 
 This module imports neither Typer nor rich.
 """
@@ -26,15 +28,26 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
+from .codes import lua_constants
 from .keys import (
+    DEAD_ITEM,
     DEDUP_WINDOW_FIELD,
     DEFAULT_TENANT,
     DRAGONFLY_FLAGS,
     FIXED_KEYS,
+    ITEM,
+    ITEM_KEY_HELPERS,
     OLD_SERVER_CHECK,
     TENANT_QUEUE,
 )
-from .limits import FAIR_POLL_MS, GENERATION_SAMPLE, TENANT_AGE_SAMPLE
+from .limits import (
+    FAIR_POLL_MS,
+    GENERATION_SAMPLE,
+    LEASE_LOOKAHEAD,
+    SUSPECTS_KEPT,
+    TENANT_AGE_SAMPLE,
+    UNPACK_CHUNK,
+)
 
 LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
 
@@ -44,10 +57,19 @@ HEAD = ("prefix", "now", "layout")
 
 class Reply(NamedTuple):
     """A decoded script reply: its fixed fields by name, and its repeated groups, each a
-    tuple in the order of the spec's ``rows`` names."""
+    named tuple whose fields are the spec's ``rows`` names (``row.id``, ``row.data``)."""
 
     fields: dict[str, Any]
-    rows: list[tuple[Any, ...]]
+    rows: list[Any]
+
+
+@cache
+def row_type(script: str) -> type[tuple[Any, ...]]:
+    """The named tuple of one repeated group of ``script``'s reply (made on first use:
+    start-up time is a budget)."""
+    from collections import namedtuple
+
+    return namedtuple(f"{script}_row", SPECS[script].rows)
 
 
 class ScriptSpec(NamedTuple):
@@ -75,16 +97,24 @@ class ScriptSpec(NamedTuple):
         return [*head, *(values[a] for a in self.args), *rest]
 
     def decode(self, reply: Sequence[Any]) -> Reply:
-        """The reply's fixed fields by name and its repeated groups as tuples."""
+        """The reply's fixed fields by name and its repeated groups as named tuples
+        (:func:`row_type`)."""
         n = len(self.reply)
         fields = dict(zip(self.reply, reply[:n], strict=True))
         width = len(self.rows)
-        rows = [tuple(reply[i:i + width]) for i in range(n, len(reply), width)] if width else []
-        return Reply(fields, rows)
+        if not width or len(reply) <= n:
+            return Reply(fields, [])
+        make, cls = tuple.__new__, row_type(self.name)
+        return Reply(fields, [make(cls, reply[i:i + width]) for i in range(n, len(reply), width)])
 
 
 _PAIRS = ("id", "session")
-#: an item as peek.lua and item.lua return it
+#: an item as peek.lua and item.lua return it (the one list of its fields: the scripts'
+#: headers name this one, and queue.py reads them by name): data false = a ghost (an id with
+#: no data); holder and deadline_ms, the lease's (of the last holder when abandoned = 1: in
+#: processing, its lease ran out); score, when due (delayed) or died (dead), else -1;
+#: dead_info, the dead_info JSON; error, the last error; tenant, the item's tenant (fair
+#: queues; false: none, or a dead item's, which is in dead_info)
 _PEEKED = ("id", "data", "attempts", "enqueued_ms", "holder", "deadline_ms", "score",
            "dead_info", "error", "abandoned", "tenant")
 
@@ -137,6 +167,9 @@ _DEFINES = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMMENT = re.compile(r"--.*$", re.M)
 _LAZY = "--@lazy"
+#: A script's declaration of the ``_common.lua``/``_fair.lua`` definitions it names:
+#: ``--@uses name name ...`` lines (checked: see :func:`declared_uses`).
+_USES = re.compile(r"^--@uses\b(.*)$", re.M)
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
@@ -171,6 +204,21 @@ def _key_blocks() -> list[tuple[str, str]]:
     return out
 
 
+#: The item key families whose helper is --@lazy (off the hot paths).
+_LAZY_FAMILIES = frozenset({DEAD_ITEM})
+
+
+def _item_key_lua() -> str:
+    """The per-item key helpers ``item_key(id)``, ... of keys.ITEM_KEY_HELPERS, as Lua
+    definitions read with ``_common.lua`` (so that they are included, and --@lazy, as its
+    own definitions are)."""
+    lines = ["-- P:<family>:<id>: generated from rq_cli/core/keys.py ITEM_KEY_HELPERS"]
+    for family, helper in ITEM_KEY_HELPERS.items():
+        lazy = " " + _LAZY if family in _LAZY_FAMILIES else ""
+        lines.append(f"local function {helper}(id) return PREFIX .. ':{family}:' .. id end{lazy}")
+    return "\n".join(lines)
+
+
 def _generated_blocks() -> list[tuple[str, str]]:
     """The bookkeeping lists of keys.FIXED_KEYS (the type table is made per script)."""
     def table(names: Sequence[str]) -> str:
@@ -188,6 +236,13 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("META_RARE", f"local META_RARE = {drops(True)}"),
             ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}"),
             ("F_DEDUP_WINDOW", f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'"),
+            # P:item: (push writes many item keys at once)
+            ("ITEM_KEY_PREFIX", f"local ITEM_KEY_PREFIX = PREFIX .. ':{ITEM}:'"),
+            # the fixed key `name` (keys.FIXED_KEYS), and item id's data key, of the queue with
+            # prefix `prefix` (requeue-dead into another queue)
+            ("key_in", "local function key_in(prefix, name) return prefix .. ':' .. name end"),
+            ("item_key_in", "local function item_key_in(prefix, id) "
+                            f"return prefix .. ':{ITEM}:' .. id end"),
             # fair queues (lua/_fair.lua)
             ("TENANT_KEY_PREFIX", f"local TENANT_KEY_PREFIX = PREFIX .. ':{TENANT_QUEUE}:'"),
             ("DEFAULT_TENANT", f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'"),
@@ -195,7 +250,13 @@ def _generated_blocks() -> list[tuple[str, str]]:
             # stats: ids at the tail of processing looked at for the other generation's keys
             ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}"),
             # stats: tenants of the ring looked at for the oldest pending age
-            ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}")]
+            ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}"),
+            # limits.py: multi-value commands' chunk, lease's look-ahead, clean's sightings kept
+            ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
+            ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
+            ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
+            # outcome codes, push flags and clean's sighting prefixes (codes.py)
+            *lua_constants()]
 
 
 def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
@@ -254,10 +315,26 @@ def _common() -> tuple[_Block, ...]:
     latter's use the former's), read and prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
-        blocks = _blocks(fair.read() + "\n" + common.read())
+        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read())
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)
+
+
+def declared_uses(name: str, body: str) -> set[str]:
+    """The definitions of ``_common.lua`` and ``_fair.lua`` (and the type check's
+    ``wrong_type`` and ``QUIET``) that script ``name`` declares with ``--@uses``: exactly
+    those its body names, or ValueError. So what a script gets is written in it, and a
+    script that names a helper it did not declare, or declares one it no longer names,
+    fails to build (tests/test_contract.py builds every script)."""
+    declared = {n for line in _USES.findall(body) for n in line.replace(",", " ").split()}
+    known = {b.name for b in _common()} | {"wrong_type", "QUIET"}
+    named = _names(body) & known
+    if declared != named:
+        raise ValueError(
+            f"lua/{name}.lua: its --@uses lines must list the definitions of _common.lua it "
+            f"names: missing {sorted(named - declared)}, not named {sorted(declared - named)}")
+    return declared
 
 
 def _lazy_refs(text: str, lazy: frozenset[str]) -> str:
@@ -286,7 +363,7 @@ def source(name: str) -> str:
     with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
         body = f.read()
     head = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks()]
-    wanted = _uses(body, head)
+    wanted = _uses(body, head, declared_uses(name, body))
     keys = _fixed_keys(wanted)
     lazy = [b for b in common if b.name in wanted and b.lazy]
     parts = [DRAGONFLY_FLAGS,  # the first line, for Dragonfly (keys.DRAGONFLY_FLAGS)
@@ -381,7 +458,8 @@ def library() -> Library:
         with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
             body = f.read()
         # (as in source(), less its "local QUIET": here QUIET is shared, and begin resets it)
-        check = _type_check(_fixed_keys(_uses(body, head))).replace("local QUIET = false\n", "")
+        check = _type_check(_fixed_keys(_uses(body, head, declared_uses(name, body))))
+        check = check.replace("local QUIET = false\n", "")
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")
@@ -406,14 +484,15 @@ def _is_function(block: str) -> bool:
     return _definition(block).startswith("local function ")
 
 
-def _uses(body: str, head: Sequence[tuple[str, str]]) -> set[str]:
-    """The definitions (of ``head`` and ``_common.lua``, and the type check's ``wrong_type``
-    and ``QUIET``) that ``body`` names, directly or through another such definition."""
+def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set[str]:
+    """The definitions a script gets: the generated ones of ``head`` (``K_<NAME>``,
+    ``A_<NAME>``, the codes: named by the spec) that ``body`` names, the ``_common.lua``
+    ones it ``declared`` (--@uses), and what those name in turn."""
     deps = {n: _names(t) for n, t in head}
     deps.update((b.name, set(b.names)) for b in _common())
     known = set(deps) | {"wrong_type", "QUIET"}
     wanted: set[str] = set()
-    todo = list(_names(body) & known)
+    todo = [*(_names(body) & {n for n, _ in head}), *declared]
     while todo:
         n = todo.pop()
         if n not in wanted:

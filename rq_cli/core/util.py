@@ -12,12 +12,20 @@ from typing import Any
 
 from ..errors import UsageError
 from .keys import name_collision
-from .limits import MAX_COUNT, MAX_ID_BYTES, MAX_TENANT_BYTES, MAX_TENANT_WEIGHT
+from .limits import (
+    MAX_COUNT,
+    MAX_ID_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_TENANT_BYTES,
+    MAX_TENANT_WEIGHT,
+)
 
 
-def make_session() -> str:
-    """A session id that tells who holds a lease: ``<host>:<pid>:<random>``."""
-    return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
+def make_session(tail: str | None = None) -> str:
+    """A session id that tells who holds a lease: ``<host>:<pid>:<tail>``, the tail random
+    unless given (a named worker's name). The one place the format is built;
+    :func:`session_origin` reads it."""
+    return f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex() if tail is None else tail}"
 
 
 def session_origin(session: str | None) -> tuple[str | None, int | None]:
@@ -69,13 +77,25 @@ def check_weight(tenant: str, weight: object) -> int:
     return weight
 
 
-def check_id(item_id: str) -> str:
-    """``item_id`` itself, or UsageError when it is empty or longer than MAX_ID_BYTES."""
+def id_problem(item_id: str) -> str | None:
+    """Why ``item_id`` cannot be an item id (empty, or longer than MAX_ID_BYTES in UTF-8),
+    or None: the one rule, which :func:`check_id` words as a UsageError and the CLI's
+    readers as bad input."""
     if not item_id:
-        raise UsageError("an item id cannot be empty")
-    # (a character is at most 4 bytes in UTF-8: only long ids need encoding to be measured)
-    if len(item_id) * 4 > MAX_ID_BYTES and len(item_id.encode()) > MAX_ID_BYTES:
-        raise UsageError(f"an item id is at most {MAX_ID_BYTES} bytes")
+        return "an item id cannot be empty"
+    # (a character is at most 4 bytes in UTF-8: only long ids need encoding to be measured;
+    # a lone surrogate, which no reader lets through, counts as its 3 bytes)
+    if len(item_id) * 4 > MAX_ID_BYTES and \
+            len(item_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        return f"an item id is at most {MAX_ID_BYTES} bytes"
+    return None
+
+
+def check_id(item_id: str) -> str:
+    """``item_id`` itself, or UsageError when it is no item id (:func:`id_problem`)."""
+    why = id_problem(item_id)
+    if why:
+        raise UsageError(why)
     return item_id
 
 
@@ -87,6 +107,38 @@ def check_new_id(item_id: str) -> str:
     if why:
         raise UsageError(f"item id {item_id!r} cannot be used: {why}")
     return item_id
+
+
+#: Why a JSON text nested too deep is refused (push) or shown as text (the readers).
+TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels of arrays or objects"
+_NESTING: dict[type, Any] = {}  # str/bytes -> the compiled token pattern (made on first use)
+
+
+def json_too_deep(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True if JSON ``text`` nests arrays and objects deeper than ``limit`` (brackets inside
+    strings do not count). One cheap count when the text has few brackets, as most do."""
+    if isinstance(text, bytes):
+        if text.count(b"[") + text.count(b"{") <= limit:
+            return False
+    elif text.count("[") + text.count("{") <= limit:
+        return False
+    pattern = _NESTING.get(type(text))
+    if pattern is None:
+        import re
+
+        source = r'"(?:[^"\\]|\\.)*"|[\[\]{}]'
+        pattern = re.compile(source.encode() if isinstance(text, bytes) else source)
+        _NESTING[type(text)] = pattern
+    depth = 0
+    for match in pattern.finditer(text):
+        token = match.group()[:1]
+        if token in ("[", "{", b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in ("]", "}", b"]", b"}"):
+            depth -= 1
+    return False
 
 
 def json_int(text: str) -> int:

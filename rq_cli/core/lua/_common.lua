@@ -9,9 +9,11 @@
 --   2 now in ms since the epoch, or "" to read the server's clock (TIME)
 --   3 layout: "compat" | "v0.3" | "v0.1"
 -- Each script's own arguments start at ARGV[4] (named in scripts.py SPECS).
--- Each script gets only the definitions below that it uses (rq_cli/scripts.py, source), after
+-- Each script declares the definitions below that it names (--@uses lines, checked), and
+-- gets those and what they name (rq_cli/core/scripts.py, source), after
 -- the names generated from rq_cli/keys.py FIXED_KEYS (PREFIX, K_QUEUE, ... K_SUSPECTS,
--- META_USUAL, META_RARE, UNLINKED_WHOLE, the type check
+-- META_USUAL, META_RARE, UNLINKED_WHOLE, the per-item key helpers (item_key(id), lease_key(id),
+-- lbs_key(id), dead_item_key(id): keys.py ITEM_KEY_HELPERS), the type check
 -- wrong_type() and QUIET) and its named arguments (A_<NAME>, and REST: the index of the first
 -- repeated argument). A definition marked --@lazy (off the hot paths) is made only when a
 -- call first uses it: a function costs its closure on every call that defines it.
@@ -25,15 +27,11 @@ local LAYOUT = ARGV[3]
 local WRITE_V3 = LAYOUT ~= 'v0.1'
 local WRITE_V1 = LAYOUT ~= 'v0.3'
 
-local function item_key(id) return PREFIX .. ':item:' .. id end
-local function dead_item_key(id) return PREFIX .. ':dead_item:' .. id end --@lazy
-local function lease_key(id) return PREFIX .. ':lease:' .. id end
-local function lbs_key(id) return PREFIX .. ':leased_by_session:' .. id end
 
 -- redis.call(cmd, <head...>, <args...>) in chunks: Lua's unpack() overflows the C stack
 -- past a few thousand values. `step` must keep field/value pairs together (even).
 local function call_chunked(cmd, head, args, step) --@lazy
-  step = step or 4000
+  step = step or UNPACK_CHUNK
   for i = 1, #args, step do
     local call = {cmd}
     for _, h in ipairs(head) do call[#call + 1] = h end
@@ -44,7 +42,7 @@ end
 
 -- cmd [key] args... as one command (call_chunked past what unpack() can take)
 local function call_all(cmd, key, args)
-  if #args > 4000 then
+  if #args > UNPACK_CHUNK then
     call_chunked(cmd, key and {key} or {}, args)
   elseif key then
     redis.call(cmd, key, unpack(args))
@@ -75,9 +73,9 @@ local function forget_suspects(ids) --@lazy
   if #ids == 0 or redis.call('EXISTS', K_SUSPECTS) == 0 then return end
   local fields = {}
   for i, id in ipairs(ids) do
-    fields[3 * i - 2] = 'p:' .. id
-    fields[3 * i - 1] = 'c:' .. id
-    fields[3 * i] = 'd:' .. id
+    fields[3 * i - 2] = SEEN_PROCESSING .. id
+    fields[3 * i - 1] = SEEN_CLEANING .. id
+    fields[3 * i] = SEEN_STRAY .. id
   end
   call_all('HDEL', K_SUSPECTS, fields)
 end
@@ -129,7 +127,7 @@ end
 -- Forget that clean has seen id without a lease. P:suspects fields name the kind of
 -- sighting: "p:<id>" in processing, "c:<id>" in the v0.1 cleaning journal, "d:<id>" stray.
 local function forget_suspect(id) --@lazy
-  redis.call('HDEL', K_SUSPECTS, 'p:' .. id, 'c:' .. id, 'd:' .. id)
+  redis.call('HDEL', K_SUSPECTS, SEEN_PROCESSING .. id, SEEN_CLEANING .. id, SEEN_STRAY .. id)
 end
 
 -- drop_meta for many ids, in one multi-value command per bookkeeping key. `quiet` (QUIET,
@@ -229,8 +227,8 @@ end
 
 -- "Z" if id is dead-lettered, else "M" (missing): the outcome for an id that is not live.
 local function not_live(id) --@lazy
-  if redis.call('ZSCORE', K_DEAD, id) then return 'Z' end
-  return 'M'
+  if redis.call('ZSCORE', K_DEAD, id) then return O_ALREADY_DEAD end
+  return O_MISSING
 end
 
 -- The values of the lease keys v3_keys[k] and v1_keys[k] (per the layout) in one MGET:
@@ -315,9 +313,9 @@ local function complete_pairs(first)
     local other = session ~= '' and not done[id] and
       ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
     if other then
-      res[k] = 'X'
+      res[k] = O_CONFLICT
     elseif not done[id] and not v3[k] and not v1[k] and not atts[id] and never_leased(id) then
-      res[k] = 'N'
+      res[k] = O_NOT_LEASED
     elseif one_del then
       -- the data and both lease keys in one DEL: it removed the data if it removed more
       -- keys than the MGET found leases (time stands still within a script: no lease key
@@ -327,9 +325,9 @@ local function complete_pairs(first)
         done[id] = true
         unlist(id)
         completed = completed + 1
-        res[k] = 'C'
+        res[k] = O_COMPLETED
       else
-        res[k] = done[id] and 'M' or not_live(id)
+        res[k] = done[id] and O_MISSING or not_live(id)
       end
     elseif redis.call('DEL', item_key(id)) == 1 then
       done[id] = true
@@ -337,9 +335,9 @@ local function complete_pairs(first)
       lease_keys[#lease_keys + 1] = v3_keys[k]
       lease_keys[#lease_keys + 1] = v1_keys[k]
       completed = completed + 1
-      res[k] = 'C'
+      res[k] = O_COMPLETED
     else
-      res[k] = done[id] and 'M' or not_live(id)
+      res[k] = done[id] and O_MISSING or not_live(id)
     end
   end
   if completed > 0 then

@@ -52,8 +52,8 @@ local function tenant_pushed(ids, to_line)
     pairs_[2 * i - 1] = id
     pairs_[2 * i] = KEY_TENANT
   end
-  if #ids > 4000 then
-    for i = 1, #pairs_, 4000 do
+  if #ids > UNPACK_CHUNK then
+    for i = 1, #pairs_, UNPACK_CHUNK do
       redis.call('HSET', K_ITEM_TENANT, unpack(pairs_, i, math.min(i + 3999, #pairs_)))
     end
   elseif #ids > 0 then

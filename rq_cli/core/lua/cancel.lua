@@ -2,6 +2,8 @@
 -- running one finds it dead at its next heartbeat: extend says already_dead).
 -- A_ERROR error text ("" = none)   ARGV[REST], ARGV[REST + 1], ... ids
 -- Returns a string, one character per id: D dead-lettered, M missing, Z already dead.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses dead_letter item_key not_live unlist wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local err = A_ERROR
 local out = {}
@@ -13,7 +15,7 @@ for i = REST, #ARGV do
     unlist(id)
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
     dead_letter(id, 'cancelled', err ~= '' and err or nil)
-    out[#out + 1] = 'D'
+    out[#out + 1] = O_DEAD
   end
 end
 return table.concat(out)

@@ -19,6 +19,9 @@
 -- (pruned: ids whose bookkeeping the sampled prune dropped, plus expired ids of the de-dup
 -- window forgotten at the end of a pass, `limit` at most; more_due is also set while more
 -- of those may be left)
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_letter drop drop_meta enqueue exhausted item_key lease_holder lease_pttl
+--@uses promote_due prune_dedup wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(A_LIMIT)
 local left = tonumber(A_LEFT)
@@ -89,7 +92,7 @@ if dry then
   for _, id in ipairs(ids) do
     if redis.call('EXISTS', item_key(id)) == 0 then dropped = dropped + 1
     elseif not lease_holder(id) then
-      if overdue('p:' .. id) then recover(id) else suspects = suspects + 1 end
+      if overdue(SEEN_PROCESSING .. id) then recover(id) else suspects = suspects + 1 end
     end
   end
   if #ids < limit then left = 0 else left = left + limit end
@@ -105,14 +108,14 @@ else
       dropped = dropped + 1
     elseif lease_holder(id) then
       redis.call('RPOPLPUSH', K_PROCESSING, K_PROCESSING)
-      redis.call('HDEL', K_SUSPECTS, 'p:' .. id)
+      redis.call('HDEL', K_SUSPECTS, SEEN_PROCESSING .. id)
       if not redis.call('ZSCORE', K_LEASES, id) then
         local ttl = lease_pttl(id)
         if ttl > 0 then redis.call('ZADD', K_LEASES, NOW + ttl, id) end
       end
-    elseif overdue('p:' .. id) then
+    elseif overdue(SEEN_PROCESSING .. id) then
       redis.call('RPOP', K_PROCESSING)
-      redis.call('HDEL', K_SUSPECTS, 'p:' .. id)
+      redis.call('HDEL', K_SUSPECTS, SEEN_PROCESSING .. id)
       recover(id)
     else
       redis.call('RPOPLPUSH', K_PROCESSING, K_PROCESSING)
@@ -127,7 +130,7 @@ if left <= 0 then
   -- no lease and in neither list, was dropped by a crashed cleaner. (Rare; LPOS is O(N).)
   local ids = redis.call('LRANGE', K_CLEANING, -100, -1)
   for _, id in ipairs(ids) do
-    local field = 'c:' .. id
+    local field = SEEN_CLEANING .. id
     if redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id) then
       if not dry then
         redis.call('LREM', K_CLEANING, 0, id)
@@ -158,12 +161,12 @@ if left <= 0 then
     if more then more_due = 1 end
     -- Forget sightings this pass did not renew (bounded: the hash holds only lease-less ids;
     -- deep clean's "d:" sightings are its own).
-    if redis.call('HLEN', K_SUSPECTS) <= 5000 then
+    if redis.call('HLEN', K_SUSPECTS) <= SUSPECTS_KEPT then
       local all = redis.call('HGETALL', K_SUSPECTS)
       for i = 1, #all, 2 do
         local field = all[i]
         local last = tonumber(string.match(all[i + 1], ':(%d+)$'))
-        if string.sub(field, 1, 2) ~= 'd:' and (not last or last < pass_start) then
+        if string.sub(field, 1, 2) ~= SEEN_STRAY and (not last or last < pass_start) then
           redis.call('HDEL', K_SUSPECTS, field)
         end
       end

@@ -7,6 +7,8 @@
 --   "list": ARGV[REST] offset, ARGV[REST + 1] count; returns {window_ms or -1, now_ms, remembered,
 --          id1, until1, ...} (ids still remembered, soonest forgotten first)
 --   "clear": forget ARGV[REST..] ids; returns how many were remembered
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW prune_dedup wrong_type
 local mode = A_MODE
 if mode == 'list' then
   local out = {tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW)) or -1, NOW,

@@ -5,6 +5,8 @@
 -- A_GRACE_MS grace ms   A_MAX_ATTEMPTS max_attempts   A_FRONT "1" = front   A_DRY_RUN "1" = dry run
 -- ARGV[REST], ... ids
 -- Returns {recovered, dead, suspects}
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_letter enqueue exhausted item_key lease_holder wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local grace = tonumber(A_GRACE_MS)
 local max_attempts = tonumber(A_MAX_ATTEMPTS)
@@ -15,9 +17,9 @@ for i = REST, #ARGV do
   local id = ARGV[i]
   if redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id)
       or redis.call('ZSCORE', K_DELAYED, id) then
-    if not dry then redis.call('HDEL', K_SUSPECTS, 'd:' .. id) end  -- not (or no longer) stray
+    if not dry then redis.call('HDEL', K_SUSPECTS, SEEN_STRAY .. id) end  -- not (or no longer) stray
   else
-    local field = 'd:' .. id
+    local field = SEEN_STRAY .. id
     local first = tonumber(redis.call('HGET', K_SUSPECTS, field))
     if not first then
       first = NOW

@@ -3,6 +3,8 @@
 -- A_LEASE_MS lease ms   ARGV[REST], ARGV[REST + 1], ... pairs id, session ("" = any)
 -- Returns {code1, deadline1, ...}: E extended, L lost (the lease has expired), X conflict,
 --   M missing, Z dead (not live: dead-lettered), N not leased (a live item never leased).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW held_by_other item_key lease_holder never_leased not_live set_lease wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local ms = tonumber(A_LEASE_MS)
 local out = {}
@@ -13,14 +15,14 @@ for i = REST, #ARGV, 2 do
   else
     local holder = lease_holder(id)
     if not holder and not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
-      out[#out + 1] = 'N'; out[#out + 1] = 0
+      out[#out + 1] = O_NOT_LEASED; out[#out + 1] = 0
     elseif not holder then
-      out[#out + 1] = 'L'; out[#out + 1] = 0
+      out[#out + 1] = O_LOST; out[#out + 1] = 0
     elseif held_by_other(id, session) then
-      out[#out + 1] = 'X'; out[#out + 1] = 0
+      out[#out + 1] = O_CONFLICT; out[#out + 1] = 0
     else
       set_lease(id, holder, ms)
-      out[#out + 1] = 'E'; out[#out + 1] = NOW + ms
+      out[#out + 1] = O_EXTENDED; out[#out + 1] = NOW + ms
     end
   end
 end

@@ -9,6 +9,9 @@
 --   D dead, M missing, Z already dead (not live: the id is dead-lettered), N not leased (a
 --   live item that was never leased: left as it is, no failure counted), X conflict
 --   (another session holds the lease).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_letter del_lease enqueue exhausted forget_suspect held_by_other item_key
+--@uses never_leased not_live unlist wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local err = A_ERROR
 local retry = tonumber(A_RETRY_MS)
@@ -21,11 +24,11 @@ local failed, retried = 0, 0
 for i = REST, #ARGV, 2 do
   local id, session = ARGV[i], ARGV[i + 1]
   if held_by_other(id, session) then
-    out[#out + 1] = 'X'; out[#out + 1] = 0
+    out[#out + 1] = O_CONFLICT; out[#out + 1] = 0
   elseif redis.call('EXISTS', item_key(id)) == 0 then
     out[#out + 1] = not_live(id); out[#out + 1] = 0
   elseif not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
-    out[#out + 1] = 'N'; out[#out + 1] = 0
+    out[#out + 1] = O_NOT_LEASED; out[#out + 1] = 0
   else
     failed = failed + 1
     unlist(id)
@@ -34,7 +37,7 @@ for i = REST, #ARGV, 2 do
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
     if dead or exhausted(id, max_attempts) then
       dead_letter(id, dead and dead_reason or 'max_attempts', err)
-      out[#out + 1] = 'D'; out[#out + 1] = 0
+      out[#out + 1] = O_DEAD; out[#out + 1] = 0
     else
       local delay = retry
       if delay < 0 then
@@ -50,7 +53,7 @@ for i = REST, #ARGV, 2 do
         enqueue(id) -- (fair: back to its tenant)
       end
       retried = retried + 1
-      out[#out + 1] = 'R'; out[#out + 1] = NOW + delay
+      out[#out + 1] = O_RETRIED; out[#out + 1] = NOW + delay
     end
   end
 end

@@ -4,6 +4,8 @@
 -- Returns a flat list, SPECS['holders'].rows in scripts.py, per item, oldest lease first:
 --   id, session (false: nobody known), deadline_ms (-1: unknown), live (1: a lease is held
 --   now; 0: abandoned, the lease ran out and session is the last holder, from P:holders)
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW lbs_key lease_key lease_pttl mget_leases
 local offset, n = tonumber(A_OFFSET), tonumber(A_COUNT)
 local got = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
 local ids = {}

@@ -1,12 +1,13 @@
 -- item: one item by id, in whatever state it is. Read-only.
 -- A_ID the id
--- Returns {} when the id is neither live nor dead, else {state, then SPECS['item'].rows (scripts.py)
--- fields as peek.lua returns them}: id, data, attempts, enqueued_ms, holder,
--- lease_deadline_ms, score_ms, dead_info JSON, last error, abandoned.
+-- Returns {} when the id is neither live nor dead, else {state, then the fields of scripts.py
+-- _PEEKED (SPECS['item'].rows) as peek.lua returns them}.
 -- The state is found in O(1) or O(log N) reads, except for a live item that is neither
 -- delayed nor leased: it is in processing (an abandoned lease: LPOS over processing, which
 -- holds only the items in flight) or else pending (the queue itself is not searched: it may
 -- be millions long).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW dead_item_key item_key lease_holder lease_pttl
 local id = A_ID
 local data = redis.call('GET', item_key(id))
 local state, score, info, holder, deadline, abandoned = false, -1, false, false, -1, 0

@@ -11,6 +11,10 @@
 -- Returns {status, deadline_ms, next_due_ms, completions, id1, data1, attempt1, id2, ...}
 --   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
 --   completions: one character per item completed first, as complete.lua returns them.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
+--@uses forget_suspects item_key lbs_key lease_key mget_leases promote_due remember_completed
+--@uses take_ids wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local completions = complete_pairs(REST)
 -- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no
@@ -21,10 +25,10 @@ local ms = tonumber(A_LEASE_MS)
 local session = A_SESSION
 local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
-if not QUIET then promote_due(1000) end
+if not QUIET then promote_due(LEASE_LOOKAHEAD) end
 local out = {0, NOW + ms, -1, completions}
 local taken, looked = 0, 0
-local limit = want + 1000 -- bounded: at most this many ids looked at per call
+local limit = want + LEASE_LOOKAHEAD -- bounded: at most this many ids looked at per call
 local has_expiry = not QUIET and redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
 local leased, stamps, deadlines, holders = {}, {}, {}, {}

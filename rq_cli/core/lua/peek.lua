@@ -4,11 +4,10 @@
 -- A_START_AT optional ("" = none), delayed/dead: begin at this member while it is still in
 --   the set (a cursor that stays put while members before it leave); else, or when it has
 --   left, at the offset
--- Returns a flat list, SPECS['peek'].rows (scripts.py) per item:
---   id, data (false = ghost), attempts, enqueued_ms, holder, lease_deadline_ms, score_ms,
---   dead_info JSON, last error, abandoned (1: in processing, its lease ran out; holder and
---   deadline are then the last holder's), tenant (fair queues; false: none, or dead: in
---   dead_info)
+-- Returns a flat list: per item, the fields of scripts.py _PEEKED (SPECS['peek'].rows), in
+--   that order (the one list of them, explained there).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW dead_item_key item_key lease_holder lease_pttl
 local state, offset, n, head = A_STATE, tonumber(A_OFFSET), tonumber(A_COUNT), A_FROM == 'head'
 local ids, scores = {}, {}
 if state == 'pending' or state == 'processing' then

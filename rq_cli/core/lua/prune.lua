@@ -6,13 +6,15 @@
 --         "strays": forget stray sightings ("d:<id>") of ids deep clean no longer sees stray
 -- ARGV[REST], ... ids
 -- Returns the number of ids pruned ("meta") or sightings forgotten ("strays").
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses drop_meta item_key wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local dry = A_DRY_RUN == '1'
 local pruned = 0
 for i = REST, #ARGV do
   local id = ARGV[i]
   if A_WHAT == 'strays' then
-    if not dry then pruned = pruned + redis.call('HDEL', K_SUSPECTS, 'd:' .. id) end
+    if not dry then pruned = pruned + redis.call('HDEL', K_SUSPECTS, SEEN_STRAY .. id) end
   elseif redis.call('EXISTS', item_key(id)) == 0 then
     if not dry then drop_meta(id) end
     pruned = pruned + 1

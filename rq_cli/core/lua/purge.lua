@@ -3,6 +3,8 @@
 -- A_STATE state: pending | processing | delayed | dead | strays | meta
 -- A_BATCH batch size   ARGV[REST..] (strays) ids whose item keys SCAN found
 -- Returns how many entries this step removed (0 = that state is empty).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses dead_item_key del_lease drop_meta item_key lease_holder take_pending wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local state = A_STATE
 local batch = tonumber(A_BATCH)

@@ -9,6 +9,9 @@
 -- fair: KEYS[2], if given, is the tenant sub-queue the pending ids were read from; a
 -- sub-queue emptied here leaves the ring of tenants with work.
 -- Returns the ids deleted.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses KEY_TENANT dead_item_key del_lease drop_metas item_key lease_holder tenant_popped
+--@uses wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local PURGE_SLACK = 1000
 local state = A_STATE

@@ -10,13 +10,16 @@
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
 -- or dead; requeue-dead or purge --state dead frees it), "3" recently completed (in the
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
+--@uses zadd_after
 do local bad = wrong_type(); if bad then return bad end end
 local front = A_FRONT == '1'
 local delay = tonumber(A_DELAY_MS)
 local expire = tonumber(A_EXPIRE_MS)
 local fresh = A_FRESH == '1'
 local call = redis.call
-local item_prefix = PREFIX .. ':item:'
+local item_prefix = ITEM_KEY_PREFIX
 local added, flags, n, dups = {}, {}, 0, 0
 if fresh then
   -- No key can exist for an id just made at random (128 bits): one MSET for all the data,
@@ -29,7 +32,7 @@ if fresh then
     kv[2 * n] = ARGV[i + 1]
   end
   call_all('MSET', nil, kv)
-  flags = {string.rep('1', n)}
+  flags = {string.rep(PUSH_ADDED, n)}
 else
   -- ids that are dead-lettered, in one ZMSCORE (skipped when there are no dead letters)
   local dead = {}
@@ -51,17 +54,17 @@ else
     local until_ms = recent[k]
     if dead[k] then
       dups = dups + 1
-      flags[k] = '2'
+      flags[k] = PUSH_DEAD
     elseif until_ms and tonumber(until_ms) > NOW then
       dups = dups + 1
-      flags[k] = '3'
+      flags[k] = PUSH_RECENTLY_COMPLETED
     elseif call('SET', item_prefix .. id, ARGV[i + 1], 'NX') then
       n = n + 1
       added[n] = id
-      flags[(i - REST) / 2 + 1] = '1'
+      flags[(i - REST) / 2 + 1] = PUSH_ADDED
     else
       dups = dups + 1
-      flags[(i - REST) / 2 + 1] = '0'
+      flags[(i - REST) / 2 + 1] = PUSH_DUPLICATE
     end
   end
 end

@@ -6,6 +6,8 @@
 -- old session still holds the lease or the lease ran out and it is still in processing (not
 -- yet put back in line by a cleaner: then it is leased the usual way).
 -- Returns {lease_deadline_ms, id1, data1, attempt1, id2, ...}
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count forget_suspect item_key lease_holder set_lease wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local ms, session = tonumber(A_LEASE_MS), A_SESSION
 local out = {NOW + ms}

@@ -6,6 +6,8 @@
 -- ARGV[REST], ... ids
 -- Returns a string of one code per id: R returned, X conflict (another session holds it),
 --   L lost (not held by this session any more: left alone), M missing, Z dead.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses del_lease enqueue forget_suspect item_key lease_holder not_live wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local session = A_SESSION
 local out = {}
@@ -16,7 +18,7 @@ for i = REST, #ARGV do
   else
     local holder = lease_holder(id)
     if holder and holder ~= session then
-      out[#out + 1] = 'X'
+      out[#out + 1] = O_CONFLICT
     elseif holder or (redis.call('HGET', K_HOLDERS, id) == session
                       and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
       redis.call('LREM', K_PROCESSING, -1, id)
@@ -26,9 +28,9 @@ for i = REST, #ARGV do
         redis.call('HINCRBY', K_ATTEMPTS, id, -1)
       end
       enqueue(id, true)
-      out[#out + 1] = 'R'
+      out[#out + 1] = O_RETURNED
     else
-      out[#out + 1] = 'L'
+      out[#out + 1] = O_LOST
     end
   end
 end

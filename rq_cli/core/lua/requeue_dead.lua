@@ -6,6 +6,8 @@
 -- ARGV[REST + 2] range: offset (dead items skipped by earlier calls)
 -- Returns {requeued, skipped, missing, id1, id2, ...} (the requeued ids)
 -- skipped: an item with that id is live again in the target; it stays dead.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW count dead_item_key dead_tenant enqueue wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local target = A_TARGET
 local dry = A_DRY_RUN == '1'
@@ -20,7 +22,7 @@ end
 local out = {0, 0, 0}
 for _, id in ipairs(ids) do
   local data = redis.call('GET', dead_item_key(id))
-  local target_item = target .. ':item:' .. id
+  local target_item = item_key_in(target, id)
   if not data then
     out[3] = out[3] + 1
     if not dry and redis.call('ZREM', K_DEAD, id) == 1 then redis.call('HDEL', K_DEAD_INFO, id) end
@@ -37,10 +39,10 @@ for _, id in ipairs(ids) do
         redis.call('HSET', K_ITEM_TENANT, id, tenant)
         enqueue(id)
       else
-        redis.call('LPUSH', target .. ':queue', id)
+        redis.call('LPUSH', key_in(target, 'queue'), id)
       end
-      redis.call('HSET', target .. ':enqueued', id, NOW)
-      redis.call('HDEL', target .. ':attempts', id)
+      redis.call('HSET', key_in(target, 'enqueued'), id, NOW)
+      redis.call('HDEL', key_in(target, 'attempts'), id)
       redis.call('DEL', dead_item_key(id))
       redis.call('ZREM', K_DEAD, id)
       redis.call('HDEL', K_DEAD_INFO, id)

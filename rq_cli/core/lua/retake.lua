@@ -7,6 +7,8 @@
 -- Returns {code1, deadline1, ...}: E extended (taken back, or still held), X conflict
 --   (another session holds it), L lost (back in line, or leased and let go by another
 --   session since), M missing, Z dead.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses NOW forget_suspect item_key lease_holder not_live set_lease wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local ms, session = tonumber(A_LEASE_MS), A_SESSION
 local out = {}
@@ -17,14 +19,14 @@ for i = REST, #ARGV do
   else
     local holder = lease_holder(id)
     if holder and holder ~= session then
-      out[#out + 1] = 'X'; out[#out + 1] = 0
+      out[#out + 1] = O_CONFLICT; out[#out + 1] = 0
     elseif holder or (redis.call('HGET', K_HOLDERS, id) == session
                       and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
       set_lease(id, session, ms)
       forget_suspect(id)
-      out[#out + 1] = 'E'; out[#out + 1] = NOW + ms
+      out[#out + 1] = O_EXTENDED; out[#out + 1] = NOW + ms
     else
-      out[#out + 1] = 'L'; out[#out + 1] = 0
+      out[#out + 1] = O_LOST; out[#out + 1] = 0
     end
   end
 end

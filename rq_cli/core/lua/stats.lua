@@ -8,6 +8,8 @@
 -- peer of that generation shares it. Bounded: one EXISTS per sampled id.
 -- leased counts leases in P:leases (granted by rq-cli, or seen by its clean) still running.
 -- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses LAYOUT NOW lbs_key lease_key tenant_key
 local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, 'pending')) or 0)
 local processing = redis.call('LLEN', K_PROCESSING)
 local leased = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')

@@ -4,6 +4,8 @@
 -- Returns {tenants (with work, the default tenant not counted), default_depth (LLEN P:queue),
 --          tenant1, depth1, tenant2, depth2, ...} for ring entries offset .. offset + size - 1
 -- (from the head: the next turn first), the default tenant left out.
+-- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
+--@uses tenant_key
 local offset, size = tonumber(A_OFFSET), tonumber(A_SIZE)
 local ring = redis.call('LLEN', K_TENANTS)
 local out = {math.max(ring - 1, 0), redis.call('LLEN', K_QUEUE)}

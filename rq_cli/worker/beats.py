@@ -1,0 +1,88 @@
+"""The worker's timers: command timeouts, SIGKILL after the grace period, and the lease
+extensions (heartbeats), one call per queue; a lease that ran out is taken back."""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+
+from ..core.queue import WorkQueue
+from ..core.types import ItemOutcome
+from .guard import killpg
+from .model import (
+    Held,
+)
+from .outage import transient
+from .spawn import Spawning
+
+
+class Beating(Spawning):
+    """The worker, with its timers and lease extensions."""
+
+    def _timers(self) -> None:
+        now = time.monotonic()
+        for job in list(self.jobs.values()):
+            if job.deadline is not None and now >= job.deadline:
+                self._kill(job, "timeout")
+            if job.kill_at is not None and now >= job.kill_at:
+                job.kill_at = None
+                killpg(job.pid, signal.SIGKILL)
+        if now >= self.beat_due and not self.outage.down:
+            held = self._held()
+            if any(h.next_beat <= now for h in held):
+                # the others due within half a beat go along: one call for the lot
+                soon = now + self.heartbeat / 2
+                self._beat([h for h in held if h.next_beat <= soon])
+            self.beat_due = min((h.next_beat for h in self._held()), default=math.inf)
+
+    def _beat(self, due: list[Held]) -> None:
+        """Extend the leases of ``due`` (one call per queue); stop the commands of those
+        lost, and drop lost items held ahead."""
+        running = {id(j.held): j for j in self.jobs.values()}
+        for wq in self.queues:
+            mine = [h for h in due if h.wq is wq]
+            if not mine:
+                continue
+            try:
+                outcomes = self._extend(wq, mine)
+            except Exception as err:
+                if not transient(err):
+                    raise
+                self.outage.failed(err)  # tried again when the server is back
+                return
+            next_beat = time.monotonic() + self.heartbeat
+            for held, out in zip(mine, outcomes, strict=True):
+                held.next_beat = next_beat
+                if out.outcome == "extended":
+                    if out.lease_expires_at is not None:
+                        held.expires = out.lease_expires_at
+                    continue
+                why = held.lost = "cancelled" if out.outcome == "already_dead" else "lost"
+                self.log({"event": "lease", "queue": held.item.queue, "id": held.item.id,
+                          "outcome": out.outcome,
+                          "note": "cancelled: stopping the command" if why == "cancelled"
+                          else "lease lost: another session may run this item"})
+                job = running.get(id(held))
+                if job is None:  # leased ahead, not started: just let it go
+                    if held in self.ahead:
+                        self.ahead.remove(held)
+                elif why == "cancelled" or not self.opts.keep_running_on_lost_lease:
+                    self._kill(job, why)
+
+    def _extend(self, wq: WorkQueue, mine: list[Held]) -> list[ItemOutcome]:
+        """Extend the leases of ``mine``; those that ran out (the server hung, or was out of
+        reach) while nobody else took the item are taken back, as the same attempt."""
+        outcomes = wq.extend([h.ref for h in mine], lease_seconds=self.lease_seconds)
+        ran_out = [n for n, out in enumerate(outcomes) if out.outcome == "lost"]
+        if ran_out:
+            again = wq.retake([mine[n].item.id for n in ran_out],
+                              lease_seconds=self.lease_seconds)
+            for n, out in zip(ran_out, again, strict=True):
+                outcomes[n] = out
+                if out.outcome == "extended":
+                    self.log({"event": "lease", "queue": mine[n].item.queue,
+                              "id": mine[n].item.id, "outcome": "retaken",
+                              "note": "the lease had run out, nobody else took the item: "
+                                      "taken back, same attempt"})
+        return outcomes

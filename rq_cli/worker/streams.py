@@ -1,0 +1,76 @@
+"""A command's output, copied through (:class:`Stream`), and the worker's log lines."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import IO, Any
+
+from .poll import Poller
+
+#: Bytes of a command's stderr kept as the item's error.
+ERROR_TAIL = 2000
+#: Bytes read or written per system call.
+CHUNK = 65536
+
+
+
+@dataclass
+class Stream:
+    """A pipe from a command: copied through, line by line with a tag when ``tag``."""
+
+    fd: int
+    dst: IO[bytes]
+    tag: bytes
+    tail: bytearray | None  # stderr: the last ERROR_TAIL bytes, for the error
+    partial: bytes = b""
+
+    def copy(self, sel: Poller) -> bool:
+        """Copy what the pipe has now; returns False at its end (closed then)."""
+        while self.fd >= 0:
+            try:
+                chunk = os.read(self.fd, CHUNK)
+            except BlockingIOError:
+                return True
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.close(sel)
+                return False
+            if self.tail is not None:
+                self.tail += chunk
+                del self.tail[:-ERROR_TAIL]
+            if not self.tag:
+                self._write(chunk)
+                continue
+            lines = (self.partial + chunk).split(b"\n")
+            self.partial = lines.pop()
+            if lines:
+                self._write(b"".join(self.tag + line + b"\n" for line in lines))
+        return False
+
+    def close(self, sel: Poller) -> None:
+        """Stop copying (the last partial line goes out, tagged, with a newline)."""
+        if self.fd < 0:
+            return
+        if self.partial:
+            self._write(self.tag + self.partial + b"\n")
+            self.partial = b""
+        sel.unregister(self.fd)
+        os.close(self.fd)
+        self.fd = -1
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.dst.write(data)
+            self.dst.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def log_line(entry: dict[str, Any], as_json: bool) -> str:
+    """One log line: JSON, or ``key=value`` words for a person."""
+    if as_json:
+        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+    return " ".join(f"{k}={v}" for k, v in entry.items())

@@ -1,0 +1,109 @@
+"""Pipes: what a shell pipeline sees at its ends.
+
+- ``rq-cli lease empty | rq-cli complete empty -``: an empty stdin is nothing to do (exit 3,
+  one quiet line), not a usage error; the same for ``fail`` and ``extend``.
+- ``rq-cli push q - < big | head -2``: silent, exit 141 (the README's promise).
+- a push to a server that refuses the connection does not say a batch may have been stored.
+- ``rq-cli config path`` prints the bare path, piped or not (documented).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import redis
+from cli_helpers import write_config
+
+pytest_plugins = ["cli_helpers"]
+
+NOTHING, USAGE, UNAVAILABLE, BROKEN_PIPE = 3, 2, 69, 141
+
+
+@pytest.mark.parametrize("verb", ["complete", "fail", "extend"])
+def test_empty_stdin_is_nothing_to_do(cli, verb: str) -> None:
+    for args in ((verb, "q", "-"), (verb, "q")):  # '-', or stdin not a terminal
+        run = cli(*args, input=b"")
+        assert run.exit_code == NOTHING, run
+        assert run.stdout == ""
+        assert run.stderr == f"rq-cli: nothing to {verb}: no ids on stdin\n"
+
+
+def test_no_ids_on_a_terminal_is_still_a_usage_error(cli) -> None:
+    run = cli("complete", "q", stdin_tty=True)
+    assert run.exit_code == USAGE and run.stderr.count("\n") == 1, run
+
+
+def env_without_rq_cli() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("RQ_CLI_", "REDIS_URL", "PYTHONUNBUFFERED"))}
+
+
+def test_push_into_head_says_how_many_were_stored(server_url: str, r: redis.Redis) -> None:
+    """``rq-cli push q - < lines | head -2``: two lines out, then exit 141 and ONE stderr line
+    with how many items were stored (push changes the queue: the count must not be lost)."""
+    lines = b"".join(b"%d\n" % n for n in range(200_000))
+    with tempfile.TemporaryFile() as source, tempfile.TemporaryFile() as err:
+        source.write(lines)
+        source.seek(0)
+        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--no-config", "--url",
+                                 server_url, "push", "q", "-"], stdin=source,
+                                stdout=subprocess.PIPE, stderr=err, env=env_without_rq_cli())
+        assert proc.stdout is not None
+        head = [proc.stdout.readline(), proc.stdout.readline()]
+        proc.stdout.close()
+        code = proc.wait(timeout=120)
+        err.seek(0)
+        assert all(line.startswith(b'{"id":') for line in head)
+        text = err.read()
+        assert code == BROKEN_PIPE and text.count(b"\n") == 1, text
+        found = re.search(rb"^rq-cli: push: stdout was closed; (\d+) items? stored", text)
+        assert found, text
+        assert 2 <= int(found.group(1)) <= r.llen("q:queue")
+
+
+def test_push_to_a_refusing_server_does_not_say_a_batch_may_be_stored(cli) -> None:
+    run = cli("push", "q", "-", input=b"1\n2\n", url="redis://127.0.0.1:1/0")
+    assert run.exit_code == UNAVAILABLE
+    assert run.stderr.count("\n") == 1 and "may also have been stored" not in run.stderr, run
+
+
+def test_config_path_is_a_bare_path_when_piped(cli, tmp_path: Path) -> None:
+    path = write_config(tmp_path, "")
+    run = cli("config", "path", url=None)
+    assert (run.exit_code, run.stdout) == (0, f"{path}\n")
+
+
+@pytest.mark.parametrize("after", [3_000, 40_000])
+def test_ctrl_c_during_push_reports_exactly_what_was_stored(
+        server_url: str, r: redis.Redis, tmp_path: Path, after: int) -> None:
+    """Ctrl-C part-way through a 300k-line push: the batches in flight are read before the
+    exit, so the count said (and printed) is the count stored; exit 130, one line."""
+    source = tmp_path / "lines.jsonl"
+    source.write_bytes(b"".join(b'{"n":%d}\n' % n for n in range(300_000)))
+    with source.open("rb") as stdin:
+        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--no-config", "--url",
+                                 server_url, "push", "q", "-"], stdin=stdin,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env_without_rq_cli())
+        assert proc.stdout is not None and proc.stderr is not None
+        printed = 0
+        for _ in proc.stdout:
+            printed += 1
+            if printed == after:
+                proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=120)
+    stored = r.llen("q:queue")
+    assert code == 130, err
+    assert err.count("\n") == 1, err
+    said = re.search(r"exactly (\d+) items stored", err)
+    assert said, err
+    assert int(said.group(1)) == stored == printed
+    assert "push only the rest of the input" in err

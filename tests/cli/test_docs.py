@@ -1,0 +1,273 @@
+"""The documentation keeps up with the code.
+
+- Every command and group, found by walking the Click command tree Typer builds, has help
+  text; every command's docstring has an example line that runs it (``rq-cli <command>``),
+  and ``--help`` shows it.
+- README.md has a section ``### rq-cli <command>`` with an example for every command, and
+  no section for a command that does not exist.
+- README.md's "Exit codes" table lists exactly the codes of ``rq_cli.errors.ExitCode``.
+- CHANGELOG.md follows Keep a Changelog: ``## [Unreleased]`` first, only its subsection names.
+- The test command README.md shows is the one .ci/run runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from rq_cli.cli import app
+from rq_cli.cli.commands import COMMANDS as TABLE
+from rq_cli.errors import ExitCode
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+CHANGELOG = REPO / "CHANGELOG.md"
+CI_RUN = REPO / ".ci" / "run"
+KEEP_A_CHANGELOG = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
+
+
+def walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """(path, command) for the root, every group and every command, depth first (through
+    Click's public ``list_commands``/``get_command``, as help and completion see them)."""
+    yield path, command
+    ctx = command.make_context(path[-1] if path else "rq-cli", ["--help"],
+                               resilient_parsing=True)
+    for name in getattr(command, "list_commands", lambda ctx: [])(ctx):
+        sub = command.get_command(ctx, name)
+        if not getattr(sub, "hidden", False):
+            yield from walk(sub, (*path, name))
+
+
+TREE = list(walk(typer.main.get_command(app)))
+GROUPS = [(path, cmd) for path, cmd in TREE if hasattr(cmd, "commands")]
+COMMANDS = [(path, cmd) for path, cmd in TREE if not hasattr(cmd, "commands")]
+COMMAND_NAMES = [" ".join(path) for path, _ in COMMANDS]
+
+
+def test_the_tree_has_every_command() -> None:
+    """The walk itself: every command of the table (rq_cli/cli/commands.py), including the
+    two groups' subcommands."""
+    groups = {"config": {"path", "show"}, "server": {"status", "stop"}}
+    top = {c.name for c in TABLE} - set(groups)
+    assert len(top) > 15  # the table was really read
+    assert set(COMMAND_NAMES) == top | {f"{g} {s}" for g, subs in groups.items() for s in subs}
+    assert {" ".join(path) for path, _ in GROUPS} == {"", *groups}
+
+
+def readme() -> str:
+    if not README.exists():
+        pytest.fail("README.md is missing")
+    return README.read_text(encoding="utf-8")
+
+
+def section(text: str, heading: re.Pattern[str]) -> str:
+    """The body under the first heading matching ``heading``, up to the next heading of the
+    same or a higher level."""
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        if heading.fullmatch(line):
+            level = len(line) - len(line.lstrip("#"))
+            body = []
+            for following in lines[n + 1:]:
+                marks = len(following) - len(following.lstrip("#"))
+                if 0 < marks <= level and following[marks:marks + 1] == " ":
+                    break
+                body.append(following)
+            return "\n".join(body)
+    raise AssertionError(f"README.md has no heading matching {heading.pattern!r}")
+
+
+def outside_code(text: str) -> Iterator[str]:
+    """The lines of ``text`` that are not inside a fenced code block."""
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield line
+
+
+def code_lines(text: str) -> list[str]:
+    """The lines inside fenced code blocks."""
+    inside: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced:
+            inside.append(line)
+    return inside
+
+
+def cells(row: str) -> list[str]:
+    """A Markdown table row's cells; ``\\|`` is a pipe inside a cell (also inside code)."""
+    inner = row.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", inner)]
+
+
+def tables(text: str) -> list[list[str]]:
+    """Each Markdown table in ``text`` (outside code blocks) as its list of row lines."""
+    found: list[list[str]] = []
+    current: list[str] = []
+    for line in [*outside_code(text), ""]:
+        if line.lstrip().startswith("|"):
+            current.append(line)
+        elif current:
+            found.append(current)
+            current = []
+    return found
+
+
+# -- help text ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("path", "command"), TREE, ids=[" ".join(p) or "rq-cli" for p, _ in TREE])
+def test_help_text(path: tuple[str, ...], command: Any) -> None:
+    name = " ".join(("rq-cli", *path))
+    assert (command.help or "").strip(), f"{name} has no help text (docstring or help=)"
+    assert command.get_short_help_str(limit=200).strip(), f"{name}: no one-line summary"
+    shown = CliRunner().invoke(app, [*path, "--help"], prog_name="rq-cli")
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.startswith(f"Usage: {name} ")
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=COMMAND_NAMES)
+def test_docstring_has_an_example(path: tuple[str, ...], command: Any) -> None:
+    """One sentence and an example (STYLE.md 25): a line ``Example: ... rq-cli <command> ...``."""
+    name = " ".join(("rq-cli", *path))
+    examples = [line.strip() for line in (command.help or "").splitlines()
+                if line.strip().startswith("Example")]
+    assert examples, f"{name}: the docstring has no 'Example: {name} ...' line"
+    assert any(re.search(rf"{re.escape(name)}(?![\w-])", line) for line in examples), (
+        f"{name}: no example line runs {name!r}: {examples}")
+    shown = CliRunner().invoke(app, [*path, "--help"], prog_name="rq-cli")
+    flat = " ".join(shown.stdout.split())  # as --help wraps it
+    assert any(" ".join(example.split()) in flat for example in examples), (
+        f"{name} --help does not show its example:\n{shown.stdout}")
+
+
+@pytest.mark.parametrize(("path", "command"), TREE, ids=[" ".join(p) or "rq-cli" for p, _ in TREE])
+def test_every_option_and_argument_has_help(path: tuple[str, ...], command: Any) -> None:
+    missing = [param.name for param in command.params
+               if not getattr(param, "hidden", False) and not (getattr(param, "help", "") or
+                                                               "").strip()]
+    assert not missing, f"rq-cli {' '.join(path)}: no help for {missing}"
+
+
+# -- README sections ------------------------------------------------------------------------------
+def command_heading(name: str) -> re.Pattern[str]:
+    return re.compile(rf"### rq-cli {re.escape(name)}(\s.*)?")
+
+
+@pytest.mark.parametrize("name", COMMAND_NAMES)
+def test_readme_has_a_section_per_command(name: str) -> None:
+    text = readme()
+    headings = [line for line in outside_code(text) if command_heading(name).fullmatch(line)]
+    assert headings, f"README.md has no '### rq-cli {name}' section"
+    assert len(headings) == 1, f"README.md has {len(headings)} '### rq-cli {name}' sections"
+
+
+@pytest.mark.parametrize("name", COMMAND_NAMES)
+def test_readme_section_shows_the_command(name: str) -> None:
+    body = section(readme(), command_heading(name))
+    runs = [line for line in code_lines(body)
+            if re.search(rf"rq-cli( --?\S+( [^-\s]\S*)?)* {re.escape(name)}(\s|$)", line)]
+    assert runs, f"README.md's '### rq-cli {name}' section has no example running it"
+
+
+def test_readme_has_no_section_for_an_unknown_command() -> None:
+    for line in outside_code(readme()):
+        match = re.fullmatch(r"### rq-cli (.+)", line)
+        if match:
+            words = match.group(1).split()
+            assert " ".join(words[:2]) in COMMAND_NAMES or words[0] in COMMAND_NAMES, (
+                f"README.md has a section for an unknown command: {line!r}")
+
+
+# -- exit codes -----------------------------------------------------------------------------------
+def exit_code_table() -> list[list[str]]:
+    body = section(readme(), re.compile(r"#{2,4} Exit codes"))
+    found = tables(body)
+    assert found, "README.md's 'Exit codes' section has no table"
+    return [cells(row) for row in found[0]]
+
+
+def test_readme_lists_every_exit_code() -> None:
+    rows = exit_code_table()
+    documented = {}
+    for row in rows[2:]:  # after the header and the delimiter row
+        match = re.fullmatch(r"`?(\d+)`?", row[0])
+        assert match, f"an Exit codes row does not start with a code: {row}"
+        documented[int(match.group(1))] = row[1] if len(row) > 1 else ""
+    codes = {int(code) for code in ExitCode}
+    assert sorted(codes - set(documented)) == [], "exit codes missing from README.md"
+    assert sorted(set(documented) - codes) == [], "README.md lists codes ExitCode lacks"
+    assert all(meaning.strip() for meaning in documented.values())
+
+
+def test_readme_tables_are_well_formed() -> None:
+    for table in tables(readme()):
+        width = len(cells(table[0]))
+        for row in table[1:]:
+            assert len(cells(row)) == width, f"row with {len(cells(row))} cells, not {width}: " \
+                                             f"{row!r}"
+
+
+def test_root_help_lists_every_exit_code() -> None:
+    shown = " ".join(CliRunner().invoke(app, ["--help"], prog_name="rq-cli").stdout.split())
+    listed = re.search(r"Exit codes: (.*?)\.(\s|$)", shown)
+    assert listed, shown
+    numbers = {int(n) for n in re.findall(r"(?<![\w.])(\d+) ", listed.group(1) + " ")}
+    assert numbers == {int(code) for code in ExitCode}
+
+
+# -- CHANGELOG ------------------------------------------------------------------------------------
+def test_changelog_follows_keep_a_changelog() -> None:
+    text = CHANGELOG.read_text(encoding="utf-8")
+    lines = list(outside_code(text))
+    releases = [line for line in lines if line.startswith("## ")]
+    assert releases, "CHANGELOG.md has no release sections"
+    assert releases[0] == "## [Unreleased]", "CHANGELOG.md must open with '## [Unreleased]'"
+    for line in releases[1:]:
+        assert re.fullmatch(r"## \[\d+\.\d+\.\d+[^\]]*\] - \d{4}-\d{2}-\d{2}( \[YANKED\])?",
+                            line), f"not a Keep a Changelog release heading: {line!r}"
+    release = None
+    seen: set[str] = set()
+    for line in lines:
+        if line.startswith("## "):
+            release, seen = line, set()
+        elif line.startswith("### "):
+            kind = line[4:].strip()
+            assert release is not None, f"{line!r} comes before any release"
+            assert kind in KEEP_A_CHANGELOG, (
+                f"{line!r} under {release!r}: only {', '.join(KEEP_A_CHANGELOG)} are allowed")
+            assert kind not in seen, f"{line!r} appears twice under {release!r}"
+            seen.add(kind)
+        elif line.startswith("#### ") or (line.startswith("# ") and release is not None):
+            pytest.fail(f"unexpected heading in CHANGELOG.md: {line!r}")
+
+
+# -- the test command -----------------------------------------------------------------------------
+def ci_test_command() -> str:
+    script = CI_RUN.read_text(encoding="utf-8")
+    match = re.search(r"^TEST_COMMAND=\(([^)]*)\)", script, re.M)
+    assert match, ".ci/run defines no TEST_COMMAND=(...)"
+    return " ".join(shlex.split(match.group(1), comments=True))
+
+
+def test_readme_shows_the_ci_test_command() -> None:
+    command = ci_test_command()
+    assert command == "python -m pytest"
+    shown = [" ".join(line.split()) for line in code_lines(readme())]
+    assert command in shown, (
+        f"README.md shows no code line '{command}', the command .ci/run runs")
+    development = section(readme(), re.compile(r"## Development"))
+    assert command in [" ".join(line.split()) for line in code_lines(development)]

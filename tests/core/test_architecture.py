@@ -1,0 +1,257 @@
+"""The layering of docs/DESIGN.md section 1, checked on the source (no server needed).
+
+- no import cycles between rq_cli's modules, counting imports inside functions (an import
+  moved into a function to dodge a cycle is still a cycle) and the command modules that
+  rq_cli.cli.root loads by name (the table in rq_cli/cli/commands.py);
+- none either when imports under ``if TYPE_CHECKING:`` count too: a cycle that only
+  annotations close is still design coupling (the few of the core still there are listed in
+  TYPE_ONLY_CORE_EDGES, to go);
+- no module imports another module's underscore names;
+- the core (rq_cli/core/) imports neither Typer, Click nor rich, nor anything of the CLI;
+- the documented library imports keep working.
+
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rq_cli.cli.commands import COMMANDS
+
+PACKAGE = Path(__file__).resolve().parents[2] / "rq_cli"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def runtime_imports(tree: ast.AST, type_checking: bool = False,
+                    ) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs (anywhere in the module), skipping TYPE_CHECKING
+    blocks unless ``type_checking``."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if not type_checking and isinstance(node, ast.If) and is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def resolve(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module an ImportFrom names (``from ..x import y`` in a.b.c -> a.x)."""
+    if not node.level:
+        return node.module or ""
+    is_package = MODULES[module].name == "__init__.py"
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(module: str, type_checking: bool = False) -> list[tuple[str, list[str]]]:
+    """(imported module, names imported from it) for each runtime import of ``module`` (and
+    each under TYPE_CHECKING too, with ``type_checking``)."""
+    tree = ast.parse(MODULES[module].read_text())
+    result: list[tuple[str, list[str]]] = []
+    for node in runtime_imports(tree, type_checking):
+        if isinstance(node, ast.Import):
+            result.extend((alias.name, []) for alias in node.names)
+        else:
+            target = resolve(module, node)
+            names = [alias.name for alias in node.names]
+            # `from pkg import submodule` imports the submodule
+            subs = [n for n in names if f"{target}.{n}" in MODULES]
+            result.extend((f"{target}.{n}", []) for n in subs)
+            rest = [n for n in names if n not in subs]
+            if rest or not subs:
+                result.append((target, rest))
+    return result
+
+
+#: The module that imports the command modules by name (``import_module``), and the only one
+#: that calls ``import_module`` at all.
+COMMAND_LOADER = "rq_cli.cli.root"
+
+#: Imports under TYPE_CHECKING that still close a cycle in the core (each pairs with an import
+#: inside a function the other way: core.queue loads bulk and deep, core.types loads reports).
+#: Known design coupling, to be removed in the core; nothing may be added here.
+TYPE_ONLY_CORE_EDGES = {("rq_cli.core.bulk", "rq_cli.core.queue"),
+                        ("rq_cli.core.deep", "rq_cli.core.queue"),
+                        ("rq_cli.core.reports", "rq_cli.core.types")}
+
+
+def graph(type_checking: bool = False) -> dict[str, set[str]]:
+    edges = {m: {t for t, _ in imports_of(m, type_checking) if t in MODULES and t != m}
+             for m in MODULES}
+    edges[COMMAND_LOADER] |= {c.module for c in COMMANDS}  # imported by name, at run time
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_checker_sees_a_cycle_and_the_type_checking_exemption():
+    # the checks below are only as good as this one: a cycle is found, a chain is not
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n"
+                     "def f():\n    import y\n")
+    assert [a.name for n in runtime_imports(tree) if isinstance(n, ast.Import)
+            for a in n.names] == ["y"]
+
+
+def test_the_layers_are_folders():
+    assert {"rq_cli.core", "rq_cli.cli", "rq_cli.core.queue", "rq_cli.core.keys",
+            "rq_cli.core.limits", "rq_cli.core.scripts"} <= set(MODULES)
+    assert (PACKAGE / "core" / "lua" / "_common.lua").is_file()
+
+
+def test_no_import_cycles_even_through_imports_inside_functions():
+    edges = graph()
+    assert sum(map(len, edges.values())) > 40  # the graph was really read
+    assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or [])
+
+
+def test_no_import_cycles_even_through_type_checking_imports():
+    edges = graph(type_checking=True)
+    for module, target in TYPE_ONLY_CORE_EDGES:
+        edges[module].discard(target)
+    assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or [])
+
+
+def test_the_checker_sees_a_cycle_through_type_checking_and_the_command_table():
+    # cli.monitor once imported cli.root inside a function, and cli.root loads cli.inspect
+    # (which loads cli.monitor) by name: the table's edges must be in the graph
+    edges = graph()
+    assert {c.module for c in COMMANDS} <= edges[COMMAND_LOADER]
+    edges["rq_cli.cli.monitor"].add(COMMAND_LOADER)
+    assert find_cycle(edges) is not None
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n")
+    assert [a.name for n in runtime_imports(tree, type_checking=True)
+            if isinstance(n, ast.Import) for a in n.names] == ["x"]
+    # the allowance holds only edges that are type-only: at run time the core has no cycle
+    runtime = graph()
+    assert not any(target in runtime[module] for module, target in TYPE_ONLY_CORE_EDGES)
+
+
+def test_only_the_command_loader_imports_by_name():
+    # a module named in a string is an import the graph would not see: only the command
+    # table may do that, and only root.py loads it
+    users = sorted(m for m, path in MODULES.items() if "import_module(" in path.read_text())
+    assert users == [COMMAND_LOADER]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c.name for c in COMMANDS])
+def test_every_command_of_the_table_is_importable(command):
+    import importlib
+
+    import typer
+
+    assert command.module in MODULES
+    target = getattr(importlib.import_module(command.module), command.attribute)
+    assert callable(target) or isinstance(target, typer.Typer)
+
+
+def test_no_module_imports_another_modules_private_names():
+    offences = []
+    for module in MODULES:
+        for target, names in imports_of(module):
+            if target.startswith("rq_cli") and target != module:
+                offences += [f"{module}: from {target} import {n}" for n in names
+                             if n.startswith("_") and not n.startswith("__")]
+    assert offences == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.core")))
+def test_the_core_imports_no_cli_library(module):
+    for target, _ in imports_of(module):
+        root = target.split(".")[0]
+        assert root not in ("typer", "click", "rich"), (module, target)
+        assert not target.startswith(("rq_cli.cli", "rq_cli.render", "rq_cli.config")), \
+            (module, target)
+
+
+def test_documented_library_imports_work_and_load_no_cli_library():
+    code = ("import sys\n"
+            "from rq_cli.queue import WorkQueue, lease_many\n"
+            "from rq_cli.types import ItemRef, NewItem, Stats, PeekedItem\n"
+            "from rq_cli.core import WorkQueue as W\n"
+            "assert W is WorkQueue and Stats.__module__ == 'rq_cli.core.reports'\n"
+            "bad = [m for m in ('typer', 'click', 'rich') if m in sys.modules]\n"
+            "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_no_module_registers_an_exit_handler_on_import():
+    # importing rq_cli (a library) must not change how the interpreter exits: the test
+    # servers' clean-up (an atexit handler) lives in tests/servers.py, out of the wheel
+    offences = []
+    for module, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            decorators = getattr(node, "decorator_list", [])
+            calls = [node.value] if isinstance(node, ast.Expr) else []
+            for expr in [*decorators, *calls]:
+                func = expr.func if isinstance(expr, ast.Call) else expr
+                if isinstance(func, ast.Attribute) and func.attr == "register" and \
+                        isinstance(func.value, ast.Name) and func.value.id == "atexit":
+                    offences.append(module)
+    assert offences == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.worker")))
+def test_the_worker_stays_in_rooms_a_person_can_hold(module):
+    # the worker was one module of 900 lines; split along its seams, each part stays small
+    text = MODULES[module].read_text()
+    assert len(text.splitlines()) <= 400, module
+    long = [f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (node.end_lineno or 0) - node.lineno + 1 > 60]
+    assert long == []

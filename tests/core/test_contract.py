@@ -1,0 +1,254 @@
+"""The contract between the Lua scripts and Python is written once, in Python (issue 20):
+no Lua file spells a key suffix, an outcome code or a sighting prefix; the scripts read the
+generated names."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from rq_cli.core import keys, scripts
+
+LUA_FILES = sorted(f for f in os.listdir(scripts.LUA_DIR) if f.endswith(".lua"))
+#: Lua string literals ('...' or "..."), comments left out
+_STRING = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+
+
+def _literals(name: str) -> list[str]:
+    with open(os.path.join(scripts.LUA_DIR, name)) as f:
+        code = re.sub(r"--.*$", "", f.read(), flags=re.M)
+    return [a or b for a, b in _STRING.findall(code)]
+
+
+def test_no_lua_file_spells_a_key_suffix() -> None:
+    families = {*keys.NAME_FAMILIES}
+    bad = []
+    for name in LUA_FILES:
+        for lit in _literals(name):
+            parts = lit.split(":")
+            if len(parts) > 1 and (families & set(parts) or any(
+                    p in keys.FIXED_NAMES for p in parts[1:])):
+                bad.append((name, lit))
+    assert not bad, f"Lua files spell key suffixes (generate them from keys.py): {bad}"
+
+
+def test_key_in_names_a_fixed_key() -> None:
+    for name in LUA_FILES:
+        with open(os.path.join(scripts.LUA_DIR, name)) as f:
+            for used in re.findall(r"key_in\([^,]+,\s*'([^']*)'\)", f.read()):
+                assert used in keys.FIXED_NAMES, (name, used)
+
+
+def test_generated_item_key_helpers_match_keys() -> None:
+    """The Lua helpers and ``Keys`` name the same keys."""
+    k = keys.Keys("p{x}")
+    src = scripts.source("purge")  # uses every per-item helper
+    for family, helper in keys.ITEM_KEY_HELPERS.items():
+        assert f"{helper}(id) return PREFIX .. ':{family}:' .. id end" in src
+        assert getattr(k, family)("7") == f"p{{x}}:{family}:7"
+    assert "local ITEM_KEY_PREFIX = PREFIX .. ':item:'" in scripts.source("push")
+
+
+def test_no_lua_file_spells_an_outcome_code_or_sighting_prefix() -> None:
+    from rq_cli.core import codes
+
+    forbidden = {*codes.OUTCOME_CODES.values(), *codes.SIGHTINGS.values()}
+    bad = [(name, lit) for name in LUA_FILES for lit in _literals(name) if lit in forbidden]
+    assert not bad, f"Lua files spell outcome codes or sighting prefixes (codes.py): {bad}"
+    with open(os.path.join(scripts.LUA_DIR, "push.lua")) as f:
+        push = re.sub(r"--.*$", "", f.read(), flags=re.M)
+    # push's flags come from codes.PUSH_FLAGS
+    assert not re.search(r"flags\[[^\]]*\]\s*=\s*'|string\.rep\('", push)
+
+
+def test_codes_are_one_table_each() -> None:
+    from typing import get_args
+
+    from rq_cli.core import bulk, codes
+    from rq_cli.core.types import Outcome
+
+    assert set(codes.OUTCOME_CODES) <= set(get_args(Outcome))
+    for script, outs in codes.SCRIPT_OUTCOMES.items():
+        # a script never replies with two outcomes of one letter
+        assert len(codes.outcomes(script)) == len(outs), script
+        for o in outs:
+            assert f"O_{o.upper()}" in scripts.source(script) or script == "complete", (script, o)
+    assert len(set(codes.PUSH_FLAGS.values())) == len(codes.PUSH_FLAGS)
+    assert codes.PUSH_FLAGS["added"] == bulk.ADDED
+    assert set(bulk.REASONS.values()) == set(codes.PUSH_FLAGS) - {"added"}
+    assert {len(p) for p in codes.SIGHTINGS.values()} == {2}  # (clean.lua reads two)
+
+
+def test_peek_rows_are_read_by_name() -> None:
+    """peek.lua writes one value per name of SPECS["peek"].rows, and the rows decode into
+    named tuples of those names."""
+    with open(os.path.join(scripts.LUA_DIR, "peek.lua")) as f:
+        code = re.sub(r"--.*$", "", f.read(), flags=re.M)
+    assert code.count("out[#out + 1] =") == len(scripts.SPECS["peek"].rows)
+    assert scripts.SPECS["item"].rows == scripts.SPECS["peek"].rows
+    reply = scripts.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
+    assert [(r.id, r.live) for r in reply.rows] == [(b"7", 1), (b"8", 0)]
+    assert scripts.SPECS["holders"].decode([]).rows == []
+
+
+# -- every name a script uses, it gets ----------------------------------------------------
+
+#: the globals of the servers' Lua (Redis, Valkey): everything else must be defined
+_LUA_GLOBALS = {"redis", "cjson", "cmsgpack", "bit", "struct", "KEYS", "ARGV", "table",
+                "string", "math", "tonumber", "tostring", "ipairs", "pairs", "unpack", "type",
+                "setmetatable", "getmetatable", "rawget", "rawset", "error", "pcall", "next",
+                "select", "assert"}
+_KEYWORDS = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "if",
+             "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until",
+             "while", "goto"}
+_LUA_STRING = re.compile(r"--\[\[.*?\]\]|--[^\n]*|\[\[.*?\]\]|'(?:\\.|[^'\\\n])*'"
+                         r"|\"(?:\\.|[^\"\\\n])*\"", re.S)
+
+
+def _undefined(code: str) -> set[str]:
+    """The names ``code`` reads that it never defines (``local``, a function's parameter,
+    a ``for`` variable) and that are not the server's globals: each would be a nil global
+    at run time. (A rough scan: it does not follow scopes, so it finds a name defined
+    nowhere, which is what a script that did not get a definition shows.)"""
+    code = _LUA_STRING.sub(lambda m: " " * len(m.group(0)) if m.group(0)[0] != "-"
+                           or "\n" not in m.group(0) else "\n", code)
+    defined: set[str] = set()
+    for m in re.finditer(r"\blocal\s+function\s+(\w+)|\blocal\s+([\w\s,]+?)(?:=|\n)", code):
+        defined.update(n for n in re.split(r"[\s,]+", m.group(1) or m.group(2)) if n)
+    for m in re.finditer(r"\bfunction\s*[\w.:]*\(([^)]*)\)", code):
+        defined.update(n for n in re.split(r"[\s,]+", m.group(1)) if n and n != "...")
+    for m in re.finditer(r"\bfor\s+([\w\s,]+?)\s+(?:=|in\b)", code):
+        defined.update(n for n in re.split(r"[\s,]+", m.group(1)) if n)
+    used: set[str] = set()
+    depth = 0
+    for m in re.finditer(r"[{}]|(?<!\w)([A-Za-z_]\w*)(\s*=(?!=))?", code):
+        tok = m.group(0)
+        if tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+        elif m.group(2) and depth > 0:
+            continue  # a table constructor's field name
+        elif m.group(1) not in _KEYWORDS:
+            before = code[max(m.start() - 2, 0):m.start()]
+            if before.endswith(":") or (before.endswith(".") and before != ".."):
+                continue  # a field or a method
+            used.add(m.group(1))
+    # the --@lazy definitions, read as L.<name>, made as function L.<name>
+    lazy = {f"L.{n}" for n in re.findall(r"(?<![\w.])L\.(\w+)", code)}
+    lazy -= {f"L.{n}" for n in re.findall(r"\bfunction L\.(\w+)", code)}
+    return (used - defined - _LUA_GLOBALS) | lazy
+
+
+def test_every_script_gets_every_name_it_uses() -> None:
+    for name in scripts.SCRIPTS:
+        assert not _undefined(scripts.source(name)), name
+    assert not _undefined(scripts.library().code.split("\n", 1)[1])  # (after the #! line)
+
+
+def test_the_check_finds_a_missing_definition() -> None:
+    src = scripts.source("complete")
+    assert _undefined(src.replace("local function complete_pairs", "local function other")) \
+        == {"complete_pairs"}
+
+
+def test_a_script_declares_the_helpers_it_names() -> None:
+    body = "--@uses count\nlocal x = drop_meta('1')\ncount('y', 1)\n"
+    try:
+        scripts.declared_uses("demo", body)
+    except ValueError as e:
+        assert "missing ['drop_meta']" in str(e)
+    else:
+        raise AssertionError("an undeclared helper was accepted")
+    assert scripts.declared_uses("demo", "--@uses count drop_meta\n" + body[14:]) \
+        == {"count", "drop_meta"}
+
+
+def test_one_flag_parser() -> None:
+    from rq_cli.core.env import env_bool
+
+    env = {"A": " FALSE ", "B": "off", "C": "1", "D": "", "E": "yes"}
+    assert [env_bool(n, env=env) for n in "ABCDEF"] == [False, False, True, False, True, False]
+    assert env_bool("D", default=True, env=env) and env_bool("F", default=True, env=env)
+    assert not env_bool("A", default=True, env=env)
+
+
+def test_environment_variables_are_named_once() -> None:
+    """No module of rq_cli but core/env.py spells an RQ_CLI_* variable's name in code."""
+    import pathlib
+
+    root = pathlib.Path(scripts.__file__).parent.parent
+    bad = []
+    for path in root.rglob("*.py"):
+        if path.name == "env.py" or "worker" in path.name:
+            continue
+        for lit in re.findall(r"[\"'](RQ_CLI_[A-Z_]+)[\"']", path.read_text()):
+            bad.append((path.name, lit))
+    assert not bad
+
+
+def test_one_id_rule_and_one_session_format() -> None:
+    import pytest
+
+    from rq_cli.cli.reading import check_id as read_id
+    from rq_cli.core.limits import MAX_ID_BYTES
+    from rq_cli.core.util import check_id, id_problem, make_session, session_origin
+    from rq_cli.errors import BadInputError, UsageError
+
+    long = "é" * (MAX_ID_BYTES // 2 + 1)  # under the limit in characters, over it in bytes
+    for bad in ("", long):
+        why = id_problem(bad)
+        assert why
+        with pytest.raises(UsageError, match=why):
+            check_id(bad)
+        with pytest.raises(BadInputError, match=why):
+            read_id(bad)
+    ok = "é" * (MAX_ID_BYTES // 2)
+    assert check_id(ok) == read_id(ok) == ok
+    host, pid = session_origin(make_session("w1"))
+    assert (host, pid) == (os.uname().nodename, os.getpid())
+    assert make_session("w1").endswith(":w1") and session_origin(make_session())[1] == os.getpid()
+
+
+def test_one_definition_of_states_layouts_and_ends() -> None:
+    from typing import get_args
+
+    from rq_cli import config, metrics
+    from rq_cli.cli.common import PurgeChoice
+    from rq_cli.core import codes, filtering, queue
+    from rq_cli.core.types import QueueOptions, State
+
+    assert codes.STATES == ("pending", "processing", "delayed", "dead")
+    assert get_args(State) == codes.STATES  # (the typing Literal, checked against the enum)
+    assert queue.STATES is codes.STATES and metrics.STATES is codes.STATES
+    assert filtering.STATES is codes.STATES
+    assert [c.value for c in PurgeChoice] == [*codes.STATES, "all"]
+    assert keys.LAYOUTS is codes.LAYOUTS is config.LAYOUTS
+    assert config.REQUEUE_ENDS is codes.REQUEUE_ENDS
+    assert QueueOptions().layout in codes.LAYOUTS and QueueOptions().requeue in codes.REQUEUE_ENDS
+
+
+def test_the_engine_names_parameters_and_the_cli_words_flags() -> None:
+    import pytest
+
+    from rq_cli.core.filtering import ItemFilter
+    from rq_cli.errors import ParameterError, UsageError
+
+    saved = dict(ParameterError.NAMES)
+    ParameterError.NAMES.clear()  # the library alone: no flag names
+    try:
+        with pytest.raises(ParameterError) as info:
+            ItemFilter(min_attempts=-1)
+        assert str(info.value) == "min_attempts cannot be negative"
+        assert isinstance(info.value, UsageError) and info.value.param == "min_attempts"
+    finally:
+        ParameterError.NAMES.update(saved)
+    from rq_cli.cli import common
+
+    assert ParameterError.NAMES["older_than"] == "--older-than" == common.FLAG_OF["older_than"]
+    with pytest.raises(ParameterError, match=r"^--min-attempts cannot be negative$"):
+        ItemFilter(min_attempts=-1)
+    import pathlib
+
+    for path in pathlib.Path(scripts.__file__).parent.glob("*.py"):
+        assert not re.search(r"Error\(f?\"--", path.read_text()), path  # no flag in the core
