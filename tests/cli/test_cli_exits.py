@@ -27,7 +27,9 @@ def kill(cli, *ids: str, prefix: str = "q") -> None:
 
 # -- 1. a bad URL in the config: 78, naming the file and line, for every command ---------
 @pytest.mark.parametrize("args", [("stats", "x"), ("stats",), ("queues",), ("clean", "--all"),
-                                  ("push", "a", "{}"), ("pause", "a")])
+                                  ("push", "a", "{}"), ("pause", "a"), ("doctor",),
+                                  ("stats", "--check"), ("stats", "--format", "prometheus"),
+                                  ("holders", "a"), ("work", "a", "--", "true")])
 @pytest.mark.parametrize("text,line", [('url = "foo://x"\n[queues.a]\nprefix = "a"\n', 1),
                                        ('[queues.a]\nprefix = "a"\nurl = "foo://x"\n', 3)])
 def test_bad_config_url_is_78_with_file_and_line(cli, tmp_path, args, text, line):
@@ -362,3 +364,16 @@ def test_embedded_new_server_is_quiet_off_a_terminal(cli, embedded_dir):
 def test_peek_of_a_named_id_missing_is_3(cli):
     run = cli("peek", "q", "--id", "nope")
     assert run.exit_code == 3 and "has no item 'nope'" in run.stderr
+
+
+# -- 11. dead_at of an expired item is when it expired, not when a lease noticed it ------------
+def test_expired_item_dead_at_is_its_expiry(cli, r):
+    from rq_cli.core.types import NewItem
+
+    wq = WorkQueue(r, "q")
+    t0 = 1_700_000_000_000
+    wq.push([NewItem(b"{}", "old")], expire=10, now_ms=t0)
+    assert wq.lease(1, now_ms=t0 + 3_600_000) == []  # noticed an hour later: dead-lettered
+    assert r.zscore("q:dead", "old") == t0 + 10_000
+    row = cli("peek", "q", "--state", "dead").one
+    assert row["dead_reason"] == "expired" and row["dead_at"] == (t0 + 10_000) / 1000
