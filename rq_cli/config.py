@@ -188,20 +188,21 @@ class Config:
         """
         env = os.environ if env is None else env
         if not name:
-            raise ConfigError("a queue name cannot be empty")
+            raise UsageError("a queue name cannot be empty")
         section = None if raw_prefix else self.queues.get(name)
         queue = section or {}
         server, source, password_env = self._server(queue, url, env)
         tls = self._tls(queue, source)
         password = None
-        if password_env:
+        if password_env:  # the same at both levels: unset is an error, empty no password
             password = env.get(password_env)
             if password is None:
-                where = f"[queues.{name}]" if queue.get("password_env") else "the top level"
+                table = ("queues", name) if queue.get("password_env") else ()
                 raise ConfigError(
-                    f"{self._file()}: password_env = {password_env!r} (in {where}) names an "
-                    f"environment variable that is not set; export {password_env}"
-                )
+                    f"{self._where(table, 'password_env')}: password_env = {password_env!r} "
+                    f"(in {_name(table)}) names an environment variable that is not set; "
+                    f"export {password_env} (empty for a server without a password)")
+            password = password or None
         return QueueSpec(
             name=name,
             url=server,
@@ -235,9 +236,11 @@ class Config:
             return queue["url"], "queue", queue.get("password_env", self.password_env)
         if self.url:
             return self.url, "file", queue.get("password_env", self.password_env)
+        # (password_env, at either level, applies to every server but --url/$RQ_CLI_URL)
         if env.get(ENV_REDIS_URL):
-            return env[ENV_REDIS_URL], f"env:{ENV_REDIS_URL}", queue.get("password_env")
-        return DEFAULT_URL, "default", queue.get("password_env")
+            return env[ENV_REDIS_URL], f"env:{ENV_REDIS_URL}", \
+                queue.get("password_env", self.password_env)
+        return DEFAULT_URL, "default", queue.get("password_env", self.password_env)
 
     def default_url(self, *, url: str | None = None, env: Mapping[str, str] | None = None) -> str:
         """The server a name the config does not know would use."""
@@ -260,14 +263,17 @@ class Config:
         """The config error for a server URL of this file that cannot be used: ``problem``,
         naming the file and the line of the ``url`` key (``spec.url_source`` says which)."""
         table = ("queues", spec.name) if spec.url_source == "queue" else ()
+        return ConfigError(f"{self._where(table, 'url')}: url in {_name(table)}: {problem}")
+
+    def _where(self, table: tuple[str, ...], key: str) -> str:
+        """``FILE line N`` of ``key`` in ``[table]`` (just ``FILE`` when it cannot tell)."""
         line = None
         if self.path is not None:
             try:
-                line = _Locator(self.path.read_text(encoding="utf-8"))(table, "url")
+                line = _Locator(self.path.read_text(encoding="utf-8"))(table, key)
             except (OSError, UnicodeDecodeError):
                 line = None
-        at = f" line {line}" if line else ""
-        return ConfigError(f"{self._file()}{at}: url in {_name(table)}: {problem}")
+        return f"{self._file()} line {line}" if line else self._file()
 
     def thresholds(self, name: str | None = None) -> dict[str, float]:
         """The ``stats --check`` limits set in the file: ``[defaults]`` < ``[queues.NAME]``
@@ -297,7 +303,9 @@ class Config:
                                      "url": mask(server), "url_source": source}
             if password_env:
                 entry["password_env"] = password_env
-                entry["password"] = SECRET_HINT if env.get(password_env) else "(not set)"
+                entry["password"] = (SECRET_HINT if env.get(password_env) else
+                                     "(not set)" if password_env not in env else
+                                     "(empty: no password)")
             elif password_of(server):
                 entry["password"] = SECRET_IN_URL
             tls = self._tls(section, source)

@@ -33,7 +33,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -161,7 +162,8 @@ def scheme_of(url: str) -> str:
 
 
 def connect(url: str, *, password: str | None = None, timeout: float = 5.0,
-            tls: TlsOptions | None = None) -> Any:
+            tls: TlsOptions | None = None,
+            on_new_embedded: Callable[[Path], None] | None = None) -> Any:
     """A redis-py client for ``url`` (bytes responses); see the module docstring for the forms.
 
     ``password`` overrides a password in the URL (it comes from ``password_env``, so it
@@ -170,12 +172,14 @@ def connect(url: str, *, password: str | None = None, timeout: float = 5.0,
     ``redis.Redis``, or a ``redis.RedisCluster`` for ``redis+cluster://``. No command is
     sent except for a cluster, whose topology is read at once; call within
     :func:`server_errors` to get rq-cli errors for every failure.
-    Raises :class:`~rq_cli.errors.UsageError` for a URL it cannot read.
+    ``on_new_embedded(dir)``: called when ``embedded:`` creates its data directory (a new,
+    empty server). Raises :class:`~rq_cli.errors.UsageError` for a URL it cannot read.
     """
     scheme = scheme_of(url)
     extra = tls_options(url, tls)
     if scheme == "embedded":
-        return _connect_embedded(url, password=password, timeout=timeout)
+        return _connect_embedded(url, password=password, timeout=timeout,
+                                 on_new=on_new_embedded)
     if scheme in CLUSTER_SCHEMES:
         return _connect_cluster(url, password=password, timeout=timeout, extra=extra)
     if scheme in SENTINEL_SCHEMES:
@@ -414,13 +418,14 @@ def _connect_sentinel(url: str, *, password: str | None, timeout: float,
     return sentinel.master_for(service, db=db, **options, **parsed)  # type: ignore[no-untyped-call,unused-ignore]
 
 
-def _connect_embedded(url: str, *, password: str | None, timeout: float) -> Any:
+def _connect_embedded(url: str, *, password: str | None, timeout: float,
+                      on_new: Callable[[Path], None] | None = None) -> Any:
     import redis
 
     from . import embedded
 
     directory = url.partition(":")[2] or DEFAULT_EMBEDDED_DIR
-    socket_path = embedded.ensure_running(directory)
+    socket_path = embedded.ensure_running(directory, on_new=on_new)
     options = client_options(timeout)
     if password is not None:
         options["password"] = password
@@ -454,8 +459,12 @@ def server_errors(url: str, *, password: str | None = None) -> Iterator[None]:
         raise translated from err
 
 
-def translate_error(err: BaseException, url: str, *, password: str | None = None) -> RqError | None:
-    """The rq-cli error for a redis-py exception ``err`` (None if it is not redis-py's)."""
+def translate_error(err: BaseException, url: str, *, password: str | None = None,
+                    read_only: bool = False) -> RqError | None:
+    """The rq-cli error for a redis-py exception ``err`` (None if it is not redis-py's).
+
+    ``read_only``: the command changes nothing (stats, peek, ...), so a connection lost or
+    a read timed out mid-command says that nothing changed, not "outcome unknown"."""
     names = {cls.__name__ for cls in type(err).__mro__}
     if "RedisError" not in names and "RedisClusterException" not in names:
         return None
@@ -474,6 +483,12 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
             f"permission denied for {where}: the server's ACL does not allow this "
             f"({_one_line(detail)})"
         )
+    named = re.search(r"WRONGTYPE key (.+?) holds an? (\w+), not an? (\w+)", detail)
+    if named:  # a script's own check names the key
+        key, got, want = named.groups()
+        return WrongTypeError(
+            f"key {key!r} on {where} holds a {got}, not a {want} (WRONGTYPE): the prefix is "
+            "used by something else; choose another prefix, or inspect and remove that key")
     if "WRONGTYPE" in detail:
         return WrongTypeError(
             f"a key of this queue on {where} holds another type of value (WRONGTYPE): "
@@ -489,6 +504,12 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
         return ServerError(f"cannot connect to {where}: {_no_master(detail)}")
     if names & {"ConnectionError", "TimeoutError"}:
         reason = _tls_reason(detail, url, timed_out="TimeoutError" in names)
+        if reason is None and _cut_off(detail) and read_only:
+            what = ("the read timed out" if "TimeoutError" in names
+                    else "the connection was lost")
+            return ServerError(f"{what} waiting for {where} to answer (a hung or overloaded "
+                               f"server?); this command only reads, so nothing was changed: "
+                               f"{_one_line(detail)}")
         if reason is None and _cut_off(detail):
             return ServerError(f"lost the connection to {where} during the command, so its "
                                f"outcome is unknown (the server may have done it): "

@@ -28,7 +28,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,19 @@ def socket_path(directory: PathLike = DEFAULT_DIR) -> Path:
     return Path(directory).resolve() / SOCKET_NAME
 
 
-def ensure_running(directory: PathLike = DEFAULT_DIR) -> Path:
+def ensure_running(directory: PathLike = DEFAULT_DIR, *,
+                   on_new: Callable[[Path], None] | None = None) -> Path:
     """Start the embedded server of ``directory`` unless it already answers; return its socket.
 
-    Creates ``directory`` (mode 0700) if needed. Raises :class:`~rq_cli.errors.ServerError`
-    if no server binary is found or the server does not come up (with its log's last lines).
+    Creates ``directory`` (mode 0700) if needed; ``on_new(data_dir)`` is called when it did
+    (a new, empty server: run from another directory, ``./.rq-cli`` is another one).
+    Raises :class:`~rq_cli.errors.ServerError` if no server binary is found or the server
+    does not come up (with its log's last lines).
     """
+    existed = Path(directory).resolve().exists()
     data_dir = _prepare_dir(directory)
+    if not existed and on_new is not None:
+        on_new(data_dir)
     sock = data_dir / SOCKET_NAME
     if _answers(sock):
         return sock

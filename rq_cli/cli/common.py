@@ -25,11 +25,14 @@ from ..errors import (
     RqError,
     ServerError,
     UsageError,
+    WrongTypeError,
 )
 from ..render import Output, Terminal, message
 from .reading import check_utf8
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..core.queue import WorkQueue
     from ..core.types import ItemOutcome
 
@@ -62,6 +65,9 @@ class State:
         self._clients: dict[tuple[str, str | None, TlsOptions], Any] = {}
         self.urls_used: list[str] = []  # for error messages: the servers we talked to
         self.secrets: list[str] = []  # passwords to scrub from any message
+        self._server_specs: dict[Server, configmod.QueueSpec] = {}  # whose URL it is
+        self.read_only = False  # the command changes nothing (errors say nothing changed)
+        self.opened: list[WorkQueue] = []  # the queues of this run (WRONGTYPE: which key)
 
     @cached_property
     def config(self) -> configmod.Config:
@@ -92,7 +98,7 @@ class State:
             self.urls_used.append(url)
             try:
                 self._clients[key] = connect(url, password=password, timeout=SOCKET_TIMEOUT,
-                                             tls=tls)
+                                             tls=tls, on_new_embedded=self._new_embedded)
             except UsageError as err:
                 if spec is not None and spec.url_source in ("queue", "file"):
                     raise self.config.url_error(spec, str(err)) from None
@@ -102,11 +108,21 @@ class State:
                         f"{mask_url(url)} (tls_insecure): the server is not authenticated")
         return self._clients[key]
 
+    def _new_embedded(self, data_dir: Path) -> None:
+        """``embedded:`` made a new, empty server: say so on a terminal (from another
+        directory, ``./.rq-cli`` is another server, with none of the queues)."""
+        if self.terminal.stderr_isatty():
+            message(f"rq-cli: note: started a new, empty embedded server in {data_dir} (none "
+                    f"existed there; ./.rq-cli is relative to the working directory: for cron "
+                    f"or another directory use embedded:{data_dir})")
+
     def queue(self, name: str) -> WorkQueue:
         from ..core.queue import WorkQueue
 
         spec = self.spec(name)
-        return WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
+        wq = WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
+        self.opened.append(wq)
+        return wq
 
     def queues(self, names: list[str]) -> list[WorkQueue]:
         return [self.queue(name) for name in names]
@@ -118,8 +134,10 @@ class State:
         return WorkQueue(self.server_client(server), prefix, self.config.options())
 
     def server_client(self, server: Server) -> Any:
-        """The client of one of :meth:`servers`."""
-        return self.client(server.url, server.password, tls=server.tls)
+        """The client of one of :meth:`servers` (a URL from the file that cannot be used is
+        a config error naming the file and line, as for a named queue)."""
+        return self.client(server.url, server.password, self._server_specs.get(server),
+                           tls=server.tls)
 
     def targets(self, names: list[str], discover: bool, failed: Failures | None = None,
                 rows: list[dict[str, Any]] | None = None) -> list[tuple[str, WorkQueue]]:
@@ -161,6 +179,7 @@ class State:
             server = Server(spec.url, spec.password, spec.tls)
             if server not in found:
                 found.append(server)
+                self._server_specs[server] = spec
         return found
 
     def url_of(self, client: Any) -> str:
@@ -182,6 +201,10 @@ class State:
                 client.close()
 
 
+#: Commands (and Failures verbs) that only read: an error mid-command changed nothing.
+READ_ONLY = frozenset({"stats", "peek", "queues", "holders", "discover"})
+
+
 class Failures:
     """Queues of a multi-queue command (``stats``, ``queues``, ``clean --all``) whose server
     failed: each becomes an error row and the command goes on with the next queue; at the
@@ -193,25 +216,50 @@ class Failures:
         self.errors: list[str] = []
         self.tried = 0
 
-    def run(self, url: str, call: Callable[[], T]) -> tuple[T | None, str | None]:
+    def run(self, url: str, call: Callable[[], T],
+            queue: WorkQueue | None = None) -> tuple[T | None, str | None]:
         """``(call(), None)``, or ``(None, message)`` if the server failed (exit 69 errors:
-        unreachable, refusing, wrong key type). Anything else is raised."""
+        unreachable, refusing, wrong key type: of ``queue``, named). Anything else is raised."""
         from ..connect import translate_error
 
         self.tried += 1
         try:
             return call(), None
         except Exception as exc:
-            err = exc if isinstance(exc, RqError) else translate_error(exc, url)
+            err = exc if isinstance(exc, RqError) else \
+                translate_error(exc, url, read_only=self.verb in READ_ONLY)
             if not isinstance(err, ServerError):
                 raise
+            if isinstance(err, WrongTypeError) and queue is not None:
+                err = name_wrong_type(err, [queue])
             self.errors.append(str(err))
             return None, str(err)
 
     def check(self) -> None:
         if self.errors:
-            raise ServerError(f"{self.verb}: {len(self.errors)} of {self.tried} failed, the "
-                              f"rest is shown: {self.errors[0]}")
+            rest = ", the rest is shown" if self.tried > len(self.errors) else ""
+            raise ServerError(f"{self.verb}: {len(self.errors)} of {self.tried} failed{rest}: "
+                              f"{self.errors[0]}")
+
+
+def name_wrong_type(err: WrongTypeError, queues: list[WorkQueue]) -> RqError:
+    """``err`` naming the key of the wrong type, found among ``queues`` (the first 10; one
+    pipeline each), or ``err`` as it is when none is found (or the probe fails too)."""
+    if str(err).startswith("key "):  # (a script's own reply names it already)
+        return err
+    for wq in queues[:10]:
+        try:
+            found = wq.wrong_type_key()
+        except Exception:  # the message is best effort: keep the original error
+            return err
+        if found is not None:
+            key, got, want = found
+            where = str(err).split(" on ", 1)[1].split(" holds ", 1)[0]
+            return WrongTypeError(
+                f"key {key!r} on {where} holds a {got}, not a {want} (WRONGTYPE): the prefix "
+                f"is used by something else; choose another prefix, or inspect and remove "
+                f"that key")
+    return err
 
 
 def state(ctx: typer.Context) -> State:

@@ -37,9 +37,12 @@ def dedup(
     if clear:
         forgotten = wq.clear_dedup(ids or [])
         out.record({"queue": queue, "cleared": forgotten})
-        if not forgotten:
-            raise NothingToDo(f"none of the {len(ids or [])} ids is remembered by the de-dup "
-                              f"window of {queue}")
+        named = len(set(ids or []))
+        if forgotten < named:  # any id named that was not there: 3 (README "Exit codes")
+            unknown = named - forgotten
+            some = (f"none of the {named} ids is" if unknown == named else
+                    f"{unknown} of the {named} ids {'is' if unknown == 1 else 'are'} not")
+            raise NothingToDo(f"{some} remembered by the de-dup window of {queue}")
         return
     window, total, remembered = wq.dedup_ids(count)
     shown = f" ({len(remembered)} shown)" if len(remembered) < total else ""

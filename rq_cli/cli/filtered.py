@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..errors import Interrupted
 from ..jsonlines import json_line
 from ..render import Column, Output
 from ..shapes import moved_row, summary_row
@@ -107,10 +108,9 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
                         out.lines(json_line(moved_row(queue, state, verb, i, to_name))
                                   for i in step.ids)
                 bar.set(report.scanned, f"{label} {queue}: {report.done} {verb}")
-        except KeyboardInterrupt:
-            out.message(f"rq-cli: {label} {queue}: interrupted: {describe(report, verb)}; "
-                        f"run it again to go on (nothing is moved twice)")
-            raise
+        except KeyboardInterrupt:  # ONE line: what was done, and how to go on (exit 130)
+            raise Interrupted(f"interrupted: {label} {queue}: {describe(report, verb)}; "
+                              f"run it again to go on (nothing is moved twice)") from None
     if quiet:
         pass
     elif per_item:

@@ -164,7 +164,8 @@ def stats(
     read: dict[str, Any] = {}  # the servers that answered: url -> client
     if by_tenant:
         for t in stats_targets(st, queues or [], discover, failed, rows):
-            found, error = failed.run(t.url, functools.partial(t.queue.stats, by_tenant=True))
+            found, error = failed.run(t.url, functools.partial(t.queue.stats, by_tenant=True),
+                                      t.queue)
             if found is None:
                 rows.append({"queue": t.name, "error": error})
                 continue
@@ -173,7 +174,7 @@ def stats(
         failed.check()
         return
     for t in stats_targets(st, queues or [], discover, failed, rows):
-        found, error = failed.run(t.url, t.queue.stats)
+        found, error = failed.run(t.url, t.queue.stats, t.queue)
         rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
         if found:
             read.setdefault(t.url, t.queue.client)

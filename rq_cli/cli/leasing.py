@@ -144,15 +144,25 @@ def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, v
     out = st.output(as_json)
     outcomes: list[ItemOutcome] = []
     with out.stream(OUTCOME_COLUMNS) as rows:
-        for name, refs in _ref_batches(st, queue, ids):
-            done = call(st.queue(name), refs)
-            rows.add(outcome_rows(name, done))
-            outcomes.extend(done)
+        try:
+            for name, refs in _ref_batches(st, queue, ids):
+                done = call(st.queue(name), refs)
+                rows.add(outcome_rows(name, done))
+                outcomes.extend(done)
+        except BadInputError as exc:  # a bad stdin line: say what was done before it
+            ok = sum(1 for o in outcomes if o.outcome not in _NOT_DONE)
+            raise BadInputError(f"{exc}; {verb}: {ok:,} item{'' if ok == 1 else 's'} "
+                                f"{_DONE[verb]} before it (each outcome is on stdout), "
+                                f"nothing after it") from None
     if not outcomes and read_stdin(ids, st.terminal):  # `rq-cli lease q | ... -`, nothing leased
         raise NothingToDo(f"nothing to {verb}: no ids on stdin")
     if not outcomes:
         raise UsageError(f"no ids to {verb}: give ids, or '-' to read them from stdin")
     check_outcomes(outcomes, verb)
+
+
+_NOT_DONE = frozenset({"missing", "already_dead", "not_leased", "conflict", "lost"})
+_DONE = {"complete": "completed", "fail": "failed", "extend": "extended"}
 
 
 def _ref_batches(st: State, queue: str, ids: list[str] | None

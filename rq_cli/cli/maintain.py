@@ -92,7 +92,7 @@ def clean(
                     return w.clean(deep=deep, grace_seconds=grace, dry_run=dry_run,
                                    progress=b.advance if deep else None,
                                    wait=functools.partial(_wait_grace, b))
-                report, error = failed.run(st.url_of(wq.client), run)
+                report, error = failed.run(st.url_of(wq.client), run, wq)
             rows.add([clean_row(name, report) if report else
                       {"queue": name, "error": error}])
     failed.check()
@@ -161,15 +161,26 @@ def requeue_dead(
                               f"requeued (and perhaps the batch under way); run it again to "
                               f"requeue the rest") from None
     out.rows([requeue_row(queue, to or queue, report)], REQUEUE_COLUMNS)
-    if chosen and not report.requeued and not dry_run:
-        if report.skipped:
-            one = report.skipped == 1
-            raise NothingToDo(
-                f"{report.skipped} of the {len(chosen)} ids {'is' if one else 'are'} dead but "
-                f"a live item of {to or queue} has the same id, so "
-                f"{'it stays' if one else 'they stay'} dead (complete or purge the live item, "
-                f"or requeue with --to)")
-        raise NothingToDo(f"none of the {len(chosen)} ids is a dead item of {queue}")
+    if chosen and not dry_run and (report.skipped or report.missing):
+        _named_not_moved(queue, to, len(chosen), report.skipped, report.missing)
+
+
+def _named_not_moved(queue: str, to: str | None, named: int, skipped: int,
+                     missing: int) -> None:
+    """Exit 3 (the rule of README "Exit codes"): an id named that was not moved."""
+    parts = []
+    if missing == named:
+        parts.append(f"none of the {named} ids is a dead item of {queue}")
+    elif missing:
+        parts.append(f"{missing} of the {named} ids {'is' if missing == 1 else 'are'} not a "
+                     f"dead item of {queue}")
+    if skipped:
+        one = skipped == 1
+        parts.append(f"{skipped} of the {named} ids {'is' if one else 'are'} dead but a live "
+                     f"item of {to or queue} has the same id, so "
+                     f"{'it stays' if one else 'they stay'} dead (complete or purge the live "
+                     f"item, or requeue with --to)")
+    raise NothingToDo("; ".join(parts))
 
 
 def _dead_ids(st: State, ids: list[str] | None) -> list[str] | None:
@@ -275,13 +286,25 @@ def _confirm(st: State, queue: str, which: str, preview: PurgeReport) -> bool:
                          default=False, err=True)
 
 
-def pause(ctx: typer.Context, queue: QueueArg, as_json: JsonOpt = False) -> None:
+def pause(
+    ctx: typer.Context,
+    queue: QueueArg,
+    create: Annotated[bool, typer.Option(
+        "--create", help="Pause a queue that does not exist yet (no key of it on the server, "
+                         "not in the config), before its first push.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Stop handing out items from a queue (rq-cli leases nothing) until resumed.
 
     Example: rq-cli pause emails
     """
     st = state(ctx)
-    st.queue(queue).pause()
+    wq = st.queue(queue)
+    configured = not st.raw_prefix and queue in st.config.queues
+    if not (create or configured or wq.exists()):
+        raise NothingToDo(f"no queue {queue!r}: no key of it on the server and not in the "
+                          f"config (a typo?); --create pauses it before its first push")
+    wq.pause()
     st.output(as_json).record({"queue": queue, "paused": True})
 
 

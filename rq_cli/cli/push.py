@@ -14,7 +14,7 @@ from ..core.types import NewItem, PushResult
 from ..core.util import check_new_id, check_tenant
 from ..errors import BadInputError, Interrupted, RqError, ServerError, UsageError
 from ..progress import Progress
-from ..render import Column, Output
+from ..render import Column, Output, message
 from . import reading
 from .common import JsonOpt, QueueArg, State, interrupt_deferred, read_stdin, state
 
@@ -102,8 +102,13 @@ def push(
     typing = st.terminal.stdin_isatty()
     with (contextlib.nullcontext(Progress()) if typing else
           out.progress(f"push {queue}", total=_size(stream), unit="bytes")) as bar:
-        _stream(st, bulk.stream(wq, lines, atomic=interrupt_deferred, **options), tally,
-                lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
+        try:
+            _stream(st, bulk.stream(wq, lines, atomic=interrupt_deferred, **options), tally,
+                    lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
+        except RqError:
+            if tally.summary:  # the summary of what was stored, then the one error line
+                tally.finish(table=False)
+            raise
     tally.finish(table=False)
 
 
@@ -129,6 +134,11 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
         raise Interrupted(f"interrupted: push: {tally.describe()} and confirmed; a batch "
                           f"being stored may also have been (re-running is safe only with "
                           f"ids: --with-ids or --id-from-data)") from None
+    except BrokenPipeError:  # stdout closed (`| head`): silent 141, but say what was stored
+        message(f"rq-cli: push: stdout was closed; {tally.describe()} and confirmed; a batch "
+                f"in flight may also have been stored (re-running is safe only with ids: "
+                f"--with-ids or --id-from-data)")
+        raise
     except BadInputError as exc:  # exact: all before the bad line is stored, none after
         raise BadInputError(f"{exc}; push: {tally.describe()} before it, nothing after "
                             f"it") from None
@@ -201,13 +211,16 @@ class _Tally:
                 text = "".join([_line(i, f == "1", bulk.REASONS.get(f)) + "\n"
                                 for i, f in zip(ids, flags, strict=True)])
         with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
-            self.out.write(text)
-            self.items += len(ids)
-            self.added += added
+            try:
+                self.out.write(text)
+            finally:  # (stdout closed: the batch is stored all the same)
+                self.items += len(ids)
+                self.added += added
 
     def describe(self) -> str:
-        return f"{self.items} items stored ({self.added} added, {self.items - self.added} " \
-               f"duplicates)"
+        dups = self.items - self.added
+        return f"{plural(self.items, 'item')} stored ({self.added} added, " \
+               f"{plural(dups, 'duplicate')})"
 
     def finish(self, table: bool) -> None:
         if self.summary:
@@ -218,6 +231,11 @@ class _Tally:
                             title=f"push {self.queue}")
         elif self.rows and table:
             self.out.table(self.rows, _COLUMNS)
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 item``, ``2 items``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _result_line(r: PushResult) -> str:

@@ -61,8 +61,9 @@ def check_data(data: bytes, raw: bool, where: str) -> bytes:
         try:
             check_json(data.decode("utf-8"))
         except ValueError as exc:
-            raise BadInputError(f"{where}: {_json_error(exc)}; use --raw for non-JSON data") \
-                from None
+            why = _json_error(exc)
+            hint = "" if "--raw" in why else "; use --raw for non-JSON data"
+            raise BadInputError(f"{where}: {why}{hint}") from None
     return data
 
 

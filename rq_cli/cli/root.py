@@ -22,11 +22,11 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .. import config as configmod
-from ..errors import BadInputError, ExitCode, RqError
+from ..errors import BadInputError, ExitCode, RqError, UsageError, WrongTypeError
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
 from .commands import BY_NAME, COMMANDS
-from .common import JsonOpt, State
+from .common import READ_ONLY, JsonOpt, State
 from .scrub import scrub
 
 
@@ -94,8 +94,10 @@ class RqGroup(TyperGroup):
         except (typer.Exit, typer.Abort, typer.TyperException, SystemExit):
             raise  # Typer's own: usage errors (exit 2), --help, explicit exits
         except BaseException as exc:
-            raise typer.Exit(report(exc, ctx.obj if isinstance(ctx.obj, State) else None)) \
-                from None
+            st = ctx.obj if isinstance(ctx.obj, State) else None
+            if st is not None:
+                st.read_only = ctx.invoked_subcommand in READ_ONLY
+            raise typer.Exit(report(exc, st)) from None
 
 
 def report(exc: BaseException, st: State | None = None) -> int:
@@ -113,7 +115,11 @@ def report(exc: BaseException, st: State | None = None) -> int:
     elif not isinstance(exc, RqError) and st is not None and st.urls_used:
         from ..connect import translate_error
 
-        err = translate_error(exc, st.urls_used[-1]) or exc
+        err = translate_error(exc, st.urls_used[-1], read_only=st.read_only) or exc
+    if isinstance(err, WrongTypeError) and st is not None:
+        from .common import name_wrong_type
+
+        err = name_wrong_type(err, st.opened)
     if isinstance(err, RqError):
         text, code = str(err), int(err.exit_code)
     else:
@@ -205,6 +211,9 @@ def root(
     if isinstance(injected, State):
         ctx.obj = injected
         return
+    for flag, value in (("--url", url), ("--config", config)):
+        if value == "":  # (an empty $RQ_CLI_URL / $RQ_CLI_CONFIG is unset, as Click reads it)
+            raise UsageError(f"{flag} cannot be empty (leave it out for the default)")
     if getattr(ctx.get_parameter_source("url"), "name", "") == "ENVIRONMENT":
         url = None  # config resolution reads $RQ_CLI_URL itself (and says so in config show)
     st = State(url=url, config_path=config, no_config=no_config, raw_prefix=prefix,

@@ -187,6 +187,8 @@ def cancel(
     outcomes = st.queue(queue).cancel(ids, error=error)
     out.rows([outcome_row(queue, o) for o in outcomes], CANCEL_COLUMNS)
     missing = [o.id for o in outcomes if o.outcome != "dead"]
-    if len(missing) == len(outcomes):
-        raise NothingToDo(f"none of the {len(outcomes)} ids is a live item of {queue} "
-                          f"(already completed, dead, or never pushed)")
+    if missing:  # any id named that was not cancelled: 3 (README "Exit codes")
+        some = (f"none of the {len(outcomes)} ids is a live item" if len(missing) == len(outcomes)
+                else f"{len(missing)} of the {len(outcomes)} ids "
+                     f"{'is not a live item' if len(missing) == 1 else 'are not live items'}")
+        raise NothingToDo(f"{some} of {queue} (already completed, dead, or never pushed)")

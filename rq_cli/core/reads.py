@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from .keys import (
     COUNTER_FIELDS,
+    FIXED_KEYS,
     OTHER_GENERATION,
 )
 from .limits import (
@@ -209,6 +210,28 @@ class Reads(QueueBase):
 
     def resume(self) -> None:
         self.client.delete(self.keys.paused)
+
+    def wrong_type_key(self) -> tuple[str, str, str] | None:
+        """(key, its type, the type rq-cli needs) of the first fixed key of this queue that
+        holds another type of value, or None: one pipeline of TYPE, a fixed number of keys
+        (for a WRONGTYPE error message that names the key)."""
+        names = [(getattr(self.keys, k.name), k.type) for k in FIXED_KEYS]
+        pipe = self.client.pipeline(transaction=False)
+        for name, _ in names:
+            pipe.type(name)
+        for (name, want), got in zip(names, pipe.execute(), strict=True):
+            got = got.decode() if isinstance(got, bytes) else str(got)
+            if got not in ("none", want):
+                return name, got, want
+        return None
+
+    def exists(self) -> bool:
+        """Whether any key of this queue's own is on the server (one EXISTS, O(1) per key:
+        the lists, sets and hashes every item, count or setting lives in)."""
+        k = self.keys
+        names = (k.queue, k.processing, k.delayed, k.dead, k.counters, k.paused, k.dedup,
+                 k.enqueued, k.expires, k.attempts, k.tenants)
+        return bool(self.client.exists(*names))
 
     def is_paused(self) -> bool:
         return bool(self.client.exists(self.keys.paused))

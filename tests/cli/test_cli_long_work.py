@@ -101,7 +101,8 @@ def test_ctrl_c_during_a_rate_limited_requeue_ends_it_at_once(server_url, r) -> 
     err = proc.stderr.read().decode()
     assert code == 130 and took < 1.0, (code, took, err)
     moved = 1 + len(rest)
-    assert f"interrupted: {moved} requeued of" in err, err
+    assert f"interrupted: requeue-dead q: {moved} requeued of" in err, err
+    assert err.count("\n") == 1, err  # one line, not a second "rq-cli: interrupted"
     assert wq.stats().pending == moved
 
 

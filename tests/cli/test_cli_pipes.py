@@ -45,8 +45,9 @@ def env_without_rq_cli() -> dict[str, str]:
             if not k.startswith(("RQ_CLI_", "REDIS_URL", "PYTHONUNBUFFERED"))}
 
 
-def test_push_into_head_is_silent(server_url: str, r: redis.Redis) -> None:
-    """``rq-cli push q - < lines | head -2``: two lines out, then exit 141 and no stderr."""
+def test_push_into_head_says_how_many_were_stored(server_url: str, r: redis.Redis) -> None:
+    """``rq-cli push q - < lines | head -2``: two lines out, then exit 141 and ONE stderr line
+    with how many items were stored (push changes the queue: the count must not be lost)."""
     lines = b"".join(b"%d\n" % n for n in range(200_000))
     with tempfile.TemporaryFile() as source, tempfile.TemporaryFile() as err:
         source.write(lines)
@@ -60,7 +61,11 @@ def test_push_into_head_is_silent(server_url: str, r: redis.Redis) -> None:
         code = proc.wait(timeout=120)
         err.seek(0)
         assert all(line.startswith(b'{"id":') for line in head)
-        assert (code, err.read()) == (BROKEN_PIPE, b"")
+        text = err.read()
+        assert code == BROKEN_PIPE and text.count(b"\n") == 1, text
+        found = re.search(rb"^rq-cli: push: stdout was closed; (\d+) items? stored", text)
+        assert found, text
+        assert 2 <= int(found.group(1)) <= r.llen("q:queue")
 
 
 def test_push_to_a_refusing_server_does_not_say_a_batch_may_be_stored(cli) -> None:

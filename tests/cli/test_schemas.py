@@ -289,7 +289,8 @@ def test_work_log_lines_and_cancel(cli: Any, checked: Checked, server_url: str,
     rows = checked("work", Proc(), stream="stderr", at_least=3)
     assert {row.get("outcome") for row in rows} >= {"completed", "retried"}
     checked("push", cli("push", "q", "--id", "c1", "{}"))
-    checked("cancel", cli("cancel", "q", "c1", "nope", "--error", "stop"))
+    # (exit 3: "nope" is named and not there; c1 is still cancelled: README "Exit codes")
+    checked("cancel", cli("cancel", "q", "c1", "nope", "--error", "stop"), codes=(3,))
 
 
 # -- the README's examples ---------------------------------------------------------------------

@@ -174,16 +174,17 @@ end
 
 -- Move a live item to the dead letters. The caller has taken id out of every list.
 -- Returns false if the item no longer exists.
-local function dead_letter(id, reason, err) --@lazy
+local function dead_letter(id, reason, err, at) --@lazy
   local data = redis.call('GET', item_key(id))
   if not data then return false end
+  at = at or NOW -- (expired: when it expired, not when a lease noticed it)
   local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
   if not err or err == '' then err = redis.call('HGET', K_ERRORS, id) end
   redis.call('SET', dead_item_key(id), data)
   redis.call('DEL', item_key(id))
   del_lease(id)
-  redis.call('ZADD', K_DEAD, NOW, id)
-  local info = {reason = reason, attempts = attempts, at = NOW / 1000}
+  redis.call('ZADD', K_DEAD, at, id)
+  local info = {reason = reason, attempts = attempts, at = at / 1000}
   if err then info.error = err end
   info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))

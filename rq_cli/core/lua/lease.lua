@@ -65,7 +65,7 @@ while taken < want and looked < limit do
       local exp = tonumber(exps[k])
       local attempts = tonumber(atts[k]) or 0
       if exp and exp <= NOW then
-        dead_letter(id, 'expired')
+        dead_letter(id, 'expired', nil, exp)
       elseif max_attempts > 0 and attempts >= max_attempts then
         dead_letter(id, 'max_attempts')
       elseif at_most_once then
