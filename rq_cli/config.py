@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -37,6 +36,7 @@ from .core.limits import MAX_ATTEMPTS, MAX_DELAY, MAX_DELAY_TEXT, MAX_LEASE_SECO
 from .core.types import NO_TLS, QueueOptions, TlsOptions
 from .core.util import check_tenant, check_weight
 from .errors import ConfigError, UsageError
+from .tomlspots import Locator, quote, table_name, toml_type
 
 DEFAULT_URL = "redis://localhost:6379/0"
 LOCAL_FILE = "rq-cli.toml"
@@ -200,7 +200,7 @@ class Config:
                 table = ("queues", name) if queue.get("password_env") else ()
                 raise ConfigError(
                     f"{self._where(table, 'password_env')}: password_env = {password_env!r} "
-                    f"(in {_name(table)}) names an environment variable that is not set; "
+                    f"(in {table_name(table)}) names an environment variable that is not set; "
                     f"export {password_env} (empty for a server without a password)")
             password = password or None
         return QueueSpec(
@@ -263,14 +263,14 @@ class Config:
         """The config error for a server URL of this file that cannot be used: ``problem``,
         naming the file and the line of the ``url`` key (``spec.url_source`` says which)."""
         table = ("queues", spec.name) if spec.url_source == "queue" else ()
-        return ConfigError(f"{self._where(table, 'url')}: url in {_name(table)}: {problem}")
+        return ConfigError(f"{self._where(table, 'url')}: url in {table_name(table)}: {problem}")
 
     def _where(self, table: tuple[str, ...], key: str) -> str:
         """``FILE line N`` of ``key`` in ``[table]`` (just ``FILE`` when it cannot tell)."""
         line = None
         if self.path is not None:
             try:
-                line = _Locator(self.path.read_text(encoding="utf-8"))(table, key)
+                line = Locator(self.path.read_text(encoding="utf-8"))(table, key)
             except (OSError, UnicodeDecodeError):
                 line = None
         return f"{self._file()} line {line}" if line else self._file()
@@ -370,7 +370,7 @@ def parse_text(text: str, path: Path | None = None) -> Config:
 class _Validator:
     def __init__(self, text: str, where: str) -> None:
         self.where = where
-        self.locate = _Locator(text)
+        self.locate = Locator(text)
 
     def fail(self, table: tuple[str, ...], key: str | None, message: str) -> ConfigError:
         line = self.locate(table, key)
@@ -391,7 +391,7 @@ class _Validator:
             table = ("queues", name)
             if not isinstance(section, dict):
                 raise self.fail(("queues",), name, f"queues.{name} must be a table "
-                                                   f"([queues.{_quote(name)}])")
+                                                   f"([queues.{quote(name)}])")
             self.unknown(table, section, QUEUE_KEYS)
             entry = self.options(table, section)
             for key in _QUEUE_ONLY_KEYS:
@@ -418,13 +418,13 @@ class _Validator:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else \
                     f"; valid keys: {', '.join(allowed)}"
-                raise self.fail(table, key, f"unknown key {key!r} in {_name(table)}{hint}")
+                raise self.fail(table, key, f"unknown key {key!r} in {table_name(table)}{hint}")
 
     def string(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> str | None:
         value = data.get(key)
         if value is not None and not isinstance(value, str):
-            raise self.fail(table, key, f"{key} in {_name(table)} must be a string, "
-                                        f"not {_toml_type(value)}")
+            raise self.fail(table, key, f"{key} in {table_name(table)} must be a string, "
+                                        f"not {toml_type(value)}")
         return value
 
     def tls(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
@@ -439,8 +439,9 @@ class _Validator:
         insecure = data.get("tls_insecure")
         if insecure is not None:
             if not isinstance(insecure, bool):
-                raise self.fail(table, "tls_insecure", f"tls_insecure in {_name(table)} must be "
-                                f"a boolean (true or false), not {_toml_type(insecure)}")
+                raise self.fail(table, "tls_insecure",
+                                f"tls_insecure in {table_name(table)} must be a boolean "
+                                f"(true or false), not {toml_type(insecure)}")
             out["tls_insecure"] = insecure
         return out
 
@@ -448,7 +449,7 @@ class _Validator:
         value = data.get(key, {})
         if not isinstance(value, dict):
             raise self.fail(table, key, f"{key} must be a table ([{key}]), "
-                                        f"not {_toml_type(value)}")
+                                        f"not {toml_type(value)}")
         return value
 
     def options(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
@@ -462,64 +463,11 @@ class _Validator:
                        isinstance(value, dict) if kind == "a table" else
                        isinstance(value, (int, float)))
             if isinstance(value, bool) or not ok_type:
-                raise self.fail(table, key, f"{key} in {_name(table)} must be {kind}, "
-                                            f"not {_toml_type(value)}")
+                raise self.fail(table, key, f"{key} in {table_name(table)} must be {kind}, "
+                                            f"not {toml_type(value)}")
             verdict = check(value)
             if verdict is not True:
-                raise self.fail(table, key, f"{key} in {_name(table)} {verdict} "
+                raise self.fail(table, key, f"{key} in {table_name(table)} {verdict} "
                                             f"(got {value!r})")
             out[key] = value
         return out
-
-
-def _name(table: tuple[str, ...]) -> str:
-    return "the top level" if not table else "[" + ".".join(_quote(t) for t in table) + "]"
-
-
-def _quote(part: str) -> str:
-    return part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else '"' + part.replace('"', '\\"') + '"'
-
-
-def _toml_type(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a float", str: "a string",
-            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
-
-
-class _Locator:
-    """Finds the line of ``key`` inside ``[table]`` in TOML text, for error messages.
-
-    tomllib keeps no positions, so this re-reads the text line by line: table headers and
-    ``key =`` / ``dotted.key =`` assignments. Good enough for error messages; when it cannot
-    tell (a key inside a multi-line value, an inline table) it falls back to the table header.
-    """
-
-    _HEADER = r"\s*\[(?!\[)\s*(.+?)\s*\]\s*(#.*)?$"
-    _KEY = (r"""\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)"""
-            r"""(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-
-    def __call__(self, table: tuple[str, ...], key: str | None) -> int | None:
-        current: tuple[str, ...] = ()
-        header_line = None
-        for number, line in enumerate(self.lines, 1):
-            header = re.match(self._HEADER, line)
-            if header:
-                current = _split_dotted(header.group(1))
-                if current == table:
-                    header_line = number
-                    if key is None:
-                        return number
-                continue
-            assign = re.match(self._KEY, line)
-            if assign and key is not None:
-                path = current + _split_dotted(assign.group(1))
-                if path == (*table, key):
-                    return number
-        return header_line
-
-
-def _split_dotted(text: str) -> tuple[str, ...]:
-    parts = re.findall(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""", text)
-    return tuple(a or b or c for a, b, c in parts)

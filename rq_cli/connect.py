@@ -1,4 +1,5 @@
-"""From a URL to a Redis client; masking secrets in URLs; redis-py errors to rq-cli errors.
+"""From a URL to a Redis client. (Masking URLs: :mod:`rq_cli.urls`; redis-py errors as rq-cli
+errors: :mod:`rq_cli.server_errors`.)
 
 A library module: no Typer or rich, and redis-py is imported only inside the functions that
 need it, so ``rq-cli --help`` never loads it.
@@ -30,136 +31,36 @@ command is sent. A command is never retried (:func:`_retry_policy`).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from .core.keys import MIN_REDIS_VERSION, OLD_SERVER_ERROR
 from .core.types import TlsOptions
-from .errors import ClusterError, ConfigError, RqError, ServerError, UsageError, WrongTypeError
+from .errors import ConfigError, UsageError
+from .server_errors import TLS_HANDSHAKE_TIMEOUT as TLS_HANDSHAKE_TIMEOUT
+from .server_errors import server_errors as server_errors
+from .server_errors import translate_error as translate_error
+from .urls import PERCENT_ENCODE_HINT as PERCENT_ENCODE_HINT
+from .urls import TLS_SCHEMES as TLS_SCHEMES
+from .urls import mask_url as mask_url
+from .urls import mask_urls_in as mask_urls_in
+from .urls import safe_detail as safe_detail
+from .urls import scheme_of as scheme_of
+from .urls import url_password as url_password
 
 #: Longest single blocking call the queue makes, in seconds; reads wait this much longer.
 BLOCKING_HEADROOM = 5.0
 #: Seconds a pooled connection may idle before it is checked with PING on its next use.
 HEALTH_CHECK_INTERVAL = 30
-#: Longest TLS handshake, in seconds (at most the connect timeout). A handshake on loopback
-#: takes milliseconds and across continents well under one second; a ``rediss://`` URL that
-#: points at a plain server gets no answer at all, and is reported after this long.
-TLS_HANDSHAKE_TIMEOUT = 2.0
 DEFAULT_EMBEDDED_DIR = ".rq-cli"
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}
 PLAIN_SCHEMES = ("redis", "rediss", "unix")
-TLS_SCHEMES = ("rediss", "rediss+cluster", "rediss+sentinel")
 _SUPPORTED = "redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// or embedded:[DIR]"
-
-# The start of a URL's userinfo: after a scheme and its slashes, however mistyped
-# ("redis://", "redis//", "redis:/"). "redis:pw@host" has none: its "redis:" reads as "user:".
-# (Patterns are compiled by re on first use, through its cache: most runs need none.)
-_SCHEME_PREFIX = r"[A-Za-z][A-Za-z0-9+.-]*:?/+"
-# URL-ish words in a message: a scheme (possibly mistyped) and slashes, then anything.
-_URL_IN_TEXT = r"[A-Za-z][A-Za-z0-9+.-]*:?/+\S+"
-# Characters that end a URL's userinfo early when a password holds them unescaped.
-_URL_DELIMITERS = r"[/?#\[\]@]"
-PERCENT_ENCODE_HINT = ("a password holding / ? # [ or ] must be written percent-encoded: "
-                       "%2F %3F %23 %5B %5D")
-# "?password=..." and friends in a query string (password, sentinel_password, ...).
-_SECRET_QUERY = (r"(?i)(?P<key>[?&;](?:[^=&;#]*(?:pass|secret|token|credential)[^=&;#]*)=)"
-                 r"(?P<value>[^&;#]*)")
-
-
-def _password_span(url: str) -> tuple[int, int] | None:
-    """Where the userinfo password of ``url`` is (start, end), or None if it has none.
-
-    Deliberately loose, because it guards error messages about URLs that do not parse:
-    the password runs from the first ":" after the scheme to the *last* "@", so one with an
-    unescaped "@", "/" or "?" is still hidden whole, and so is the password of a mistyped
-    URL (``redis//:pw@host``, ``redis:/:pw@host``, ``redis:pw@host``, ``user:pw@host``).
-    The price: an "@" in the query of a URL without a password (``redis://h:1/0?x=a@b``)
-    hides more than it needs to.
-    """
-    at = url.rfind("@")
-    if at < 0 or scheme_of(url) == "embedded":  # embedded:DIR has no userinfo
-        return None
-    prefix = re.match(_SCHEME_PREFIX, url)
-    colon = url.find(":", prefix.end() if prefix else 0, at)
-    return None if colon < 0 else (colon + 1, at)
-
-
-def mask_url(url: str) -> str:
-    """``url`` with every password replaced by ``***`` (userinfo and query string).
-
-    >>> mask_url("redis://user:hunter2@host:6379/0?password=x")
-    'redis://user:***@host:6379/0?password=***'
-    >>> mask_url("redis//:hunter2@host")
-    'redis//:***@host'
-    """
-    span = _password_span(url)
-    if span:
-        url = url[: span[0]] + "***" + url[span[1] :]
-    return re.sub(_SECRET_QUERY, lambda m: f"{m['key']}***", url)
-
-
-def _misread_password_parts(url: str) -> list[str]:
-    """Pieces of the password that a URL parser may have read as host, port or path.
-
-    When ``url``'s password holds an unescaped delimiter (``redis://:pa/ss@host``),
-    urlsplit and redis-py read another password (``pa``) and show the rest in their errors
-    (``Port could not be cast to integer value as 'pa'``, ``connecting to /ss@host``),
-    where masking the whole password cannot find it. Empty when parsers read the
-    password that :func:`mask_url` hides.
-    """
-    span = _password_span(url)
-    if span is None:
-        return []
-    password = url[span[0] : span[1]]
-    try:
-        parsed = urlsplit(url).password
-    except ValueError:
-        parsed = None
-    if parsed == password:
-        return []
-    parts = [part for part in re.split(_URL_DELIMITERS, password) if part]
-    return parts + [unquote(part) for part in parts]
-
-
-def safe_detail(detail: str, url: str) -> str:
-    """``detail`` (about ``url``), or a hint instead if it may show part of a password."""
-    if any(part in detail for part in _misread_password_parts(url)):
-        return f"it does not parse as meant: {PERCENT_ENCODE_HINT}"
-    return detail
-
-
-def mask_urls_in(text: str) -> str:
-    """``text`` (a message) with every password of the URLs in it masked."""
-    return re.sub(_URL_IN_TEXT, lambda m: mask_url(m.group(0)), text)
-
-
-def url_password(url: str) -> str | None:
-    """The password a URL carries (userinfo or ``?password=``), decoded; None if none.
-
-    This is what :func:`mask_url` hides, so that a password with an unescaped "@" or "/",
-    or one in a mistyped URL, can be scrubbed from messages whole.
-    """
-    span = _password_span(url)
-    if span and span[1] > span[0]:
-        return unquote(url[span[0] : span[1]])
-    for key, value in parse_qsl(url.partition("?")[2]):
-        if key == "password" and value:
-            return value
-    return None
-
-
-def scheme_of(url: str) -> str:
-    """The URL's scheme in lower case (``embedded`` for ``embedded:DIR``); '' if none."""
-    head, sep, _ = url.partition(":")
-    return head.lower() if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", head) else ""
-
 
 def connect(url: str, *, password: str | None = None, timeout: float = 5.0,
             tls: TlsOptions | None = None,
@@ -430,171 +331,3 @@ def _connect_embedded(url: str, *, password: str | None, timeout: float,
     if password is not None:
         options["password"] = password
     return redis.Redis(unix_socket_path=str(socket_path), **options)
-
-
-# --- errors --------------------------------------------------------------------------------
-
-_AUTH_CLASSES = frozenset(
-    {"AuthenticationError", "AuthenticationWrongNumberOfArgsError", "AuthorizationError"}
-)
-_AUTH_REPLIES = ("NOAUTH", "WRONGPASS", "INVALIDPASSWORD")
-
-
-@contextlib.contextmanager
-def server_errors(url: str, *, password: str | None = None) -> Iterator[None]:
-    """Translate redis-py exceptions raised inside into rq-cli errors naming the masked URL.
-
-    Usable as ``with server_errors(url):`` or as a decorator ``@server_errors(url)``.
-    ``password`` (if the caller knows it) is also scrubbed from messages. rq-cli's own
-    errors and exceptions that are not redis-py's pass through unchanged.
-    """
-    try:
-        yield
-    except RqError:
-        raise
-    except Exception as err:
-        translated = translate_error(err, url, password=password)
-        if translated is None:
-            raise
-        raise translated from err
-
-
-def translate_error(err: BaseException, url: str, *, password: str | None = None,
-                    read_only: bool = False) -> RqError | None:
-    """The rq-cli error for a redis-py exception ``err`` (None if it is not redis-py's).
-
-    ``read_only``: the command changes nothing (stats, peek, ...), so a connection lost or
-    a read timed out mid-command says that nothing changed, not "outcome unknown"."""
-    names = {cls.__name__ for cls in type(err).__mro__}
-    if "RedisError" not in names and "RedisClusterException" not in names:
-        return None
-    where = mask_url(url)
-    detail = _scrub(str(err), url, password)
-    code = detail.split(" ", 1)[0]
-    if (
-        names & _AUTH_CLASSES
-        or code in _AUTH_REPLIES
-        or "invalid username-password" in detail.lower()
-    ):
-        return ServerError(f"authentication failed for {where}")
-    if "NoPermissionError" in names or code == "NOPERM" or "NOPERM" in detail or \
-            "user executing the script can't run" in detail:  # (Redis 6.2, in a script)
-        return ServerError(
-            f"permission denied for {where}: the server's ACL does not allow this "
-            f"({_one_line(detail)})"
-        )
-    named = re.search(r"WRONGTYPE key (.+?) holds an? (\w+), not an? (\w+)", detail)
-    if named:  # a script's own check names the key
-        key, got, want = named.groups()
-        return WrongTypeError(
-            f"key {key!r} on {where} holds a {got}, not a {want} (WRONGTYPE): the prefix is "
-            "used by something else; choose another prefix, or inspect and remove that key")
-    if "WRONGTYPE" in detail:
-        return WrongTypeError(
-            f"a key of this queue on {where} holds another type of value (WRONGTYPE): "
-            "the prefix is used by something else; choose another prefix, or inspect and "
-            "remove the conflicting key"
-        )
-    if "CROSSSLOT" in detail or "ClusterCrossSlotError" in names:
-        return ClusterError(
-            f"keys of one queue map to different cluster slots on {where}: give the prefix a "
-            "hash tag, for example {emails} or myapp:{emails}"
-        )
-    if "MasterNotFoundError" in names:  # (a ConnectionError: checked first)
-        return ServerError(f"cannot connect to {where}: {_no_master(detail)}")
-    if names & {"ConnectionError", "TimeoutError"}:
-        reason = _tls_reason(detail, url, timed_out="TimeoutError" in names)
-        if reason is None and _cut_off(detail) and read_only:
-            what = ("the read timed out" if "TimeoutError" in names
-                    else "the connection was lost")
-            return ServerError(f"{what} waiting for {where} to answer (a hung or overloaded "
-                               f"server?); this command only reads, so nothing was changed: "
-                               f"{_one_line(detail)}")
-        if reason is None and _cut_off(detail):
-            return ServerError(f"lost the connection to {where} during the command, so its "
-                               f"outcome is unknown (the server may have done it): "
-                               f"{_one_line(detail)}")
-        return ServerError(f"cannot connect to {where}: "
-                           f"{reason or _one_line(detail) or type(err).__name__}")
-    if "ReadOnlyError" in names:
-        return ServerError(f"server {where} is read-only (a replica?): {_one_line(detail)}")
-    if "ResponseError" in names and _too_old(detail):
-        return ServerError(f"server {where} is too old: rq-cli needs Redis >= {MIN_REDIS_VERSION} "
-                           f"or Valkey ({_one_line(detail)[:120]})")
-    if "ResponseError" in names:
-        return ServerError(f"server error from {where}: {_one_line(detail)}")
-    return ServerError(f"Redis error with {where}: {_one_line(detail) or type(err).__name__}")
-
-
-# What a server older than Redis 6.2 answers: the prelude's refusal (before Redis 6), a
-# command a script uses that it lacks (ZMSCORE) or lacks the form of (RPOP key count), or
-# redis-py's HELLO on connect (RESP3, before Redis 6).
-_TOO_OLD = (OLD_SERVER_ERROR, "Unknown Redis command called from Lua script",
-            "Wrong number of args calling Redis command From Lua script",
-            "unknown command `HELLO`", "unknown command 'HELLO'")
-
-
-#: How redis-py words a connection that broke after the command was sent, while reading
-#: the reply, as opposed to one that could not be made (or a command that could not be
-#: written whole, which the server cannot have run).
-_CUT_OFF = ("Connection closed by server", "Error while reading from", "Timeout reading from")
-
-
-def _cut_off(detail: str) -> bool:
-    # (a TLS failure surfaces on the first read or write, e.g. the server's alert that it
-    # wants a client certificate: the connection never worked, so it is "cannot connect")
-    if "SSL" in detail or "_ssl.c" in detail:
-        return False
-    return any(marker in detail for marker in _CUT_OFF)
-
-
-def _too_old(detail: str) -> bool:
-    return any(marker in detail for marker in _TOO_OLD)
-
-
-def _tls_reason(detail: str, url: str, *, timed_out: bool) -> str | None:
-    """A TLS failure in words that say what to fix; None for other connection errors."""
-    if scheme_of(url) not in TLS_SCHEMES:
-        if "Connection reset by peer" in detail:
-            return (f"{_one_line(detail)} (if the server only speaks TLS, "
-                    "write rediss:// instead of redis://)")
-        return None
-    verify = re.search(r"certificate verify failed: ([^(]+)", detail)
-    if verify:
-        return (f"TLS certificate verification failed: {verify.group(1).strip()} (set "
-                "tls_ca_file to the CA that signed the server's certificate)")
-    if timed_out:
-        return (f"no TLS handshake within {TLS_HANDSHAKE_TIMEOUT:g} s: does the server speak "
-                "TLS? (a plain server needs redis://)")
-    ssl_error = re.search(r"\[SSL: ([A-Z_]+)\][^(]*", detail)
-    if ssl_error:
-        return f"TLS handshake failed: {_one_line(ssl_error.group(0))}"
-    return None
-
-
-def _no_master(detail: str) -> str:
-    """redis-py's MasterNotFoundError in one line (its message holds each sentinel's repr).
-
-    ``No master found for 'svc' : <repr ... host=h,port=p ...> - <error>, ...`` names the
-    sentinels that could not be reached; with none named, every sentinel answered and none
-    knows a healthy master of that name.
-    """
-    service = re.match(r"No master found for (.+?)(?: : |$)", detail)
-    name = service.group(1) if service else "the service"
-    unreachable = dict.fromkeys(re.findall(r"[(,]host=([^,()]+),port=(\d+)", detail))
-    if unreachable:
-        sentinels = ", ".join(f"{host}:{port}" for host, port in unreachable)
-        return f"no master found for {name}: cannot reach sentinel {sentinels}"
-    return f"no master found for {name}: no sentinel knows a healthy master of that name"
-
-
-def _scrub(text: str, url: str, password: str | None) -> str:
-    """``text`` with passwords (explicit, or the URL's) and any URLs in it masked."""
-    for secret in (password, url_password(url)):
-        if secret:
-            text = text.replace(secret, "***")
-    return safe_detail(mask_urls_in(text), url)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

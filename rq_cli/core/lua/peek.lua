@@ -4,7 +4,7 @@
 -- A_START_AT optional ("" = none), delayed/dead: begin at this member while it is still in
 --   the set (a cursor that stays put while members before it leave); else, or when it has
 --   left, at the offset
--- Returns a flat list: per item, the fields of scripts.py _PEEKED (SPECS['peek'].rows), in
+-- Returns a flat list: per item, the fields of specs.py _PEEKED (SPECS['peek'].rows), in
 --   that order (the one list of them, explained there).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW dead_item_key item_key lease_holder lease_pttl
