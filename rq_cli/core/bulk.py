@@ -26,17 +26,15 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from itertools import islice
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import UsageError
+from .base import QueueBase
 from .codes import PUSH_FLAGS
 from .limits import BATCH, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH
 from .scripts import SPECS, script_source
 from .types import NewItem, PushResult
 from .util import as_bytes, check_new_id, check_tenant, data_id, is_cluster, ms, text
-
-if TYPE_CHECKING:
-    from .queue import WorkQueue
 
 #: Script calls written to the connection before the oldest reply is read.
 SEND_AHEAD = 3
@@ -70,7 +68,7 @@ class Drained(KeyboardInterrupt):
     what the caller counted is exactly what was stored."""
 
 
-def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,
+def push_batches(q: QueueBase, items: Iterable[NewItem | bytes | str], *,
                  batch_size: int = BATCH, id_from_data: bool = False, front: bool = False,
                  delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
                  tenant: str | None = None) -> Iterator[list[PushResult]]:
@@ -80,7 +78,7 @@ def push_batches(q: WorkQueue, items: Iterable[NewItem | bytes | str], *,
         yield batch.results()
 
 
-def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
+def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
            id_from_data: bool = False, front: bool = False, delay: float = 0.0,
            expire: float | None = None, now_ms: int | None = None,
            tenant: str | None = None,
@@ -128,7 +126,7 @@ def stream(q: WorkQueue, items: Iterable[NewItem | bytes | str], *, batch_size: 
         raise error
 
 
-def _store_runs(q: WorkQueue, chunk: list[Any], id_from_data: bool, flags: dict[str, str],
+def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[str, str],
                 now_ms: int | None, tenant: str | None = None) -> Iterator[Pushed]:
     """Store ``chunk`` with one script call per run of one tenant (a tenant's sub-queue is
     KEYS[2] of push.lua), each waited for."""
@@ -241,7 +239,7 @@ def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list
     return ids, [b"*%d\r\n%s" % (nargs + 2 * n, head), first[cut:], *tail[1:]]
 
 
-def _send_ahead(q: WorkQueue, chunk: list[Any], source: Iterator[Any], batch_size: int,
+def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_size: int,
                 id_from_data: bool, flags: dict[str, str], now_ms: int | None,
                 atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
                 ) -> Iterator[Pushed]:

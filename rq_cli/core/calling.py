@@ -2,7 +2,7 @@
 
 The scripts of :data:`scripts.HOT` (what a worker runs per item) are also one Redis Functions
 library (:func:`scripts.library`). Its helpers and key names are made once, when it loads,
-instead of on every call: the server time per item is the engine's budget (DESIGN.md
+instead of on every call: the server time per item is the engine's budget (docs/DESIGN.md
 section 1). A :class:`Caller` tries ``FCALL`` first and settles on what the server offers:
 
 - ``Function not found`` (a server that never had this library, or lost it to ``FUNCTION

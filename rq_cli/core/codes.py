@@ -10,6 +10,7 @@ This module imports nothing of rq-cli's: it is read by both sides.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Literal
 
 #: An item's outcome -> the one-letter code a script replies with for it. (Two outcomes
 #: may share a letter when no script can reply with both: "retried" is fail's, "returned"
@@ -101,3 +102,7 @@ class RequeueEnd(str, Enum):
 STATES: tuple[str, ...] = tuple(s.value for s in ItemState)
 LAYOUTS: tuple[str, ...] = tuple(x.value for x in Layout)
 REQUEUE_ENDS: tuple[str, ...] = tuple(e.value for e in RequeueEnd)
+
+#: The states an item can be in, as the type checker knows them (tied to ItemState by a test).
+State = Literal["pending", "processing", "delayed", "dead"]
+PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]

@@ -1,4 +1,4 @@
-"""Filtered bulk repair (issue 13): the one filter that ``peek``, ``requeue-dead`` and
+"""Filtered bulk repair: the one filter that ``peek``, ``requeue-dead`` and
 ``purge`` share, and the paged scan that applies it.
 
 An :class:`ItemFilter` is compiled once, before anything is read or touched, so a bad

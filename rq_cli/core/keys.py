@@ -1,4 +1,4 @@
-"""The key schema (DESIGN.md section 2): the only place that defines key names.
+"""The key schema (docs/DESIGN.md section 2): the only place that defines key names.
 
 A queue is a key prefix ``P``. The peer-compatible keys (``P:item:<id>``, ``P:queue``,
 ``P:processing``, ``P:lease:<id>``, ``P:leased_by_session:<id>``, ``P:cleaning``) are a
@@ -82,7 +82,7 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("fair", "hash", "other", rare=True),
     FixedKey("tenant_weights", "hash", "other", rare=True),
     FixedKey("item_tenant", "hash", "meta", rare=True),
-    # the de-dup window (issue 13): completed id -> when it is forgotten (ms); pruned in
+    # the de-dup window: completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)
     FixedKey("dedup", "zset", "other", rare=True),
 )

@@ -1,4 +1,4 @@
-"""WorkQueue: every queue operation of DESIGN.md section 3, one method each.
+"""WorkQueue: every queue operation of docs/DESIGN.md section 3, one method each.
 
 Every state change is one Lua script (``lua/``), one round trip; bulk calls are cut into
 batches of a few thousand elements per script call and pipelined. Methods return the plain

@@ -2,7 +2,7 @@
 
 Plain dataclasses, re-exported by :mod:`rq_cli.core.types` (import them from there). They live
 apart so that ``push`` and ``lease`` do not pay for creating them at start-up: each
-dataclass costs 0.3-0.6 ms to create, and start-up is a budget (issue 4).
+dataclass costs 0.3-0.6 ms to create, and start-up is a budget (bench case startup).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .types import State
+    from .codes import State
 
 
 @dataclass

@@ -13,7 +13,7 @@ in it (``--@uses`` lines, checked against what it names: :func:`declared_uses`) 
 included with what they name in turn; the generated names (``K_<NAME>`` of
 ``keys.FIXED_KEYS``, ``A_<NAME>``, the codes of ``codes.py``) when the script names them.
 tests/test_contract.py fails when a script reads a name it did not get. The server time per
-call is the budget (DESIGN.md section 1): a prelude that built every helper and key name on
+call is the budget (docs/DESIGN.md section 1): a prelude that built every helper and key name on
 every call cost more than a hot script's own work.
 
 This module imports neither Typer nor rich.

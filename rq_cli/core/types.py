@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 if TYPE_CHECKING:
     from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
 
-State = Literal["pending", "processing", "delayed", "dead"]
-PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
+from .codes import PurgeState as PurgeState  # (the documented import: rq_cli.core.types)
+from .codes import State as State
+
 #: What complete/fail/extend did to one item. Not live: ``missing`` (no such item) or
 #: ``already_dead`` (dead-lettered). ``not_leased``: a live item no worker ever leased, left
 #: as it is. ``conflict``: another session holds the lease; ``lost``: the lease expired.
@@ -25,7 +26,7 @@ Outcome = Literal["completed", "missing", "already_dead", "not_leased", "conflic
 
 @dataclass(frozen=True)
 class QueueOptions:
-    """Per-queue settings (DESIGN.md section 4, "Contract details", gives the defaults)."""
+    """Per-queue settings (docs/DESIGN.md section 4, "Contract details", gives the defaults)."""
 
     lease_seconds: float = 300.0
     max_attempts: int = 5  # 0 = unlimited

@@ -4,8 +4,7 @@
   moved into a function to dodge a cycle is still a cycle) and the command modules that
   rq_cli.cli.root loads by name (the table in rq_cli/cli/commands.py);
 - none either when imports under ``if TYPE_CHECKING:`` count too: a cycle that only
-  annotations close is still design coupling (the few of the core still there are listed in
-  TYPE_ONLY_CORE_EDGES, to go);
+  annotations close is still design coupling (TYPE_ONLY_CORE_EDGES, empty now, stays so);
 - no module imports another module's underscore names;
 - the core (rq_cli/core/) imports neither Typer, Click nor rich, nor anything of the CLI;
 - the documented library imports keep working.
@@ -98,11 +97,9 @@ def imports_of(module: str, type_checking: bool = False) -> list[tuple[str, list
 #: that calls ``import_module`` at all.
 COMMAND_LOADER = "rq_cli.cli.root"
 
-#: Imports under TYPE_CHECKING that still close a cycle in the core (each pairs with an import
-#: inside a function the other way: core.queue loads bulk and deep, core.types loads reports).
-#: Known design coupling, to be removed in the core; nothing may be added here.
-TYPE_ONLY_CORE_EDGES = {("rq_cli.core.bulk", "rq_cli.core.queue"),
-                        ("rq_cli.core.reports", "rq_cli.core.types")}
+#: Imports under TYPE_CHECKING allowed to close a cycle in the core: none any more (bulk and
+#: deep clean take the queue's base, core.codes holds the State types); nothing may be added.
+TYPE_ONLY_CORE_EDGES: set[tuple[str, str]] = set()
 
 
 def graph(type_checking: bool = False) -> dict[str, set[str]]:

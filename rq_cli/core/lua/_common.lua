@@ -256,7 +256,7 @@ local function mget_leases(v3_keys, v1_keys, extra)
   return v3, v1, ex
 end
 
--- The de-dup window (issue 13): when the queue has one (F_DEDUP_WINDOW in P:counters, set
+-- The de-dup window: when the queue has one (F_DEDUP_WINDOW in P:counters, set
 -- by push), remember these completed ids in P:dedup until now + window, so push refuses them
 -- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window.
 local function remember_completed(ids)

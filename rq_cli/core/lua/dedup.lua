@@ -1,4 +1,4 @@
--- dedup: the queue's de-dup window (issue 13). Completed ids are remembered in P:dedup
+-- dedup: the queue's de-dup window. Completed ids are remembered in P:dedup
 -- (id -> when forgotten, ms) by complete while P:counters has F_DEDUP_WINDOW; push refuses
 -- them meanwhile ("recently completed").
 -- A_MODE mode:
