@@ -102,7 +102,9 @@ _RULES = {**_OPTION_RULES, **_CHECK_RULES}
 TLS_FILE_KEYS = ("tls_ca_file", "tls_cert_file", "tls_key_file")
 TLS_KEYS = (*TLS_FILE_KEYS, "tls_insecure")
 _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
-TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues")
+TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues", "dash")
+#: Keys of the [dash] table (``rq-cli dash``): booleans.
+DASH_KEYS = ("read_only",)
 QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *TLS_KEYS, *_RULES)
 SECRET_HINT = "(hidden)"
 SECRET_IN_URL = "(hidden, in the url)"
@@ -178,6 +180,7 @@ class Config:
     tls: dict[str, Any] = field(default_factory=dict)  # top-level tls_* keys
     defaults: dict[str, Any] = field(default_factory=dict)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dash_read_only: bool = False  # [dash] read_only: the console hides every action
 
     # -- resolution -----------------------------------------------------------------------
     def resolve(self, name: str, *, url: str | None = None, raw_prefix: bool = False,
@@ -386,6 +389,13 @@ class _Validator:
         defaults = self.table((), data, "defaults")
         self.unknown(("defaults",), defaults, tuple(_RULES))
         cfg.defaults = self.options(("defaults",), defaults)
+        dash = self.table((), data, "dash")
+        self.unknown(("dash",), dash, DASH_KEYS)
+        read_only = dash.get("read_only", False)
+        if not isinstance(read_only, bool):
+            raise self.fail(("dash",), "read_only", "read_only in [dash] must be a boolean "
+                                                    f"(true or false), not {toml_type(read_only)}")
+        cfg.dash_read_only = read_only
         queues = self.table((), data, "queues")
         for name, section in queues.items():
             table = ("queues", name)

@@ -1,0 +1,332 @@
+"""The console (Textual): the overview of every queue, and the app that holds the screens.
+
+Reads run in worker threads (a server that is down or slow never freezes the keyboard);
+what they read is drawn on the UI thread. Every key is listed by ``?``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, Sparkline, Static
+
+from ..render import human
+from .model import Actions, Overview, run_action, sparkline
+from .queue import QueueScreen
+from .widgets import CommandBar, ConfirmScreen, HelpScreen
+
+if TYPE_CHECKING:
+    from ..cli.common import State as CliState
+    from ..cli.target import Target
+    from .model import Action
+
+#: The overview's columns: (key of the stats row, title, kind for ``human``).
+COLUMNS = (("queue", "queue", "text"), ("pending", "pending", "number"),
+           ("leased", "leased", "number"), ("abandoned", "aband.", "number"),
+           ("delayed", "delayed", "number"), ("dead", "dead", "number"),
+           ("oldest_pending_age_s", "oldest", "age"), ("done", "done/s", "rate"),
+           ("trend", "depth trend", "text"))
+SORTS = ("given", "name", "pending", "dead", "age")
+TREND_WIDTH = 12
+
+
+class OverviewScreen(Screen[None]):
+    """Every queue: depths, oldest age, throughput, a trend of the depth; the selected
+    queue's throughput and depth as sparklines under the table."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open"),
+        Binding("s", "sort", "Sort"),
+        Binding("slash", "search", "Find"),
+        Binding("p", "pause", "Pause/resume"),
+        Binding("c", "clean", "Clean"),
+        Binding("r", "refresh", "Refresh", show=False),
+    ]
+
+    def __init__(self, overview: Overview) -> None:
+        super().__init__()
+        self.overview = overview
+        self.rows: list[dict[str, Any]] = []
+        self.sort = "given"
+        self.find = ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action in ("pause", "clean") and self.app.read_only)  # type: ignore[attr-defined]
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="title")
+        yield DataTable(id="queues", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="sparks"):
+            with Vertical():
+                yield Label("done/s", id="done-label")
+                yield Sparkline([], id="done-spark")
+            with Vertical():
+                yield Label("depth", id="depth-label")
+                yield Sparkline([], id="depth-spark")
+        yield Static("", id="notes")
+        yield CommandBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, title, _ in COLUMNS:
+            table.add_column(title, key=key)
+        self.set_interval(self.app.interval, self.action_refresh)  # type: ignore[attr-defined]
+        self.action_refresh()
+
+    def action_refresh(self) -> None:
+        self.poll()
+
+    @work(thread=True, exclusive=True, group="overview")
+    def poll(self) -> None:
+        rows = self.overview.poll()
+        self.app.call_from_thread(self.show, rows)
+
+    def shown_rows(self) -> list[dict[str, Any]]:
+        rows = [r for r in self.rows if self.find.lower() in str(r.get("queue")).lower()]
+        if self.sort == "name":
+            return sorted(rows, key=lambda r: str(r.get("queue")))
+        if self.sort in ("pending", "dead"):
+            return sorted(rows, key=lambda r: ("error" not in r, -(r.get(self.sort) or 0)))
+        if self.sort == "age":
+            return sorted(rows, key=lambda r: ("error" not in r,
+                                               -(r.get("oldest_pending_age_s") or 0)))
+        return sorted(rows, key=lambda r: "error" not in r)  # errors first, else as given
+
+    def show(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+        table = self.query_one(DataTable)
+        selected = self.selected()
+        table.clear()
+        shown = self.shown_rows()
+        for row in shown:
+            name = str(row.get("queue"))
+            table.add_row(*self.cells(row), key=name)
+        if selected is not None:
+            for i, row in enumerate(shown):
+                if str(row.get("queue")) == selected:
+                    table.move_cursor(row=i)
+        paused = [str(r["queue"]) for r in rows if r.get("paused")]
+        errors = [f"{r.get('queue') or r.get('url')}: {r['error']}" for r in rows
+                  if "error" in r]
+        notes = [Text("error: " + e, style="bold red") for e in errors]
+        if paused:
+            notes.append(Text("paused: " + ", ".join(paused), style="yellow"))
+        if not rows:
+            notes.append(Text("no queues: name some, configure some, or push to one"))
+        self.query_one("#notes", Static).update(Text("\n").join(notes))
+        ro = " · read-only" if self.app.read_only else ""  # type: ignore[attr-defined]
+        self.query_one("#title", Label).update(
+            f"rq-cli dash · {len(rows)} queues · sort {self.sort}"
+            f"{' · find ' + repr(self.find) if self.find else ''}{ro} · ? help")
+        self.draw_sparks()
+
+    def cells(self, row: dict[str, Any]) -> list[Any]:
+        name = str(row.get("queue"))
+        if "error" in row:
+            return [Text(name, style="bold red"), Text("error", style="bold red"),
+                    *["-"] * (len(COLUMNS) - 3),
+                    sparkline(self.overview.depth.get(name, []), TREND_WIDTH)]
+        out: list[Any] = []
+        for key, _, kind in COLUMNS:
+            if key == "queue":
+                out.append(Text(name + (" ⏸" if row.get("paused") else ""),
+                                style="yellow" if row.get("paused") else ""))
+            elif key == "done":
+                rate = (row.get("rates") or {}).get("completed")
+                out.append("-" if rate is None else f"{rate:.1f}")
+            elif key == "trend":
+                out.append(sparkline(self.overview.depth.get(name, []), TREND_WIDTH))
+            else:
+                value = human(row.get(key), kind)
+                out.append(Text(value, justify="right",
+                                style="bold red" if key == "dead" and row.get(key) else ""))
+        return out
+
+    def selected(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:  # (an empty or redrawn table)
+            return None
+        return None if key.value is None else str(key.value)
+
+    @on(DataTable.RowHighlighted)
+    def draw_sparks(self) -> None:
+        name = self.selected()
+        if name is None:
+            return
+        done = [v or 0.0 for v in self.overview.done.get(name, [])]
+        depth = [v or 0.0 for v in self.overview.depth.get(name, [])]
+        self.query_one("#done-spark", Sparkline).data = done[-60:]
+        self.query_one("#depth-spark", Sparkline).data = depth[-60:]
+        last = f"{done[-1]:.1f}" if done else "-"
+        self.query_one("#done-label", Label).update(f"{name} done/s (now {last})")
+        self.query_one("#depth-label", Label).update(
+            f"{name} depth (now {int(depth[-1]) if depth else '-':,})"
+            if depth else f"{name} depth")
+
+    @on(DataTable.RowSelected)
+    def action_open(self) -> None:
+        name = self.selected()
+        target = self.overview.target(name) if name else None
+        if target is not None:
+            self.app.push_screen(QueueScreen(target, self.app.cli_prefix,  # type: ignore[attr-defined]
+                                             self.app.read_only))  # type: ignore[attr-defined]
+
+    def action_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.show(self.rows)
+
+    def action_search(self) -> None:
+        self.query_one(CommandBar).open("/", self.find)
+
+    def on_command_bar_done(self, message: CommandBar.Done) -> None:
+        if message.kind == "/":
+            self.find = message.text
+            self.show(self.rows)
+        else:
+            self.app.run_command(message.text, self)  # type: ignore[attr-defined]
+
+    def current_actions(self) -> Any:
+        name = self.selected()
+        target = self.overview.target(name) if name else None
+        if target is None:
+            return None
+        return Actions(target.name, target.queue, self.app.cli_prefix)  # type: ignore[attr-defined]
+
+    def action_pause(self) -> None:
+        actions = self.current_actions()
+        row = next((r for r in self.rows if str(r.get("queue")) == self.selected()), None)
+        if actions is not None and row is not None and "error" not in row:
+            self.app.ask(actions.pause(bool(row.get("paused"))))  # type: ignore[attr-defined]
+
+    def action_clean(self) -> None:
+        actions = self.current_actions()
+        if actions is not None:
+            self.app.ask(actions.clean())  # type: ignore[attr-defined]
+
+
+class DashApp(App[int]):
+    """``rq-cli dash``."""
+
+    TITLE = "rq-cli dash"
+    CSS = """
+    #title { height: 1; padding: 0 1; text-style: bold; }
+    #queues { height: 1fr; }
+    #sparks { height: 4; }
+    #sparks Vertical { width: 1fr; padding: 0 1; }
+    #sparks Sparkline { height: 2; }
+    #notes { height: auto; max-height: 4; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit_or_back", "Quit/back"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark", "help", "Help"),
+        Binding("colon", "command", "Command", show=False),
+    ]
+
+    def __init__(self, st: CliState, targets: Sequence[Target], *, read_only: bool = False,
+                 interval: float = 2.0, cli_prefix: Sequence[str] = (),
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.clock = clock  # "now" for ages and deadlines on screen (tests fix it)
+        self.st = st
+        self.overview = Overview(st, targets)
+        self.read_only = read_only
+        self.interval = interval
+        self.cli_prefix = list(cli_prefix)
+        self.done_log: list[str] = []  # what the actions did: their command lines and results
+        self.said: list[str] = []  # every message shown (errors, results)
+
+    def on_mount(self) -> None:
+        self.push_screen(OverviewScreen(self.overview))
+
+    def notify(self, message: str, **kwargs: Any) -> None:  # type: ignore[override]
+        """Textual's toast, and the message kept in ``said`` (the session's messages)."""
+        self.said.append(message)
+        super().notify(message, **kwargs)
+
+    def action_quit_or_back(self) -> None:
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+        else:
+            self.exit(0)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.read_only))
+
+    def action_command(self) -> None:
+        bars = self.screen.query(CommandBar)
+        if bars:
+            bars.first().open(":", "")
+
+    def ask(self, action: Action) -> None:
+        """Confirm ``action`` (its question, its command line), then run it in a thread."""
+        if self.read_only:
+            self.notify("read-only: actions are off", severity="warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.perform(action)
+        self.push_screen(ConfirmScreen(action), answered)
+
+    @work(thread=True, group="actions")
+    def perform(self, action: Action) -> None:
+        result = run_action(action, self.overview.targets[0].url if self.overview.targets
+                            else "")
+        self.done_log.append(f"{action.cli}  ->  {result}")
+        self.call_from_thread(self.notify, f"{result}\n{action.cli}", timeout=8,
+                              severity="error" if result.startswith("failed") else
+                              "information")
+        self.call_from_thread(self.refresh_screens)
+
+    def refresh_screens(self) -> None:
+        for screen in self.screen_stack:
+            refresh = getattr(screen, "action_refresh", None)
+            if refresh is not None:
+                refresh()
+
+    def run_command(self, text: str, screen: Screen[Any]) -> None:
+        """The ``:`` bar: ``q``/``quit``, ``help``, ``open QUEUE``, ``sort KEY``, and the
+        screen's own (``requeue [filter]``, ``purge STATE``, ``pause``, ``resume``,
+        ``clean``, ``filter ...``)."""
+        words = text.strip().split(maxsplit=1)
+        if not words:
+            return
+        verb, rest = words[0], (words[1] if len(words) > 1 else "")
+        if verb in ("q", "quit"):
+            self.exit(0)
+        elif verb == "help":
+            self.action_help()
+        elif verb == "open":
+            target = self.overview.target(rest.strip())
+            if target is None:
+                self.notify(f"no queue {rest.strip()!r} in this console", severity="error")
+            else:
+                self.push_screen(QueueScreen(target, self.cli_prefix, self.read_only))
+        elif verb == "sort" and isinstance(screen, OverviewScreen):
+            if rest in SORTS:
+                screen.sort = rest
+                screen.show(screen.rows)
+            else:
+                self.notify(f"sort by one of {', '.join(SORTS)}", severity="error")
+        else:
+            handle = getattr(screen, "command", None)
+            if handle is None or not handle(verb, rest):
+                self.notify(f"unknown command {verb!r}: ? lists them", severity="error")
+
+
+__all__ = ["DashApp"]

@@ -1,0 +1,385 @@
+"""What the console shows and does, without Textual: the overview's rows and their history,
+one queue's items a page at a time, and the actions, each the same core call as the CLI's
+command and with that command's line.
+
+Every read is one of the bounded reads the CLI makes (``stats``, ``peek``, ``holders``,
+``dedup``), so the console never blocks the server, and only the page on screen is kept:
+memory stays flat however long the queue. Errors of the server are the caller's to show.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..cli.filtered import make_filter
+from ..cli.scrub import scrub
+from ..cli.watch import Poller
+from ..core.codes import STATES
+from ..core.filtering import FilterReport, ItemFilter, scan
+from ..core.types import ItemRef
+from ..core.util import json_too_deep
+from ..errors import RqError, UsageError
+from ..jsonlines import data_json
+from ..server_errors import translate_error
+
+if TYPE_CHECKING:
+    from ..cli.common import State as CliState
+    from ..cli.target import Target
+    from ..core.queue import WorkQueue
+    from ..core.reports import PeekedItem
+
+#: The tabs of a queue: its four states, then who holds the processing items, then the
+#: de-dup window.
+TABS = (*STATES, "holders", "dedup")
+#: Readings kept per queue for the sparklines (at the default 2 s: four minutes).
+HISTORY = 120
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None], width: int) -> str:
+    """The last ``width`` values as block characters, scaled to their maximum; a missing
+    value (the queue could not be read) is a space."""
+    shown = list(values)[-width:] if width > 0 else []
+    top = max((v for v in shown if v is not None), default=0) or 1
+    return "".join(" " if v is None else _BLOCKS[min(7, int(v / top * 7.999))]
+                   for v in shown)
+
+
+class Overview:
+    """Every queue's stats, read each poll, with rates and a short history of each queue's
+    depth (pending + delayed) and throughput (completions per second)."""
+
+    def __init__(self, st: CliState, targets: Sequence[Target]) -> None:
+        self.targets = list(targets)
+        self.poller = Poller(st, self.targets)
+        self.depth: dict[str, deque[float | None]] = {}
+        self.done: dict[str, deque[float | None]] = {}
+
+    def poll(self) -> list[dict[str, Any]]:
+        rows = self.poller.poll()
+        for row in rows:
+            name = str(row["queue"])
+            depth = self.depth.setdefault(name, deque(maxlen=HISTORY))
+            done = self.done.setdefault(name, deque(maxlen=HISTORY))
+            if "error" in row:
+                depth.append(None)
+                done.append(None)
+            else:
+                depth.append(float(row.get("pending") or 0) + float(row.get("delayed") or 0))
+                done.append((row.get("rates") or {}).get("completed"))
+        return rows
+
+    def target(self, name: str) -> Target | None:
+        return next((t for t in self.targets if t.name == name), None)
+
+
+# -- filters ---------------------------------------------------------------------------------
+_FILTER_OPTIONS = {"--match": "match", "--error": "error", "--reason": "reasons",
+                   "--older-than": "older_than", "--min-attempts": "min_attempts"}
+
+
+def parse_filter(text: str) -> tuple[ItemFilter | None, list[str]]:
+    """A filter typed in the console: the CLI's filter options (``--match EXPR --error
+    REGEX --reason R --older-than S --min-attempts N``), or a bare JMESPath expression
+    (``user == 'u-7'``, as ``--match``). Returns the compiled filter (None for empty text)
+    and the options as the CLI takes them. A bad expression raises UsageError."""
+    text = text.strip()
+    if not text:
+        return None, []
+    if not text.startswith("--"):
+        words = ["--match", text]
+    else:
+        try:
+            words = shlex.split(text)
+        except ValueError as exc:
+            raise UsageError(f"cannot read the filter: {exc}") from None
+    found: dict[str, Any] = {}
+    argv: list[str] = []
+    i = 0
+    while i < len(words):
+        option = words[i]
+        if option not in _FILTER_OPTIONS:
+            raise UsageError(f"unknown filter option {option!r}: use "
+                             f"{', '.join(_FILTER_OPTIONS)}")
+        if i + 1 >= len(words):
+            raise UsageError(f"{option} needs a value")
+        value: Any = words[i + 1]
+        key = _FILTER_OPTIONS[option]
+        try:
+            if key == "older_than":
+                value = float(value)
+            elif key == "min_attempts":
+                value = int(value)
+        except ValueError:
+            raise UsageError(f"{option} needs a number, not {value!r}") from None
+        if key == "reasons":
+            found.setdefault("reasons", []).append(value)
+        else:
+            found[key] = value
+        argv += [option, words[i + 1]]
+        i += 2
+    return make_filter(**found), argv
+
+
+# -- one queue ------------------------------------------------------------------------------
+@dataclass
+class Page:
+    """Items of one tab from ``offset`` (0: the head), and how many there are in all
+    (None: not known, a filtered view)."""
+
+    rows: list[Any]
+    offset: int
+    total: int | None
+    more: bool
+
+
+class Browser:
+    """One queue's tabs, a page at a time."""
+
+    def __init__(self, name: str, wq: WorkQueue) -> None:
+        self.name, self.wq = name, wq
+
+    def counts(self) -> dict[str, int]:
+        """Items per state, whether it is paused, how many tenants have work (one round
+        trip)."""
+        s = self.wq.stats()
+        return {"pending": s.pending, "processing": s.processing, "delayed": s.delayed,
+                "dead": s.dead, "paused": int(s.paused), "tenants": s.tenants}
+
+    def tenants(self) -> list[str]:
+        """The tenants that have pending items (fair queues), largest first."""
+        _, depths = self.wq.tenants()
+        return sorted(depths, key=lambda t: -depths[t])
+
+    def page(self, tab: str, offset: int, count: int, *, total: int | None = None,
+             flt: ItemFilter | None = None, tenant: str | None = None) -> Page:
+        """``count`` rows of ``tab`` from ``offset``. A list's far half is read from its
+        other end, so any page of a list of millions costs the server about the same."""
+        if tab == "holders":
+            holders = self.wq.holders()
+            return Page(holders[offset:offset + count], offset, len(holders),
+                        offset + count < len(holders))
+        if tab == "dedup":
+            _, remembered, ids = self.wq.dedup_ids(offset + count)
+            return Page(ids[offset:offset + count], offset, remembered,
+                        offset + count < remembered)
+        if tab not in STATES:
+            raise UsageError(f"no such tab: {tab}")
+        state: Any = tab
+        if flt is not None:
+            rows = self._filtered(state, flt, offset, count + 1, tenant)
+            return Page(rows[:count], offset, None, len(rows) > count)
+        if tab == "pending" and tenant is None and self.wq.tenants()[1]:
+            total = None  # (a fair queue: the default tenant's list holds only some)
+        if total is not None and tab in ("pending", "processing") and tenant is None \
+                and offset + count > total // 2 and offset < total:
+            # the far half of a list: from its tail, then in head order
+            n = min(count, total - offset)
+            rows = self.wq.peek(state, count=n, offset=total - offset - n, from_end="tail")
+            rows.reverse()
+        else:
+            rows = self.wq.peek(state, count=count, offset=offset, tenant=tenant)
+        more = offset + len(rows) < total if total is not None else len(rows) == count
+        return Page(rows, offset, total, more)
+
+    def _filtered(self, state: Any, flt: ItemFilter, offset: int, count: int,
+                  tenant: str | None) -> list[PeekedItem]:
+        """The matched items ``offset`` to ``offset + count`` of a filtered scan (run from
+        the start: only that page is kept)."""
+        report = FilterReport(queue=self.name, state=state, action="peek")
+        seen: list[PeekedItem] = []
+        index = 0
+        for step in scan(self.wq, state, flt, report, action="peek", limit=offset + count,
+                         tenant=tenant):
+            for item in step.items:
+                if index >= offset:
+                    seen.append(item)
+                index += 1
+        return seen[:count]
+
+    def item(self, item_id: str) -> PeekedItem | None:
+        return self.wq.item(item_id)
+
+
+# -- actions ---------------------------------------------------------------------------------
+@dataclass
+class Action:
+    """What a key press will do, said before it is done: ``title`` (the question's first
+    line, with how many items), ``cli`` (the same as a command line) and ``run`` (does it
+    and returns what was done, in words)."""
+
+    title: str
+    cli: str
+    run: Callable[[], str]
+    destructive: bool = False
+
+
+def command(*words: str) -> str:
+    return shlex.join(["rq-cli", *words])
+
+
+def _items(n: int, what: str = "item") -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+class Actions:
+    """The console's actions on one queue; ``cli_prefix``: the global options that the
+    equivalent command lines need (``--url`` masked)."""
+
+    def __init__(self, name: str, wq: WorkQueue, cli_prefix: Sequence[str] = ()) -> None:
+        self.name, self.wq, self.prefix = name, wq, list(cli_prefix)
+
+    def _cli(self, verb: str, *words: str) -> str:
+        return command(*self.prefix, verb, self.name, *words)
+
+    def requeue_ids(self, ids: Sequence[str]) -> Action:
+        def run() -> str:
+            r = self.wq.requeue_dead(list(ids))
+            return f"requeued {r.requeued}, skipped {r.skipped}, missing {r.missing}"
+        return Action(f"Requeue {_items(len(ids), 'dead item')} of {self.name}: each goes "
+                      "back to the queue's pending list with its attempts reset",
+                      self._cli("requeue-dead", *ids), run)
+
+    def requeue_matching(self, flt: ItemFilter | None, argv: Sequence[str],
+                         matched: int) -> Action:
+        """Every dead item that matches (``matched``: how many a dry run found), or with no
+        filter every dead item."""
+        def run() -> str:
+            if flt is None:
+                r = self.wq.requeue_dead(None)
+                return f"requeued {r.requeued}, skipped {r.skipped}"
+            return self._scan("requeue", "dead", flt)
+        what = "every dead item" if flt is None else "the dead items matching " + " ".join(argv)
+        words = ["--all"] if flt is None else list(argv)
+        return Action(f"Requeue {_items(matched, 'dead item')} of {self.name} ({what}) into "
+                      "its pending list", self._cli("requeue-dead", *words), run)
+
+    def count_matching(self, state: str, flt: ItemFilter) -> int:
+        """How many items of ``state`` match (a dry run of the filtered scan)."""
+        report = FilterReport(queue=self.name, state=state, action="peek")
+        for _ in scan(self.wq, state, flt, report, action="peek"):  # type: ignore[arg-type]
+            pass
+        return report.matched
+
+    def _scan(self, action: str, state: str, flt: ItemFilter) -> str:
+        report = FilterReport(queue=self.name, state=state, action=action)
+        for _ in scan(self.wq, state, flt, report, action=action):  # type: ignore[arg-type]
+            pass
+        verb = "requeued" if action == "requeue" else "purged"
+        return (f"{verb} {report.done} of {report.matched} matched ({report.scanned} scanned, "
+                f"{report.changed} moved on meanwhile)")
+
+    def purge_state(self, state: str, count: int) -> Action:
+        def run() -> str:
+            r = self.wq.purge(state)  # type: ignore[arg-type]
+            return f"purged {getattr(r, state)} {state} items"
+        return Action(f"Delete all {_items(count, state + ' item')} of {self.name}: their data "
+                      "is gone for good", self._cli("purge", "--state", state, "--yes"), run,
+                      destructive=True)
+
+    def purge_matching(self, state: str, flt: ItemFilter, argv: Sequence[str],
+                       matched: int) -> Action:
+        return Action(f"Delete {_items(matched, state + ' item')} of {self.name} matching "
+                      f"{' '.join(argv)}: their data is gone for good",
+                      self._cli("purge", "--state", state, *argv, "--yes"),
+                      lambda: self._scan("purge", state, flt), destructive=True)
+
+    def pause(self, paused: bool) -> Action:
+        """Resume a paused queue, else pause it."""
+        def resume() -> str:
+            self.wq.resume()
+            return "resumed"
+
+        def pause() -> str:
+            self.wq.pause()
+            return "paused"
+        if paused:
+            return Action(f"Resume {self.name}: rq-cli workers lease from it again",
+                          self._cli("resume"), resume)
+        return Action(f"Pause {self.name}: rq-cli workers lease nothing from it until resumed "
+                      "(items already leased run on)", self._cli("pause"), pause)
+
+    def cancel(self, ids: Sequence[str]) -> Action:
+        def run() -> str:
+            outcomes = self.wq.cancel(list(ids), error="cancelled from rq-cli dash")
+            dead = sum(1 for o in outcomes if o.outcome == "dead")
+            return f"cancelled {dead} of {len(ids)}"
+        return Action(f"Cancel {_items(len(ids))} of {self.name}: dead-lettered now (reason "
+                      "cancelled); a worker running one stops at its next heartbeat",
+                      self._cli("cancel", *ids), run, destructive=True)
+
+    def extend(self, item: PeekedItem, seconds: float) -> Action:
+        def run() -> str:
+            [o] = self.wq.extend([ItemRef(item.id, item.lease_session)],
+                                 lease_seconds=seconds)
+            return f"{o.outcome}" + (f" until {_clock(o.lease_expires_at)}"
+                                     if o.lease_expires_at else "")
+        ref = json.dumps({"id": item.id, "session": item.lease_session or ""},
+                         separators=(",", ":"))
+        line = shlex.join(["echo", ref])
+        return Action(f"Extend the lease of {item.id} in {self.name} to {seconds:g} s from now "
+                      f"(held by {item.lease_session or 'nobody known'})",
+                      f"{line} | {self._cli('extend', '-', '--lease', f'{seconds:g}')}", run)
+
+    def clean(self) -> Action:
+        def run() -> str:
+            r = self.wq.clean()  # (waits out the grace period of lease-less items)
+            return (f"recovered {r.recovered}, dead {r.dead}, dropped {r.dropped}, "
+                    f"promoted {r.promoted}, left {r.suspects} in their grace period")
+        return Action(f"Clean {self.name} now: re-queue expired leases, promote due delayed "
+                      "items, dead-letter the spent", self._cli("clean"), run)
+
+
+def _clock(at: float | None) -> str:
+    return "-" if at is None else time.strftime("%H:%M:%S", time.localtime(at))
+
+
+
+def run_action(action: Action, url: str = "") -> str:
+    """Do ``action``; what was done in words, or ``failed: <reason>``."""
+    try:
+        return action.run()
+    except Exception as exc:  # a server gone, a refused id: said, not fatal
+        return "failed: " + failure(exc, url)
+
+
+def failure(exc: BaseException, url: str) -> str:
+    """The one-line reason an action or a read failed, passwords and URLs masked."""
+    err: BaseException | None = exc if isinstance(exc, RqError) else translate_error(exc, url)
+    if err is None:
+        return " ".join(scrub(f"internal error: {type(exc).__name__}: {exc}", None).split())
+    return " ".join(scrub(str(err), None).split())
+
+
+#: Data shown in full up to this many bytes; beyond, the start and a note.
+DATA_SHOWN = 64 * 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def data_view(data: bytes | None) -> tuple[str, str]:
+    """(kind, text) to show an item's data: ``json`` (indented), ``text`` (control
+    characters made visible), ``binary`` (base64) or ``no data``."""
+    if data is None:
+        return "no data", "(no data: an id without its data)"
+    note = ""
+    if len(data) > DATA_SHOWN:
+        note = f"\n… {len(data) - DATA_SHOWN:,} more bytes (rq-cli peek --id shows them all)"
+        data = data[:DATA_SHOWN]
+    suffix, body, _ = data_json(data)
+    if suffix == "_b64":
+        return "binary", "base64: " + json.loads(body) + note
+    text = data.decode("utf-8")
+    if not note and not json_too_deep(text, 100):
+        try:
+            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+            return "json", _CONTROL.sub(lambda m: repr(m.group())[1:-1], pretty)
+        except (ValueError, RecursionError):
+            pass
+    return "text", _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) + note

@@ -1,0 +1,435 @@
+"""One queue in the console: a tab per state, the holders and the de-dup window, a page at a
+time, with the filters of the CLI and the actions by key.
+
+Reads run in worker threads and are drawn on the UI thread; a read that fails shows its
+reason in the status line and is tried again at the next refresh (a server restart is a
+line in red, then the page comes back).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
+
+from ..render import human, human_duration, human_time
+from .item import ItemScreen
+from .model import TABS, Action, Actions, Browser, Page, failure, parse_filter
+from .widgets import CommandBar
+
+if TYPE_CHECKING:
+    from ..cli.target import Target
+    from ..core.filtering import ItemFilter
+    from ..core.reports import Holder, PeekedItem
+
+#: The columns of each tab (the first: the selection mark).
+TAB_COLUMNS: dict[str, tuple[str, ...]] = {
+    "pending": ("", "id", "attempts", "waiting", "tenant", "data"),
+    "processing": ("", "id", "attempts", "lease", "holder", "data"),
+    "delayed": ("", "id", "attempts", "due", "data"),
+    "dead": ("", "id", "attempts", "dead for", "reason", "error", "data"),
+    "holders": ("", "session", "host", "pid", "items", "live", "abandoned", "next deadline"),
+    "dedup": ("", "id", "forgotten in"),
+}
+PREVIEW = 48
+
+
+def _cut(text: str, width: int = PREVIEW) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def item_cells(tab: str, row: Any, now: float) -> list[Any]:
+    """The cells of one row of ``tab`` (after the selection mark)."""
+    if tab == "holders":
+        h: Holder = row
+        return [h.session or "(nobody known)", h.host or "-", h.pid or "-", h.items, h.live,
+                Text(str(h.abandoned), style="bold red" if h.abandoned else ""),
+                human_time(h.nearest_deadline, now)]
+    if tab == "dedup":
+        item_id, _, left = row
+        return [item_id, human_duration(left)]
+    it: PeekedItem = row
+    data = _cut(human(it.data, "data"))
+    if tab == "pending":
+        waited = None if it.enqueued_at is None else now - it.enqueued_at
+        return [it.id, it.attempts, human_duration(waited), it.tenant or "-", data]
+    if tab == "processing":
+        lease = (Text("abandoned", style="bold red") if it.abandoned else
+                 human_duration(None if it.lease_expires_at is None
+                                else it.lease_expires_at - now))
+        return [it.id, it.attempts, lease, it.lease_session or "-", data]
+    if tab == "delayed":
+        return [it.id, it.attempts, human_time(it.due_at, now), data]
+    dead_for = None if it.dead_at is None else now - it.dead_at
+    return [it.id, it.attempts, human_duration(dead_for), it.dead_reason or "-",
+            _cut(human(it.error), 30), data]
+
+
+def row_key(tab: str, row: Any) -> str:
+    if tab == "holders":
+        return str(row.session)
+    if tab == "dedup":
+        return str(row[0])
+    return str(row.id)
+
+
+class QueueScreen(Screen[None]):
+    """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
+
+    DEFAULT_CSS = """
+    QueueScreen #head { height: 1; padding: 0 1; text-style: bold; }
+    QueueScreen DataTable { height: 1fr; }
+    QueueScreen #status { height: auto; max-height: 3; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(str(i + 1), f"tab('{tab}')", tab, show=False) for i, tab in enumerate(TABS)),
+        Binding("right_square_bracket,tab", "step_tab(1)", "Next tab", show=False),
+        Binding("left_square_bracket,shift+tab", "step_tab(-1)", "Prev tab", show=False),
+        Binding("n", "page(1)", "Next page"), Binding("b", "page(-1)", "Prev page"),
+        Binding("g", "first", "First", show=False), Binding("G", "last", "Last", show=False),
+        Binding("slash,F", "filter", "Filter"),
+        Binding("t", "tenant", "Tenant", show=False),
+        Binding("space", "select", "Select", show=False),
+        Binding("r", "refresh", "Refresh", show=False),
+        Binding("R", "requeue", "Requeue"), Binding("A", "requeue_all", "Requeue all"),
+        Binding("X", "purge", "Purge"), Binding("x", "cancel", "Cancel"),
+        Binding("e", "extend", "Extend", show=False),
+        Binding("P", "pause", "Pause", show=False), Binding("C", "clean", "Clean", show=False),
+    ]
+    ACTIONS = frozenset({"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
+                         "clean"})
+
+    def __init__(self, target: Target, cli_prefix: list[str], read_only: bool) -> None:
+        super().__init__()
+        self.target, self.read_only = target, read_only
+        self.browser = Browser(target.name, target.queue)
+        self.actions = Actions(target.name, target.queue, cli_prefix)
+        self.tab = "dead"
+        self.start = 0
+        self.counts: dict[str, int] = {}
+        self.page_: Page | None = None
+        self.flt: ItemFilter | None = None
+        self.flt_argv: list[str] = []
+        self.tenant: str | None = None
+        self.tenant_list: list[str] = []
+        self.selected: set[str] = set()
+        self.error = ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in self.ACTIONS:
+            return True
+        if self.read_only:
+            return False
+        if action in ("requeue", "requeue_all"):
+            return self.tab == "dead"
+        if action == "cancel":
+            return self.tab in ("pending", "processing", "delayed")
+        if action == "extend":
+            return self.tab == "processing"
+        if action == "purge":
+            return self.tab in TABS[:4]
+        return True
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="head")
+        tabs = Tabs(*(Tab(t, id=t) for t in TABS), active=self.tab)
+        tabs.can_focus = False  # (keys go to the table; 1-6 and [ ] switch tabs)
+        yield tabs
+        yield DataTable(id="items", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="status")
+        yield CommandBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_columns()
+        self.set_interval(self.app.interval, self.action_refresh)  # type: ignore[attr-defined]
+        self.query_one(DataTable).focus()
+        self.action_refresh()
+
+    @property
+    def page_size(self) -> int:
+        return max(5, self.app.size.height - 7)
+
+    def set_columns(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns(*TAB_COLUMNS[self.tab])
+
+    # -- reading --------------------------------------------------------------------------
+    def action_refresh(self) -> None:
+        self.load(self.tab, self.start, self.page_size, self.flt, self.tenant)
+
+    @work(thread=True, exclusive=True, group="queue")
+    def load(self, tab: str, offset: int, count: int, flt: ItemFilter | None,
+             tenant: str | None) -> None:
+        try:
+            counts = self.browser.counts()
+            tenants = self.browser.tenants() if counts.get("tenants") else []
+            total = counts.get(tab) if tab in counts else None
+            page = self.browser.page(tab, offset, count, total=total, flt=flt, tenant=tenant)
+        except Exception as exc:  # the server went away, a bad key: shown, tried again
+            self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
+            return
+        self.app.call_from_thread(self.show, tab, counts, tenants, page)
+
+    def show_error(self, reason: str) -> None:
+        self.error = reason
+        self.draw_status()
+
+    def show(self, tab: str, counts: dict[str, int], tenants: list[str], page: Page) -> None:
+        if tab != self.tab:
+            return  # a read for a tab left meanwhile
+        self.error = ""
+        self.counts, self.tenant_list, self.page_ = counts, tenants, page
+        table = self.query_one(DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        now = self.app.clock()  # type: ignore[attr-defined]
+        for row in page.rows:
+            key = row_key(tab, row)
+            mark = Text("●", style="bold yellow") if key in self.selected else " "
+            table.add_row(mark, *item_cells(tab, row, now), key=key)
+        if page.rows:
+            table.move_cursor(row=min(cursor, len(page.rows) - 1))
+        self.draw_status()
+
+    def draw_status(self) -> None:
+        c = self.counts
+        paused = " · PAUSED" if c.get("paused") else ""
+        ro = " · read-only" if self.read_only else ""
+        self.query_one("#head", Label).update(
+            f"{self.target.name} · pending {c.get('pending', '-'):,} · processing "
+            f"{c.get('processing', '-'):,} · delayed {c.get('delayed', '-'):,} · dead "
+            f"{c.get('dead', '-'):,}{paused}{ro}" if c else f"{self.target.name}{ro}")
+        parts: list[Text] = []
+        if self.error:
+            parts.append(Text("error: " + self.error, style="bold red"))
+        page = self.page_
+        if page is not None:
+            shown = len(page.rows)
+            where = (f"{page.offset + 1:,}-{page.offset + shown:,}" if shown else "none")
+            of = f" of {page.total:,}" if page.total is not None else (
+                " (more)" if page.more else "")
+            line = f"{self.tab}: {where}{of}"
+            if self.flt is not None:
+                line += " · filter " + " ".join(self.flt_argv)
+            if self.tab == "pending" and (self.tenant or self.tenant_list):
+                line += f" · tenant {self.tenant or '(default)'} (t: next)"
+            if self.selected:
+                line += f" · {len(self.selected)} selected"
+            parts.append(Text(line))
+        self.query_one("#status", Static).update(Text("\n").join(parts))
+
+    # -- moving ---------------------------------------------------------------------------
+    def go(self, tab: str | None = None, start: int | None = None) -> None:
+        if tab is not None and tab != self.tab:
+            self.tab, self.start, self.page_ = tab, 0, None
+            self.selected.clear()
+            if tab in ("holders", "dedup"):
+                self.flt, self.flt_argv = None, []
+            self.query_one(Tabs).active = tab
+            self.set_columns()
+            self.query_one(DataTable).focus()
+            self.refresh_bindings()
+        if start is not None:
+            self.start = max(0, start)
+        self.action_refresh()
+
+    @on(Tabs.TabActivated)
+    def tab_clicked(self, event: Tabs.TabActivated) -> None:
+        if event.tab.id and event.tab.id != self.tab:
+            self.go(tab=event.tab.id)
+
+    def action_tab(self, tab: str) -> None:
+        self.go(tab=tab)
+
+    def action_step_tab(self, step: int) -> None:
+        self.go(tab=TABS[(TABS.index(self.tab) + step) % len(TABS)])
+
+    def action_page(self, step: int) -> None:
+        page = self.page_
+        if step > 0 and (page is None or not page.more):
+            return
+        self.go(start=self.start + step * self.page_size)
+
+    def action_first(self) -> None:
+        self.go(start=0)
+
+    def action_last(self) -> None:
+        total = self.page_.total if self.page_ else None
+        if total is None:
+            self.app.notify("the last page of a filtered view is not known: n pages on")
+            return
+        self.go(start=max(0, total - self.page_size))
+
+    def action_tenant(self) -> None:
+        if self.tab != "pending" or not self.tenant_list:
+            return
+        order: list[str | None] = [None, *self.tenant_list]
+        i = order.index(self.tenant) if self.tenant in order else 0
+        self.tenant = order[(i + 1) % len(order)]
+        self.go(start=0)
+
+    def action_filter(self) -> None:
+        if self.tab in ("holders", "dedup"):
+            self.app.notify("holders and dedup have no filter", severity="warning")
+            return
+        self.query_one(CommandBar).open("/", " ".join(self.flt_argv))
+
+    def set_filter(self, text: str) -> None:
+        try:
+            flt, argv = parse_filter(text)
+            if flt is not None:
+                flt.check_state(self.tab)
+        except Exception as exc:  # a bad expression: said, the old filter stays
+            self.app.notify(str(exc), severity="error")
+            return
+        self.flt, self.flt_argv = flt, argv
+        self.go(start=0)
+
+    def on_command_bar_done(self, message: CommandBar.Done) -> None:
+        if message.kind == "/":
+            self.set_filter(message.text)
+        else:
+            self.app.run_command(message.text, self)  # type: ignore[attr-defined]
+
+    # -- items ----------------------------------------------------------------------------
+    def current(self) -> Any:
+        page, table = self.page_, self.query_one(DataTable)
+        if page is None or not page.rows or table.cursor_row >= len(page.rows):
+            return None
+        return page.rows[table.cursor_row]
+
+    def action_select(self) -> None:
+        row = self.current()
+        if row is None or self.tab in ("holders", "dedup"):
+            return
+        key = row_key(self.tab, row)
+        self.selected.symmetric_difference_update({key})
+        table = self.query_one(DataTable)
+        mark = Text("●", style="bold yellow") if key in self.selected else " "
+        table.update_cell(key, table.ordered_columns[0].key, mark)
+        table.move_cursor(row=table.cursor_row + 1)
+        self.draw_status()
+
+    @on(DataTable.RowSelected)
+    def open_item(self) -> None:
+        row = self.current()
+        if row is None:
+            return
+        if self.tab == "holders":
+            return
+        item_id = row_key(self.tab, row)
+        if self.tab == "dedup":
+            self.app.notify(f"{item_id} is remembered, not stored: push refuses it until "
+                            "it is forgotten")
+            return
+        self.app.push_screen(ItemScreen(self.target, item_id, self.browser, self.actions,
+                                        self.read_only))
+
+    def chosen(self) -> list[str]:
+        if self.selected:
+            return sorted(self.selected)
+        row = self.current()
+        return [] if row is None else [row_key(self.tab, row)]
+
+    def ask(self, action: Action | None) -> None:
+        if action is not None:
+            self.app.ask(action)  # type: ignore[attr-defined]
+
+    def action_requeue(self) -> None:
+        if self.tab != "dead":
+            self.app.notify("requeue moves dead items: open the dead tab (4)",
+                            severity="warning")
+            return
+        ids = self.chosen()
+        if ids:
+            self.ask(self.actions.requeue_ids(ids))
+
+    def action_requeue_all(self) -> None:
+        if self.tab != "dead":
+            self.app.notify("requeue moves dead items: open the dead tab (4)",
+                            severity="warning")
+            return
+        self.counted("dead", lambda n: self.actions.requeue_matching(
+            self.flt, self.flt_argv, n))
+
+    def action_purge(self) -> None:
+        if self.tab not in TABS[:4]:
+            return
+        tab, flt, argv = self.tab, self.flt, self.flt_argv
+        if flt is None:
+            self.ask(self.actions.purge_state(tab, self.counts.get(tab, 0)))
+        else:
+            self.counted(tab, lambda n: self.actions.purge_matching(tab, flt, argv, n))
+
+    @work(thread=True, group="count")
+    def counted(self, state: str, make: Any) -> None:
+        """Count the items an action will touch (a dry run), then ask."""
+        try:
+            n = (self.browser.counts()[state] if self.flt is None else
+                 self.actions.count_matching(state, self.flt))
+        except Exception as exc:
+            self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
+                                      severity="error")
+            return
+        if n == 0:
+            self.app.call_from_thread(self.app.notify, "nothing matches: nothing to do")
+            return
+        self.app.call_from_thread(self.ask, make(n))
+
+    def action_cancel(self) -> None:
+        if self.tab not in TABS[:4] or self.tab == "dead":
+            self.app.notify("cancel dead-letters live items: pending, processing or delayed",
+                            severity="warning")
+            return
+        ids = self.chosen()
+        if ids:
+            self.ask(self.actions.cancel(ids))
+
+    def action_extend(self, seconds: float | None = None) -> None:
+        row = self.current()
+        if self.tab != "processing" or row is None:
+            self.app.notify("extend a lease: a row of the processing tab", severity="warning")
+            return
+        lease = seconds or float(self.target.queue.options.lease_seconds)
+        self.ask(self.actions.extend(row, lease))
+
+    def action_pause(self) -> None:
+        self.ask(self.actions.pause(bool(self.counts.get("paused"))))
+
+    def action_clean(self) -> None:
+        self.ask(self.actions.clean())
+
+    def command(self, verb: str, rest: str) -> bool:
+        """The ``:`` commands of this screen; False for one it does not know."""
+        if verb == "filter":
+            self.set_filter(rest)
+        elif verb == "requeue":
+            if rest:
+                self.set_filter(rest)
+            self.action_requeue_all()
+        elif verb == "purge":
+            self.action_purge()
+        elif verb in ("pause", "resume"):
+            if self.read_only:
+                self.app.notify("read-only: actions are off", severity="warning")
+            else:
+                self.ask(self.actions.pause(verb == "resume"))
+        elif verb == "clean":
+            self.action_clean()
+        elif verb == "extend":
+            try:
+                self.action_extend(float(rest) if rest else None)
+            except ValueError:
+                self.app.notify("extend SECONDS: a number", severity="error")
+        elif verb in TABS:
+            self.go(tab=verb)
+        else:
+            return False
+        return True

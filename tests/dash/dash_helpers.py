@@ -1,0 +1,81 @@
+"""Driving ``rq-cli dash`` in tests: the app built as ``rq-cli dash`` builds it, against a
+real server, and a Pilot run that waits for the console's reads (worker threads)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis
+
+from rq_cli.cli.common import State
+from rq_cli.cli.dash import global_options
+from rq_cli.cli.inspect import stats_targets
+from rq_cli.dash.app import DashApp
+from rq_cli.queue import WorkQueue
+from rq_cli.types import NewItem
+
+
+def make_app(url: str, *queues: str, read_only: bool = False,
+             clock: Callable[[], float] = time.time, interval: float = 3600) -> DashApp:
+    """The console over ``queues`` of ``url``; refreshed only when a test asks (a long
+    interval), so what a test reads is what it made."""
+    st = State(url=url, no_config=True)
+    return DashApp(st, stats_targets(st, list(queues), False), read_only=read_only,
+                   interval=interval, cli_prefix=global_options(st), clock=clock)
+
+
+async def settle(pilot: Any) -> None:
+    """Let the key presses land and every read or action started meanwhile finish."""
+    for _ in range(4):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def drive(app: DashApp, script: Callable[[Any], Awaitable[Any]],
+          size: tuple[int, int] = (120, 40)) -> Any:
+    """Run ``app`` headless at ``size`` and ``script(pilot)`` in it; returns what it returns."""
+    async def main() -> Any:
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            return await script(pilot)
+    try:
+        return asyncio.run(main())
+    finally:
+        app.st.close()
+
+
+async def press(pilot: Any, *keys: str) -> None:
+    await pilot.press(*keys)
+    await settle(pilot)
+
+
+async def type_in(pilot: Any, text: str) -> None:
+    """Type ``text`` into the focused input (the command bar) and press Enter."""
+    await pilot.press(*[{" ": "space"}.get(ch, ch) for ch in text])
+    await press(pilot, "enter")
+
+
+def seed(r: redis.Redis, name: str, *, dead: int = 0, pending: int = 0,
+         processing: int = 0) -> WorkQueue:
+    """A queue with ``pending`` items, ``processing`` leased ones and ``dead`` dead-lettered
+    ones (ids ``d-000``..., every third with the error ``timeout``, the rest ``bad input``;
+    data ``{"n": i, "user": "u-<i % 3>"}``)."""
+    wq = WorkQueue(r, name)
+    if dead:
+        wq.push([NewItem(json.dumps({"n": i, "user": f"u-{i % 3}"}).encode(), f"d-{i:03d}")
+                 for i in range(dead)])
+        leased = wq.lease(dead, lease_seconds=60)
+        for item in leased:
+            n = int(item.id[2:])
+            wq.fail([item.id], error="timeout" if n % 3 == 0 else "bad input", dead=True)
+    if processing:
+        wq.push([NewItem(b'{"job":"run"}', f"r-{i:03d}") for i in range(processing)])
+        wq.lease(processing, lease_seconds=300)
+    if pending:
+        wq.push([NewItem(json.dumps({"n": i}).encode(), f"p-{i:03d}") for i in range(pending)])
+    return wq
