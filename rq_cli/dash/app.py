@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, Sparkline, Static
+from textual.widgets import DataTable, Footer, Label, Static
 
 from ..render import human
 from .model import Actions, Overview, run_action, sparkline
@@ -33,9 +33,9 @@ COLUMNS = (("queue", "queue", "text"), ("pending", "pending", "number"),
            ("leased", "leased", "number"), ("abandoned", "aband.", "number"),
            ("delayed", "delayed", "number"), ("dead", "dead", "number"),
            ("oldest_pending_age_s", "oldest", "age"), ("done", "done/s", "rate"),
-           ("trend", "depth trend", "text"))
+           ("trend", "trend", "text"))
 SORTS = ("given", "name", "pending", "dead", "age")
-TREND_WIDTH = 12
+TREND_WIDTH = 8
 
 
 class OverviewScreen(Screen[None]):
@@ -67,10 +67,10 @@ class OverviewScreen(Screen[None]):
         with Horizontal(id="sparks"):
             with Vertical():
                 yield Label("done/s", id="done-label")
-                yield Sparkline([], id="done-spark")
+                yield Static("", id="done-spark")
             with Vertical():
                 yield Label("depth", id="depth-label")
-                yield Sparkline([], id="depth-spark")
+                yield Static("", id="depth-spark")
         yield Static("", id="notes")
         yield CommandBar()
         yield Footer()
@@ -138,7 +138,7 @@ class OverviewScreen(Screen[None]):
         out: list[Any] = []
         for key, _, kind in COLUMNS:
             if key == "queue":
-                out.append(Text(name + (" ⏸" if row.get("paused") else ""),
+                out.append(Text(name + (" (paused)" if row.get("paused") else ""),
                                 style="yellow" if row.get("paused") else ""))
             elif key == "done":
                 rate = (row.get("rates") or {}).get("completed")
@@ -166,15 +166,17 @@ class OverviewScreen(Screen[None]):
         name = self.selected()
         if name is None:
             return
-        done = [v or 0.0 for v in self.overview.done.get(name, [])]
-        depth = [v or 0.0 for v in self.overview.depth.get(name, [])]
-        self.query_one("#done-spark", Sparkline).data = done[-60:]
-        self.query_one("#depth-spark", Sparkline).data = depth[-60:]
-        last = f"{done[-1]:.1f}" if done else "-"
-        self.query_one("#done-label", Label).update(f"{name} done/s (now {last})")
+        done = list(self.overview.done.get(name, []))
+        depth = list(self.overview.depth.get(name, []))
+        for key, values in (("done", done), ("depth", depth)):
+            spark = self.query_one(f"#{key}-spark", Static)
+            spark.update(Text(sparkline(values, max(spark.size.width, 10)), style="green"))
+        last_done = done[-1] if done else None
+        last_depth = depth[-1] if depth else None
+        self.query_one("#done-label", Label).update(
+            f"{name} done/s (now {'-' if last_done is None else f'{last_done:.1f}'})")
         self.query_one("#depth-label", Label).update(
-            f"{name} depth (now {int(depth[-1]) if depth else '-':,})"
-            if depth else f"{name} depth")
+            f"{name} depth (now {'-' if last_depth is None else f'{int(last_depth):,}'})")
 
     @on(DataTable.RowSelected)
     def action_open(self) -> None:
@@ -224,9 +226,9 @@ class DashApp(App[int]):
     CSS = """
     #title { height: 1; padding: 0 1; text-style: bold; }
     #queues { height: 1fr; }
-    #sparks { height: 4; }
+    #sparks { height: 2; }
     #sparks Vertical { width: 1fr; padding: 0 1; }
-    #sparks Sparkline { height: 2; }
+    #sparks Static { height: 1; }
     #notes { height: auto; max-height: 4; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [

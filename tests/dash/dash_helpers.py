@@ -20,12 +20,15 @@ from rq_cli.types import NewItem
 
 
 def make_app(url: str, *queues: str, read_only: bool = False,
-             clock: Callable[[], float] = time.time, interval: float = 3600) -> DashApp:
+             clock: Callable[[], float] = time.time, interval: float = 3600,
+             cli_prefix: list[str] | None = None) -> DashApp:
     """The console over ``queues`` of ``url``; refreshed only when a test asks (a long
-    interval), so what a test reads is what it made."""
+    interval), so what a test reads is what it made. ``cli_prefix``: the global options of
+    the command lines shown (default: as ``rq-cli dash --url URL --no-config`` has them)."""
     st = State(url=url, no_config=True)
     return DashApp(st, stats_targets(st, list(queues), False), read_only=read_only,
-                   interval=interval, cli_prefix=global_options(st), clock=clock)
+                   interval=interval, clock=clock,
+                   cli_prefix=global_options(st) if cli_prefix is None else cli_prefix)
 
 
 async def settle(pilot: Any) -> None:

@@ -67,7 +67,7 @@ def test_the_overview_shows_each_queue_with_its_counts_and_paused_queues_stand_o
     rows, said = drive(make_app(server_url, "emails", "thumbs"), script)
     by_name = {row[0].split()[0]: row for row in rows}
     assert by_name["emails"][1:6] == ["3", "2", "0", "0", "4"]  # pending leased aband. delayed dead
-    assert by_name["thumbs"][0] == "thumbs ⏸" and by_name["thumbs"][1] == "0"
+    assert by_name["thumbs"][0] == "thumbs (paused)" and by_name["thumbs"][1] == "0"
     assert "paused: thumbs" in said
 
 

@@ -1,0 +1,61 @@
+"""The console's main screens at 80x24 and 120x40, compared with the SVG screenshots under
+__snapshots__/ (pytest-textual-snapshot; ``pytest tests/dash --snapshot-update`` rewrites
+them after a reviewed change: open the SVGs, or the HTML report a failure writes, to look).
+
+What is on screen is made the same every run: fixed ids and data, no pending items (no
+ages read from the server's clock), the console's clock fixed at 90.5 s after the first
+death, no refresh after the first read, and no URL (a random port) in the command lines."""
+
+from __future__ import annotations
+
+import pytest
+from dash_helpers import make_app, press, seed, settle, type_in
+
+SIZES = [(80, 24), (120, 40)]
+
+
+@pytest.fixture
+def jobs(r):
+    """Queues ``jobs`` (12 dead items) and ``mail`` (paused, 3 dead items)."""
+    wq = seed(r, "jobs", dead=12)
+    seed(r, "mail", dead=3).pause()
+    return min(i.dead_at for i in wq.peek("dead", count=20))
+
+
+def app_for(server_url, first_death, **kwargs):
+    return make_app(server_url, "jobs", "mail", clock=lambda: first_death + 90.5,
+                    cli_prefix=[], **kwargs)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_overview(snap_compare, server_url, jobs, size):
+    assert snap_compare(app_for(server_url, jobs), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dead_items_of_a_queue(snap_compare, server_url, jobs, size):
+    async def run_before(pilot):
+        await settle(pilot)
+        await press(pilot, "enter", "4")
+
+    assert snap_compare(app_for(server_url, jobs), terminal_size=size, run_before=run_before)
+
+
+def test_a_filtered_requeue_asks_first(snap_compare, server_url, jobs):
+    async def run_before(pilot):
+        await settle(pilot)
+        await press(pilot, "enter", "4", "slash")
+        await type_in(pilot, "--error timeout")
+        await press(pilot, "A")
+
+    assert snap_compare(app_for(server_url, jobs), terminal_size=(80, 24),
+                        run_before=run_before)
+
+
+def test_help_read_only(snap_compare, server_url, jobs):
+    async def run_before(pilot):
+        await settle(pilot)
+        await press(pilot, "question_mark")
+
+    assert snap_compare(app_for(server_url, jobs, read_only=True), terminal_size=(80, 24),
+                        run_before=run_before)
