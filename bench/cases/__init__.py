@@ -7,6 +7,7 @@ from collections.abc import Callable
 from ..harness import CaseResult, Ctx
 from . import (
     clean,
+    dash,
     deep,
     fair,
     lease,
@@ -33,6 +34,7 @@ CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "filter": repair.run,  # issue 13: filtered requeue-dead of 1M dead items, server never blocked
     "work": work.run,  # issue 11: rq-cli work against a shell loop and the ideal
     "fair": fair.run,  # issue 13: fair queues, fairness and lease cost per tenant count
+    "dash": dash.run,  # issue 21: the console opening a queue of 1M dead items
 }
 #: Cases that run the rq-cli command (the others use the library).
 NEEDS_CLI = ("startup", "stats", "push", "profile", "work")

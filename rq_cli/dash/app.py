@@ -35,7 +35,8 @@ COLUMNS = (("queue", "queue", "text"), ("pending", "pending", "number"),
            ("oldest_pending_age_s", "oldest", "age"), ("done", "done/s", "rate"),
            ("trend", "trend", "text"))
 SORTS = ("given", "name", "pending", "dead", "age")
-TREND_WIDTH = 8
+TREND_WIDTH = 6
+PAUSED = " (paused)"  # after a paused queue's name
 
 
 class OverviewScreen(Screen[None]):
@@ -77,8 +78,11 @@ class OverviewScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
+        # the names' column as wide as the names (a paused one's too): it does not jump
+        names = [t.name for t in self.overview.targets]
+        name_width = max([5, *(len(n) + len(PAUSED) for n in names)])
         for key, title, _ in COLUMNS:
-            table.add_column(title, key=key)
+            table.add_column(title, key=key, width=name_width if key == "queue" else None)
         self.set_interval(self.app.interval, self.action_refresh)  # type: ignore[attr-defined]
         self.action_refresh()
 
@@ -138,7 +142,7 @@ class OverviewScreen(Screen[None]):
         out: list[Any] = []
         for key, _, kind in COLUMNS:
             if key == "queue":
-                out.append(Text(name + (" (paused)" if row.get("paused") else ""),
+                out.append(Text(name + (PAUSED if row.get("paused") else ""),
                                 style="yellow" if row.get("paused") else ""))
             elif key == "done":
                 rate = (row.get("rates") or {}).get("completed")
@@ -254,7 +258,7 @@ class DashApp(App[int]):
     def on_mount(self) -> None:
         self.push_screen(OverviewScreen(self.overview))
 
-    def notify(self, message: str, **kwargs: Any) -> None:  # type: ignore[override]
+    def notify(self, message: str, **kwargs: Any) -> None:
         """Textual's toast, and the message kept in ``said`` (the session's messages)."""
         self.said.append(message)
         super().notify(message, **kwargs)

@@ -36,7 +36,20 @@ async def settle(pilot: Any) -> None:
     for _ in range(4):
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await pilot.pause(0.05)  # (a table sizes its columns when idle: let that happen too)
+
+
+async def steady(pilot: Any) -> None:
+    """:func:`settle`, then wait until two screenshots in a row are the same (a loaded
+    machine may draw late): for snapshot tests."""
+    await settle(pilot)
+    last = pilot.app.export_screenshot()
+    for _ in range(50):
+        await pilot.pause(0.05)
+        now = pilot.app.export_screenshot()
+        if now == last:
+            return
+        last = now
 
 
 def drive(app: DashApp, script: Callable[[Any], Awaitable[Any]],

@@ -90,29 +90,37 @@ def test_find_narrows_the_overview_and_sort_orders_it(r, server_url):
     assert by_pending == ["b-big", "a-small", "c-other"]
 
 
-def test_a_queue_pages_through_its_dead_items_in_order(r, server_url):
-    wq = seed(r, "jobs", dead=60)
-    order = [item.id for item in wq.peek("dead", count=60)]
+@pytest.mark.parametrize(("state", "key"), [("dead", "4"), ("pending", "1")])
+def test_a_queue_pages_through_its_items_in_order(r, server_url, state, key):
+    # the far half of a list is read from its tail: the last page must still be in order
+    wq = seed(r, "jobs", **{state: 60})
+    order = [item.id for item in wq.peek(state, count=60)]
 
     async def script(pilot):
-        await open_queue(pilot, "4")
+        await open_queue(pilot, key)
         size = pilot.app.screen.page_size
         first = ids_shown(pilot.app)
         await press(pilot, "n")
         second = ids_shown(pilot.app)
+        await press(pilot, "n")
+        third = ids_shown(pilot.app)
         await press(pilot, "G")
         last = ids_shown(pilot.app)
+        await press(pilot, "b")
+        before_last = ids_shown(pilot.app)
         await press(pilot, "g")
         again = ids_shown(pilot.app)
-        return size, first, second, last, again, status(pilot.app)
+        return size, first, second, third, last, before_last, again, status(pilot.app)
 
-    size, first, second, last, again, said = drive(make_app(server_url, "jobs"), script,
-                                                   size=(100, 24))
+    size, first, second, third, last, before_last, again, said = drive(
+        make_app(server_url, "jobs"), script, size=(100, 24))
     assert size < 30  # a screen of 24 rows holds one page: paging is needed
     assert first == order[:size] and again == first
     assert second == order[size:2 * size]
+    assert third == order[2 * size:3 * size]  # (partly from the tail)
     assert last == order[-size:]
-    assert f"dead: 1-{size} of 60" in said
+    assert before_last == order[60 - 2 * size:60 - size]
+    assert f"{state}: 1-{size} of 60" in said
 
 
 def test_pending_and_processing_show_their_items_and_holders_the_sessions(r, server_url):

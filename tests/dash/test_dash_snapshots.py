@@ -9,7 +9,7 @@ death, no refresh after the first read, and no URL (a random port) in the comman
 from __future__ import annotations
 
 import pytest
-from dash_helpers import make_app, press, seed, settle, type_in
+from dash_helpers import make_app, press, seed, settle, steady, type_in
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -29,7 +29,7 @@ def app_for(server_url, first_death, **kwargs):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_overview(snap_compare, server_url, jobs, size):
-    assert snap_compare(app_for(server_url, jobs), terminal_size=size, run_before=settle)
+    assert snap_compare(app_for(server_url, jobs), terminal_size=size, run_before=steady)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -37,6 +37,7 @@ def test_dead_items_of_a_queue(snap_compare, server_url, jobs, size):
     async def run_before(pilot):
         await settle(pilot)
         await press(pilot, "enter", "4")
+        await steady(pilot)
 
     assert snap_compare(app_for(server_url, jobs), terminal_size=size, run_before=run_before)
 
@@ -47,6 +48,7 @@ def test_a_filtered_requeue_asks_first(snap_compare, server_url, jobs):
         await press(pilot, "enter", "4", "slash")
         await type_in(pilot, "--error timeout")
         await press(pilot, "A")
+        await steady(pilot)
 
     assert snap_compare(app_for(server_url, jobs), terminal_size=(80, 24),
                         run_before=run_before)
@@ -56,6 +58,7 @@ def test_help_read_only(snap_compare, server_url, jobs):
     async def run_before(pilot):
         await settle(pilot)
         await press(pilot, "question_mark")
+        await steady(pilot)
 
     assert snap_compare(app_for(server_url, jobs, read_only=True), terminal_size=(80, 24),
                         run_before=run_before)
