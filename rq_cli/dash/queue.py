@@ -175,15 +175,20 @@ class QueueScreen(Screen[None]):
         except Exception as exc:  # the server went away, a bad key: shown, tried again
             self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
             return
-        self.app.call_from_thread(self.show, tab, counts, tenants, page)
+        self.app.call_from_thread(self.show, (tab, offset, flt, tenant), counts, tenants, page)
 
     def show_error(self, reason: str) -> None:
         self.error = reason
         self.draw_status()
 
-    def show(self, tab: str, counts: dict[str, int], tenants: list[str], page: Page) -> None:
-        if tab != self.tab:
-            return  # a read for a tab left meanwhile
+    def show(self, view: tuple[Any, ...], counts: dict[str, int], tenants: list[str],
+             page: Page) -> None:
+        if view != (self.tab, self.start, self.flt, self.tenant):
+            return  # a read for a tab, page or filter left meanwhile
+        if not page.rows and page.total is not None and 0 < page.total <= self.start:
+            self.go(start=max(0, page.total - self.page_size))  # the items left: back a page
+            return
+        tab = self.tab
         self.error = ""
         self.counts, self.tenant_list, self.page_ = counts, tenants, page
         table = self.query_one(DataTable)

@@ -457,3 +457,40 @@ def test_it_fits_small_and_large_terminals(r, server_url, size):
 
     page, shown = drive(make_app(server_url, "jobs"), script, size=size)
     assert shown == min(page, 40) and page == size[1] - 7
+
+
+def test_the_mouse_switches_tabs_and_opens_an_item(r, server_url):
+    seed(r, "jobs", dead=3, pending=2)
+
+    async def script(pilot):
+        await press(pilot, "enter")
+        await pilot.click("#dead")
+        await settle(pilot)
+        tab = pilot.app.screen.tab
+        await pilot.click(DataTable, offset=(6, 2))  # the second row (under the header)
+        await settle(pilot)
+        await pilot.click(DataTable, offset=(6, 2))  # a click on the row under the cursor
+        await settle(pilot)
+        return tab, pilot.app.screen
+
+    tab, screen = drive(make_app(server_url, "jobs"), script)
+    assert tab == "dead"
+    assert isinstance(screen, ItemScreen) and screen.item_id == "d-001"
+
+
+def test_a_page_emptied_by_an_action_steps_back_to_the_items_left(r, server_url):
+    wq = seed(r, "jobs", dead=40)
+
+    async def script(pilot):
+        await open_queue(pilot, "4")
+        size = pilot.app.screen.page_size
+        await press(pilot, "G")
+        # someone else requeues the last page's items meanwhile
+        wq.requeue_dead([i.id for i in wq.peek("dead", count=40)][40 - size:])
+        await press(pilot, "r")
+        return size, ids_shown(pilot.app), status(pilot.app)
+
+    size, shown, said = drive(make_app(server_url, "jobs"), script, size=(100, 24))
+    left = 40 - size
+    assert shown == [f"d-{i:03d}" for i in range(max(0, left - size), left)]
+    assert f"of {left}" in said
