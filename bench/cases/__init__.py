@@ -18,6 +18,7 @@ from . import (
     server_cpu,
     startup,
     stats,
+    wake,
     work,
 )
 
@@ -34,6 +35,7 @@ CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "filter": repair.run,  # issue 13: filtered requeue-dead of 1M dead items, server never blocked
     "work": work.run,  # issue 11: rq-cli work against a shell loop and the ideal
     "fair": fair.run,  # issue 13: fair queues, fairness and lease cost per tenant count
+    "wake": wake.run,  # issue 22: lease --wait on a fair queue, latency and idle cost
     "dash": dash.run,  # issue 21: the console opening a queue of 1M dead items
 }
 #: Cases that run the rq-cli command (the others use the library).

@@ -62,12 +62,21 @@ def outcomes(script: str) -> dict[str, str]:
     return {OUTCOME_CODES[o]: o for o in SCRIPT_OUTCOMES[script]}
 
 
+#: lease.lua's reply field "status" (``LEASE_<NAME>`` in Lua): items may have been leased,
+#: the queue is paused, or nothing was there on a fair queue (a client that waits blocks on
+#: P:wake then, not on P:queue).
+LEASE_STATUS: dict[str, int] = {"ok": 0, "paused": 1, "fair": 2}
+LEASE_OK, LEASE_PAUSED, LEASE_FAIR = LEASE_STATUS["ok"], LEASE_STATUS["paused"], \
+    LEASE_STATUS["fair"]
+
+
 def lua_constants() -> list[tuple[str, str]]:
     """(name, ``local NAME = 'code'``) for every code, as the scripts read them."""
     out = [(f"O_{o.upper()}", c) for o, c in OUTCOME_CODES.items()]
     out += [(f"PUSH_{f.upper().replace(' ', '_')}", c) for f, c in PUSH_FLAGS.items()]
     out += [(f"SEEN_{k.upper()}", c) for k, c in SIGHTINGS.items()]
-    return [(n, f"local {n} = '{c}'") for n, c in out]
+    return [(n, f"local {n} = '{c}'") for n, c in out] + [
+        (f"LEASE_{k.upper()}", f"local LEASE_{k.upper()} = {v}") for k, v in LEASE_STATUS.items()]
 
 
 # -- the choices of an item's state, a queue's layout and where re-queued items go ---------------

@@ -82,6 +82,10 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("fair", "hash", "other", rare=True),
     FixedKey("tenant_weights", "hash", "other", rare=True),
     FixedKey("item_tenant", "hash", "meta", rare=True),
+    # fair queues: wake-up tokens for `lease --wait` (a push into a tenant's sub-queue does
+    # not touch P:queue, which a waiter would block on): a token per item put in line, at
+    # most WAKE_TOKENS, expiring WAKE_TTL_MS after the last; waiters block on it (BLPOP)
+    FixedKey("wake", "list", "other", rare=True),
     # the de-dup window: completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)
     FixedKey("dedup", "zset", "other", rare=True),
@@ -274,6 +278,12 @@ class Keys(NamedTuple):
         """hash: "turn", items the tenant at the ring's head has had in its current turn;
         "pending", items in the tenants' sub-queues. Exists once the queue has had tenants."""
         return f"{self.prefix}:fair"
+
+    @property
+    def wake(self) -> str:
+        """LIST of wake-up tokens, one per item put in line on a fair queue (at most
+        WAKE_TOKENS, gone WAKE_TTL_MS after the last): ``lease --wait`` blocks on it."""
+        return f"{self.prefix}:wake"
 
     @property
     def tenant_weights(self) -> str:

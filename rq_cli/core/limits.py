@@ -37,9 +37,11 @@ SLOW_BATCH = 200
 #: Most items one lease script call takes: a lease of more is several calls, each well
 #: under 20 ms of server time.
 LEASE_CHUNK = 500
-#: Fair queues: a lease that found nothing on a queue that has had tenants is tried again
-#: within this many ms (a tenant push does not wake a client blocked on P:queue).
-FAIR_POLL_MS = 250
+#: Fair queues: wake-up tokens kept at most (P:wake; one per item put in line wakes one
+#: waiting ``lease --wait``), and how long they last after the last one (ms): a token nobody
+#: took costs a later waiter one lease that finds nothing.
+WAKE_TOKENS = 64
+WAKE_TTL_MS = 1000
 #: Longest tenant name, in bytes.
 MAX_TENANT_BYTES = 256
 #: Highest tenant weight (items per turn).

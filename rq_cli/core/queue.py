@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from .codes import LEASE_FAIR, LEASE_PAUSED
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -92,7 +93,7 @@ class WorkQueue(Reads, Repairs):
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
                     at_most_once: bool = False, complete: Sequence[ItemRef] = (),
-                    ) -> tuple[list[LeasedItem], bool, int, str]:
+                    ) -> tuple[list[LeasedItem], int, int, str]:
         """Lease up to ``count`` items without waiting, in script calls of at most
         ``LEASE_CHUNK`` items each (so no call holds the server long); the first call also
         completes ``complete``. Each call is atomic for the items it returns."""
@@ -108,7 +109,7 @@ class WorkQueue(Reads, Repairs):
                 "count": want, "lease_ms": lease_ms, "session": self.session,
                 "max_attempts": self.options.max_attempts,
                 "at_most_once": "1" if at_most_once else "0"}, pairs, now_ms)
-            paused, next_due = int(fields["status"]) == 1, int(fields["next_due_ms"])
+            status, next_due = int(fields["status"]), int(fields["next_due_ms"])
             if complete:
                 completions, complete = text(fields["completions"]) or "", ()
             prefix, session = self.prefix, self.session
@@ -117,7 +118,7 @@ class WorkQueue(Reads, Repairs):
                    for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
-                return items, paused, next_due, completions
+                return items, status, next_due, completions
 
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
               at_most_once: bool = False, now_ms: int | None = None) -> list[LeasedItem]:
@@ -133,12 +134,12 @@ class WorkQueue(Reads, Repairs):
         self.sync_tenant_weights()
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
-            items, paused, next_due, _ = self._lease_once(count, lease_ms, now_ms,
+            items, status, next_due, _ = self._lease_once(count, lease_ms, now_ms,
                                                           at_most_once)
             remaining = deadline - time.monotonic()
             if items or remaining <= 0:
                 return items
-            self._wait(min(remaining, BLOCK_CHUNK), paused, next_due)
+            self._wait(min(remaining, BLOCK_CHUNK), status, next_due)
 
     def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
                            lease_seconds: float | None = None, now_ms: int | None = None,
@@ -163,15 +164,22 @@ class WorkQueue(Reads, Repairs):
             raise UsageError(f"the lease time must be at most {MAX_LEASE_TEXT}")
         return max(ms(seconds), 1)
 
-    def _wait(self, seconds: float, paused: bool, next_due: int) -> None:
-        """Block up to ``seconds`` for an item to arrive, without taking it."""
-        if paused:
+    def _wait(self, seconds: float, status: int, next_due: int) -> None:
+        """Block up to ``seconds`` for an item to arrive, without taking it (``status``: the
+        last lease's, lease.lua: 1 paused, 2 nothing on a fair queue)."""
+        if status == LEASE_PAUSED:
             time.sleep(min(seconds, 0.5))
             return
         if next_due >= 0:  # a delayed item becomes due: wake up for it
             seconds = min(seconds, max(next_due / 1000 - time.time(), 0.01))
         seconds = max(round(seconds, 3), 0.01)
-        self.client.blmove(self.keys.queue, self.keys.queue, seconds, "RIGHT", "RIGHT")
+        if status == LEASE_FAIR:
+            # a push into a tenant's sub-queue does not touch P:queue: its wake-up token does
+            # (one per item; a peer's push into P:queue is seen at the next lease, within
+            # BLOCK_CHUNK)
+            self.client.blpop([self.keys.wake], seconds)
+        else:
+            self.client.blmove(self.keys.queue, self.keys.queue, seconds, "RIGHT", "RIGHT")
 
     # -- complete / fail / extend --------------------------------------------------------
     def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
@@ -329,4 +337,4 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         # no multi-key "block without taking": wait on each queue briefly in turn
         per_queue = max(min(remaining, 0.5) / len(ordered), 0.01)
         for q in ordered:
-            q._wait(per_queue, False, -1)
+            q._wait(per_queue, 0, -1)

@@ -41,12 +41,13 @@ from .keys import (
     TENANT_QUEUE,
 )
 from .limits import (
-    FAIR_POLL_MS,
     GENERATION_SAMPLE,
     LEASE_LOOKAHEAD,
     SUSPECTS_KEPT,
     TENANT_AGE_SAMPLE,
     UNPACK_CHUNK,
+    WAKE_TOKENS,
+    WAKE_TTL_MS,
 )
 from .specs import HEAD as HEAD
 from .specs import SCRIPTS as SCRIPTS
@@ -140,7 +141,8 @@ def _generated_blocks() -> list[tuple[str, str]]:
             # fair queues (lua/_fair.lua)
             ("TENANT_KEY_PREFIX", f"local TENANT_KEY_PREFIX = PREFIX .. ':{TENANT_QUEUE}:'"),
             ("DEFAULT_TENANT", f"local DEFAULT_TENANT = '{DEFAULT_TENANT}'"),
-            ("FAIR_POLL_MS", f"local FAIR_POLL_MS = {FAIR_POLL_MS}"),
+            ("WAKE_TOKENS", f"local WAKE_TOKENS = {WAKE_TOKENS}"),
+            ("WAKE_TTL_MS", f"local WAKE_TTL_MS = {WAKE_TTL_MS}"),
             # stats: ids at the tail of processing looked at for the other generation's keys
             ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}"),
             # stats: tenants of the ring looked at for the oldest pending age

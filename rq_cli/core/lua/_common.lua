@@ -153,6 +153,7 @@ end
 local function enqueue(id, front) --@lazy
   local line = line_of(id)
   if front then redis.call('RPUSH', line, id) else redis.call('LPUSH', line, id) end
+  wake_waiters(1)
 end
 
 -- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).

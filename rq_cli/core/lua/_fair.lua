@@ -22,6 +22,20 @@ end
 -- The tenant named by KEYS[2] (P:tenant:<T>), or nil.
 local KEY_TENANT = KEYS[2] and string.sub(KEYS[2], #TENANT_KEY_PREFIX + 1) or nil
 
+-- Fair queues (K_FAIR exists: the queue has had tenants): n items were put in line, so wake
+-- up to n clients waiting in `lease --wait`. They block on K_WAKE (BLPOP), as a push into a
+-- tenant's sub-queue does not touch P:queue: a token per item, at most WAKE_TOKENS kept,
+-- gone WAKE_TTL_MS after the last (a token nobody took costs a later waiter one lease that
+-- finds nothing). Elsewhere waiters block on P:queue itself, and nothing is written.
+local function wake_waiters(n)
+  if n <= 0 or redis.call('EXISTS', K_FAIR) == 0 then return end
+  local tokens = {}
+  for i = 1, math.min(n, WAKE_TOKENS) do tokens[i] = '1' end
+  redis.call('RPUSH', K_WAKE, unpack(tokens))
+  redis.call('LTRIM', K_WAKE, -WAKE_TOKENS, -1)
+  redis.call('PEXPIRE', K_WAKE, WAKE_TTL_MS)
+end
+
 -- Put tenant t in the ring if its sub-queue `key` is empty (call before pushing into it).
 local function join_ring(t, key)
   if redis.call('LLEN', key) > 0 then return end

@@ -9,7 +9,8 @@
 -- from ARGV[REST], pairs id, session: items to complete first, in the same step (a worker's
 -- loop: finish the last item, take the next, in one round trip).
 -- Returns {status, deadline_ms, next_due_ms, completions, id1, data1, attempt1, id2, ...}
---   status: 0 ok (possibly no items), 1 paused. next_due_ms: earliest delayed item, or -1.
+--   status: LEASE_OK (possibly no items), LEASE_PAUSED, LEASE_FAIR (no items, on a fair
+--   queue: a waiting client blocks on K_WAKE). next_due_ms: earliest delayed item, or -1.
 --   completions: one character per item completed first, as complete.lua returns them.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
@@ -19,14 +20,16 @@ do local bad = wrong_type(); if bad then return bad end end
 local completions = complete_pairs(REST)
 -- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no
 -- item has an expiry and clean has no sightings: their reads are skipped)
-if not QUIET and redis.call('EXISTS', K_PAUSED) == 1 then return {1, 0, -1, completions} end
+if not QUIET and redis.call('EXISTS', K_PAUSED) == 1 then
+  return {LEASE_PAUSED, 0, -1, completions}
+end
 local want = tonumber(A_COUNT)
 local ms = tonumber(A_LEASE_MS)
 local session = A_SESSION
 local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
 if not QUIET then promote_due(LEASE_LOOKAHEAD) end
-local out = {0, NOW + ms, -1, completions}
+local out = {LEASE_OK, NOW + ms, -1, completions}
 local taken, looked = 0, 0
 local limit = want + LEASE_LOOKAHEAD -- bounded: at most this many ids looked at per call
 local has_expiry = not QUIET and redis.call('EXISTS', K_EXPIRES) == 1
@@ -108,10 +111,7 @@ count('leased', taken)
 if taken == 0 and not QUIET then
   local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
   if first[2] then out[3] = tonumber(first[2]) end
-  -- fair: a waiting client blocks on P:queue, which a tenant push does not touch: on a
-  -- queue that has had tenants, it looks again within FAIR_POLL_MS
-  if redis.call('EXISTS', K_FAIR) == 1 and (out[3] < 0 or out[3] > NOW + FAIR_POLL_MS) then
-    out[3] = NOW + FAIR_POLL_MS
-  end
+  -- fair (the queue has had tenants): a waiting client blocks on K_WAKE, not P:queue
+  if redis.call('EXISTS', K_FAIR) == 1 then out[1] = LEASE_FAIR end
 end
 return out

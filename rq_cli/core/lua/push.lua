@@ -12,7 +12,7 @@
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
---@uses zadd_after
+--@uses wake_waiters zadd_after
 do local bad = wrong_type(); if bad then return bad end end
 local front = A_FRONT == '1'
 local delay = tonumber(A_DELAY_MS)
@@ -98,6 +98,7 @@ if n > 0 then
   else
     call_all('LPUSH', line, added)
   end
+  if delay <= 0 then wake_waiters(n) end
 end
 count('pushed', n)
 count('duplicates', dups)

@@ -7,7 +7,7 @@
 -- Returns {requeued, skipped, missing, id1, id2, ...} (the requeued ids)
 -- skipped: an item with that id is live again in the target; it stays dead.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses NOW count dead_item_key dead_tenant enqueue wrong_type
+--@uses NOW count dead_item_key dead_tenant enqueue wake_waiters wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local target = A_TARGET
 local dry = A_DRY_RUN == '1'
@@ -40,6 +40,7 @@ for _, id in ipairs(ids) do
         enqueue(id)
       else
         redis.call('LPUSH', key_in(target, 'queue'), id)
+        if target == PREFIX then wake_waiters(1) end
       end
       redis.call('HSET', key_in(target, 'enqueued'), id, NOW)
       redis.call('HDEL', key_in(target, 'attempts'), id)

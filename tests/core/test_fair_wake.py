@@ -1,0 +1,127 @@
+"""``lease --wait`` on a fair queue: a waiter blocks on the wake-up tokens (P:wake) that
+every item put in line leaves, so it wakes at once for a tenant's push, and costs the server
+nothing while it waits (it no longer polls every 250 ms)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+
+from rq_cli.core.limits import BLOCK_CHUNK, WAKE_TOKENS, WAKE_TTL_MS
+from rq_cli.queue import WorkQueue
+from rq_cli.types import NewItem
+
+
+def script_calls(r: redis.Redis) -> int:
+    stats = r.info("commandstats")
+    return sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("fcall", "evalsha"))
+
+
+def fair_queue(r: redis.Redis, name: str = "q") -> WorkQueue:
+    """A queue that has had tenants, empty now."""
+    wq = WorkQueue(r, name)
+    wq.push([b"first"], tenant="a")
+    assert wq.lease(1)
+    return wq
+
+
+def waiter(r: redis.Redis, name: str, wait: float, out: list) -> threading.Thread:
+    def run() -> None:
+        client = redis.Redis(connection_pool=r.connection_pool)
+        started = time.monotonic()
+        items = WorkQueue(client, name).lease(1, wait=wait)
+        out.append((items, time.monotonic() - started, time.monotonic()))
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_waiter_wakes_for_a_tenant_push_and_costs_nothing_while_it_waits(r):
+    wq = fair_queue(r)
+    out: list = []
+    before = script_calls(r)
+    thread = waiter(r, "q", 10, out)
+    time.sleep(1.5)
+    idle_calls = script_calls(r) - before
+    pushed_at = time.monotonic()
+    wq.push([b"late"], tenant="b")
+    thread.join(5)
+    [(items, _, returned_at)] = out
+    assert [i.data for i in items] == [b"late"]
+    assert returned_at - pushed_at < BLOCK_CHUNK / 2  # woken, not a poll or a chunk's end
+    # one lease before blocking (the old way polled every 250 ms: about six in 1.5 s)
+    assert idle_calls <= 2
+
+
+def put_plain(wq: WorkQueue):
+    return lambda: wq.push([b"plain"])  # the default tenant's list, on a fair queue
+
+
+def put_requeued(wq: WorkQueue):
+    wq.push([NewItem(b"dead", "d1")], tenant="c")
+    [item] = wq.lease(1)
+    wq.fail([item.id], dead=True)
+    return lambda: wq.requeue_dead(None)  # back into its tenant's sub-queue
+
+
+def put_recovered(wq: WorkQueue):
+    wq.push([NewItem(b"lost", "l1")], tenant="c")
+    wq.lease(1, lease_seconds=0.2)
+    time.sleep(0.3)
+    return lambda: wq.clean(grace_seconds=0)  # an expired lease, back in line
+
+
+@pytest.mark.parametrize("setup", [put_plain, put_requeued, put_recovered])
+def test_a_default_push_a_requeue_and_a_recovery_wake_waiters_too(r, setup):
+    wq = fair_queue(r)
+    put = setup(wq)
+    out: list = []
+    thread = waiter(r, "q", 10, out)
+    time.sleep(0.5)
+    put_at = time.monotonic()
+    put()
+    thread.join(5)
+    [(items, _, returned_at)] = out
+    assert len(items) == 1 and returned_at - put_at < BLOCK_CHUNK / 2
+
+
+def test_every_waiter_gets_an_item_of_one_push(r):
+    wq = fair_queue(r)
+    out: list = []
+    threads = [waiter(r, "q", 10, out) for _ in range(8)]
+    time.sleep(0.5)
+    wq.push([NewItem(f"{i}".encode(), f"i{i}") for i in range(8)], tenant="t")
+    for thread in threads:
+        thread.join(5)
+    assert sorted(items[0].id for items, _, _ in out) == [f"i{i}" for i in range(8)]
+    assert max(waited for _, waited, _ in out) < 0.5 + BLOCK_CHUNK / 2
+
+
+def test_the_tokens_are_bounded_and_expire(r):
+    wq = fair_queue(r)
+    wq.push([NewItem(b"x", f"i{i}") for i in range(1000)], tenant="t")
+    assert r.llen(wq.keys.wake) == WAKE_TOKENS
+    assert 0 < r.pttl(wq.keys.wake) <= WAKE_TTL_MS
+    time.sleep(WAKE_TTL_MS / 1000 + 0.2)
+    assert r.exists(wq.keys.wake) == 0
+    assert wq.stats().pending == 1000  # (tokens are only a signal: nothing else changed)
+
+
+def test_a_queue_without_tenants_writes_no_tokens(r):
+    wq = WorkQueue(r, "plain")
+    wq.push([b"a", b"b"])
+    [item] = wq.lease(1)
+    wq.fail([item.id], retry_in=0)
+    wq.clean()
+    assert r.exists(wq.keys.wake) == 0
+
+
+def test_purge_all_removes_the_tokens(r):
+    wq = fair_queue(r)
+    wq.push([b"x"], tenant="t")
+    assert r.exists(wq.keys.wake) == 1
+    wq.purge("all")
+    assert r.keys("q:*") == []
