@@ -80,6 +80,12 @@ def test_every_command_works_with_the_documented_rule(acl_server, tmp_path):
     waited = run_cli(["--prefix", "lease", PREFIX, "--wait", "0.3"], url=url, home=tmp_path)
     assert waited.exit_code == 3, waited
     assert "permission" not in waited.stderr
+    # a fair queue: a tenant push leaves a wake-up token, a waiter blocks on it (BLPOP)
+    cli("push", PREFIX, "{}", "--tenant", "acme")
+    cli("lease", PREFIX)
+    waited = run_cli(["--prefix", "lease", PREFIX, "--wait", "0.3"], url=url, home=tmp_path)
+    assert waited.exit_code == 3, waited
+    assert "permission" not in waited.stderr
 
 
 def test_every_command_a_script_calls_is_in_the_rule(r: redis.Redis):
