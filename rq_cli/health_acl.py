@@ -17,7 +17,8 @@ from .health import FAIL, OK, WARN, Check, as_text, read_all, reason
 #: SHA: a script digest): what README "ACL" lists (a test checks they agree)
 NEEDED: dict[str, str] = {
     "ping": "", "evalsha": "SHA 1 K", "script|load": "return", "scan": "0",
-    "blmove": "K K RIGHT RIGHT 0", "blpop": "K 0", "time": "", "type": "K", "exists": "K", "get": "K", "mget": "K",
+    "blmove": "K K RIGHT RIGHT 0", "blpop": "K 0", "time": "", "type": "K", "exists": "K",
+    "get": "K", "mget": "K",
     "set": "K v", "mset": "K v", "del": "K", "unlink": "K", "pttl": "K", "pexpire": "K 1",
     "llen": "K", "ltrim": "K 0 0",
     "lindex": "K 0", "lrange": "K 0 0", "lpos": "K v", "lpush": "K v", "rpush": "K v",

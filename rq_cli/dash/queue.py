@@ -8,6 +8,7 @@ line in red, then the page comes back).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -347,19 +348,20 @@ class QueueScreen(Screen[None]):
         if action is not None:
             self.app.ask(action)  # type: ignore[attr-defined]
 
-    def action_requeue(self) -> None:
+    def on_dead_tab(self) -> bool:
+        """True on the dead tab; else says that requeue moves dead items."""
         if self.tab != "dead":
             self.app.notify("requeue moves dead items: open the dead tab (4)",
                             severity="warning")
-            return
-        ids = self.chosen()
+        return self.tab == "dead"
+
+    def action_requeue(self) -> None:
+        ids = self.chosen() if self.on_dead_tab() else []
         if ids:
             self.ask(self.actions.requeue_ids(ids))
 
     def action_requeue_all(self) -> None:
-        if self.tab != "dead":
-            self.app.notify("requeue moves dead items: open the dead tab (4)",
-                            severity="warning")
+        if not self.on_dead_tab():
             return
         self.counted("dead", lambda n: self.actions.requeue_matching(
             self.flt, self.flt_argv, n))
@@ -374,7 +376,7 @@ class QueueScreen(Screen[None]):
             self.counted(tab, lambda n: self.actions.purge_matching(tab, flt, argv, n))
 
     @work(thread=True, group="count")
-    def counted(self, state: str, make: Any) -> None:
+    def counted(self, state: str, make: Callable[[int], Action]) -> None:
         """Count the items an action will touch (a dry run), then ask."""
         try:
             n = (self.browser.counts()[state] if self.flt is None else

@@ -8,6 +8,7 @@ import io
 import time
 
 import pytest
+import redis
 from dash_helpers import drive, make_app, press, seed, settle, type_in
 from rich.console import Console
 from textual.widgets import DataTable, Static
@@ -17,6 +18,7 @@ from rq_cli.dash.item import ItemScreen
 from rq_cli.dash.queue import QueueScreen
 from rq_cli.dash.widgets import ConfirmScreen, HelpScreen
 from rq_cli.queue import WorkQueue
+from rq_cli.types import NewItem
 
 
 def cells(app) -> list[list[str]]:
@@ -145,8 +147,6 @@ def test_pending_and_processing_show_their_items_and_holders_the_sessions(r, ser
 
 def test_the_item_view_pretty_prints_json_and_shows_binary_and_hostile_data_safely(r, server_url):
     wq = seed(r, "jobs", dead=1)
-    from rq_cli.types import NewItem
-
     deep = b"[" * 2000 + b"]" * 2000
     wq.push([NewItem(b"\xff\xfe\x00bin", "bin"), NewItem(deep, "deep"),
              NewItem(b"\x1b[31mred\x07", "esc")])
@@ -400,13 +400,18 @@ def test_read_only_hides_every_action_and_changes_nothing(r, server_url):
 
 # -- a server that goes away -----------------------------------------------------------------
 
-def test_a_server_restart_is_an_error_row_then_the_queue_comes_back(make_server):
+def restartable(make_server, **items: int):
+    """A private server holding queue ``jobs`` (``seed``), saved so a restart keeps it."""
     srv = make_server()
-    import redis
-
     client = redis.Redis.from_url(srv.url)
-    seed(client, "jobs", pending=2)
+    seed(client, "jobs", **items)
     client.save()
+    client.close()
+    return srv
+
+
+def test_a_server_restart_is_an_error_row_then_the_queue_comes_back(make_server):
+    srv = restartable(make_server, pending=2)
 
     async def script(pilot):
         first = cells(pilot.app)[0][1]
@@ -425,12 +430,7 @@ def test_a_server_restart_is_an_error_row_then_the_queue_comes_back(make_server)
 
 
 def test_a_queue_screen_shows_a_read_error_and_recovers(make_server):
-    srv = make_server()
-    import redis
-
-    client = redis.Redis.from_url(srv.url)
-    seed(client, "jobs", dead=2)
-    client.save()
+    srv = restartable(make_server, dead=2)
 
     async def script(pilot):
         await open_queue(pilot, "4")
