@@ -104,10 +104,12 @@ def test_the_tokens_are_bounded_and_expire(r):
     wq = fair_queue(r)
     wq.push([NewItem(b"x", f"i{i}") for i in range(1000)], tenant="t")
     assert r.llen(wq.keys.wake) == WAKE_TOKENS
+    wq.push([NewItem(b"x", f"j{i}") for i in range(10)], tenant="u")  # more: still bounded
+    assert r.llen(wq.keys.wake) == WAKE_TOKENS
     assert 0 < r.pttl(wq.keys.wake) <= WAKE_TTL_MS
     time.sleep(WAKE_TTL_MS / 1000 + 0.2)
     assert r.exists(wq.keys.wake) == 0
-    assert wq.stats().pending == 1000  # (tokens are only a signal: nothing else changed)
+    assert wq.stats().pending == 1010  # (tokens are only a signal: nothing else changed)
 
 
 def test_a_queue_without_tenants_writes_no_tokens(r):

@@ -31,8 +31,9 @@ local function wake_waiters(n)
   if n <= 0 or redis.call('EXISTS', K_FAIR) == 0 then return end
   local tokens = {}
   for i = 1, math.min(n, WAKE_TOKENS) do tokens[i] = '1' end
-  redis.call('RPUSH', K_WAKE, unpack(tokens))
-  redis.call('LTRIM', K_WAKE, -WAKE_TOKENS, -1)
+  if redis.call('RPUSH', K_WAKE, unpack(tokens)) > WAKE_TOKENS then
+    redis.call('LTRIM', K_WAKE, -WAKE_TOKENS, -1)
+  end
   redis.call('PEXPIRE', K_WAKE, WAKE_TTL_MS)
 end
 
