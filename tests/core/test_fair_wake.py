@@ -127,3 +127,17 @@ def test_purge_all_removes_the_tokens(r):
     assert r.exists(wq.keys.wake) == 1
     wq.purge("all")
     assert r.keys("q:*") == []
+
+
+def test_whether_a_queue_is_fair_is_read_afresh_by_each_call(r):
+    # (the Functions library keeps its values between calls: a plain queue's "not fair"
+    # must not carry over to the next call, nor the other way round)
+    plain, fair = WorkQueue(r, "plain"), fair_queue(r)
+    for _ in range(2):
+        plain.push([b"p"])
+        fair.push([b"f"], tenant="t")
+        assert r.exists(plain.keys.wake) == 0 and r.llen(fair.keys.wake) >= 1
+        r.delete(fair.keys.wake)
+    fresh = WorkQueue(r, "fresh")
+    fresh.push([b"x"], tenant="t")  # its first tenant push makes it fair, in the same call
+    assert r.llen(fresh.keys.wake) == 1

@@ -27,8 +27,14 @@ local KEY_TENANT = KEYS[2] and string.sub(KEYS[2], #TENANT_KEY_PREFIX + 1) or ni
 -- tenant's sub-queue does not touch P:queue: a token per item, at most WAKE_TOKENS kept,
 -- gone WAKE_TTL_MS after the last (a token nobody took costs a later waiter one lease that
 -- finds nothing). Elsewhere waiters block on P:queue itself, and nothing is written.
+-- WAKE_FAIR: whether this call's queue is fair, read at its first wake_waiters (nil before;
+-- it names KEYS, so the Functions library sets it again at each call's begin: scripts.py),
+-- so a script putting many items in line reads K_FAIR once, not once per item.
+local WAKE_FAIR = KEYS and nil
 local function wake_waiters(n)
-  if n <= 0 or redis.call('EXISTS', K_FAIR) == 0 then return end
+  if n <= 0 then return end
+  if WAKE_FAIR == nil then WAKE_FAIR = redis.call('EXISTS', K_FAIR) == 1 end
+  if not WAKE_FAIR then return end
   local tokens = {}
   for i = 1, math.min(n, WAKE_TOKENS) do tokens[i] = '1' end
   if redis.call('RPUSH', K_WAKE, unpack(tokens)) > WAKE_TOKENS then
@@ -43,6 +49,7 @@ local function join_ring(t, key)
   if redis.call('EXISTS', K_TENANTS) == 0 then
     redis.call('LPUSH', K_TENANTS, DEFAULT_TENANT)
     redis.call('HSET', K_FAIR, 'turn', 0)
+    WAKE_FAIR = true -- (K_FAIR exists now, if it did not)
   end
   redis.call('LPUSH', K_TENANTS, t)
 end
