@@ -158,10 +158,20 @@ class Browser:
         _, depths = self.wq.tenants()
         return sorted(depths, key=lambda t: -depths[t])
 
+    @staticmethod
+    def total(tab: str, counts: dict[str, int]) -> int | None:
+        """How many items the list of ``tab`` holds, from :meth:`counts`, for :meth:`page`:
+        None where not known (the pending tab of a fair queue: its default tenant's list
+        holds only some of them)."""
+        if tab == "pending" and counts.get("tenants"):
+            return None
+        return counts.get(tab) if tab in STATES else None
+
     def page(self, tab: str, offset: int, count: int, *, total: int | None = None,
              flt: ItemFilter | None = None, tenant: str | None = None) -> Page:
-        """``count`` rows of ``tab`` from ``offset``. A list's far half is read from its
-        other end, so any page of a list of millions costs the server about the same."""
+        """``count`` rows of ``tab`` from ``offset``; ``total``: :meth:`total`. A list's far
+        half is read from its other end, so any page of a list of millions costs the server
+        about the same."""
         if tab == "holders":
             holders = self.wq.holders()
             return Page(holders[offset:offset + count], offset, len(holders),
@@ -176,8 +186,6 @@ class Browser:
         if flt is not None:
             rows = self._filtered(state, flt, offset, count + 1, tenant)
             return Page(rows[:count], offset, None, len(rows) > count)
-        if tab == "pending" and tenant is None and self.wq.tenants()[1]:
-            total = None  # (a fair queue: the default tenant's list holds only some)
         if total is not None and tab in ("pending", "processing") and tenant is None \
                 and offset + count > total // 2 and offset < total:
             # the far half of a list: from its tail, then in head order
@@ -262,16 +270,18 @@ class Actions:
                       "its pending list", self._cli("requeue-dead", *words), run)
 
     def count_matching(self, state: str, flt: ItemFilter) -> int:
-        """How many items of ``state`` match (a dry run of the filtered scan)."""
-        report = FilterReport(queue=self.name, state=state, action="peek")
-        for _ in scan(self.wq, state, flt, report, action="peek"):  # type: ignore[arg-type]
-            pass
-        return report.matched
+        """How many items of ``state`` match (the filtered scan, reading only)."""
+        return self._scanned("peek", state, flt).matched
 
-    def _scan(self, action: str, state: str, flt: ItemFilter) -> str:
+    def _scanned(self, action: str, state: str, flt: ItemFilter) -> FilterReport:
+        """The filtered scan of ``state`` run to its end, doing ``action``: its report."""
         report = FilterReport(queue=self.name, state=state, action=action)
         for _ in scan(self.wq, state, flt, report, action=action):  # type: ignore[arg-type]
             pass
+        return report
+
+    def _scan(self, action: str, state: str, flt: ItemFilter) -> str:
+        report = self._scanned(action, state, flt)
         verb = "requeued" if action == "requeue" else "purged"
         return (f"{verb} {report.done} of {report.matched} matched ({report.scanned} scanned, "
                 f"{report.changed} moved on meanwhile)")

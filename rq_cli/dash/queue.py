@@ -171,8 +171,8 @@ class QueueScreen(Screen[None]):
         try:
             counts = self.browser.counts()
             tenants = self.browser.tenants() if counts.get("tenants") else []
-            total = counts.get(tab) if tab in counts else None
-            page = self.browser.page(tab, offset, count, total=total, flt=flt, tenant=tenant)
+            page = self.browser.page(tab, offset, count, total=self.browser.total(tab, counts),
+                                     flt=flt, tenant=tenant)
         except Exception as exc:  # the server went away, a bad key: shown, tried again
             self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
             return

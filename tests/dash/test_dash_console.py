@@ -494,3 +494,19 @@ def test_a_page_emptied_by_an_action_steps_back_to_the_items_left(r, server_url)
     left = 40 - size
     assert shown == [f"d-{i:03d}" for i in range(max(0, left - size), left)]
     assert f"of {left}" in said
+
+
+def test_the_pending_tab_of_a_fair_queue_steps_through_its_tenants(r, server_url):
+    wq = WorkQueue(r, "jobs")
+    wq.push([NewItem(b"{}", "plain")])
+    wq.push([NewItem(b"{}", "a-1"), NewItem(b"{}", "a-2")], tenant="acme")
+
+    async def script(pilot):
+        await open_queue(pilot, "1")
+        default = ids_shown(pilot.app), status(pilot.app)
+        await press(pilot, "t")
+        return default, (ids_shown(pilot.app), status(pilot.app))
+
+    (shown, said), (tenant_shown, tenant_said) = drive(make_app(server_url, "jobs"), script)
+    assert shown == ["plain"] and "tenant (default)" in said and " of " not in said
+    assert tenant_shown == ["a-1", "a-2"] and "tenant acme" in tenant_said
