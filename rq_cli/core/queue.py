@@ -166,7 +166,7 @@ class WorkQueue(Reads, Repairs):
 
     def _wait(self, seconds: float, status: int, next_due: int) -> None:
         """Block up to ``seconds`` for an item to arrive, without taking it (``status``: the
-        last lease's, lease.lua: 1 paused, 2 nothing on a fair queue)."""
+        last lease's: LEASE_PAUSED, or LEASE_FAIR for nothing on a fair queue)."""
         if status == LEASE_PAUSED:
             time.sleep(min(seconds, 0.5))
             return
