@@ -1,7 +1,8 @@
-"""A/B of script versions, side by side on one server: ``python -m bench.ab REV [items]``.
+"""A/B of script versions, side by side on one server:
+``python -m bench.ab REV [items [rounds]]``.
 
 The scripts of git revision ``REV`` (its ``queue.script_source``) against the working
-tree's, alternating, three rounds; per loop the server's script time per item (EVALSHA usec
+tree's, alternating, ``rounds`` rounds (default 3); per loop the server's script time per item (EVALSHA usec
 from ``INFO commandstats``, wall clock: inflated when the server waits for a core), the
 server process's CPU time per item (``INFO cpu``: not inflated, but with its network work)
 and nested commands per item. Figures of one run only.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from statistics import median
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -39,13 +41,14 @@ def old_sources(rev: str) -> dict[str, str]:
 def main(argv: list[str]) -> int:
     rev = argv[0] if argv else "HEAD"
     items = int(argv[1]) if len(argv) > 1 else 2000
+    rounds = int(argv[2]) if len(argv) > 2 else 3
     old = old_sources(rev)
     data = [b'{"n":1,"body":"lorem ipsum dolor sit amet"}'] * items
     with ServerProcess(binary=find_server_binary()) as server:
         server.start()
         client = server.client()
         res: dict[str, list[dict[str, Any]]] = {}
-        for _ in range(3):
+        for _ in range(rounds):
             for label in (rev, "worktree"):
                 q = WorkQueue(client, "ab")
                 # (both as EVALSHA: the scripts of the two revisions side by side)
@@ -73,6 +76,14 @@ def main(argv: list[str]) -> int:
                   f"{', '.join(f'{u:.1f}' for u in us)}), server CPU {cpu[1]:6.1f} us/item "
                   f"(runs {', '.join(f'{u:.1f}' for u in cpu)}), "
                   f"{runs[0]['nested_per_item']:.2f} nested/item")
+        # each round's worktree/REV ratio: the two ran one after the other, so the ratio
+        # holds when the machine's load drifts between rounds
+        for loop in ("1 at a time", "lease(100)+complete", "push"):
+            pairs = list(zip(res[f"worktree {loop}"], res[f"{rev} {loop}"], strict=True))
+            for key, what in (("us_per_item", "exec"), ("cpu_us_per_item", "server CPU")):
+                ratios = sorted(a[key] / b[key] for a, b in pairs)
+                print(f"worktree / {rev} {loop:20s} {what:10s} median {median(ratios):.3f} "
+                      f"(runs {', '.join(f'{r:.2f}' for r in ratios)})")
     return 0
 
 

@@ -81,7 +81,8 @@ local function forget_suspects(ids) --@lazy
 end
 
 local function count(field, n)
-  if n and n ~= 0 then redis.call('HINCRBY', K_COUNTERS, field, n) end
+  -- (1, the usual step of a worker's loop, as text: Lua formats a number on every call)
+  if n and n ~= 0 then redis.call('HINCRBY', K_COUNTERS, field, n == 1 and '1' or n) end
 end
 
 -- The session holding id's lease, or false. compat honours either lease key.
@@ -166,7 +167,7 @@ end
 -- copy of the id (only when two clients leased it at once) stays behind as a ghost, with no
 -- data, and light clean drops it.
 local function unlist(id)
-  if redis.call('LREM', K_PROCESSING, -1, id) == 0 then
+  if redis.call('LREM', K_PROCESSING, '-1', id) == 0 then
     if redis.call('ZREM', K_DELAYED, id) == 0 then
       redis.call('LREM', K_QUEUE, 1, id)
     end

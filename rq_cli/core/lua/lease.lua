@@ -25,6 +25,7 @@ if not QUIET and redis.call('EXISTS', K_PAUSED) == 1 then
 end
 local want = tonumber(A_COUNT)
 local ms = tonumber(A_LEASE_MS)
+local px = tostring(ms) -- (SET's PX as text, made once: Lua formats a number on every call)
 local session = A_SESSION
 local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
@@ -85,13 +86,13 @@ while taken < want and looked < limit do
         taken = taken + 1
         leased[#leased + 1] = id
         stamps[#stamps + 1] = id
-        stamps[#stamps + 1] = attempts + 1
+        stamps[#stamps + 1] = attempts == 0 and '1' or attempts + 1 -- (see px)
         deadlines[#deadlines + 1] = deadline
         deadlines[#deadlines + 1] = id
         holders[#holders + 1] = id
         holders[#holders + 1] = session
-        if WRITE_V3 then redis.call('SET', v3_keys[k], session, 'PX', ms) end
-        if WRITE_V1 then redis.call('SET', v1_keys[k], session, 'PX', ms) end
+        if WRITE_V3 then redis.call('SET', v3_keys[k], session, 'PX', px) end
+        if WRITE_V1 then redis.call('SET', v1_keys[k], session, 'PX', px) end
         out[#out + 1] = id
         out[#out + 1] = data
         out[#out + 1] = attempts + 1
