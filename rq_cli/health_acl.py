@@ -30,8 +30,17 @@ NEEDED: dict[str, str] = {
     "zrevrange": "K 0 0", "zrangebyscore": "K 0 0", "zpopmin": "K", "zscan": "K 0",
     "zrandmember": "K",
 }
-#: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA
-FASTER: dict[str, str] = {"fcall": "F 1 K", "function|load": "CODE"}
+#: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA; and the
+#: transactions of a bulk push: without them, push.lua calls (README "ACL")
+FASTER: dict[str, str] = {"fcall": "F 1 K", "function|load": "CODE", "multi": "", "exec": ""}
+#: what runs instead, without each of FASTER
+_INSTEAD = {"fcall": "the hot scripts run as EVALSHA, after one refused FCALL per process",
+            "function|load": "the hot scripts run as EVALSHA, after one refused FCALL per "
+                             "process",
+            "multi": "a bulk push runs as push.lua calls (more server time per item), after "
+                     "one refused MULTI per push",
+            "exec": "a bulk push runs as push.lua calls (more server time per item), after "
+                    "one refused MULTI per push"}
 _NO_SHA = "0" * 40
 
 
@@ -73,9 +82,9 @@ def _rights(user: str, prefix: str, denied: Mapping[str, str], how: str) -> Chec
                      f"{prefix}:* ({how}: {denied[missing[0]]})",
                      f"ACL SETUSER {user} ~{prefix}:* {plus} (README 'ACL' lists the rule)")
     if slower:
+        instead = "; ".join(dict.fromkeys(_INSTEAD[name] for name in slower))
         return Check("acl", WARN, f"user {user} may run what the queue needs, but not "
-                     f"{', '.join(slower)} ({how}): the scripts run as EVALSHA, after one "
-                     "refused FCALL per process", f"ACL SETUSER {user} {plus}")
+                     f"{', '.join(slower)} ({how}): {instead}", f"ACL SETUSER {user} {plus}")
     return Check("acl", OK, f"user {user} may run every command the queue needs on "
                  f"{prefix}:* ({how})")
 

@@ -99,7 +99,10 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
             except ValueError:  # orjson.JSONDecodeError: let the strict decoder decide
                 pass
             else:
-                if not json_too_deep(line):  # (else the strict check refuses it)
+                # (else the strict check refuses it; json_too_deep's first tests, inline:
+                # most lines are too short to nest that deep, and a call per line costs)
+                if len(line) <= MAX_JSON_DEPTH or line.count(b"{") + line.count(
+                        b"[") <= MAX_JSON_DEPTH or not json_too_deep(line):
                     yield line
                     continue
         try:

@@ -37,6 +37,12 @@ SLOW_BATCH = 200
 #: Most items one lease script call takes: a lease of more is several calls, each well
 #: under 20 ms of server time.
 LEASE_CHUNK = 500
+#: Length of the ids push makes at random (hex of 16 random bytes, as the peers' uuid4 hex).
+FRESH_ID_LEN = 32
+#: Bulk push as transactions (core/bulk.py): the stamps in P:enqueued are the client's
+#: reading of the server's clock; a batch whose reading is off by more than this (ms) when
+#: the server runs it is stamped again with the server's own time.
+PUSH_STAMP_SLACK_MS = 250
 #: Fair queues: wake-up tokens kept at most (P:wake; one per item put in line wakes one
 #: waiting ``lease --wait``), and how long they last after the last one (ms): a token nobody
 #: took costs a later waiter one lease that finds nothing.

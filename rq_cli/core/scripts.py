@@ -41,8 +41,10 @@ from .keys import (
     TENANT_QUEUE,
 )
 from .limits import (
+    FRESH_ID_LEN,
     GENERATION_SAMPLE,
     LEASE_LOOKAHEAD,
+    PUSH_STAMP_SLACK_MS,
     SUSPECTS_KEPT,
     TENANT_AGE_SAMPLE,
     UNPACK_CHUNK,
@@ -151,6 +153,9 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
             ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
             ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
+            # bulk push as transactions (push_commit.lua)
+            ("FRESH_ID_LEN", f"local FRESH_ID_LEN = {FRESH_ID_LEN}"),
+            ("PUSH_STAMP_SLACK_MS", f"local PUSH_STAMP_SLACK_MS = {PUSH_STAMP_SLACK_MS}"),
             # outcome codes, push flags and clean's sighting prefixes (codes.py)
             *lua_constants()]
 

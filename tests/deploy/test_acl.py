@@ -75,6 +75,14 @@ def test_every_command_works_with_the_documented_rule(acl_server, tmp_path):
     found = run_cli(["queues", "--json"], url=url, home=tmp_path)
     assert found.exit_code == 0, found
     assert PREFIX in {row["prefix"] for row in found.json}
+    # a bulk push: transactions (MULTI, SCRIPT LOAD, MSET, HSET, LPUSH, EVALSHA, EXEC)
+    admin = acl_server.client(protocol=2)
+    execs = admin.info("commandstats").get("cmdstat_exec", {}).get("calls", 0)
+    before = admin.llen(f"{PREFIX}:queue")
+    cli("push", PREFIX, "-", input="".join(f"{i}\n" for i in range(1500)))
+    assert admin.info("commandstats")["cmdstat_exec"]["calls"] - execs == 3  # probe, 2 batches
+    assert admin.llen(f"{PREFIX}:queue") == before + 1500
+    admin.close()
     cli("purge", PREFIX, "--state", "all", "--yes")
     # an empty queue: lease waits on the server (BLMOVE), then finds nothing (exit 3)
     waited = run_cli(["--prefix", "lease", PREFIX, "--wait", "0.3"], url=url, home=tmp_path)
@@ -99,6 +107,31 @@ def test_every_command_a_script_calls_is_in_the_rule(r: redis.Redis):
     commands = words & known
     assert commands, words
     assert commands <= allowed, sorted(commands - allowed)
+
+
+def test_without_multi_and_exec_a_bulk_push_goes_through_push_lua(acl_server, tmp_path):
+    """The rule before rq-cli 0.2 had no +multi +exec: a bulk push still works, as push.lua
+    calls, after one refused MULTI (and the doctor says what it costs)."""
+    admin = acl_server.client(protocol=2)
+    dryrun = int(admin.info("server")["redis_version"].split(".")[0]) >= 7
+    rule = [w for w in documented_rule() if w not in ("+multi", "+exec")]
+    # (on Redis >= 7 and Valkey, the user may ask ACL DRYRUN about itself: the doctor then
+    # names every command it lacks)
+    url = _setuser(acl_server, "older-rule",
+                   rule + (["+acl|whoami", "+acl|dryrun"] if dryrun else []))
+    run = run_cli(["--prefix", "push", PREFIX, "-"], url=url, home=tmp_path,
+                  input="".join(f"{i}\n" for i in range(1500)))
+    assert (run.exit_code, run.stderr) == (0, ""), run
+    assert len(run.stdout.splitlines()) == 1500
+    assert admin.llen(f"{PREFIX}:queue") == 1500 and admin.hlen(f"{PREFIX}:enqueued") == 1500
+    assert admin.info("commandstats").get("cmdstat_exec", {}).get("calls", 0) == 0
+    admin.close()
+    doctor = run_cli(["--prefix", "doctor", PREFIX, "--json"], url=url, home=tmp_path)
+    [acl] = [row for row in doctor.json if row["check"] == "acl"]
+    if dryrun:
+        assert acl["status"] == "warn", acl
+        assert "multi, exec" in acl["detail"] and "push.lua" in acl["detail"], acl
+        assert "+multi +exec" in acl["fix"], acl
 
 
 def test_a_user_without_evalsha_gets_one_line_naming_it(acl_server, tmp_path):

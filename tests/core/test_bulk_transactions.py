@@ -1,0 +1,145 @@
+"""Bulk push as transactions (core/bulk.py ``_Transactions``): a stream of plain items with
+fresh random ids is stored by plain commands in one MULTI/EXEC per batch, and
+push_commit.lua checks, counts and, on a key of the wrong type, undoes the batch in the same
+transaction. What push.lua guarantees holds here too: a batch is stored whole or not at all,
+the stamps are the server's time, the counters and a fair queue's waiters see every item."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from rq_cli.core.bulk import _Transactions
+from rq_cli.core.limits import PUSH_STAMP_SLACK_MS, WAKE_TOKENS
+from rq_cli.queue import WorkQueue
+from rq_cli.types import NewItem
+
+
+def calls(r: redis.Redis, command: str) -> int:
+    return int(r.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def server_ms(r: redis.Redis) -> int:
+    sec, usec = r.time()
+    return sec * 1000 + usec // 1000
+
+
+def item_keys(r: redis.Redis, wq: WorkQueue) -> set[bytes]:
+    return set(r.scan_iter(match=wq.keys.item("*"), count=1000))
+
+
+def test_a_stream_is_stored_by_one_transaction_per_batch_stamped_with_the_servers_time(r):
+    wq = WorkQueue(r, "q")
+    before, execs = server_ms(r), calls(r, "exec")
+    out = [p for batch in wq.push_batches(b'{"n":%d}' % i for i in range(2500))
+           for p in batch]
+    after = server_ms(r)
+    assert len(out) == 2500 and all(p.added for p in out)
+    # a probe, then three batches (1,000, 1,000, 500): each one EXEC, none a push.lua call
+    assert calls(r, "exec") - execs == 4
+    assert r.llen(wq.keys.queue) == 2500 and len(item_keys(r, wq)) == 2500
+    assert wq.stats().counters["pushed"] == 2500
+    stamps = {int(v) for v in r.hvals(wq.keys.enqueued)}
+    assert len(r.hkeys(wq.keys.enqueued)) == 2500
+    assert before - 5 <= min(stamps) and max(stamps) <= after + 5
+    # in line in input order (the back of the line), each with its data
+    leased = wq.lease(2500)
+    assert [i.data for i in leased] == [b'{"n":%d}' % i for i in range(2500)]
+    assert [i.id for i in leased] == [p.id for p in out]
+
+
+def test_front_puts_the_stream_at_the_front_of_the_line(r):
+    wq = WorkQueue(r, "q")
+    wq.push([b"older"])
+    list(wq.push_batches((b"%d" % i for i in range(1500)), front=True))
+    leased = [i.data for i in wq.lease(1501)]
+    # each batch at the front, its last item first, as push.lua puts a batch (RPUSH)
+    assert leased == [b"%d" % i for i in [*range(1499, 999, -1), *range(999, -1, -1)]] + [
+        b"older"]
+    other = WorkQueue(r, "p")
+    other.push([b"a", b"b", b"c"], front=True)  # (one push.lua call)
+    assert [i.data for i in other.lease(3)] == [b"c", b"b", b"a"]
+
+
+def test_text_items_and_items_with_ids_in_one_stream(r):
+    """Batches of items that name their id go through push.lua, the others as transactions;
+    every item is stored and reported in input order."""
+    wq = WorkQueue(r, "q")
+
+    def items() -> Iterator[bytes | str | NewItem]:
+        yield from (f"text {i}" for i in range(1000))
+        yield from (NewItem(b"named", f"id-{i}") for i in range(1000))
+        yield from (b"bytes %d" % i for i in range(1000))
+
+    execs = calls(r, "exec")
+    out = [p for batch in wq.push_batches(items()) for p in batch]
+    assert calls(r, "exec") - execs == 3  # the probe, the first and the last batch
+    assert [p.id for p in out[1000:2000]] == [f"id-{i}" for i in range(1000)]
+    assert all(p.added for p in out) and r.llen(wq.keys.queue) == 3000
+    assert r.get(wq.keys.item(out[0].id)) == b"text 0"
+    assert r.get(wq.keys.item(out[2999].id)) == b"bytes 999"
+    assert r.hlen(wq.keys.enqueued) == 3000 and wq.stats().counters["pushed"] == 3000
+
+
+def test_a_stamp_off_by_more_than_the_slack_is_replaced_by_the_servers_time(r):
+    """The stamps are the client's reading of the server's clock; push_commit.lua writes the
+    server's own time instead when that reading is off (a clock that jumped meanwhile)."""
+    wq = WorkQueue(r, "q")
+    conn = r.connection_pool.get_connection()
+    try:
+        flags = {"front": "0", "delay_ms": "0", "expire_ms": "0"}
+        tx = _Transactions.start(wq, conn, flags, None)
+        assert tx is not None
+        tx.server_ms -= 10 * PUSH_STAMP_SLACK_MS  # a reading 2.5 s behind
+        before = server_ms(r)
+        ids, command = tx.packed([b"a", b"b", b"c"])
+        conn.send_packed_command(command)
+        assert tx.read(ids).added == 3
+        after = server_ms(r)
+    finally:
+        r.connection_pool.release(conn)
+    stamps = [int(v) for v in r.hmget(wq.keys.enqueued, ids)]
+    assert all(before <= s <= after for s in stamps), (before, stamps, after)
+
+
+def wrong_type_after_the_first_batch(r: redis.Redis, key: str) -> Iterator[bytes]:
+    """2,500 items; once the first batch is stored, ``key`` becomes a string (another
+    program using the prefix), before the second batch is sent."""
+    yield from (b"first %d" % i for i in range(1000))
+    deadline = time.monotonic() + 10
+    while r.hlen("q:enqueued") < 1000 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    r.set(key, "not ours")
+    yield from (b"second %d" % i for i in range(1500))
+
+
+@pytest.mark.parametrize("key", ["q:enqueued", "q:queue", "q:counters"])
+def test_a_key_of_the_wrong_type_undoes_the_batch(r, key):
+    wq = WorkQueue(r, "q")
+    stored = []
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE key " + key):
+        for batch in wq.push_batches(wrong_type_after_the_first_batch(r, key)):
+            stored.extend(batch)
+    assert [p.id for p in stored] == [p.id for p in stored[:1000]] and len(stored) == 1000
+    first = {wq.keys.item(p.id).encode() for p in stored}
+    # nothing of the later batches is left: no data, no stamp, no place in line
+    assert item_keys(r, wq) == first
+    if key != "q:enqueued":
+        assert set(r.hkeys("q:enqueued")) == {p.id.encode() for p in stored}
+    if key != "q:queue":
+        assert set(r.lrange("q:queue", 0, -1)) == {p.id.encode() for p in stored}
+    if key != "q:counters":
+        assert r.hget("q:counters", "pushed") == b"1000"
+    assert r.get(key) == b"not ours"  # (and the other program's key as it left it)
+
+
+def test_an_untenanted_stream_wakes_the_waiters_of_a_fair_queue(r):
+    wq = WorkQueue(r, "q")
+    wq.push([b"first"], tenant="a")  # the queue has had tenants: waiters block on P:wake
+    assert wq.lease(1)
+    r.delete(wq.keys.wake)
+    list(wq.push_batches(b"%d" % i for i in range(1500)))
+    assert r.llen(wq.keys.wake) == WAKE_TOKENS
