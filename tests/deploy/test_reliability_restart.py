@@ -345,6 +345,68 @@ def test_bulk_push_killed_part_way_resumes_without_duplicates(
     print(f"\n{mode}: {reported} reported stored, {stored} actually stored at the kill")
 
 
+@pytest.mark.timeout(90)
+def test_bulk_push_transactions_killed_part_way_are_whole_or_absent(
+        make_server: MakeServer, tmp_path: Path) -> None:
+    """A plain ``push -`` (new random ids: a transaction per batch, core/bulk.py) with the
+    server SIGKILLed part-way and restarted from its AOF: every batch is there whole (its
+    data, stamps, line entries and count) or not at all, and what rq-cli said is stored is."""
+    srv = make_server(**AOF)
+    source = tmp_path / "items.jsonl"
+    rows = write_input(source, "id-from-data")  # (plain JSON lines; no ids given here)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
+    watcher = srv.client()
+    out_path, err_path = tmp_path / "out.jsonl", tmp_path / "err.txt"
+    with open(source, "rb") as stdin, open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", srv.url,
+                                 "--no-config", "push", "plain", "-"],
+                                stdin=stdin, stdout=out, stderr=err, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and proc.poll() is None:
+                if watcher.llen("plain:queue") >= KILL_AFTER:
+                    break
+                time.sleep(0.005)
+            assert proc.poll() is None, "the push finished before the server could be killed"
+            assert watcher.info("commandstats").get("cmdstat_exec", {}).get("calls", 0) > 1
+            srv.kill()
+            code = proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    watcher.close()
+    stderr = err_path.read_text()
+    assert code == 69, (code, stderr)
+    match = re.search(r"(\d+) items stored", stderr)
+    assert match, stderr
+    reported = int(match.group(1))
+    printed = [json.loads(line) for line in out_path.read_bytes().splitlines()]
+    assert len(printed) == reported > 0 and all(p["added"] for p in printed)
+
+    srv.start()
+    client = srv.client()
+    k = Keys("plain")
+    queue = [q.decode() for q in client.lrange(k.queue, 0, -1)]
+    stored = len(queue)
+    assert stored >= reported and stored % 1000 == 0, (stored, reported)  # whole batches
+    assert len(set(queue)) == stored
+    items = {key[k.item_key_offset:].decode()
+             for key in client.scan_iter(match=k.item_pattern, count=1000)}
+    assert items == set(queue)  # no batch half there: data exactly for the ids in line
+    assert {f.decode() for f in client.hkeys(k.enqueued)} == set(queue)
+    assert int(client.hget(k.counters, "pushed")) == stored
+    # in line in input order (the oldest at the right end): the first `stored` lines, each
+    # with its data
+    in_order = queue[::-1]
+    assert in_order[:reported] == [p["id"] for p in printed]
+    pipe = client.pipeline(transaction=False)
+    for item_id in in_order:
+        pipe.get(k.item(item_id))
+    assert pipe.execute() == [d for _, d in rows[:stored]]
+    client.close()
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_bulk_push_interrupted_or_killed_resumes_without_duplicates(
