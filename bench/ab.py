@@ -2,8 +2,8 @@
 ``python -m bench.ab REV [items [rounds]]``.
 
 The scripts of git revision ``REV`` (its ``queue.script_source``) against the working
-tree's, alternating, ``rounds`` rounds (default 3); per loop the server's script time per item (EVALSHA usec
-from ``INFO commandstats``, wall clock: inflated when the server waits for a core), the
+tree's, alternating, ``rounds`` rounds (default 3); per loop the server's script time per
+item (EVALSHA usec from ``INFO commandstats``, wall clock: inflated when the server waits for a core), the
 server process's CPU time per item (``INFO cpu``: not inflated, but with its network work)
 and nested commands per item. Figures of one run only.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from statistics import median
 import tempfile
 from functools import partial
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from rq_cli.queue import WorkQueue
