@@ -3,9 +3,10 @@
 
 The scripts of git revision ``REV`` (its ``queue.script_source``) against the working
 tree's, alternating, ``rounds`` rounds (default 3); per loop the server's script time per
-item (EVALSHA usec from ``INFO commandstats``, wall clock: inflated when the server waits for a core), the
-server process's CPU time per item (``INFO cpu``: not inflated, but with its network work)
-and nested commands per item. Figures of one run only.
+item (EVALSHA usec from ``INFO commandstats``, wall clock: inflated when the server waits
+for a core), the server process's CPU time per item (``INFO cpu``: not inflated, but with
+its network work) and nested commands per item; then each loop's ratio of the working tree
+to ``REV`` per round (the median and every round's).
 """
 
 from __future__ import annotations
