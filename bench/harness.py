@@ -295,11 +295,39 @@ class Run:
     cpu: float = 0.0  # user + system seconds of the child
 
 
+#: Runs the command of ``run_timed(..., rss=True)`` as its own child: Linux carries a
+#: process's peak RSS (``ru_maxrss``) over fork and exec from the process it was forked from,
+#: so a command started by this (large) process reports at least this process's RSS; one
+#: started by this small launcher reports its own (at least the launcher's, about 10 MB).
+#: It writes the command's wall time, wait status, peak RSS (kB) and CPU seconds to the fd
+#: named first.
+_LAUNCH = """import os, sys, time
+fd = int(sys.argv[1])
+os.set_inheritable(fd, False)
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+dt = time.perf_counter() - t0
+os.write(fd, ("%r %d %d %r" % (dt, status, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)).encode())
+"""
+
+
 def run_timed(argv: list[str], *, stdin_path: Path | None = None,
               env: dict[str, str] | None = None, cwd: Path | None = None,
-              stdout_path: Path | None = None, timeout: float = 900.0) -> Run:
+              stdout_path: Path | None = None, timeout: float = 900.0,
+              rss: bool = False) -> Run:
     """Run ``argv``; return its wall time, exit status, stderr's tail, and the child's peak
-    RSS and CPU time (from wait4's rusage, so only this child is counted)."""
+    RSS and CPU time (from wait4's rusage, so only this child is counted). The peak RSS is
+    the command's own only with ``rss``: it then runs under a small launcher (``_LAUNCH``),
+    which also times it; otherwise it is at least this process's."""
+    if rss:
+        return _run_launched(argv, stdin_path=stdin_path, env=env, cwd=cwd,
+                             stdout_path=stdout_path, timeout=timeout)
     with contextlib.ExitStack() as stack:
         stdin: Any = (stack.enter_context(open(stdin_path, "rb")) if stdin_path
                       else subprocess.DEVNULL)
@@ -319,6 +347,40 @@ def run_timed(argv: list[str], *, stdin_path: Path | None = None,
         errf.seek(0)
         errtext = errf.read()[-2000:].decode(errors="replace")
         return Run(dt, p.returncode, ru.ru_maxrss, errtext, ru.ru_utime + ru.ru_stime)
+
+
+def _run_launched(argv: list[str], *, stdin_path: Path | None, env: dict[str, str] | None,
+                  cwd: Path | None, stdout_path: Path | None, timeout: float) -> Run:
+    """``run_timed`` through ``_LAUNCH``: the figures are the command's, as it reports them."""
+    read_end, write_end = os.pipe()
+    with contextlib.ExitStack() as stack:
+        stack.callback(os.close, read_end)
+        stdin: Any = (stack.enter_context(open(stdin_path, "rb")) if stdin_path
+                      else subprocess.DEVNULL)
+        stdout: Any = (stack.enter_context(open(stdout_path, "wb")) if stdout_path
+                       else subprocess.DEVNULL)
+        errf = stack.enter_context(tempfile.TemporaryFile())
+        try:
+            p = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCH, str(write_end), *argv],
+                                 stdin=stdin, stdout=stdout, stderr=errf, env=env, cwd=cwd,
+                                 pass_fds=(write_end,), start_new_session=True)
+        finally:
+            os.close(write_end)
+        timer = threading.Timer(timeout, lambda: os.killpg(p.pid, 9))
+        timer.start()
+        try:
+            p.wait()
+        finally:
+            timer.cancel()
+        report = os.read(read_end, 200).decode().split()
+        errf.seek(0)
+        errtext = errf.read()[-2000:].decode(errors="replace")
+        if len(report) != 4:
+            raise RuntimeError(f"the launcher of {argv[0]} said nothing (exit {p.returncode}): "
+                               f"{errtext[-300:]}")
+        dt, status, maxrss, cpu = float(report[0]), int(report[1]), int(report[2]), float(
+            report[3])
+        return Run(dt, os.waitstatus_to_exitcode(status), maxrss, errtext, cpu)
 
 
 # -- latency prober --------------------------------------------------------------------------

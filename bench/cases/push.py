@@ -83,7 +83,7 @@ def run(ctx: Ctx) -> CaseResult:
 
     def t_cli(path: Path, count: int, key: str) -> float:
         r = run_timed([ctx.cli, "push", QUEUE, "-"], stdin_path=path, env=ctx.env,  # type: ignore[list-item]
-                      cwd=work)
+                      cwd=work, rss=True)
         if r.returncode:
             raise RuntimeError(f"rq-cli push exited {r.returncode}: {r.stderr.strip()[-300:]}")
         check(count, "rq-cli push")

@@ -153,6 +153,18 @@ def test_wrong_type_named_by_a_script_check(cli, r):
     assert run.exit_code == 69 and "key 'q:dead' on " in run.stderr, run
 
 
+@pytest.mark.parametrize("key", ["q:queue", "q:enqueued"])
+def test_wrong_type_refuses_a_bulk_push_and_stores_nothing(cli, r, key):
+    """A bulk push stores its batches as transactions (core/bulk.py): push_commit.lua names
+    the key and undoes the batch, as push.lua refuses one."""
+    r.set(key, b"not ours")
+    run = cli("push", "q", "-", input="".join(f'{{"n": {i}}}\n' for i in range(1500)))
+    assert run.exit_code == 69, run
+    assert f"key '{key}' on " in run.stderr and "holds a string" in run.stderr, run
+    assert "0 items stored" in run.stderr, run
+    assert list(r.scan_iter()) == [key.encode()] and r.get(key) == b"not ours"
+
+
 # -- 6. one line, exact words --------------------------------------------------------------
 def test_one_failed_queue_says_no_rest(cli, r):
     r.set("q:queue", b"x")
