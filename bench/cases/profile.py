@@ -4,8 +4,8 @@
    validation (``json.loads``), id generation, packing the EVALSHA commands (redis-py).
 2. The library path (lines -> json.loads -> push_batches) and, when installed, the CLI
    (``rq-cli push q -``): wall time per item, client CPU per item, and the server's side --
-   CPU of the server process (INFO cpu) and Lua time per script call (INFO commandstats
-   ``usec_per_call`` of EVALSHA).
+   CPU of the server process (INFO cpu) and the time in its commands per batch (INFO
+   commandstats: a script call, or a transaction's commands).
 3. cProfile of the library path in this process and of the CLI in a subprocess: the functions
    with the most own time.
 """
@@ -36,12 +36,20 @@ def _server_cpu(client: Any) -> float:
 
 
 def _evalsha(client: Any) -> dict[str, float]:
+    """The server's time in the push's commands (commandstats): its batches are script
+    calls, or transactions (EXEC; the commands inside are counted each on their own, and
+    EXEC's time, which holds theirs, is left out)."""
     stats = client.info("commandstats")
     out: dict[str, float] = {"calls": 0, "usec": 0.0}
-    for name in ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"):
-        if name in stats:
-            out["calls"] += int(stats[name]["calls"])
-            out["usec"] += float(stats[name]["usec"])
+    scripts = 0
+    for name, entry in stats.items():
+        if name in ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"):
+            scripts += int(entry["calls"])
+        if name not in ("cmdstat_exec", "cmdstat_info") and not name.startswith(
+                "cmdstat_config"):
+            out["usec"] += float(entry["usec"])
+    # (a transaction ends in a script call: its batches are its EXECs)
+    out["calls"] = int(stats.get("cmdstat_exec", {}).get("calls", 0)) or scripts
     return out
 
 
@@ -200,9 +208,8 @@ def render(b: dict[str, Any], lib_top: str, cli_top: str) -> str:
             out.append(f"  {'client CPU (user+sys)':<40} {d['client_cpu_us']:7.2f} us")
         out.append(f"  {'server CPU (INFO cpu)':<40} {d['server_cpu_us']:7.2f} us")
         upc = d["usec_per_call"]
-        out.append(f"  {'server Lua time (commandstats)':<40} {d['lua_us']:7.2f} us  "
-                   f"({d['script_calls']:.0f} EVALSHA calls, usec_per_call "
-                   f"{upc:.0f})" if upc else "")
+        out.append(f"  {'server command time (commandstats)':<40} {d['lua_us']:7.2f} us  "
+                   f"({d['script_calls']:.0f} batches, {upc:.0f} us each)" if upc else "")
     out += ["", "cProfile, library path (top functions by own time):", lib_top]
     if cli_top:
         out += ["", "cProfile, rq-cli push q - (top functions by own time):", cli_top]
