@@ -14,6 +14,12 @@ the server runs the previous one (on another core), instead of the two taking tu
   the command (plain ``bytes`` items skip the ``NewItem`` handling), and the result as
   :class:`Pushed` (ids and a string of flags) rather than an object per item.
 
+- A batch of plain items (bytes or text) whose ids are made here at random is sent as a
+  transaction of plain commands ending in push_commit.lua (:class:`_Transactions`), not as a
+  push.lua call: about a third less server CPU per item, still stored whole or not at all.
+  A stream starts them with one probe (TIME, and a transaction that loads the script); where
+  the server or the user's ACL refuses it, every batch goes through push.lua.
+
 A stream that fits in one call, a RedisCluster client (redis-py's cluster pipeline refuses
 EVALSHA) and a single-connection client take the simple path: one script call per batch
 through the client, which reloads the script itself if needed.
@@ -303,6 +309,8 @@ class _Transactions:
         return cls(q, conn, flags, now_ms, server_ms, (sent + got) / 2)
 
     def stamp(self) -> int:
+        """The server's clock now, as this client reads it (ms; the caller's ``now_ms`` when
+        given, as push.lua's NOW is then)."""
         if self.now_ms is not None:
             return self.now_ms
         return round(self.server_ms + (time.monotonic() - self.at) * 1000)
@@ -421,8 +429,10 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 continue
             is_tx = tx is not None and all(type(item) in (bytes, str) for item in chunk)
             try:
-                ids, command = tx.packed(chunk) if is_tx else _packed_batch(  # type: ignore[union-attr]
-                    conn, heads, len(lead), chunk, id_from_data)
+                if tx is not None and is_tx:
+                    ids, command = tx.packed(chunk)
+                else:
+                    ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data)
             except Exception as exc:  # a bad id: store the batches before it, then raise
                 error = exc
                 break
