@@ -271,6 +271,38 @@ def write_input(path: Path, mode: str) -> list[tuple[str, bytes]]:
     return rows
 
 
+def push_until_server_killed(srv: ServerProcess, source: Path, tmp_path: Path, queue: str,
+                             *args: str, before_kill: Callable[[Any], None] | None = None,
+                             ) -> tuple[int, str, bytes]:
+    """``rq-cli push QUEUE - ARGS`` from ``source``; once KILL_AFTER items are in line, the
+    server is SIGKILLed (``before_kill`` first gets a client of it). Returns rq-cli's exit
+    code, stderr and stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
+    watcher = srv.client()
+    out_path, err_path = tmp_path / "out.jsonl", tmp_path / "err.txt"
+    with open(source, "rb") as stdin, open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", srv.url,
+                                 "--no-config", "push", queue, "-", *args],
+                                stdin=stdin, stdout=out, stderr=err, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and proc.poll() is None:
+                if watcher.llen(f"{queue}:queue") >= KILL_AFTER:
+                    break
+                time.sleep(0.005)
+            assert proc.poll() is None, "the push finished before the server could be killed"
+            if before_kill is not None:
+                before_kill(watcher)
+            srv.kill()
+            code = proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    watcher.close()
+    return code, err_path.read_text(), out_path.read_bytes()
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["id-from-data", "with-ids"])
 def test_bulk_push_killed_part_way_resumes_without_duplicates(
@@ -279,28 +311,7 @@ def test_bulk_push_killed_part_way_resumes_without_duplicates(
     source = tmp_path / "items.jsonl"
     rows = write_input(source, mode)
     flag = "--id-from-data" if mode == "id-from-data" else "--with-ids"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
-    watcher = srv.client()
-    out_path, err_path = tmp_path / "out.jsonl", tmp_path / "err.txt"
-    with open(source, "rb") as stdin, open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", srv.url,
-                                 "--no-config", "push", "bulk", "-", flag],
-                                stdin=stdin, stdout=out, stderr=err, env=env)
-        try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and proc.poll() is None:
-                if watcher.llen("bulk:queue") >= KILL_AFTER:
-                    break
-                time.sleep(0.005)
-            assert proc.poll() is None, "the push finished before the server could be killed"
-            srv.kill()
-            code = proc.wait(30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    watcher.close()
-    stderr = err_path.read_text()
+    code, stderr, stdout = push_until_server_killed(srv, source, tmp_path, "bulk", flag)
     assert code == 69, (code, stderr)
     assert "Traceback" not in stderr
     lines = stderr.splitlines()
@@ -310,7 +321,7 @@ def test_bulk_push_killed_part_way_resumes_without_duplicates(
     match = re.search(r"(\d+) items stored", stderr)
     assert match, f"stderr does not say how many items were stored: {stderr!r}"
     reported = int(match.group(1))
-    printed = [json.loads(line) for line in out_path.read_bytes().splitlines()]
+    printed = [json.loads(line) for line in stdout.splitlines()]
     assert len(printed) == reported, (len(printed), reported)
     assert all(p["added"] for p in printed)
     assert [p["id"] for p in printed] == [i for i, _ in rows[:reported]]
@@ -354,34 +365,17 @@ def test_bulk_push_transactions_killed_part_way_are_whole_or_absent(
     srv = make_server(**AOF)
     source = tmp_path / "items.jsonl"
     rows = write_input(source, "id-from-data")  # (plain JSON lines; no ids given here)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
-    watcher = srv.client()
-    out_path, err_path = tmp_path / "out.jsonl", tmp_path / "err.txt"
-    with open(source, "rb") as stdin, open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", srv.url,
-                                 "--no-config", "push", "plain", "-"],
-                                stdin=stdin, stdout=out, stderr=err, env=env)
-        try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and proc.poll() is None:
-                if watcher.llen("plain:queue") >= KILL_AFTER:
-                    break
-                time.sleep(0.005)
-            assert proc.poll() is None, "the push finished before the server could be killed"
-            assert watcher.info("commandstats").get("cmdstat_exec", {}).get("calls", 0) > 1
-            srv.kill()
-            code = proc.wait(30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    watcher.close()
-    stderr = err_path.read_text()
+
+    def went_through_transactions(watcher: Any) -> None:
+        assert watcher.info("commandstats").get("cmdstat_exec", {}).get("calls", 0) > 1
+
+    code, stderr, stdout = push_until_server_killed(
+        srv, source, tmp_path, "plain", before_kill=went_through_transactions)
     assert code == 69, (code, stderr)
     match = re.search(r"(\d+) items stored", stderr)
     assert match, stderr
     reported = int(match.group(1))
-    printed = [json.loads(line) for line in out_path.read_bytes().splitlines()]
+    printed = [json.loads(line) for line in stdout.splitlines()]
     assert len(printed) == reported > 0 and all(p["added"] for p in printed)
 
     srv.start()
