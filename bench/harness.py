@@ -329,11 +329,7 @@ def run_timed(argv: list[str], *, stdin_path: Path | None = None,
         return _run_launched(argv, stdin_path=stdin_path, env=env, cwd=cwd,
                              stdout_path=stdout_path, timeout=timeout)
     with contextlib.ExitStack() as stack:
-        stdin: Any = (stack.enter_context(open(stdin_path, "rb")) if stdin_path
-                      else subprocess.DEVNULL)
-        stdout: Any = (stack.enter_context(open(stdout_path, "wb")) if stdout_path
-                       else subprocess.DEVNULL)
-        errf = stack.enter_context(tempfile.TemporaryFile())
+        stdin, stdout, errf = _stdio(stack, stdin_path, stdout_path)
         t0 = time.perf_counter()
         p = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=errf, env=env, cwd=cwd)
         timer = threading.Timer(timeout, p.kill)
@@ -349,17 +345,23 @@ def run_timed(argv: list[str], *, stdin_path: Path | None = None,
         return Run(dt, p.returncode, ru.ru_maxrss, errtext, ru.ru_utime + ru.ru_stime)
 
 
+def _stdio(stack: contextlib.ExitStack, stdin_path: Path | None,
+           stdout_path: Path | None) -> tuple[Any, Any, Any]:
+    """A child's stdin and stdout (the files, or nothing) and a file for its stderr."""
+    stdin: Any = (stack.enter_context(stdin_path.open("rb")) if stdin_path
+                  else subprocess.DEVNULL)
+    stdout: Any = (stack.enter_context(stdout_path.open("wb")) if stdout_path
+                   else subprocess.DEVNULL)
+    return stdin, stdout, stack.enter_context(tempfile.TemporaryFile())
+
+
 def _run_launched(argv: list[str], *, stdin_path: Path | None, env: dict[str, str] | None,
                   cwd: Path | None, stdout_path: Path | None, timeout: float) -> Run:
     """``run_timed`` through ``_LAUNCH``: the figures are the command's, as it reports them."""
     read_end, write_end = os.pipe()
     with contextlib.ExitStack() as stack:
         stack.callback(os.close, read_end)
-        stdin: Any = (stack.enter_context(open(stdin_path, "rb")) if stdin_path
-                      else subprocess.DEVNULL)
-        stdout: Any = (stack.enter_context(open(stdout_path, "wb")) if stdout_path
-                       else subprocess.DEVNULL)
-        errf = stack.enter_context(tempfile.TemporaryFile())
+        stdin, stdout, errf = _stdio(stack, stdin_path, stdout_path)
         try:
             p = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCH, str(write_end), *argv],
                                  stdin=stdin, stdout=stdout, stderr=errf, env=env, cwd=cwd,

@@ -288,19 +288,12 @@ class _Transactions:
         transaction that loads push_commit.lua."""
         if flags["delay_ms"] != "0" or flags["expire_ms"] != "0":
             return None
-        from redis.exceptions import ResponseError  # (not at the top: see calling.py)
-
         sent = time.monotonic()
         conn.send_packed_command(
             [*conn.pack_command("TIME"), *conn.pack_command("MULTI"),
              *conn.pack_command("SCRIPT", "LOAD", script_source("push_commit")),
              *conn.pack_command("EXEC")], check_health=False)
-        replies: list[Any] = []
-        for _ in range(4):
-            try:
-                replies.append(conn.read_response())
-            except ResponseError as exc:
-                replies.append(exc)
+        replies = _replies(conn, 4)
         got = time.monotonic()
         if any(isinstance(r, Exception) for r in replies) or not isinstance(replies[-1], list):
             return None  # (MULTI, EXEC or SCRIPT LOAD in a transaction refused)
@@ -345,20 +338,27 @@ class _Transactions:
 
     def read(self, ids: list[str]) -> Pushed:
         """The batch's replies: stored (every item added), or the error that undid it."""
-        from redis.exceptions import ResponseError  # (not at the top: see calling.py)
-
-        replies: list[Any] = []
-        for _ in range(self.REPLIES):
-            try:
-                replies.append(self.conn.read_response())
-            except ResponseError as exc:  # (a refused command: EXEC then refuses them all)
-                replies.append(exc)
+        replies = _replies(self.conn, self.REPLIES)
         done = replies[-1]
         if not isinstance(done, list):  # EXECABORT: nothing ran; the command that was refused
             raise next(r for r in replies if isinstance(r, Exception))
         if isinstance(done[-1], Exception):  # push_commit's: the batch was undone
             raise done[-1]
         return Pushed(ids, ADDED * len(ids))
+
+
+def _replies(conn: Any, n: int) -> list[Any]:
+    """The next ``n`` replies on ``conn``, an error reply as its exception (inside a
+    transaction, a refused command is followed by EXEC's own refusal: all are read)."""
+    from redis.exceptions import ResponseError  # (not at the top: see calling.py)
+
+    replies: list[Any] = []
+    for _ in range(n):
+        try:
+            replies.append(conn.read_response())
+        except ResponseError as exc:
+            replies.append(exc)
+    return replies
 
 
 def _bulk(b: bytes) -> bytes:
