@@ -33,14 +33,12 @@ NEEDED: dict[str, str] = {
 #: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA; and the
 #: transactions of a bulk push: without them, push.lua calls (README "ACL")
 FASTER: dict[str, str] = {"fcall": "F 1 K", "function|load": "CODE", "multi": "", "exec": ""}
+_EVALSHA = "the hot scripts run as EVALSHA, after one refused FCALL per process"
+_PUSH_LUA = ("a bulk push runs as push.lua calls (more server time per item), after one "
+             "refused MULTI per push")
 #: what runs instead, without each of FASTER
-_INSTEAD = {"fcall": "the hot scripts run as EVALSHA, after one refused FCALL per process",
-            "function|load": "the hot scripts run as EVALSHA, after one refused FCALL per "
-                             "process",
-            "multi": "a bulk push runs as push.lua calls (more server time per item), after "
-                     "one refused MULTI per push",
-            "exec": "a bulk push runs as push.lua calls (more server time per item), after "
-                    "one refused MULTI per push"}
+_INSTEAD = {"fcall": _EVALSHA, "function|load": _EVALSHA, "multi": _PUSH_LUA,
+            "exec": _PUSH_LUA}
 _NO_SHA = "0" * 40
 
 
