@@ -275,6 +275,39 @@ local function prune_dedup(limit) --@lazy
   return #old, #old == limit
 end
 
+-- complete_pairs for one pair, id and session ("" = any): the same outcomes, without its
+-- tables (a worker's loop one item at a time). Returns the outcome's character.
+local function complete_one(id, session)
+  local v3_key, v1_key = lease_key(id), lbs_key(id)
+  local v3, v1 = false, false
+  if session ~= '' then
+    local v = redis.call('MGET', v3_key, v1_key)
+    v3, v1 = WRITE_V3 and v[1], WRITE_V1 and v[2]
+    if (v3 and v3 ~= session) or (v1 and v1 ~= session) then return O_CONFLICT end
+  end
+  if not v3 and not v1 and not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
+    return O_NOT_LEASED
+  end
+  -- (as complete_pairs: with both leases read, one DEL, which removed the data if it
+  -- removed more keys than the MGET found leases)
+  local held = (v3 and 1 or 0) + (v1 and 1 or 0)
+  if session ~= '' and WRITE_V3 and WRITE_V1 then
+    if redis.call('DEL', item_key(id), v3_key, v1_key) <= held then return not_live(id) end
+  else
+    if redis.call('DEL', item_key(id)) == 0 then return not_live(id) end
+    redis.call('DEL', v3_key, v1_key)
+  end
+  unlist(id)
+  if QUIET then
+    for _, e in ipairs(META_USUAL) do redis.call(e[1], e[2], id) end
+  else
+    drop_metas({id})
+  end
+  remember_completed({id})
+  count('completed', 1)
+  return O_COMPLETED
+end
+
 -- Complete the items named by pairs id, session ("" = any) in ARGV[first], ARGV[first + 1],
 -- ... Returns a string, one character per pair: "C" completed (this call's DEL removed the
 -- data: the one successful complete), "M" missing (not live), "Z" dead (not live: the id is
@@ -284,6 +317,7 @@ end
 -- MGETs and the bookkeeping dropped in a few multi-value commands for all the pairs; per
 -- item remain the DEL that decides and the LREM from processing.
 local function complete_pairs(first)
+  if #ARGV == first + 1 then return complete_one(ARGV[first], ARGV[first + 1]) end
   local ids, v3_keys, v1_keys = {}, {}, {}
   local any_session = false
   for i = first, #ARGV, 2 do

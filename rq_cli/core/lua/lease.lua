@@ -31,6 +31,30 @@ local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
 if not QUIET then promote_due(LEASE_LOOKAHEAD) end
 local out = {LEASE_OK, NOW + ms, -1, completions}
+-- One item, on a queue with none of the rare keys (a worker's loop one item at a time): the
+-- loop's steps for a plain pending item, without its tables. Any other id (no data, a held
+-- copy, out of attempts) goes back where it was (the right end), for the loop below.
+if QUIET and want == 1 and not at_most_once then
+  local ids = redis.call('RPOP', K_QUEUE, 1)
+  if not ids then return out end
+  local id = ids[1]
+  local v3_key, v1_key = lease_key(id), lbs_key(id)
+  local got = redis.call('MGET', item_key(id), v3_key, v1_key)
+  local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
+  if got[1] and not (WRITE_V3 and got[2]) and not (WRITE_V1 and got[3]) and
+      (max_attempts <= 0 or attempts < max_attempts) then
+    if WRITE_V3 then redis.call('SET', v3_key, session, 'PX', px) end
+    if WRITE_V1 then redis.call('SET', v1_key, session, 'PX', px) end
+    redis.call('HSET', K_ATTEMPTS, id, attempts == 0 and '1' or attempts + 1)
+    redis.call('LPUSH', K_PROCESSING, id)
+    redis.call('ZADD', K_LEASES, tostring(NOW + ms), id)
+    redis.call('HSET', K_HOLDERS, id, session)
+    count('leased', 1)
+    out[5], out[6], out[7] = id, got[1], attempts + 1
+    return out
+  end
+  redis.call('RPUSH', K_QUEUE, id)
+end
 local taken, looked = 0, 0
 local limit = want + LEASE_LOOKAHEAD -- bounded: at most this many ids looked at per call
 local has_expiry = not QUIET and redis.call('EXISTS', K_EXPIRES) == 1
