@@ -174,6 +174,37 @@ local function unlist(id)
   end
 end
 
+-- unlist every id of `ids` (each once, each just completed, in the order completed). A
+-- batch leased together sits in processing as one run (one LPUSH), its first id rightmost:
+-- when the ids are exactly such a run, one LTRIM cuts the run and what is right of it, and
+-- one RPUSH puts the latter back (at most UNPACK_CHUNK ids moved; none when the run is the
+-- right end, a batch completed oldest first). Per id that is the copy unlist's LREM would
+-- take, or another copy of the same id. Else one unlist each.
+local function unlist_all(ids)
+  local n = #ids
+  if n > 1 then
+    -- (the index from the left of the rightmost copy of the first id)
+    local at = redis.call('LPOS', K_PROCESSING, ids[1], 'RANK', -1, 'MAXLEN', UNPACK_CHUNK + 1)
+    if at and at >= n - 1 then
+      local run = redis.call('LRANGE', K_PROCESSING, at - n + 1, -1)
+      local left = {}
+      for _, id in ipairs(ids) do left[id] = true end
+      local all = true
+      for k = 1, n do
+        if not left[run[k]] then all = false; break end
+        left[run[k]] = nil -- (each once)
+      end
+      if all then
+        if at == n - 1 then redis.call('DEL', K_PROCESSING)
+        else redis.call('LTRIM', K_PROCESSING, 0, at - n) end
+        if #run > n then redis.call('RPUSH', K_PROCESSING, unpack(run, n + 1)) end
+        return
+      end
+    end
+  end
+  for _, id in ipairs(ids) do unlist(id) end
+end
+
 -- Move a live item to the dead letters. The caller has taken id out of every list.
 -- Returns false if the item no longer exists.
 local function dead_letter(id, reason, err, at) --@lazy
@@ -341,7 +372,7 @@ local function complete_pairs(first)
     local vals = redis.call('HMGET', K_ATTEMPTS, unpack(unleased))
     for k, id in ipairs(unleased) do atts[id] = vals[k] end
   end
-  local res, done, lease_keys, completed = {}, {}, {}, 0
+  local res, done, lease_keys, gone = {}, {}, {}, {}
   -- (compat with the leases read: both lease keys known, so one DEL per item; see below)
   local one_del = any_session and WRITE_V3 and WRITE_V1
   for k, id in ipairs(ids) do
@@ -360,30 +391,27 @@ local function complete_pairs(first)
       local held = (v3[k] and 1 or 0) + (v1[k] and 1 or 0)
       if redis.call('DEL', item_key(id), v3_keys[k], v1_keys[k]) > held then
         done[id] = true
-        unlist(id)
-        completed = completed + 1
+        gone[#gone + 1] = id
         res[k] = O_COMPLETED
       else
         res[k] = done[id] and O_MISSING or not_live(id)
       end
     elseif redis.call('DEL', item_key(id)) == 1 then
       done[id] = true
-      unlist(id)
+      gone[#gone + 1] = id
       lease_keys[#lease_keys + 1] = v3_keys[k]
       lease_keys[#lease_keys + 1] = v1_keys[k]
-      completed = completed + 1
       res[k] = O_COMPLETED
     else
       res[k] = done[id] and O_MISSING or not_live(id)
     end
   end
-  if completed > 0 then
-    local gone = {}
-    for id in pairs(done) do gone[#gone + 1] = id end
+  if #gone > 0 then
+    unlist_all(gone)
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
     remember_completed(gone)
-    count('completed', completed)
+    count('completed', #gone)
   end
   return table.concat(res)
 end
