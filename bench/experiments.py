@@ -10,6 +10,7 @@ the real change belongs in rq_cli/.
     python -m bench.experiments batchlua  # lease(100)+complete with multi-key Lua prototypes
     python -m bench.experiments maint     # purge/requeue-dead: server time per call, latency
     python -m bench.experiments deep      # deep clean: bigger SCAN/HSCAN pages, set updates
+    python -m bench.experiments floor     # one at a time, 8 workers: what each guarantee costs
     python -m bench.experiments startup   # start-up: connection set-up cost (driver_info)
     python -m bench.experiments startup --typer PATH   # ... and rq-cli with another Typer
 
@@ -846,9 +847,119 @@ def exp_startup(server: BenchServer, work: Path, quick: bool, reps: int,
             "python -c 'import redis'", "ms", per=lambda x: x * 1000, ratio="x/base")
 
 
+# -- floor: one at a time, what each guarantee costs the server -------------------------------
+#: The least a peer-compatible worker's step can do in one round trip: complete the last
+#: item (read its lease keys, delete its data and both lease keys, take it out of processing)
+#: and lease the next (RPOP, read its data and lease keys, set both lease keys, into
+#: processing). No attempts, deadlines, holders, counters, type checks or clock.
+FLOOR_LIBRARY = r"""#!lua name=rqfloor
+redis.register_function('rqfloor', function(keys, args)
+  local p, session, px, done = args[1], args[2], args[3], args[4]
+  if done ~= '' then
+    local v3, v1 = p .. ':lease:' .. done, p .. ':leased_by_session:' .. done
+    redis.call('MGET', v3, v1)
+    if redis.call('DEL', p .. ':item:' .. done, v3, v1) > 0 then
+      redis.call('LREM', p .. ':processing', '-1', done)
+    end
+  end
+  local ids = redis.call('RPOP', keys[1], 1)
+  if not ids then return false end
+  local id = ids[1]
+  local v3, v1 = p .. ':lease:' .. id, p .. ':leased_by_session:' .. id
+  local got = redis.call('MGET', p .. ':item:' .. id, v3, v1)
+  redis.call('SET', v3, session, 'PX', px)
+  redis.call('SET', v1, session, 'PX', px)
+  redis.call('LPUSH', p .. ':processing', id)
+  return {id, got[1]}
+end)
+"""
+
+
+def _floor_worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
+    """scale._worker's contract, for the loop ``floor``: FLOOR_LIBRARY's step per item."""
+    import redis
+
+    from .cases.scale import Q, _unpin
+
+    _unpin()
+    c = redis.Redis(host="127.0.0.1", port=port)
+    c.ping()
+    go.wait()
+    t0, done, last = time.perf_counter(), 0, b""
+    while True:
+        got = c.fcall("rqfloor", 1, f"{Q}:queue", Q, f"s{os.getpid()}", "300000", last)
+        done += 1 if last else 0
+        if not got:
+            break
+        last = got[0]
+    out.put((done, t0, time.perf_counter()))
+
+
+def _without(code: str, *parts: str) -> str:
+    """The Functions library's text without the steps named (prototypes of leaner scripts):
+    "types" (the TYPE checks; the EXISTS of the rare keys stays), "counters" (the one-item
+    paths' counters and de-dup window read), "holders" (P:holders)."""
+    edits = {
+        "types": [("redis.call('TYPE', checks[i])['ok']", "'none'")],
+        "counters": [("  remember_completed({id})\n  count('completed', 1)\n", ""),
+                     ("    count('leased', 1)\n    out[5]", "    out[5]")],
+        "holders": [("    redis.call('HSET', K_HOLDERS, id, session)\n", ""),
+                    (", {'HDEL', K_HOLDERS}}", "}")],
+    }
+    for part in parts:
+        for old, new in edits[part]:
+            if old not in code:
+                raise RuntimeError(f"floor: the library has no {old!r} any more")
+            code = code.replace(old, new)
+    return code
+
+
+def exp_floor(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
+    """8 workers one item at a time (``complete_and_lease``), server CPU per item: rq-cli as
+    it is, prototypes without one guarantee after another, the floor of FLOOR_LIBRARY, and
+    the server-cpu case's baselines (the peer, the bare RPOPLPUSH + LREM)."""
+    import rq_cli.core.calling as calling
+    from rq_cli.core.scripts import library
+
+    from .cases.scale import run_loop
+    from .harness import Ctx
+
+    real = library()
+    variants = {"rq 1": (), "rq 1 - type checks": ("types",),
+                "rq 1 - type checks - counters": ("types", "counters"),
+                "rq 1 - type checks - counters - holders": ("types", "counters", "holders")}
+    loops = [*variants, "floor", "bare", "peer"]
+    ctx = Ctx(server=server, work=work, quick=quick, reps=reps, cli=None, cli_reason="", env={})
+    total = 4_000 if quick else 12_000
+    figures: dict[str, list[float]] = {loop: [] for loop in loops}
+    client = server.client()
+    try:
+        for rep in range(reps):
+            for loop in loops[rep % len(loops):] + loops[:rep % len(loops)]:
+                client.function_flush()
+                if loop in variants:  # (the workers fork: they call this library)
+                    lib = real._replace(code=_without(real.code, *variants[loop]))
+                    calling.library = lambda lib=lib: lib  # type: ignore[attr-defined]
+                    f = run_loop(ctx, "rq 1", 8, total)
+                elif loop == "floor":
+                    client.function_load(FLOOR_LIBRARY)
+                    f = run_loop(ctx, "floor", 8, total, worker=_floor_worker)
+                else:
+                    f = run_loop(ctx, loop, 8, total)
+                figures[loop].append(f["cpu_us_per_item"])
+                log(f"floor rep {rep + 1}: {loop}: {f['cpu_us_per_item']:.1f} us/item")
+    finally:
+        calling.library = library  # type: ignore[attr-defined]
+        client.function_flush()
+        client.close()
+    _report("8 workers one item at a time: server CPU per item (INFO cpu)", figures, "bare",
+            "us", ratio="x/base")
+    _report("... the same, as a fraction of the peer's", figures, "peer", "us", ratio="x/base")
+
+
 EXPERIMENTS = {"push": exp_push, "pushlua": exp_pushlua, "lease": exp_lease,
                "completelua": exp_completelua, "batchlua": exp_batchlua, "maint": exp_maint,
-               "deep": exp_deep,
+               "deep": exp_deep, "floor": exp_floor,
                "startup": exp_startup}
 
 

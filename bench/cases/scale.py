@@ -121,8 +121,9 @@ def _server_figures(client: Any) -> tuple[float, float]:
     return usec, float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
 
 
-def run_loop(ctx: Ctx, loop: str, procs: int, total: int) -> dict[str, float]:
-    """Drain ``total`` items with ``procs`` worker processes of ``loop``; the server's figures."""
+def run_loop(ctx: Ctx, loop: str, procs: int, total: int, worker: Any = None) -> dict[str, float]:
+    """Drain ``total`` items with ``procs`` worker processes of ``loop``; the server's figures.
+    ``worker``: another worker function, with ``_worker``'s arguments (bench.experiments)."""
     server, client = ctx.server, ctx.server.client()
     server.flush()
     fill(client, Q, "peer_pending" if loop in ("peer", "bare") else "pending", total)
@@ -130,7 +131,7 @@ def run_loop(ctx: Ctx, loop: str, procs: int, total: int) -> dict[str, float]:
     mpctx = mp.get_context("fork")
     go, out = mpctx.Event(), mpctx.Queue()
     quota = total // procs
-    workers = [mpctx.Process(target=_worker, args=(loop, server.port, quota, go, out))
+    workers = [mpctx.Process(target=worker or _worker, args=(loop, server.port, quota, go, out))
                for _ in range(procs)]
     for w in workers:
         w.start()
