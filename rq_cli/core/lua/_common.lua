@@ -346,7 +346,8 @@ end
 -- deletes items that no worker took), "X" conflict (given a session, another session holds
 -- the lease: see held_by_other). The leases are read in two
 -- MGETs and the bookkeeping dropped in a few multi-value commands for all the pairs; per
--- item remain the DEL that decides and the LREM from processing.
+-- item remain the DEL that decides and, unless the completed ids are one run in processing
+-- (unlist_all), the LREM from processing. One pair: complete_one.
 local function complete_pairs(first)
   if #ARGV == first + 1 then return complete_one(ARGV[first], ARGV[first + 1]) end
   local ids, v3_keys, v1_keys = {}, {}, {}

@@ -5,7 +5,8 @@
 -- work re-leased to someone else.
 -- Returns a string, one character per id: C completed, M missing (not live), X conflict.
 -- The leases are read in two MGETs and the bookkeeping dropped in a few multi-value commands
--- for the whole call; per item remain the DEL that decides and the LREM from processing.
+-- for the whole call; per item remain the DEL that decides and, unless the completed ids are
+-- one run in processing (a batch leased together), the LREM from processing.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses complete_pairs wrong_type
 do local bad = wrong_type(); if bad then return bad end end
