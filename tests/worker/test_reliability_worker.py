@@ -434,12 +434,14 @@ def test_a_name_held_by_an_idle_worker_is_refused_too(server_url: str, r: redis.
 def test_worker_rides_out_a_restart_of_a_server_without_persistence(
         make_server: MakeServer, tmp_path: Path) -> None:
     srv = make_server(save="", appendonly="no")
-    done = tmp_path / "done"
+    done, started = tmp_path / "done", tmp_path / "started"
     wq = WorkQueue(srv.client(), "np")
     wq.push([NewItem(b"{}", "gone")])  # running when the server loses everything
     proc = start(srv.url, "np", "-c", "2", "--", "sh", "-c",
-                 f'[ "$RQ_ITEM_ID" = gone ] && sleep 1; echo "$RQ_ITEM_ID" >> {done}')
-    wait_for(lambda: wq.stats().processing == 1)
+                 f'[ "$RQ_ITEM_ID" = gone ] && touch {started} && sleep 1; '
+                 f'echo "$RQ_ITEM_ID" >> {done}')
+    # (its command runs: leased alone, the lease's reply may not have left the server yet)
+    wait_for(started.exists)
     srv.kill()
     srv.start()
     wq = WorkQueue(srv.client(), "np")
