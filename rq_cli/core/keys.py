@@ -83,8 +83,9 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("tenant_weights", "hash", "other", rare=True),
     FixedKey("item_tenant", "hash", "meta", rare=True),
     # fair queues: wake-up tokens for `lease --wait` (a push into a tenant's sub-queue does
-    # not touch P:queue, which a waiter would block on): a token per item put in line, at
-    # most WAKE_TOKENS, expiring WAKE_TTL_MS after the last; waiters block on it (BLPOP)
+    # not touch P:queue, which a waiter would block on): a token per item put in line and
+    # one per call that delays items (a waiter learns when they fall due), at most
+    # WAKE_TOKENS, expiring WAKE_TTL_MS after the last; waiters block on it (BLPOP)
     FixedKey("wake", "list", "other", rare=True),
     # the de-dup window: completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)

@@ -74,10 +74,10 @@ def put_recovered(wq: WorkQueue):
     return lambda: wq.clean(grace_seconds=0)  # an expired lease, back in line
 
 
-@pytest.mark.parametrize("setup", [put_plain, put_requeued, put_recovered])
-def test_a_default_push_a_requeue_and_a_recovery_wake_waiters_too(r, setup):
-    wq = fair_queue(r)
-    put = setup(wq)
+def waited_for(r: redis.Redis, setup) -> tuple[list, float]:
+    """On a fair queue, ``setup``'s put while a client waits: the items the waiter got, and
+    the seconds from the put to its lease's return."""
+    put = setup(fair_queue(r))
     out: list = []
     thread = waiter(r, "q", 10, out)
     time.sleep(0.5)
@@ -85,7 +85,31 @@ def test_a_default_push_a_requeue_and_a_recovery_wake_waiters_too(r, setup):
     put()
     thread.join(5)
     [(items, _, returned_at)] = out
-    assert len(items) == 1 and returned_at - put_at < BLOCK_CHUNK / 2
+    return items, returned_at - put_at
+
+
+@pytest.mark.parametrize("setup", [put_plain, put_requeued, put_recovered])
+def test_a_default_push_a_requeue_and_a_recovery_wake_waiters_too(r, setup):
+    items, waited = waited_for(r, setup)
+    assert len(items) == 1 and waited < BLOCK_CHUNK / 2
+
+
+def put_delayed(wq: WorkQueue):
+    return lambda: wq.push([b"soon"], tenant="d", delay=0.4)
+
+
+def put_retried(wq: WorkQueue):
+    wq.push([NewItem(b"again", "r1")], tenant="c")
+    [item] = wq.lease(1)
+    return lambda: wq.fail([item.id], retry_in=0.4)  # back in 0.4 s, through P:delayed
+
+
+@pytest.mark.parametrize("setup", [put_delayed, put_retried])
+def test_a_waiter_gets_a_delayed_item_when_it_falls_due(r, setup):
+    """A delayed item, pushed or retried while a client waits, leaves one token: the waiter
+    leases again, learns when it falls due and waits that long, not to its chunk's end."""
+    items, waited = waited_for(r, setup)
+    assert len(items) == 1 and 0.4 <= waited < 0.4 + BLOCK_CHUNK / 2
 
 
 def test_every_waiter_gets_an_item_of_one_push(r):
@@ -114,9 +138,11 @@ def test_the_tokens_are_bounded_and_expire(r):
 
 def test_a_queue_without_tenants_writes_no_tokens(r):
     wq = WorkQueue(r, "plain")
-    wq.push([b"a", b"b"])
-    [item] = wq.lease(1)
-    wq.fail([item.id], retry_in=0)
+    wq.push([b"a", b"b", b"c"])
+    wq.push([b"later"], delay=5)
+    first, second = wq.lease(2)
+    wq.fail([first.id], retry_in=0)
+    wq.fail([second.id], retry_in=5)
     wq.clean()
     assert r.exists(wq.keys.wake) == 0
 

@@ -26,7 +26,8 @@ local KEY_TENANT = KEYS[2] and string.sub(KEYS[2], #TENANT_KEY_PREFIX + 1) or ni
 -- up to n clients waiting in `lease --wait`. They block on K_WAKE (BLPOP), as a push into a
 -- tenant's sub-queue does not touch P:queue: a token per item, at most WAKE_TOKENS kept,
 -- gone WAKE_TTL_MS after the last (a token nobody took costs a later waiter one lease that
--- finds nothing). Elsewhere waiters block on P:queue itself, and nothing is written.
+-- finds nothing). A call that delays items wakes one (it leases again and learns when the
+-- first falls due). Elsewhere waiters block on P:queue itself, and nothing is written.
 -- WAKE_FAIR: whether this call's queue is fair, read at its first wake_waiters (nil before;
 -- it names KEYS, so the Functions library sets it again at each call's begin: scripts.py),
 -- so a script putting many items in line reads K_FAIR once, not once per item.

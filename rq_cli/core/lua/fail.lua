@@ -11,7 +11,7 @@
 --   (another session holds the lease).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_letter del_lease enqueue exhausted forget_suspect held_by_other item_key
---@uses never_leased not_live unlist wrong_type
+--@uses never_leased not_live unlist wake_waiters wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local err = A_ERROR
 local retry = tonumber(A_RETRY_MS)
@@ -21,6 +21,7 @@ local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local base, cap, jitter = tonumber(A_BACKOFF_MS), tonumber(A_BACKOFF_MAX_MS), tonumber(A_JITTER)
 local out = {}
 local failed, retried = 0, 0
+local delayed = false -- (some retry waits: one wake-up token, see push.lua)
 for i = REST, #ARGV, 2 do
   local id, session = ARGV[i], ARGV[i + 1]
   if held_by_other(id, session) then
@@ -49,6 +50,7 @@ for i = REST, #ARGV, 2 do
       end
       if delay > 0 then
         redis.call('ZADD', K_DELAYED, NOW + delay, id)
+        delayed = true
       else
         enqueue(id) -- (fair: back to its tenant)
       end
@@ -57,6 +59,7 @@ for i = REST, #ARGV, 2 do
     end
   end
 end
+if delayed then wake_waiters(1) end
 count('failed', failed)
 count('retried', retried)
 return out

@@ -98,7 +98,9 @@ if n > 0 then
   else
     call_all('LPUSH', line, added)
   end
-  if delay <= 0 then wake_waiters(n) end
+  -- (delayed: one token, so that a waiting client leases again and learns when the first
+  -- falls due, instead of at the end of its wait's chunk)
+  wake_waiters(delay <= 0 and n or 1)
 end
 count('pushed', n)
 count('duplicates', dups)
