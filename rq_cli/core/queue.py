@@ -96,7 +96,9 @@ class WorkQueue(Reads, Repairs):
                     ) -> tuple[list[LeasedItem], int, int, str]:
         """Lease up to ``count`` items without waiting, in script calls of at most
         ``LEASE_CHUNK`` items each (so no call holds the server long); the first call also
-        completes ``complete``. Each call is atomic for the items it returns."""
+        completes ``complete``. Each call is atomic for the items it returns. Returns the
+        items, the last call's status, the ms until the earliest delayed item falls due by
+        the server's clock (-1: none), and the completions."""
         items: list[LeasedItem] = []
         completions = ""
         while True:
@@ -110,6 +112,8 @@ class WorkQueue(Reads, Repairs):
                 "max_attempts": self.options.max_attempts,
                 "at_most_once": "1" if at_most_once else "0"}, pairs, now_ms)
             status, next_due = int(fields["status"]), int(fields["next_due_ms"])
+            if next_due >= 0:  # (the server's now: its deadline for a lease granted now)
+                next_due = max(next_due - (int(fields["deadline_ms"]) - lease_ms), 0)
             if complete:
                 completions, complete = text(fields["completions"]) or "", ()
             prefix, session = self.prefix, self.session
@@ -134,12 +138,12 @@ class WorkQueue(Reads, Repairs):
         self.sync_tenant_weights()
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
-            items, status, next_due, _ = self._lease_once(count, lease_ms, now_ms,
+            items, status, due_in, _ = self._lease_once(count, lease_ms, now_ms,
                                                           at_most_once)
             remaining = deadline - time.monotonic()
             if items or remaining <= 0:
                 return items
-            self._wait(min(remaining, BLOCK_CHUNK), status, next_due)
+            self._wait(min(remaining, BLOCK_CHUNK), status, due_in)
 
     def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
                            lease_seconds: float | None = None, now_ms: int | None = None,
@@ -164,14 +168,15 @@ class WorkQueue(Reads, Repairs):
             raise UsageError(f"the lease time must be at most {MAX_LEASE_TEXT}")
         return max(ms(seconds), 1)
 
-    def _wait(self, seconds: float, status: int, next_due: int) -> None:
+    def _wait(self, seconds: float, status: int, due_in_ms: int) -> None:
         """Block up to ``seconds`` for an item to arrive, without taking it (``status``: the
-        last lease's: LEASE_PAUSED, or LEASE_FAIR for nothing on a fair queue)."""
+        last lease's: LEASE_PAUSED, or LEASE_FAIR for nothing on a fair queue; ``due_in_ms``:
+        its ms until a delayed item falls due, by the server's clock, or -1)."""
         if status == LEASE_PAUSED:
             time.sleep(min(seconds, 0.5))
             return
-        if next_due >= 0:  # a delayed item becomes due: wake up for it
-            seconds = min(seconds, max(next_due / 1000 - time.time(), 0.01))
+        if due_in_ms >= 0:  # a delayed item becomes due: wake up for it (whatever our clock)
+            seconds = min(seconds, max(due_in_ms / 1000, 0.01))
         seconds = max(round(seconds, 3), 0.01)
         if status == LEASE_FAIR:
             # a push into a tenant's sub-queue does not touch P:queue: its wake-up token does

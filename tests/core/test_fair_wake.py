@@ -167,3 +167,18 @@ def test_whether_a_queue_is_fair_is_read_afresh_by_each_call(r):
     fresh = WorkQueue(r, "fresh")
     fresh.push([b"x"], tenant="t")  # its first tenant push makes it fair, in the same call
     assert r.llen(fresh.keys.wake) == 1
+
+
+def test_a_wait_for_a_delayed_item_goes_by_the_servers_clock(r):
+    """A waiter waits for a delayed item by the server's clock, not its own: here the
+    scripts' clock (``now_ms``) is 10 s behind the client's, and stands still, so the item
+    never falls due; the waiter leases once per 0.5 s (the time left, by that clock), where
+    waiting by its own clock it would lease as often as the server ends a blocking call
+    (10 ms asked; about 12 calls in 1.2 s on Redis 7, whose timeouts are served by hz)."""
+    wq = fair_queue(r)
+    behind = int(time.time() * 1000) - 10_000
+    wq.push([b"soon"], tenant="d", delay=0.5, now_ms=behind)
+    r.delete(wq.keys.wake)  # (its token: a first lease at once, not what is measured)
+    before = script_calls(r)
+    assert wq.lease(1, wait=1.2, now_ms=behind) == []
+    assert 2 <= script_calls(r) - before <= 5
