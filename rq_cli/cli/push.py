@@ -179,6 +179,7 @@ class _Tally:
         self.items = self.added = 0
         self.reasons: dict[str, int] = {}  # refused items by reason (the summary says why)
         self.rows: list[dict[str, Any]] = []
+        self.counted: bulk.Pushed | None = None  # the batch counted last (add_pushed)
 
     def add(self, results: list[PushResult]) -> None:
         added = sum(1 for r in results if r.added)
@@ -196,13 +197,13 @@ class _Tally:
                              for r in results)
 
     def add_pushed(self, batch: bulk.Pushed) -> None:
-        """``add`` for a batch of a stdin push (JSON lines or a summary, never a table)."""
+        """``add`` for a batch of a stdin push (JSON lines or a summary, never a table). The
+        batch counted last, given again, is not counted again (after a Ctrl-C, the stream
+        hands out again the batch it had handed out: bulk.stream)."""
+        if batch is self.counted:
+            return
         ids, flags = batch
         added = flags.count("1")
-        if added < len(ids):
-            for flag, reason in bulk.REASONS.items():
-                if n := flags.count(flag):
-                    self.reasons[reason] = self.reasons.get(reason, 0) + n
         text = ""
         if not self.summary:
             if ids and added == len(ids) and _plain(ids):  # usual: one join for the batch
@@ -214,8 +215,12 @@ class _Tally:
             try:
                 self.out.write(text)
             finally:  # (stdout closed: the batch is stored all the same)
+                self.counted = batch
                 self.items += len(ids)
                 self.added += added
+                for flag, reason in bulk.REASONS.items() if added < len(ids) else ():
+                    if n := flags.count(flag):
+                        self.reasons[reason] = self.reasons.get(reason, 0) + n
 
     def describe(self) -> str:
         dups = self.items - self.added

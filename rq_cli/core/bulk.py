@@ -419,7 +419,8 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
             if _tenanted(chunk):  # fair: items naming a tenant, one call per tenant's run
                 while inflight:
                     read_one()
-                    yield ready.popleft()
+                    yield ready[0]  # (handed out; kept until the consumer asks for more)
+                    ready.popleft()
                 yield from _store_runs(q, chunk, id_from_data, flags, now_ms)
                 if error is not None or len(chunk) < batch_size:
                     break
@@ -449,18 +450,22 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
             while len(inflight) >= SEND_AHEAD:
                 read_one()
                 while ready:
-                    yield ready.popleft()
+                    yield ready[0]  # (handed out; kept until the consumer asks for more)
+                    ready.popleft()
             chunk, error = _take(source, batch_size)  # while the server runs the calls
             if not chunk:
                 break
         while inflight:
             read_one()
             while ready:
-                yield ready.popleft()
+                yield ready[0]  # (handed out; kept until the consumer asks for more)
+                ready.popleft()
     except KeyboardInterrupt:
         # Ctrl-C (here, or thrown in by the consumer): the batches sent are being stored
         # whatever happens now, so read their replies and yield them, that the caller may
-        # count exactly what was stored; then stop. A second Ctrl-C stops at once.
+        # count exactly what was stored; then stop. A second Ctrl-C stops at once. A Ctrl-C
+        # thrown in at a yield comes first: the batch handed out there, which the consumer
+        # may have stopped before counting (it counts a batch it is given again only once).
         while ready or inflight:
             if not ready:
                 read_one()

@@ -1,0 +1,39 @@
+"""A Ctrl-C in a bulk push (core/bulk.py ``stream``): the batches already sent are stored
+whatever happens, so the stream yields each of them before it raises ``Drained``, and the
+count a consumer keeps is exactly what was stored. A Ctrl-C can reach the consumer just after
+a batch was handed to it and before it counted that batch (Python 3.10 runs signal handlers
+between any two bytecodes): the stream hands that batch out again first."""
+
+from __future__ import annotations
+
+import pytest
+
+from rq_cli.core import bulk
+from rq_cli.queue import WorkQueue
+from rq_cli.types import NewItem
+
+ITEMS = {
+    "transactions": lambda n: b'{"n":%d}' % n,  # new random ids: one MULTI/EXEC per batch
+    "push.lua": lambda n: NewItem(b"%d" % n, f"i{n}"),  # ids given: push.lua calls
+}
+
+
+@pytest.mark.parametrize("item", ITEMS.values(), ids=ITEMS.keys())
+def test_a_ctrl_c_thrown_in_hands_out_the_last_batch_again_then_the_rest(r, item):
+    wq = WorkQueue(r, "q")
+    batches = bulk.stream(wq, (item(n) for n in range(20_000)), batch_size=1000)
+    seen = [next(batches) for _ in range(3)]  # three handed out, with more sent ahead
+    counted = seen[:2]  # the consumer stopped before counting the third
+    again = batches.throw(KeyboardInterrupt())
+    assert again is seen[2]
+    drained = [again]
+    with pytest.raises(bulk.Drained):
+        while True:
+            drained.append(next(batches))
+    counted += drained
+    # every batch once, in order, and all of them stored: the count is exact
+    ids = [i for b in counted for i in b.ids]
+    assert len(ids) == len(set(ids)) == r.llen(wq.keys.queue)
+    assert len(ids) > 3000  # (batches were in flight when it stopped)
+    stored = [i.id for i in wq.lease(len(ids))]
+    assert stored == ids
