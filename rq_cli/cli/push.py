@@ -218,9 +218,10 @@ class _Tally:
                 self.counted = batch
                 self.items += len(ids)
                 self.added += added
-                for flag, reason in bulk.REASONS.items() if added < len(ids) else ():
-                    if n := flags.count(flag):
-                        self.reasons[reason] = self.reasons.get(reason, 0) + n
+                if added < len(ids):
+                    for flag, reason in bulk.REASONS.items():
+                        if n := flags.count(flag):
+                            self.reasons[reason] = self.reasons.get(reason, 0) + n
 
     def describe(self) -> str:
         dups = self.items - self.added

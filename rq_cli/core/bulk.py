@@ -413,14 +413,21 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
             inflight.popleft()
             ready.append(pushed)
 
+    def handed_out() -> Iterator[Pushed]:
+        """Yield the replies read. Each stays in ``ready`` until the consumer asks for more:
+        a Ctrl-C thrown in at its yield finds it there, and the drain below hands it out
+        again first."""
+        while ready:
+            yield ready[0]
+            ready.popleft()
+
     error: Exception | None = None
     try:
         while True:
             if _tenanted(chunk):  # fair: items naming a tenant, one call per tenant's run
                 while inflight:
                     read_one()
-                    yield ready[0]  # (handed out; kept until the consumer asks for more)
-                    ready.popleft()
+                    yield from handed_out()
                 yield from _store_runs(q, chunk, id_from_data, flags, now_ms)
                 if error is not None or len(chunk) < batch_size:
                     break
@@ -449,17 +456,13 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 break
             while len(inflight) >= SEND_AHEAD:
                 read_one()
-                while ready:
-                    yield ready[0]  # (handed out; kept until the consumer asks for more)
-                    ready.popleft()
+                yield from handed_out()
             chunk, error = _take(source, batch_size)  # while the server runs the calls
             if not chunk:
                 break
         while inflight:
             read_one()
-            while ready:
-                yield ready[0]  # (handed out; kept until the consumer asks for more)
-                ready.popleft()
+            yield from handed_out()
     except KeyboardInterrupt:
         # Ctrl-C (here, or thrown in by the consumer): the batches sent are being stored
         # whatever happens now, so read their replies and yield them, that the caller may

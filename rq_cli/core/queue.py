@@ -139,7 +139,7 @@ class WorkQueue(Reads, Repairs):
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
             items, status, due_in, _ = self._lease_once(count, lease_ms, now_ms,
-                                                          at_most_once)
+                                                        at_most_once)
             remaining = deadline - time.monotonic()
             if items or remaining <= 0:
                 return items

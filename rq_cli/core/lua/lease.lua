@@ -26,6 +26,7 @@ end
 local want = tonumber(A_COUNT)
 local ms = tonumber(A_LEASE_MS)
 local px = tostring(ms) -- (SET's PX as text, made once: Lua formats a number on every call)
+local deadline = tostring(NOW + ms) -- (P:leases' score, as text: see px)
 local session = A_SESSION
 local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
@@ -47,7 +48,7 @@ if QUIET and want == 1 and not at_most_once then
     if WRITE_V1 then redis.call('SET', v1_key, session, 'PX', px) end
     redis.call('HSET', K_ATTEMPTS, id, attempts == 0 and '1' or attempts + 1)
     redis.call('LPUSH', K_PROCESSING, id)
-    redis.call('ZADD', K_LEASES, tostring(NOW + ms), id)
+    redis.call('ZADD', K_LEASES, deadline, id)
     redis.call('HSET', K_HOLDERS, id, session)
     count('leased', 1)
     out[5], out[6], out[7] = id, got[1], attempts + 1
@@ -61,7 +62,6 @@ local has_expiry = not QUIET and redis.call('EXISTS', K_EXPIRES) == 1
 local seen = {} -- ids leased by this call (a second copy in the same batch is dropped)
 local leased, stamps, deadlines, holders = {}, {}, {}, {}
 local done_at_once = {} -- (at most once) completed as taken: remembered by a de-dup window
-local deadline = tostring(NOW + ms)
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
   -- (fair: round-robin over the tenants with work, _fair.lua; else RPOP P:queue)
