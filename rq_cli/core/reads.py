@@ -268,6 +268,9 @@ def _peeked(state: State, row: Any) -> PeekedItem:
         reason = _str_or_none(meta.get("reason"))
         error = error or _str_or_none(meta.get("error"))
         tenant = tenant or _str_or_none(meta.get("tenant"))
+        first = meta.get("enqueued")  # a dead item's time first pushed (s), kept there
+        if type(first) in (int, float) and 0 <= first < 1e12 and int(enqueued) < 0:
+            enqueued = round(first * 1000)
     if state == "dead" and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(
