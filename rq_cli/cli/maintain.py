@@ -38,6 +38,7 @@ from .filtered import (
     SummaryOpt,
     make_filter,
     run_moves,
+    skipped_note,
 )
 
 CLEAN_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
@@ -163,6 +164,9 @@ def requeue_dead(
     out.rows([requeue_row(queue, to or queue, report)], REQUEUE_COLUMNS)
     if chosen and not dry_run and (report.skipped or report.missing):
         _named_not_moved(queue, to, len(chosen), report.skipped, report.missing)
+    if chosen is None and report.skipped:  # (named ids: exit 3, said just above)
+        out.message(skipped_note("requeue-dead", queue, to or queue, report.skipped,
+                                 report.skipped_ids))
 
 
 def _named_not_moved(queue: str, to: str | None, named: int, skipped: int,
