@@ -65,6 +65,10 @@ def clean(
              f"(default: the queue's grace_seconds, {QueueOptions.grace_seconds:g}).")] = None,
     every: Annotated[bool, typer.Option(
         "--all", help="Clean every queue of the config file (for cron).")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="Print only the queues where items were recovered or "
+                              "dead-lettered, and errors (for cron, which mails output).")
+    ] = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -94,9 +98,16 @@ def clean(
                                    progress=b.advance if deep else None,
                                    wait=functools.partial(_wait_grace, b))
                 report, error = failed.run(st.url_of(wq.client), run, wq)
-            rows.add([clean_row(name, report) if report else
-                      {"queue": name, "error": error}])
+            row = clean_row(name, report) if report else {"queue": name, "error": error}
+            if not quiet or _needs_a_human(row):
+                rows.add([row])
     failed.check()
+
+
+def _needs_a_human(row: dict[str, Any]) -> bool:
+    """clean --quiet prints a queue's line only when items were recovered or dead-lettered,
+    or it failed (an error)."""
+    return bool(row.get("recovered") or row.get("dead") or row.get("error"))
 
 
 def _wait_grace(bar: Progress, suspects: int, seconds: float) -> None:
