@@ -80,6 +80,12 @@ def describe(report: FilterReport, verb: str) -> str:
     return text
 
 
+def dry_run_title(verb: str) -> str:
+    """The title of a dry run's table: said above it whatever the width (its ``dry run``
+    column is the first a narrow terminal drops)."""
+    return f"dry run: nothing was {verb}"
+
+
 def skipped_note(label: str, queue: str, to: str, skipped: int, ids: list[str]) -> str:
     """The stderr line for dead items that stay dead because a live item of ``to`` has
     their id (a peer pushed it again since it died), naming the first few."""
@@ -131,7 +137,8 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
     if per_item:
         out.message(f"rq-cli: {label} {queue}: {describe(report, verb)}")
     else:
-        out.rows([summary_row(report, verb, to_name)], summary_columns(verb))
+        out.rows([summary_row(report, verb, to_name)], summary_columns(verb),
+                 title=dry_run_title(verb) if dry_run else None)
     if report.skipped:
         out.message(skipped_note(label, queue, to_name or queue, report.skipped,
                                  report.skipped_ids))

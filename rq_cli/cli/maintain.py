@@ -36,6 +36,7 @@ from .filtered import (
     RateOpt,
     ReasonOpt,
     SummaryOpt,
+    dry_run_title,
     make_filter,
     run_moves,
     skipped_note,
@@ -172,7 +173,8 @@ def requeue_dead(
             raise Interrupted(f"interrupted: requeue-dead {queue}: {bar.done:,} {items} "
                               f"requeued (and perhaps the batch under way); run it again to "
                               f"requeue the rest") from None
-    out.rows([requeue_row(queue, to or queue, report)], REQUEUE_COLUMNS)
+    out.rows([requeue_row(queue, to or queue, report)], REQUEUE_COLUMNS,
+             title=dry_run_title("requeued") if dry_run else None)
     if chosen and not dry_run and (report.skipped or report.missing):
         _named_not_moved(queue, to, len(chosen), report.skipped, report.missing)
     if chosen is None and report.skipped:  # (named ids: exit 3, said just above)
