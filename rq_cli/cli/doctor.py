@@ -141,6 +141,8 @@ def conclude(rows: list[dict[str, Any]]) -> None:
     unreachable = [r for r in failed if r["check"] == "connect"]
     first = (unreachable or failed or warned)[0]
     what = f"doctor: {counts}; {first['server']} {first['check']}: {first['detail']}"
+    if first.get("fix"):  # (a table at 80 columns leaves the fix out: here it is)
+        what += f"; fix: {first['fix']}"
     if unreachable:
         raise CheckUnknown(what)
     if failed:

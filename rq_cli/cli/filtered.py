@@ -80,6 +80,27 @@ def describe(report: FilterReport, verb: str) -> str:
     return text
 
 
+def dry_run_title(verb: str) -> str:
+    """The title of a dry run's table: said above it whatever the width (its ``dry run``
+    column is the first a narrow terminal drops)."""
+    return f"dry run: nothing was {verb}"
+
+
+def skipped_note(label: str, queue: str, to: str, skipped: int, ids: list[str]) -> str:
+    """The stderr line for dead items that stay dead because a live item of ``to`` has
+    their id (a peer pushed it again since it died), naming the first few."""
+    from ..core.filtering import SAMPLE
+    from ..render import human
+
+    one = skipped == 1
+    named = human(ids[:SAMPLE])
+    if skipped > len(ids[:SAMPLE]):
+        named += f" and {skipped - len(ids[:SAMPLE]):,} more"
+    return (f"rq-cli: {label} {queue}: {skipped:,} dead {'item stays' if one else 'items stay'}"
+            f" dead: a live item of {to} has the same id (pushed again since it died; "
+            f"complete or purge the live item, or requeue with --to): {named}")
+
+
 def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFilter | None, *,
               action: Action, verb: str, to_name: str | None = None,
               to: WorkQueue | None = None, limit: int | None = None,
@@ -112,11 +133,15 @@ def run_moves(out: Output, queue: str, wq: WorkQueue, state: State, flt: ItemFil
             raise Interrupted(f"interrupted: {label} {queue}: {describe(report, verb)}; "
                               f"run it again to go on (nothing is moved twice)") from None
     if quiet:
-        pass
-    elif per_item:
+        return report
+    if per_item:
         out.message(f"rq-cli: {label} {queue}: {describe(report, verb)}")
     else:
-        out.rows([summary_row(report, verb, to_name)], summary_columns(verb))
+        out.rows([summary_row(report, verb, to_name)], summary_columns(verb),
+                 title=dry_run_title(verb) if dry_run else None)
+    if report.skipped:
+        out.message(skipped_note(label, queue, to_name or queue, report.skipped,
+                                 report.skipped_ids))
     return report
 
 

@@ -8,7 +8,7 @@ used for lines without one.
 """
 
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -42,6 +42,9 @@ OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),
                    Column("retry_at", "retry at", kind="time", optional=True),
                    Column("lease_expires_at", "lease until", kind="time", optional=True)]
 REF_BATCH = 1000
+
+if TYPE_CHECKING:
+    from ..core.queue import WorkQueue
 
 
 def lease(
@@ -82,9 +85,11 @@ def lease(
             raise NothingToDo(f"{', '.join(paused)} {'is' if len(paused) == 1 else 'are'} "
                               f"paused: nothing is leased until 'rq-cli resume'")
         also = f"; paused: {', '.join(paused)}" if paused else ""
+        delayed = _delayed(wqs, queues)
+        why = (f"nothing due: {delayed}; any other item is leased" if delayed else
+               "empty, or every item is leased")
         raise NothingToDo(f"nothing to lease from {', '.join(queues)}"
-                          f"{f' within {wait:g} s' if wait else ''} (empty, or every item "
-                          f"is leased{also})")
+                          f"{f' within {wait:g} s' if wait else ''} ({why}{also})")
     if raw:
         out.raw(item.data for item in items)
         return
@@ -93,6 +98,24 @@ def lease(
                  TAKEN_COLUMNS)
         return
     out.rows([lease_row(names.get(i.queue, i.queue), i) for i in items], LEASE_COLUMNS)
+
+
+def _delayed(wqs: "list[WorkQueue]", names: list[str]) -> str:
+    """What the queues hold delayed, and when the next falls due ("" for nothing delayed):
+    ``3 items delayed, the next due 12:04:05 (in 42s)``, per queue when there are several."""
+    import time
+
+    from ..render import human_time
+
+    parts = []
+    for wq, name in zip(wqs, names, strict=True):
+        n, due_in = wq.next_due()
+        if n:
+            when = human_time(time.time() + (due_in or 0))
+            text = f"1 item delayed, due {when}" if n == 1 else \
+                f"{n:,} items delayed, the next due {when}"
+            parts.append(text if len(wqs) == 1 else f"{name}: {text}")
+    return "; ".join(parts)
 
 
 def complete(ctx: typer.Context, queue: QueueArg, ids: IdsArg = None,

@@ -36,8 +36,10 @@ from .filtered import (
     RateOpt,
     ReasonOpt,
     SummaryOpt,
+    dry_run_title,
     make_filter,
     run_moves,
+    skipped_note,
 )
 
 CLEAN_COLUMNS = [Column("queue")] + [Column(k, kind="number") for k in (
@@ -64,6 +66,10 @@ def clean(
              f"(default: the queue's grace_seconds, {QueueOptions.grace_seconds:g}).")] = None,
     every: Annotated[bool, typer.Option(
         "--all", help="Clean every queue of the config file (for cron).")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="Print only the queues where items were recovered or "
+                              "dead-lettered, and errors (for cron, which mails output).")
+    ] = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -93,9 +99,16 @@ def clean(
                                    progress=b.advance if deep else None,
                                    wait=functools.partial(_wait_grace, b))
                 report, error = failed.run(st.url_of(wq.client), run, wq)
-            rows.add([clean_row(name, report) if report else
-                      {"queue": name, "error": error}])
+            row = clean_row(name, report) if report else {"queue": name, "error": error}
+            if not quiet or _needs_a_human(row):
+                rows.add([row])
     failed.check()
+
+
+def _needs_a_human(row: dict[str, Any]) -> bool:
+    """clean --quiet prints a queue's line only when items were recovered or dead-lettered,
+    or it failed (an error)."""
+    return bool(row.get("recovered") or row.get("dead") or row.get("error"))
 
 
 def _wait_grace(bar: Progress, suspects: int, seconds: float) -> None:
@@ -160,9 +173,13 @@ def requeue_dead(
             raise Interrupted(f"interrupted: requeue-dead {queue}: {bar.done:,} {items} "
                               f"requeued (and perhaps the batch under way); run it again to "
                               f"requeue the rest") from None
-    out.rows([requeue_row(queue, to or queue, report)], REQUEUE_COLUMNS)
+    out.rows([requeue_row(queue, to or queue, report)], REQUEUE_COLUMNS,
+             title=dry_run_title("requeued") if dry_run else None)
     if chosen and not dry_run and (report.skipped or report.missing):
         _named_not_moved(queue, to, len(chosen), report.skipped, report.missing)
+    if chosen is None and report.skipped:  # (named ids: exit 3, said just above)
+        out.message(skipped_note("requeue-dead", queue, to or queue, report.skipped,
+                                 report.skipped_ids))
 
 
 def _named_not_moved(queue: str, to: str | None, named: int, skipped: int,

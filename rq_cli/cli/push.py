@@ -193,7 +193,7 @@ class _Tally:
             self.items += len(results)
             self.added += added
         if not self.summary and not self.out.json:
-            self.rows.extend({"id": r.id, "added": r.added, "reason": r.reason or ""}
+            self.rows.extend({"id": r.id, "added": r.added, "reason": r.reason or None}
                              for r in results)
 
     def add_pushed(self, batch: bulk.Pushed) -> None:
@@ -264,7 +264,7 @@ def _plain(ids: list[str]) -> bool:
     return len(encode_basestring_ascii(joined)) == len(joined) + 2
 
 
-_COLUMNS = [Column("id"), Column("added"), Column("reason", kind="words")]
+_COLUMNS = [Column("id"), Column("added"), Column("reason", kind="words", optional=True)]
 
 
 def _size(stream: Any) -> int | None:

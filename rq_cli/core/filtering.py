@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 #: mid-call still answers other clients within a few ms (bench case "filter").
 PAGE = 100
 CHUNK = min(100, SLOW_BATCH)
-#: Matched ids a dry run keeps as a sample.
+#: Matched ids a dry run keeps as a sample (and skipped ids a requeue keeps, to name them).
 SAMPLE = 10
 #: Longest rate accepted (items per second); 0 and below are refused.
 MAX_RATE = 1_000_000
@@ -183,6 +183,7 @@ class FilterReport:
     not_json: int = 0  # payloads that are not JSON (never match --match)
     done: int = 0  # requeued or purged
     skipped: int = 0  # requeue: a live item of the target has the id: it stays dead
+    skipped_ids: list[str] = field(default_factory=list)  # the first SAMPLE of them
     changed: int = 0  # matched, but gone from that state when acted on: left alone
     dry_run: bool = False
     sample: list[str] = field(default_factory=list)  # the first matched ids
@@ -315,6 +316,7 @@ def _act(wq: WorkQueue, state: State, action: Action, to: WorkQueue | None,
     if action == "requeue":
         done = wq.requeue_dead(ids, to=to, now_ms=now_ms)
         report.skipped += done.skipped
+        report.skipped_ids.extend(done.skipped_ids[:max(SAMPLE - len(report.skipped_ids), 0)])
         report.changed += done.missing
         moved = done.ids
     else:

@@ -28,6 +28,7 @@ from .util import (
     check_id,
     ms,
     secs,
+    server_ms,
     session_origin,
     text,
 )
@@ -236,6 +237,16 @@ class Reads(QueueBase):
     def is_paused(self) -> bool:
         return bool(self.client.exists(self.keys.paused))
 
+    def next_due(self) -> tuple[int, float | None]:
+        """How many items are delayed, and in how many seconds the soonest falls due by the
+        server's clock (None: nothing delayed). Two round trips: for messages, not loops."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zcard(self.keys.delayed).zrange(self.keys.delayed, 0, 0, withscores=True)
+        delayed, first = pipe.execute()
+        if not delayed or not first:
+            return 0, None
+        return int(delayed), max(float(first[0][1]) - server_ms(self.client), 0) / 1000
+
 
 
 def _dead_info(info: bytes | str) -> dict[str, Any]:
@@ -268,6 +279,10 @@ def _peeked(state: State, row: Any) -> PeekedItem:
         reason = _str_or_none(meta.get("reason"))
         error = error or _str_or_none(meta.get("error"))
         tenant = tenant or _str_or_none(meta.get("tenant"))
+        first = meta.get("enqueued")  # a dead item's time first pushed (s), kept there
+        if isinstance(first, (int, float)) and not isinstance(first, bool) \
+                and 0 <= first < 1e12 and int(enqueued) < 0:
+            enqueued = round(first * 1000)
     if state == "dead" and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(

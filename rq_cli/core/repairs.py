@@ -133,7 +133,9 @@ class Repairs(QueueBase):
             report.requeued += requeued
             report.skipped += skipped
             report.missing += missing
-            report.ids.extend(text(row.id) or "" for row in rows)
+            ids = [text(row.id) or "" for row in rows]  # requeued, then skipped
+            report.ids.extend(ids[:requeued])
+            report.skipped_ids.extend(ids[requeued:])
             if progress:
                 progress(requeued)
             return requeued + skipped + missing

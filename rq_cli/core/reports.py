@@ -34,7 +34,8 @@ class RequeueReport:
     skipped: int = 0  # an item with the same id is live again in the target queue
     missing: int = 0  # ids asked for that are not dead
     dry_run: bool = False
-    ids: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # requeued
+    skipped_ids: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -78,3 +78,19 @@ def test_clean_never_asks(cli):
     abandon(cli)
     run = cli("clean", "q", "--grace", "0", tty=True)
     assert run.exit_code == 0 and "recovered" in run.stdout
+
+
+def test_clean_quiet_prints_only_what_needs_a_human(cli, r, tmp_path):
+    """--quiet (for cron, which mails what a job prints): nothing when nothing was
+    recovered or dead-lettered; a queue's line when something was; errors always."""
+    write_config(tmp_path, "[queues.a]\n[queues.b]\n[queues.c]\n")
+    cli("push", "c", "{}")
+    run = cli("clean", "--all", "--grace", "0", "--quiet")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "", "")
+    abandon(cli, "b")
+    rows = cli("clean", "--all", "--grace", "0", "-q").json
+    assert [(row["queue"], row["recovered"]) for row in rows] == [("b", 1)]
+    r.set("a:queue", b"not a list")  # a queue it cannot clean: the error is said
+    run = cli("clean", "--all", "-q")
+    assert run.exit_code != 0 and "a:queue" in run.stderr
+    assert [row["queue"] for row in run.json] == ["a"]

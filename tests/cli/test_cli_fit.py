@@ -214,3 +214,38 @@ def test_stats_error_rows_keep_their_reason_at_80_columns(cli, make_server) -> N
     assert_whole(run.stdout, LONG_QUEUE, "jobs", width=80)
     note = NOTE.search(run.stderr)
     assert note is None or "error" not in note.group(2).split(", ")
+
+
+def test_doctor_at_80_columns_gives_the_fix_in_its_summary(cli) -> None:
+    """At 80 columns the table leaves out `detail` and `fix`; the stderr summary gives the
+    first problem's fix (the test server keeps nothing on disk: persistence fails)."""
+    rows = cli("doctor").json
+    fix = next(row["fix"] for row in rows if row["check"] == "persistence")
+    run = cli("doctor", tty=True, width=80)
+    assert run.exit_code == 5, run
+    assert fix and f"; fix: {fix}" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_requeue_dead_dry_run_says_so_at_any_width(cli, r, width) -> None:
+    """A dry run's table says "dry run" above it, whatever columns a narrow terminal drops."""
+    cli("push", LONG_QUEUE, "--id", "a", "{}")
+    cli("lease", LONG_QUEUE)
+    cli("fail", LONG_QUEUE, "a", "--dead")
+    for args in (["--all"], ["--reason", "failed", "--summary"]):
+        run = cli("requeue-dead", LONG_QUEUE, *args, "--to", LONG_QUEUE + "-2", "--dry-run",
+                  tty=True, width=width)
+        assert run.exit_code == 0, run
+        assert rows_of(run.stdout)[0] == "dry run: nothing was requeued", run.stdout
+        assert_whole(run.stdout, LONG_QUEUE, width=width)
+    assert WorkQueue(r, LONG_QUEUE).stats().dead == 1
+    run = cli("requeue-dead", LONG_QUEUE, "--all", tty=True, width=width)
+    assert "dry run:" not in run.stdout
+
+
+def test_push_table_leaves_out_a_reason_no_row_has(cli) -> None:
+    """A column no row fills is left out: `reason` when every item was added."""
+    run = cli("push", "q", "--id", "a", "{}", tty=True, width=80)
+    assert rows_of(run.stdout)[0].split() == ["id", "added"], run.stdout
+    run = cli("push", "q", "--id", "a", "{}", tty=True, width=80)
+    assert rows_of(run.stdout)[0].split() == ["id", "added", "reason"], run.stdout

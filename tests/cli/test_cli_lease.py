@@ -51,6 +51,20 @@ def test_lease_nothing_exits_3(cli):
     assert "nothing to lease" in run.stderr
 
 
+def test_lease_nothing_due_says_what_is_delayed_and_when(cli):
+    """A queue holding only delayed items: lease says how many are delayed and when the
+    next falls due, not "empty, or every item is leased"."""
+    cli("push", "q", "--delay", "100", "{}")
+    cli("push", "q", "--delay", "300", "{}")
+    run = cli("lease", "q")
+    assert run.exit_code == 3 and run.stdout == ""
+    assert "2 items delayed, the next due " in run.stderr, run.stderr
+    assert "(in 1m" in run.stderr and "empty" not in run.stderr
+    cli("push", "other", "--delay", "5", "{}")
+    run = cli("lease", "q", "other")
+    assert "q: 2 items delayed" in run.stderr and "other: 1 item delayed, due " in run.stderr
+
+
 def test_lease_wait_returns_when_nothing_comes(cli):
     start = time.monotonic()
     run = cli("lease", "q", "--wait", "0.3")

@@ -74,3 +74,19 @@ def test_peek_processing_names_the_holder_of_an_abandoned_item(cli):
     fresh = cli("push", "q", "--id", "b", "{}") and cli("lease", "q").one
     rows = {r["id"]: r for r in cli("peek", "q", "--state", "processing").json}
     assert "abandoned" not in rows[fresh["id"]]
+
+
+def test_a_dead_item_keeps_its_enqueued_time(cli):
+    """Dead-lettering keeps when the item was first pushed (peek --state dead, and the
+    console's "enqueued"); requeue-dead stamps the time it is put back in line."""
+    cli("push", "q", "--id", "d", "{}")
+    pushed = cli("peek", "q").one["enqueued_at"]
+    assert pushed is not None
+    cli("lease", "q")
+    cli("fail", "q", "d", "--dead", "--error", "boom")
+    dead = cli("peek", "q", "--state", "dead").one
+    assert dead["enqueued_at"] == pushed
+    assert cli("peek", "q", "--id", "d").one["enqueued_at"] == pushed
+    cli("requeue-dead", "q", "d")
+    again = cli("peek", "q").one["enqueued_at"]
+    assert again is not None and again >= pushed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
@@ -60,3 +62,30 @@ def test_requeue_dead_unknown_id_exits_3(cli):
     run = cli("requeue-dead", "q", "not-dead")
     assert run.exit_code == 3
     assert run.one["missing"] == 1
+
+
+def pushed_again(r, item_id: str, prefix: str = "q") -> None:
+    """A peer pushes an item with this id again while it is dead (a peer does not look at
+    rq-cli's dead letters)."""
+    r.set(f"{prefix}:item:{item_id}", b"{}")
+    r.lpush(f"{prefix}:queue", item_id)
+
+
+@pytest.mark.parametrize("how", [
+    ["--all"], ["--limit", "5"], ["--older-than", "0"], ["--reason", "failed"],
+    ["--reason", "failed", "--summary"], ["--all", "--dry-run"]])
+def test_requeue_dead_says_which_ids_stay_dead(cli, r, how):
+    """--all, --limit, --older-than and the filters skip an id a peer pushed again since
+    it died, and say so on stderr, naming it (as for a named id, without exit 3)."""
+    kill(cli, "a", "b", "c")
+    pushed_again(r, "b")
+    run = cli("requeue-dead", "q", *how)
+    assert run.exit_code == 0, run
+    assert "1 dead item stays dead" in run.stderr and ": b" in run.stderr, run.stderr
+    assert "a live item of q has the same id" in run.stderr
+    assert WorkQueue(r, "q").stats().dead == (3 if "--dry-run" in how else 1)
+
+
+def test_requeue_dead_all_says_nothing_when_nothing_is_skipped(cli, r):
+    kill(cli, "a")
+    assert cli("requeue-dead", "q", "--all").stderr == ""

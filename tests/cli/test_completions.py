@@ -376,3 +376,50 @@ def test_script_parses(shell: str, args: list[str]) -> None:
     done = subprocess.run([binary, *args, str(COMPLETIONS / gen.FILES[shell])],
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def _pyproject() -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_the_wheel_and_the_sdist_ship_every_completion_script() -> None:
+    """Each script of completions/ is mapped into the wheel's share/ (where each shell looks
+    under an install prefix) and the sdist carries the folder (.ci/wheel-smoke checks the
+    built files)."""
+    hatch = _pyproject()["tool"]["hatch"]["build"]["targets"]
+    shared = hatch["wheel"].get("shared-data", {})
+    files = sorted(f"completions/{p.name}" for p in COMPLETIONS.iterdir() if p.is_file())
+    assert files and sorted(k for k in shared if k.startswith("completions/")) == files
+    assert shared["completions/rq-cli.bash"] == "share/bash-completion/completions/rq-cli"
+    assert shared["completions/_rq-cli"] == "share/zsh/site-functions/_rq-cli"
+    assert shared["completions/rq-cli.fish"] == "share/fish/vendor_completions.d/rq-cli.fish"
+    assert "completions" in hatch["sdist"]["include"]
+
+
+def test_readme_documents_installing_completion() -> None:
+    """README "Shell completion": Typer's --install-completion and --show-completion, and
+    where the installed scripts live; not only from a checkout."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    part = text.split("### Shell completion", 1)[1].split("\n## ", 1)[0]
+    for word in ("--install-completion", "--show-completion",
+                 "share/bash-completion/completions/rq-cli"):
+        assert word in part, word
+    shown = CliRunner().invoke(app, ["--help"], prog_name="rq-cli").stdout
+    assert "--install-completion" in shown and "--show-completion" in shown
+
+
+def test_readme_claims_the_pythons_ci_tests() -> None:
+    """The README names the Pythons the classifiers claim as each tested in CI, and its CI
+    table runs each; no stale note says otherwise."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    claimed = sorted(c.rsplit(" ", 1)[1] for c in _pyproject()["project"]["classifiers"]
+                     if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    assert claimed == ["3.10", "3.11", "3.12", "3.13"]
+    table = re.findall(r"^\| [\w .-]+ \| (3\.\d+) \|", text, re.M)
+    assert sorted(set(table)) == claimed
+    assert "CI tests Python 3.11, and" not in text and "fail\nthe same five tests" not in text
+    assert re.search(r"3\.10-3\.13, each tested in CI", " ".join(text.split()))

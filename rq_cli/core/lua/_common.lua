@@ -219,6 +219,10 @@ local function dead_letter(id, reason, err, at) --@lazy
   redis.call('ZADD', K_DEAD, at, id)
   local info = {reason = reason, attempts = attempts, at = at / 1000}
   if err then info.error = err end
+  -- when it was first pushed (P:enqueued goes with the rest of its bookkeeping below);
+  -- requeue-dead stamps a new time, purge drops it with the dead_info entry
+  local enqueued = tonumber(redis.call('HGET', K_ENQUEUED, id))
+  if enqueued then info.enqueued = enqueued / 1000 end
   info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
   drop_meta(id)

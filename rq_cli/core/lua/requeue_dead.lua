@@ -4,8 +4,10 @@
 -- A_MODE mode: "ids" (ARGV[REST..] are ids) or "range" (the oldest dead, by time of death)
 -- ARGV[REST] range: latest time of death (ms) to take   ARGV[REST + 1] range: batch size
 -- ARGV[REST + 2] range: offset (dead items skipped by earlier calls)
--- Returns {requeued, skipped, missing, id1, id2, ...} (the requeued ids)
--- skipped: an item with that id is live again in the target; it stays dead.
+-- Returns {requeued, skipped, missing, id1, id2, ...}: the requeued ids, then the skipped
+-- ids (the last `skipped` of them).
+-- skipped: an item with that id is live again in the target (a peer pushed it again); it
+-- stays dead.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_item_key dead_tenant enqueue wake_waiters wrong_type
 do local bad = wrong_type(); if bad then return bad end end
@@ -19,7 +21,7 @@ else
   ids = {}
   for i = REST, #ARGV do ids[#ids + 1] = ARGV[i] end
 end
-local out = {0, 0, 0}
+local out, skipped = {0, 0, 0}, {}
 for _, id in ipairs(ids) do
   local data = redis.call('GET', dead_item_key(id))
   local target_item = item_key_in(target, id)
@@ -28,6 +30,7 @@ for _, id in ipairs(ids) do
     if not dry and redis.call('ZREM', K_DEAD, id) == 1 then redis.call('HDEL', K_DEAD_INFO, id) end
   elseif redis.call('EXISTS', target_item) == 1 then
     out[2] = out[2] + 1
+    skipped[#skipped + 1] = id
   else
     out[1] = out[1] + 1
     out[#out + 1] = id
@@ -51,4 +54,5 @@ for _, id in ipairs(ids) do
   end
 end
 if not dry then count('requeued', out[1]) end
+for _, id in ipairs(skipped) do out[#out + 1] = id end
 return out
