@@ -14,7 +14,6 @@ import contextlib
 import os
 import sys
 import traceback
-from importlib import import_module
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -225,8 +224,7 @@ def root(
 def build_command(name: str) -> Any:
     """The Click command for ``name`` (of the table in :mod:`.commands`), made by Typer's
     public ``get_command``."""
-    entry = BY_NAME[name]
-    target = getattr(import_module(entry.module), entry.attribute)
+    target = BY_NAME[name].load()
     if isinstance(target, typer.Typer):
         return typer.main.get_command(target)
     single = typer.Typer(rich_markup_mode=None, add_completion=False)

@@ -1,8 +1,9 @@
 """The layering of docs/DESIGN.md section 1, checked on the source (no server needed).
 
 - no import cycles between rq_cli's modules, counting imports inside functions (an import
-  moved into a function to dodge a cycle is still a cycle) and the command modules that
-  rq_cli.cli.root loads by name (the table in rq_cli/cli/commands.py);
+  moved into a function to dodge a cycle is still a cycle, and the command table's loaders
+  in rq_cli/cli/commands.py are such functions);
+- no module imports by name (``import_module``): every import is one the graph sees;
 - none either when imports under ``if TYPE_CHECKING:`` count too: a cycle that only
   annotations close is still design coupling (TYPE_ONLY_CORE_EDGES, empty now, stays so);
 - no module imports another module's underscore names;
@@ -93,9 +94,8 @@ def imports_of(module: str, type_checking: bool = False) -> list[tuple[str, list
     return result
 
 
-#: The module that imports the command modules by name (``import_module``), and the only one
-#: that calls ``import_module`` at all.
-COMMAND_LOADER = "rq_cli.cli.root"
+#: The command table: its loaders import every command module inside small functions.
+COMMAND_TABLE = "rq_cli.cli.commands"
 
 #: Imports under TYPE_CHECKING allowed to close a cycle in the core: none any more (bulk and
 #: deep clean take the queue's base, core.codes holds the State types); nothing may be added.
@@ -105,7 +105,6 @@ TYPE_ONLY_CORE_EDGES: set[tuple[str, str]] = set()
 def graph(type_checking: bool = False) -> dict[str, set[str]]:
     edges = {m: {t for t, _ in imports_of(m, type_checking) if t in MODULES and t != m}
              for m in MODULES}
-    edges[COMMAND_LOADER] |= {c.module for c in COMMANDS}  # imported by name, at run time
     return edges
 
 
@@ -160,12 +159,20 @@ def test_no_import_cycles_even_through_type_checking_imports():
     assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or [])
 
 
+def command_modules() -> set[str]:
+    """The modules the command table's loaders import, read from the source (as mypy and
+    the import graph read them)."""
+    return {target for target, _ in imports_of(COMMAND_TABLE) if target in MODULES}
+
+
 def test_the_checker_sees_a_cycle_through_type_checking_and_the_command_table():
     # cli.monitor once imported cli.root inside a function, and cli.root loads cli.inspect
-    # (which loads cli.monitor) by name: the table's edges must be in the graph
+    # (which loads cli.monitor) through the table: the table's edges must be in the graph
     edges = graph()
-    assert {c.module for c in COMMANDS} <= edges[COMMAND_LOADER]
-    edges["rq_cli.cli.monitor"].add(COMMAND_LOADER)
+    assert {"rq_cli.cli.push", "rq_cli.cli.inspect", "rq_cli.cli.dash",
+            "rq_cli.cli.server_cmd"} <= command_modules() <= edges[COMMAND_TABLE]
+    assert COMMAND_TABLE in edges["rq_cli.cli.root"]
+    edges["rq_cli.cli.monitor"].add("rq_cli.cli.root")
     assert find_cycle(edges) is not None
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n")
     assert [a.name for n in runtime_imports(tree, type_checking=True)
@@ -175,22 +182,30 @@ def test_the_checker_sees_a_cycle_through_type_checking_and_the_command_table():
     assert not any(target in runtime[module] for module, target in TYPE_ONLY_CORE_EDGES)
 
 
-def test_only_the_command_loader_imports_by_name():
-    # a module named in a string is an import the graph would not see: only the command
-    # table may do that, and only root.py loads it
-    users = sorted(m for m, path in MODULES.items() if "import_module(" in path.read_text())
-    assert users == [COMMAND_LOADER]
+def test_no_module_imports_by_name():
+    # a module named in a string is an import the graph would not see (the command table
+    # once loaded its commands so): every import is a statement
+    users = sorted(m for m, path in MODULES.items()
+                   if "import_module" in path.read_text() or "__import__(" in path.read_text())
+    assert users == []
+
+
+def test_each_loader_of_the_command_table_is_one_plain_import():
+    tree = ast.parse(MODULES[COMMAND_TABLE].read_text())
+    loaders = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for command in COMMANDS:
+        node = loaders[command.load.__name__]
+        first = node.body[0]
+        assert isinstance(first, ast.ImportFrom) and first.level == 1, command.name
+        assert isinstance(node.body[1], ast.Return) and len(node.body) == 2, command.name
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.name for c in COMMANDS])
 def test_every_command_of_the_table_is_importable(command):
-    import importlib
-
     import typer
 
-    assert command.module in MODULES
-    target = getattr(importlib.import_module(command.module), command.attribute)
-    assert callable(target) or isinstance(target, typer.Typer)
+    target = command.load()  # a function, or a Typer app for a group
+    assert isinstance(target, typer.Typer) or target.__module__ in command_modules()
 
 
 def test_no_module_imports_another_modules_private_names():
