@@ -21,7 +21,6 @@ from ..core.types import NO_TLS, QueueOptions, TlsOptions
 from ..errors import (
     LeaseLost,
     NothingToDo,
-    ParameterError,
     RqError,
     ServerError,
     UsageError,
@@ -282,11 +281,10 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
 
 # -- the engine's parameters, by their flags ----------------------------------------------------
 #: The engine names a parameter out of range by its keyword (errors.ParameterError): the
-#: command line calls it by its flag.
+#: command line calls it by its flag (:func:`rq_cli.cli.root.report` words it so).
 FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
            "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
            "rate": "--rate", "tenant": "--tenant"}
-ParameterError.NAMES.update(FLAG_OF)
 
 
 # -- choices -----------------------------------------------------------------------------------

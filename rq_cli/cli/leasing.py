@@ -170,7 +170,7 @@ def _ref_batches(st: State, queue: str, ids: list[str] | None
     """(queue name, refs) batches. On a bad stdin line, the batches before it come first."""
     if not read_stdin(ids, st.terminal):
         try:
-            yield queue, [ItemRef(reading.check_id(i)) for i in ids or []]
+            yield queue, [ItemRef(reading.check_input_id(i)) for i in ids or []]
         except BadInputError as exc:
             raise BadInputError(f"bad id argument: {exc}") from None
         return

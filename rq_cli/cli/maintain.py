@@ -192,7 +192,7 @@ def _dead_ids(st: State, ids: list[str] | None) -> list[str] | None:
         return [ref.id for _, ref in reading.read_refs(reading.stdin_binary())]
     if "-" in ids:
         raise UsageError("'-' (read stdin) cannot be mixed with ids")
-    return [reading.check_id(i) for i in ids]
+    return [reading.check_input_id(i) for i in ids]
 
 
 def purge(

@@ -21,11 +21,18 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .. import config as configmod
-from ..errors import BadInputError, ExitCode, RqError, UsageError, WrongTypeError
+from ..errors import (
+    BadInputError,
+    ExitCode,
+    ParameterError,
+    RqError,
+    UsageError,
+    WrongTypeError,
+)
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
 from .commands import BY_NAME, COMMANDS
-from .common import READ_ONLY, JsonOpt, State
+from .common import FLAG_OF, READ_ONLY, JsonOpt, State
 from .scrub import scrub
 
 
@@ -119,7 +126,9 @@ def report(exc: BaseException, st: State | None = None) -> int:
         from .common import name_wrong_type
 
         err = name_wrong_type(err, st.opened)
-    if isinstance(err, RqError):
+    if isinstance(err, ParameterError):  # the engine's keyword, said as the flag
+        text, code = err.worded(FLAG_OF), int(err.exit_code)
+    elif isinstance(err, RqError):
         text, code = str(err), int(err.exit_code)
     else:
         text = (f"internal error: {type(exc).__name__}: {exc} "

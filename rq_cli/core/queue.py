@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UsageError
+from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
+from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
+from .base import STATES as STATES
 from .codes import LEASE_FAIR, LEASE_PAUSED
 from .limits import (
     BATCH,
@@ -25,6 +28,8 @@ from .limits import (
     MAX_LEASE_SECONDS,
     MAX_LEASE_TEXT,
 )
+from .reads import Reads
+from .repairs import Repairs
 from .scripts import SPECS
 from .types import (
     ItemOutcome,
@@ -42,15 +47,6 @@ from .util import (
     secs,
     text,
 )
-
-if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
-    pass
-
-from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
-from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
-from .base import STATES as STATES
-from .reads import Reads
-from .repairs import Repairs
 
 
 class WorkQueue(Reads, Repairs):
@@ -80,7 +76,7 @@ class WorkQueue(Reads, Repairs):
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
-        connection while the next batch is read (rq_cli/bulk.py). If iterating ``items``
+        connection while the next batch is read (rq_cli/core/bulk.py). If iterating ``items``
         raises (a bad input line), the items taken before it are stored and yielded first,
         then the exception propagates: nothing is half-applied silently.
         """

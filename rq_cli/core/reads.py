@@ -32,7 +32,7 @@ from .util import (
     text,
 )
 
-if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
+if TYPE_CHECKING:  # created by the methods that return them (rq_cli.core.reports loads lazily)
     from .reports import Holder, PeekedItem, Stats
 
 from .base import STATES, QueueBase

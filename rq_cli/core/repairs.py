@@ -28,7 +28,7 @@ from .util import (
     text,
 )
 
-if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
+if TYPE_CHECKING:  # created by the methods that return them (rq_cli.core.reports loads lazily)
     from .reports import CleanReport, PurgeReport, RequeueReport
 
 from .base import PURGE_STATES, STATES, Progress, QueueBase

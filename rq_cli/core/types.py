@@ -2,7 +2,7 @@
 
 The reports of maintenance and inspection (:class:`CleanReport`, :class:`RequeueReport`,
 :class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`) are defined in
-:mod:`rq_cli.reports` and importable from here too; that module is loaded on first use, so
+:mod:`rq_cli.core.reports` and importable from here too; that module is loaded on first use, so
 ``push`` and ``lease`` do not create them at start-up.
 """
 
@@ -124,7 +124,7 @@ _REPORTS = frozenset({"CleanReport", "Holder", "PeekedItem", "PurgeReport", "Req
 
 
 def __getattr__(name: str) -> Any:
-    """``from rq_cli.types import Stats`` and the like load :mod:`rq_cli.reports`."""
+    """``from rq_cli.types import Stats`` and the like load :mod:`rq_cli.core.reports`."""
     if name in _REPORTS:
         from . import reports
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -266,3 +267,106 @@ def test_the_worker_stays_in_rooms_a_person_can_hold(module):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and (node.end_lineno or 0) - node.lineno + 1 > 60]
     assert long == []
+
+
+#: Methods that change a mapping, list or set in place.
+MUTATORS = {"update", "append", "extend", "setdefault", "add", "insert", "pop", "clear",
+            "remove", "discard", "__setitem__"}
+
+
+def imported_names(tree: ast.Module) -> set[str]:
+    """The names a module's top-level imports bind."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def base_name(node: ast.AST) -> str | None:
+    """``x`` of ``x.a.b`` or ``x.a[k]``."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def changes_on_import(source: str) -> list[str]:
+    """The top-level statements of a module that change something it imported (another
+    module's table, a class of another module)."""
+    tree = ast.parse(source)
+    imported = imported_names(tree)
+    found = []
+    for node in tree.body:
+        targets: list[ast.AST] = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            targets = [t for t in targets if isinstance(t, (ast.Attribute, ast.Subscript))]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+                isinstance(node.value.func, ast.Attribute) and node.value.func.attr in MUTATORS:
+            targets = [node.value.func.value]
+        found += [ast.unparse(node) for t in targets if base_name(t) in imported]
+    return found
+
+
+def test_the_checker_sees_an_import_that_changes_another_module():
+    assert changes_on_import("from ..errors import E\nE.NAMES.update({})\n") == \
+        ["E.NAMES.update({})"]
+    assert changes_on_import("import x\nx.TABLE['a'] = 1\nx.A = 2\n") == \
+        ["x.TABLE['a'] = 1", "x.A = 2"]
+    assert changes_on_import("T = {}\nT.update({})\nimport x\ny = x.f()\n") == []
+
+
+def test_no_import_changes_another_modules_table():
+    # an import changes nothing outside its module: a mapping a front end needs (the CLI's
+    # flags for the engine's parameters) is passed where the error is reported
+    offences = {m: found for m, path in MODULES.items()
+                if (found := changes_on_import(path.read_text()))}
+    assert offences == {}
+
+
+def test_no_empty_type_checking_block():
+    offences = [f"{module}:{node.lineno}" for module, path in MODULES.items()
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.If) and is_type_checking(node)
+                and all(isinstance(b, ast.Pass) for b in node.body)]
+    assert offences == []
+
+
+def named_in_text(text: str) -> tuple[set[str], set[str]]:
+    """The ``rq_cli/...`` paths and the dotted ``rq_cli.x.y`` names a text mentions."""
+    paths = {m.rstrip(".") for m in re.findall(r"\brq_cli(?:/[\w.]+)+", text)}
+    dotted = set(re.findall(r"\brq_cli(?:\.\w+)+", text)) - {p.replace("/", ".")
+                                                            for p in paths}
+    return {p for p in paths if "*" not in p}, dotted
+
+
+def resolves(name: str) -> bool:
+    """Whether a dotted name is a module of rq_cli or an attribute of one."""
+    import importlib
+
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        module = ".".join(parts[:i])
+        if module in MODULES:
+            target: object = importlib.import_module(module)
+            for attr in parts[i:]:
+                if not hasattr(target, attr):
+                    return False
+                target = getattr(target, attr)
+            return True
+    return False
+
+
+def test_docstrings_comments_and_generated_headers_name_files_that_exist():
+    # a file moved (rq_cli/scripts.py -> rq_cli/core/scripts.py) leaves no stale pointer
+    sources = [*PACKAGE.rglob("*.py"), *(PACKAGE / "core" / "lua").glob("*.lua")]
+    offences = []
+    for path in sources:
+        paths, dotted = named_in_text(path.read_text())
+        offences += [f"{path.name}: {p}" for p in paths
+                     if not (PACKAGE.parent / p).exists()]
+        offences += [f"{path.name}: {d}" for d in dotted if not resolves(d)]
+    assert offences == []
+    assert named_in_text("see rq_cli/keys.py and rq_cli.core.keys.FIXED_KEYS.") == (
+        {"rq_cli/keys.py"}, {"rq_cli.core.keys.FIXED_KEYS"})
+    assert not resolves("rq_cli.reports") and resolves("rq_cli.core.reports.Stats")
