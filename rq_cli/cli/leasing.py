@@ -150,7 +150,7 @@ def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, v
                 rows.add(outcome_rows(name, done))
                 outcomes.extend(done)
         except BadInputError as exc:  # a bad stdin line: say what was done before it
-            ok = sum(1 for o in outcomes if o.outcome not in _NOT_DONE)
+            ok = sum(1 for o in outcomes if o.ok)
             raise BadInputError(f"{exc}; {verb}: {ok:,} item{'' if ok == 1 else 's'} "
                                 f"{_DONE[verb]} before it (each outcome is on stdout), "
                                 f"nothing after it") from None
@@ -161,7 +161,6 @@ def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, v
     check_outcomes(outcomes, verb)
 
 
-_NOT_DONE = frozenset({"missing", "already_dead", "not_leased", "conflict", "lost"})
 _DONE = {"complete": "completed", "fail": "failed", "extend": "extended"}
 
 

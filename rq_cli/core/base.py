@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from ..errors import ClusterError, ParameterError, UsageError
 from .calling import Caller
-from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, RequeueEnd, outcomes
+from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, RequeueEnd, outcomes
 from .codes import STATES as _STATES
 from .keys import (
     LAYOUTS,
@@ -186,7 +186,7 @@ class QueueBase:
         fair queues), or None (the usual KEYS) when no tenant is given."""
         if tenant is None:
             return None
-        if state != "pending":
+        if state != ItemState.PENDING:
             raise ParameterError("tenant", "shows pending items only (a tenant's sub-queue)")
         return [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
 

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
 from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
 from .base import STATES as STATES
-from .codes import LEASE_FAIR, LEASE_PAUSED
+from .codes import LEASE_FAIR, LEASE_PAUSED, DeadReason
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -194,7 +194,7 @@ class WorkQueue(Reads, Repairs):
 
     def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
-             reason: str = "failed") -> list[ItemOutcome]:
+             reason: str = DeadReason.FAILED) -> list[ItemOutcome]:
         """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
         ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
         if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
@@ -208,7 +208,8 @@ class WorkQueue(Reads, Repairs):
                 "jitter": repr(_random().uniform(0.75, 1.25))}
         rows = self.per_batch(items, "fail", args, now_ms)
         names = SCRIPT_OUTCOME_NAMES["fail"]
-        return [ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == "retried" else None)
+        return [ItemOutcome(ref.id, outcome,
+                            retry_at=secs(due) if outcome == Outcome.RETRIED else None)
                 for ref, outcome, due in _coded(items, rows, names, "due_ms")]
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,

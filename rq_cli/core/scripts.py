@@ -34,6 +34,8 @@ from .keys import (
     DEDUP_WINDOW_FIELD,
     DEFAULT_TENANT,
     DRAGONFLY_FLAGS,
+    FAIR_PENDING_FIELD,
+    FAIR_TURN_FIELD,
     FIXED_KEYS,
     ITEM,
     ITEM_KEY_HELPERS,
@@ -133,6 +135,8 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("META_RARE", f"local META_RARE = {drops(True)}"),
             ("UNLINKED_WHOLE", f"local UNLINKED_WHOLE = {table(whole)}"),
             ("F_DEDUP_WINDOW", f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'"),
+            ("F_FAIR_TURN", f"local F_FAIR_TURN = '{FAIR_TURN_FIELD}'"),
+            ("F_FAIR_PENDING", f"local F_FAIR_PENDING = '{FAIR_PENDING_FIELD}'"),
             # P:item: (push writes many item keys at once)
             ("ITEM_KEY_PREFIX", f"local ITEM_KEY_PREFIX = PREFIX .. ':{ITEM}:'"),
             # the fixed key `name` (keys.FIXED_KEYS), and item id's data key, of the queue with
@@ -156,7 +160,8 @@ def _generated_blocks() -> list[tuple[str, str]]:
             # bulk push as transactions (push_commit.lua)
             ("FRESH_ID_LEN", f"local FRESH_ID_LEN = {FRESH_ID_LEN}"),
             ("PUSH_STAMP_SLACK_MS", f"local PUSH_STAMP_SLACK_MS = {PUSH_STAMP_SLACK_MS}"),
-            # outcome codes, push flags and clean's sighting prefixes (codes.py)
+            # states, outcome codes, dead-letter reasons, counters, push flags and clean's
+            # sighting prefixes (codes.py)
             *lua_constants()]
 
 

@@ -9,19 +9,14 @@ The reports of maintenance and inspection (:class:`CleanReport`, :class:`Requeue
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
 
-from .codes import PurgeState as PurgeState  # (the documented import: rq_cli.core.types)
+from .codes import Outcome as Outcome  # (the documented import: rq_cli.core.types)
+from .codes import PurgeState as PurgeState
 from .codes import State as State
-
-#: What complete/fail/extend did to one item. Not live: ``missing`` (no such item) or
-#: ``already_dead`` (dead-lettered). ``not_leased``: a live item no worker ever leased, left
-#: as it is. ``conflict``: another session holds the lease; ``lost``: the lease expired.
-Outcome = Literal["completed", "missing", "already_dead", "not_leased", "conflict", "retried",
-                  "dead", "extended", "lost", "returned"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +108,7 @@ class ItemOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.outcome in ("completed", "retried", "dead", "extended")
+        return Outcome(self.outcome).ok
 
 
 __all__ = ["NO_TLS", "CleanReport", "Holder", "ItemOutcome", "ItemRef", "LeasedItem",

@@ -222,8 +222,8 @@ local function dead_letter(id, reason, err, at) --@lazy
   info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
   drop_meta(id)
-  count('dead', 1)
-  if reason == 'expired' then count('expired', 1) end
+  count(C_DEAD, 1)
+  if reason == R_EXPIRED then count(C_EXPIRED, 1) end
   return true
 end
 
@@ -335,7 +335,7 @@ local function complete_one(id, session)
     drop_metas({id})
   end
   remember_completed({id})
-  count('completed', 1)
+  count(C_COMPLETED, 1)
   return O_COMPLETED
 end
 
@@ -412,7 +412,7 @@ local function complete_pairs(first)
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
     remember_completed(gone)
-    count('completed', #gone)
+    count(C_COMPLETED, #gone)
   end
   return table.concat(res)
 end

@@ -50,5 +50,5 @@ for _, id in ipairs(ids) do
     end
   end
 end
-if not dry then count('requeued', out[1]) end
+if not dry then count(C_REQUEUED, out[1]) end
 return out
