@@ -173,10 +173,11 @@ def exp_push(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
 
 
 def exp_pushlua(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
-    from rq_cli.core.queue import WorkQueue, script_source
+    from rq_cli.core.queue import WorkQueue
+    from rq_cli.core.scripts import source
 
     client = server.client()
-    base = script_source("push")
+    base = source("push")
     variants = {
         "push.lua as is": base,
         "without HSET P:enqueued": base.replace(
@@ -462,15 +463,16 @@ def exp_batchlua(server: BenchServer, work: Path, quick: bool, reps: int) -> Non
     prototypes above, against the peer's one-at-a-time rate, side by side."""
     from importlib import resources
 
-    from rq_cli.core.queue import WorkQueue, script_source
+    from rq_cli.core.queue import WorkQueue
+    from rq_cli.core.scripts import source
 
     from .cases import lease as L
 
     client = server.client()
     common = (resources.files("rq_cli") / "lua" / "_common.lua").read_text()
     scripts = {
-        "current scripts": (script_source("lease"), script_source("complete")),
-        "batched complete only": (script_source("lease"), common + "\n" + BATCHED_COMPLETE),
+        "current scripts": (source("lease"), source("complete")),
+        "batched complete only": (source("lease"), common + "\n" + BATCHED_COMPLETE),
         "batched lease + batched complete": (common + "\n" + BATCHED_LEASE,
                                              common + "\n" + BATCHED_COMPLETE),
     }
@@ -527,11 +529,12 @@ def exp_batchlua(server: BenchServer, work: Path, quick: bool, reps: int) -> Non
 def exp_completelua(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
     from importlib import resources
 
-    from rq_cli.core.queue import WorkQueue, script_source
+    from rq_cli.core.queue import WorkQueue
+    from rq_cli.core.scripts import source
 
     client = server.client()
     common = (resources.files("rq_cli") / "lua" / "_common.lua").read_text()
-    shas = {"complete.lua as is": client.script_load(script_source("complete")),
+    shas = {"complete.lua as is": client.script_load(source("complete")),
             "complete.lua, bookkeeping deletes variadic": client.script_load(
                 common + "\n" + BATCHED_COMPLETE)}
     n = 20_000 if quick else 100_000

@@ -8,6 +8,7 @@ place (``rq_cli.cli.main``). The library raises them too, so Python callers can 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 
 class ExitCode(enum.IntEnum):
@@ -120,15 +121,16 @@ class NameInUse(RqError):
 class ParameterError(UsageError):
     """A parameter of an engine call out of its range. The engine names the parameter by its
     keyword (``older_than``) and says what is wrong (``problem``, a phrase that follows the
-    name); :data:`NAMES`, which the CLI fills with its flags (``--older-than``), words it for
-    the command line. The engine knows no flag."""
-
-    #: parameter -> the name a front end calls it by (the CLI: its flags); others as they are
-    NAMES: dict[str, str] = {}  # noqa: RUF012  (filled once, by the CLI)
+    name); a front end words it in its own names with :meth:`worded` (the CLI: its flags,
+    ``--older-than``) where it reports the error. The engine knows no flag."""
 
     def __init__(self, param: str, problem: str) -> None:
         self.param, self.problem = param, problem
         super().__init__(param, problem)
 
     def __str__(self) -> str:
-        return f"{self.NAMES.get(self.param, self.param)} {self.problem}"
+        return f"{self.param} {self.problem}"
+
+    def worded(self, names: Mapping[str, str]) -> str:
+        """The message with the parameter called by ``names[param]`` (others as they are)."""
+        return f"{names.get(self.param, self.param)} {self.problem}"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .core.codes import STATES as ITEM_STATES
+from .core.codes import Counter
 from .core.keys import COUNTER_FIELDS
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ def breaches(stats: Stats, limits: Thresholds) -> list[Breach]:
 
 # -- rates ---------------------------------------------------------------------------------------
 #: the counters ``stats --watch`` shows as rates per second
-RATE_COUNTERS = ("pushed", "completed", "failed", "dead")
+RATE_COUNTERS = (Counter.PUSHED.value, Counter.COMPLETED.value, Counter.FAILED.value,
+                 Counter.DEAD.value)
 
 
 def rates(before: Mapping[str, int], after: Mapping[str, int], seconds: float,

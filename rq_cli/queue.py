@@ -4,8 +4,6 @@ The engine lives in :mod:`rq_cli.core`; this module re-exports its public queue 
 """
 
 from .core.queue import PURGE_STATES, STATES, WorkQueue, lease_many
-from .core.scripts import script_source
 from .core.util import data_id, make_session
 
-__all__ = ["PURGE_STATES", "STATES", "WorkQueue", "data_id", "lease_many", "make_session",
-           "script_source"]
+__all__ = ["PURGE_STATES", "STATES", "WorkQueue", "data_id", "lease_many", "make_session"]

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar
 import typer
 
 from .. import config as configmod
+from ..core.codes import Outcome
 from ..core.limits import MAX_LEASE_SECONDS
 from ..core.types import NO_TLS, QueueOptions, TlsOptions
 from ..errors import (
     LeaseLost,
     NothingToDo,
-    ParameterError,
     RqError,
     ServerError,
     UsageError,
@@ -282,25 +282,16 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
 
 # -- the engine's parameters, by their flags ----------------------------------------------------
 #: The engine names a parameter out of range by its keyword (errors.ParameterError): the
-#: command line calls it by its flag.
+#: command line calls it by its flag (:func:`rq_cli.cli.root.report` words it so).
 FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
            "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
            "rate": "--rate", "tenant": "--tenant"}
-ParameterError.NAMES.update(FLAG_OF)
 
 
 # -- choices -----------------------------------------------------------------------------------
 class Order(str, Enum):
     strict = "strict"
     fair = "fair"
-
-
-class PurgeChoice(str, Enum):
-    pending = "pending"
-    processing = "processing"
-    delayed = "delayed"
-    dead = "dead"
-    all = "all"
 
 
 class End(str, Enum):
@@ -352,10 +343,10 @@ def outcome_rows(name: str, outcomes: list[ItemOutcome]) -> list[dict[str, Any]]
 
 def check_outcomes(outcomes: list[ItemOutcome], verb: str) -> None:
     """Raise the exit code of a complete/fail/extend call: 4 beats 3 beats success."""
-    lost = [o.id for o in outcomes if o.outcome in ("conflict", "lost")]
-    missing = [o.id for o in outcomes if o.outcome == "missing"]
-    dead = [o.id for o in outcomes if o.outcome == "already_dead"]
-    idle = [o.id for o in outcomes if o.outcome == "not_leased"]
+    lost = [o.id for o in outcomes if o.outcome in (Outcome.CONFLICT, Outcome.LOST)]
+    missing = [o.id for o in outcomes if o.outcome == Outcome.MISSING]
+    dead = [o.id for o in outcomes if o.outcome == Outcome.ALREADY_DEAD]
+    idle = [o.id for o in outcomes if o.outcome == Outcome.NOT_LEASED]
     if lost:
         raise LeaseLost(f"could not {verb} {_some(lost)}: the lease is held by another "
                         f"session or has expired{_also(missing + dead + idle)}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from ..connect import mask_url
+from ..core.codes import ItemState, PurgeChoice
 from ..core.queue import STATES
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..render import Column, Output, RowStream
@@ -18,7 +19,6 @@ from .common import (
     Failures,
     JsonOpt,
     OptQueuesArg,
-    PurgeChoice,
     QueueArg,
     RawOpt,
     State,
@@ -38,7 +38,7 @@ from .target import Target
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
     from ..core.queue import WorkQueue
-    from ..core.types import State as ItemState
+    from ..core.types import State as StateName
 
 STATS_COLUMNS = [
     Column("queue"), Column("pending", kind="number", drop=0),
@@ -231,7 +231,7 @@ def peek(
     queue: QueueArg,
     item_state: Annotated[PurgeChoice, typer.Option(
         "--state", "-s", help="Which items to show; all = pending, processing, delayed, "
-                              "then dead (to copy a queue).")] = PurgeChoice.pending,
+                              "then dead (to copy a queue).")] = PurgeChoice.PENDING,
     count: Annotated[int, typer.Option(
         "--count", "-n", min=0, max=1_000_000, help="How many items (in all).")] = 10,
     end: Annotated[End, typer.Option(
@@ -259,7 +259,7 @@ def peek(
     """
     flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
     if flt is not None and item_id is None:
-        if item_state is PurgeChoice.all:
+        if item_state is PurgeChoice.ALL:
             raise UsageError("a filter reads one state: give --state pending, processing, "
                              "delayed or dead")
         flt.check_state(item_state.value)
@@ -281,20 +281,20 @@ def peek(
         else:
             out.rows([peek_row(item)], _peek_columns(item.state, one=True))
         return
-    if tenant is not None and item_state is not PurgeChoice.pending:
+    if tenant is not None and item_state is not PurgeChoice.PENDING:
         raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
     wq = st.queue(queue)
     if flt is not None:
-        peek_matching(out, queue, wq, cast("ItemState", item_state.value), flt, count=count,
+        peek_matching(out, queue, wq, cast("StateName", item_state.value), flt, count=count,
                       from_end=end.value, raw=raw, tenant=tenant)
         return
-    states = cast("list[ItemState]", [s for s in STATES
-                                  if item_state is PurgeChoice.all or s == item_state.value])
+    states = cast("list[StateName]", [s for s in STATES
+                              if item_state is PurgeChoice.ALL or s == item_state.value])
     with out.stream(_peek_columns(item_state.value)) as rows, _shown_on_interrupt(queue, rows):
         left = count
         for name in states:  # page by page: memory stays flat for a million items
             left = _peek_one(out, rows, wq, name, tenant, left, end.value, raw)
-            if name == "pending" and tenant is None and left > 0:
+            if name == ItemState.PENDING.value and tenant is None and left > 0:
                 # fair queues: then each tenant's sub-queue, in turn order
                 for other in wq.tenants()[1]:
                     left = _peek_one(out, rows, wq, name, other, left, end.value, raw)
@@ -314,7 +314,7 @@ def _shown_on_interrupt(queue: str, rows: RowStream) -> Iterator[None]:
         raise Interrupted(f"interrupted: peek {queue}: {rows.shown:,} {items} shown") from None
 
 
-def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
+def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "StateName",
               tenant: str | None, left: int, from_end: str, raw: bool) -> int:
     """Print up to ``left`` items of one state (of one tenant's sub-queue, for pending);
     returns how many more are wanted."""
@@ -328,7 +328,7 @@ def _peek_one(out: Output, rows: Any, wq: "WorkQueue", item_state: "ItemState",
     return left
 
 
-def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "ItemState",
+def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "StateName",
                   flt: "ItemFilter", *, count: int, from_end: str, raw: bool,
                   tenant: str | None = None) -> None:
     """``peek`` with a filter: the first ``count`` matching items, read page by page (of

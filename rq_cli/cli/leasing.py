@@ -173,7 +173,7 @@ def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, v
                 rows.add(outcome_rows(name, done))
                 outcomes.extend(done)
         except BadInputError as exc:  # a bad stdin line: say what was done before it
-            ok = sum(1 for o in outcomes if o.outcome not in _NOT_DONE)
+            ok = sum(1 for o in outcomes if o.ok)
             raise BadInputError(f"{exc}; {verb}: {ok:,} item{'' if ok == 1 else 's'} "
                                 f"{_DONE[verb]} before it (each outcome is on stdout), "
                                 f"nothing after it") from None
@@ -184,7 +184,6 @@ def _act(ctx: typer.Context, queue: str, ids: list[str] | None, as_json: bool, v
     check_outcomes(outcomes, verb)
 
 
-_NOT_DONE = frozenset({"missing", "already_dead", "not_leased", "conflict", "lost"})
 _DONE = {"complete": "completed", "fail": "failed", "extend": "extended"}
 
 
@@ -193,7 +192,7 @@ def _ref_batches(st: State, queue: str, ids: list[str] | None
     """(queue name, refs) batches. On a bad stdin line, the batches before it come first."""
     if not read_stdin(ids, st.terminal):
         try:
-            yield queue, [ItemRef(reading.check_id(i)) for i in ids or []]
+            yield queue, [ItemRef(reading.check_input_id(i)) for i in ids or []]
         except BadInputError as exc:
             raise BadInputError(f"bad id argument: {exc}") from None
         return

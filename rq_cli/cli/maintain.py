@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.codes import STATES, ItemState, PurgeChoice
 from ..core.reports import PurgeReport
 from ..core.types import QueueOptions
 from ..errors import Interrupted, NothingToDo, UsageError
@@ -22,7 +23,6 @@ from .common import (
     IdsArg,
     JsonOpt,
     OptQueuesArg,
-    PurgeChoice,
     QueueArg,
     State,
     complete_queue,
@@ -160,7 +160,7 @@ def requeue_dead(
     wq = st.queue(queue)
     target = st.queue(to) if to is not None else None
     if filtered:  # scanned page by page: a JSON line per item moved
-        run_moves(out, queue, wq, "dead", flt, action="requeue", verb="requeued",
+        run_moves(out, queue, wq, ItemState.DEAD.value, flt, action="requeue", verb="requeued",
                   to_name=to or queue, to=target, limit=limit, rate=rate, dry_run=dry_run,
                   summary=summary, label="requeue-dead")
         return
@@ -209,7 +209,7 @@ def _dead_ids(st: State, ids: list[str] | None) -> list[str] | None:
         return [ref.id for _, ref in reading.read_refs(reading.stdin_binary())]
     if "-" in ids:
         raise UsageError("'-' (read stdin) cannot be mixed with ids")
-    return [reading.check_id(i) for i in ids]
+    return [reading.check_input_id(i) for i in ids]
 
 
 def purge(
@@ -217,7 +217,7 @@ def purge(
     queue: QueueArg,
     which: Annotated[PurgeChoice, typer.Option(
         "--state", "-s", help="Which items to delete; all = every key of the queue.")
-    ] = PurgeChoice.pending,
+    ] = PurgeChoice.PENDING,
     match: MatchOpt = None,
     error: ErrorOpt = None,
     reason: ReasonOpt = None,
@@ -240,7 +240,7 @@ def purge(
     """
     flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
     filtered = flt is not None or limit is not None or rate is not None or summary
-    if filtered and which is PurgeChoice.all:
+    if filtered and which is PurgeChoice.ALL:
         raise UsageError("a filter, --limit, --rate or --summary needs one --state "
                          "(pending, processing, delayed or dead), not all")
     if flt is not None:
@@ -291,13 +291,13 @@ def purge(
 def _purge_size(wq: Any, which: str) -> int:
     """How many items ``purge --state which`` will delete, strays aside (O(1) counts)."""
     stats = wq.stats()
-    states = ("pending", "processing", "delayed", "dead") if which == "all" else (which,)
+    states = STATES if which == PurgeChoice.ALL else (which,)
     return sum(int(getattr(stats, s)) for s in states)
 
 
 def _confirm(st: State, queue: str, which: str, preview: PurgeReport) -> bool:
-    counts = ", ".join(f"{getattr(preview, k)} {k}" for k in (
-        "pending", "processing", "delayed", "dead", "strays") if getattr(preview, k))
+    counts = ", ".join(f"{getattr(preview, k)} {k}" for k in (*STATES, "strays")
+                       if getattr(preview, k))
     items = "item" if preview.total == 1 else "items"
     return typer.confirm(f"Delete {preview.total} {items} of queue {queue} ({counts})?",
                          default=False, err=True)

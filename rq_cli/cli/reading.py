@@ -140,7 +140,7 @@ def object_item(line: bytes, raw: bool) -> NewItem:
         raise BadInputError(_json_error(exc)) from None
     item_id = fields.get("id", (None, ""))[0]
     if item_id is not None:
-        check_id(item_id)
+        check_input_id(item_id)
         why = name_collision(item_id)
         if why:
             raise BadInputError(f"item id {item_id!r} cannot be used: {why}")
@@ -199,7 +199,10 @@ def _escaped(value: str) -> bool:
     return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in value)
 
 
-def check_id(item_id: Any) -> str:
+def check_input_id(item_id: Any) -> str:
+    """``item_id`` as read from the input (an argument, a line, a JSON field), or
+    BadInputError (65) when it is no item id: the engine's rule
+    (:func:`rq_cli.core.util.check_id`, a UsageError) worded as bad input."""
     if not isinstance(item_id, str):
         raise BadInputError(f'"id" must be a string, not {type(item_id).__name__}')
     check_utf8(item_id, "the item id")
@@ -227,19 +230,19 @@ def parse_ref(line: bytes) -> tuple[str | None, ItemRef]:
     first = line.lstrip()[:1]
     if first not in (b"{", b'"'):
         try:
-            return None, ItemRef(check_id(line.decode("utf-8")))
+            return None, ItemRef(check_input_id(line.decode("utf-8")))
         except UnicodeDecodeError:
             raise BadInputError("an id must be UTF-8 text") from None
     try:
         text = line.decode("utf-8")
         if first == b'"':
-            return None, ItemRef(check_id(json.loads(text)))
+            return None, ItemRef(check_input_id(json.loads(text)))
         fields = split_object(text)
     except ValueError as exc:
         raise BadInputError(_json_error(exc)) from None
     if "id" not in fields:
         raise BadInputError('a JSON line needs an "id" field')
-    item_id = check_id(fields["id"][0])
+    item_id = check_input_id(fields["id"][0])
     session = fields.get("session", (None, ""))[0]
     queue = fields.get("queue", (None, ""))[0]
     if session is not None and not isinstance(session, str):

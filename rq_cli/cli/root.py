@@ -14,7 +14,6 @@ import contextlib
 import os
 import sys
 import traceback
-from importlib import import_module
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -22,11 +21,18 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .. import config as configmod
-from ..errors import BadInputError, ExitCode, RqError, UsageError, WrongTypeError
+from ..errors import (
+    BadInputError,
+    ExitCode,
+    ParameterError,
+    RqError,
+    UsageError,
+    WrongTypeError,
+)
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals
 from .commands import BY_NAME, COMMANDS
-from .common import READ_ONLY, JsonOpt, State
+from .common import FLAG_OF, READ_ONLY, JsonOpt, State
 from .scrub import scrub
 
 
@@ -120,7 +126,9 @@ def report(exc: BaseException, st: State | None = None) -> int:
         from .common import name_wrong_type
 
         err = name_wrong_type(err, st.opened)
-    if isinstance(err, RqError):
+    if isinstance(err, ParameterError):  # the engine's keyword, said as the flag
+        text, code = err.worded(FLAG_OF), int(err.exit_code)
+    elif isinstance(err, RqError):
         text, code = str(err), int(err.exit_code)
     else:
         text = (f"internal error: {type(exc).__name__}: {exc} "
@@ -225,8 +233,7 @@ def root(
 def build_command(name: str) -> Any:
     """The Click command for ``name`` (of the table in :mod:`.commands`), made by Typer's
     public ``get_command``."""
-    entry = BY_NAME[name]
-    target = getattr(import_module(entry.module), entry.attribute)
+    target = BY_NAME[name].load()
     if isinstance(target, typer.Typer):
         return typer.main.get_command(target)
     single = typer.Typer(rich_markup_mode=None, add_completion=False)

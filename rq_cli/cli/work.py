@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.codes import Outcome
 from ..errors import NothingToDo, ServerError, UsageError
 from ..render import Column
 from ..shapes import outcome_row
@@ -186,7 +187,7 @@ def cancel(
     out = st.output(as_json)
     outcomes = st.queue(queue).cancel(ids, error=error)
     out.rows([outcome_row(queue, o) for o in outcomes], CANCEL_COLUMNS)
-    missing = [o.id for o in outcomes if o.outcome != "dead"]
+    missing = [o.id for o in outcomes if o.outcome != Outcome.DEAD]
     if missing:  # any id named that was not cancelled: 3 (README "Exit codes")
         some = (f"none of the {len(outcomes)} ids is a live item" if len(missing) == len(outcomes)
                 else f"{len(missing)} of the {len(outcomes)} ids "

@@ -7,13 +7,12 @@ this one; :class:`~rq_cli.core.queue.WorkQueue` combines them. No Typer, no rich
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ..errors import ClusterError, ParameterError, UsageError
 from .calling import Caller
-from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, RequeueEnd, outcomes
+from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, RequeueEnd, outcomes
 from .codes import STATES as _STATES
 from .keys import (
     LAYOUTS,
@@ -41,9 +40,6 @@ from .util import (
     text,
 )
 
-if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
-    pass
-
 Progress = Callable[[int], None]  # called with the number of items just handled
 
 STATES = _STATES  # (codes.ItemState)
@@ -52,11 +48,6 @@ SCRIPT_OUTCOME_NAMES = cast("dict[str, dict[str, Outcome]]",
                  {script: outcomes(script) for script in SCRIPT_OUTCOMES})
 COMPLETE_OUTCOMES = SCRIPT_OUTCOME_NAMES["complete"]
 PURGE_STATES = (*STATES, "all")
-
-
-def _sleep(suspects: int, seconds: float) -> None:
-    """The grace period of :meth:`WorkQueue.clean`, slept out."""
-    time.sleep(seconds)
 
 
 def as_ref(ref: str | ItemRef) -> ItemRef:
@@ -195,7 +186,7 @@ class QueueBase:
         fair queues), or None (the usual KEYS) when no tenant is given."""
         if tenant is None:
             return None
-        if state != "pending":
+        if state != ItemState.PENDING:
             raise ParameterError("tenant", "shows pending items only (a tenant's sub-queue)")
         return [self.keys.queue, self.keys.tenant_queue(check_tenant(tenant))]
 

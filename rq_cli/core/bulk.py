@@ -36,10 +36,11 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from ..errors import UsageError
+from . import scripts
 from .base import QueueBase
 from .codes import PUSH_FLAGS
 from .limits import BATCH, FRESH_ID_LEN, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH
-from .scripts import SPECS, script_source
+from .scripts import SPECS
 from .types import NewItem, PushResult
 from .util import as_bytes, check_new_id, check_tenant, data_id, is_cluster, ms, text
 
@@ -274,7 +275,7 @@ class _Transactions:
         script = q.script("push_commit")
         self.sha = script.sha
         self.head = b"".join([
-            b"*1\r\n$5\r\nMULTI\r\n", *conn.pack_command("SCRIPT", "LOAD", script_source(
+            b"*1\r\n$5\r\nMULTI\r\n", *conn.pack_command("SCRIPT", "LOAD", scripts.source(
                 "push_commit"))])
         self.enqueued = _bulk(keys.enqueued.encode())
         self.line = (b"RPUSH" if self.front == "1" else b"LPUSH", _bulk(keys.queue.encode()))
@@ -291,7 +292,7 @@ class _Transactions:
         sent = time.monotonic()
         conn.send_packed_command(
             [*conn.pack_command("TIME"), *conn.pack_command("MULTI"),
-             *conn.pack_command("SCRIPT", "LOAD", script_source("push_commit")),
+             *conn.pack_command("SCRIPT", "LOAD", scripts.source("push_commit")),
              *conn.pack_command("EXEC")], check_health=False)
         replies = _replies(conn, 4)
         got = time.monotonic()
@@ -390,7 +391,7 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     packed_lead = b"".join(conn.pack_command(*lead))
     stale = packed_lead[packed_lead.index(b"\r\n") + 2:]
     heads = (stale, stale[:-len(b"$1\r\n0\r\n")] + b"$1\r\n1\r\n")
-    load: Any = conn.pack_command("SCRIPT", "LOAD", script_source("push"))
+    load: Any = conn.pack_command("SCRIPT", "LOAD", scripts.source("push"))
     # each batch sent: its ids, and whether it is a transaction (else a push.lua call, after
     # the SCRIPT LOAD reply when it was written with it)
     inflight: deque[tuple[list[str], bool, bool]] = deque()

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .env import ENV_FUNCTIONS, env_bool
-from .scripts import HOT, library, script_source
+from .scripts import HOT, library, source
 from .util import is_cluster
 
 
@@ -69,7 +69,7 @@ class Caller:
         ``.script``), made once."""
         script = self._scripts.get(name)
         if script is None:
-            script = self._scripts[name] = self.client.register_script(script_source(name))
+            script = self._scripts[name] = self.client.register_script(source(name))
         return script
 
     def run(self, name: str, keys: Sequence[Any], argv: Sequence[Any],

@@ -1,8 +1,14 @@
-"""The codes the Lua scripts and Python share, each written once, here.
+"""The words and codes the Lua scripts and Python share, each written once, here.
 
-``scripts.py`` generates each into the scripts that name it as a Lua constant (only when
-the script uses it: ``O_<OUTCOME>``, ``PUSH_<FLAG>``, ``SEEN_<KIND>``), and Python decodes
-replies with the same tables. No Lua file spells one (tests/test_contract.py).
+The vocabulary (as rq's one ``JobStatus``): an item's state (:class:`ItemState`), what a
+call did to an item (:class:`Outcome`), why an item was dead-lettered (:class:`DeadReason`)
+and the running totals of ``P:counters`` (:class:`Counter`). Everything else comes from
+these: the Lua constants (``scripts.py`` generates ``S_<STATE>``, ``O_<OUTCOME>`` (the
+outcome's one-letter code), ``R_<REASON>`` and ``C_<COUNTER>`` into the scripts that name
+them, with ``PUSH_<FLAG>``, ``SEEN_<KIND>`` and ``LEASE_<STATUS>``), the typing Literals,
+the CLI's choices (:class:`PurgeChoice`), the schemas' enums (tests/cli/test_schemas.py)
+and the worker's outcomes. No Lua file spells one, and no other Python module does
+(tests/core/test_contract.py).
 
 This module imports nothing of rq-cli's: it is read by both sides.
 """
@@ -12,30 +18,107 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
+
+class Word(str, Enum):
+    """A word of the vocabulary: a member is its value, also in text (``str()``, f-strings,
+    JSON), as Python 3.11's ``StrEnum`` (3.10 has none)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return str(self.value).__format__(spec)
+
+
+class ItemState(Word):
+    """The state an item is in (item.lua and peek.lua read and reply these names)."""
+
+    PENDING = "pending"
+    PROCESSING = "processing"
+    DELAYED = "delayed"
+    DEAD = "dead"
+
+
+class Outcome(Word):
+    """What complete, fail, extend, cancel, retake or release did to one item. Not live:
+    ``missing`` (no such item) or ``already_dead`` (dead-lettered). ``not_leased``: a live
+    item no worker ever leased, left as it is. ``conflict``: another session holds the
+    lease; ``lost``: the lease expired. ``returned``: release gave it back."""
+
+    COMPLETED = "completed"
+    MISSING = "missing"
+    ALREADY_DEAD = "already_dead"
+    NOT_LEASED = "not_leased"
+    CONFLICT = "conflict"
+    DEAD = "dead"
+    RETRIED = "retried"
+    RETURNED = "returned"
+    EXTENDED = "extended"
+    LOST = "lost"
+
+    @property
+    def ok(self) -> bool:
+        """The call did what it was asked (the item completed, retried, dead or extended)."""
+        return self in _DONE
+
+
+_DONE = frozenset({Outcome.COMPLETED, Outcome.RETRIED, Outcome.DEAD, Outcome.EXTENDED})
+
+
+class DeadReason(Word):
+    """Why an item was dead-lettered (``reason`` of ``P:dead_info``, peek's
+    ``dead_reason``, ``--reason``): its ``expire`` time passed, it was leased
+    ``max_attempts`` times, ``cancel`` or ``fail --dead`` put it there, or by hand."""
+
+    EXPIRED = "expired"
+    MAX_ATTEMPTS = "max_attempts"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    MANUAL = "manual"
+
+
+class Counter(Word):
+    """The fields of ``P:counters``, running totals the scripts count (``count(C_<NAME>,
+    n)``): what ``stats`` prints and ``stats --format prometheus`` exports as
+    ``rq_cli_<field>_total``."""
+
+    PUSHED = "pushed"
+    DUPLICATES = "duplicates"
+    LEASED = "leased"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    RETRIED = "retried"
+    DEAD = "dead"
+    EXPIRED = "expired"
+    REQUEUED = "requeued"
+    CLEANED = "cleaned"
+
+
 #: An item's outcome -> the one-letter code a script replies with for it. (Two outcomes
 #: may share a letter when no script can reply with both: "retried" is fail's, "returned"
 #: release's.)
-OUTCOME_CODES: dict[str, str] = {
-    "completed": "C",
-    "missing": "M",
-    "already_dead": "Z",
-    "not_leased": "N",
-    "conflict": "X",
-    "dead": "D",
-    "retried": "R",
-    "returned": "R",
-    "extended": "E",
-    "lost": "L",
+OUTCOME_CODES: dict[Outcome, str] = {
+    Outcome.COMPLETED: "C",
+    Outcome.MISSING: "M",
+    Outcome.ALREADY_DEAD: "Z",
+    Outcome.NOT_LEASED: "N",
+    Outcome.CONFLICT: "X",
+    Outcome.DEAD: "D",
+    Outcome.RETRIED: "R",
+    Outcome.RETURNED: "R",
+    Outcome.EXTENDED: "E",
+    Outcome.LOST: "L",
 }
 
+_O = Outcome
 #: The outcomes each script replies with, per item.
-SCRIPT_OUTCOMES: dict[str, tuple[str, ...]] = {
-    "complete": ("completed", "missing", "conflict", "already_dead", "not_leased"),
-    "fail": ("retried", "dead", "missing", "conflict", "already_dead", "not_leased"),
-    "cancel": ("dead", "missing", "already_dead"),
-    "extend": ("extended", "lost", "conflict", "missing", "already_dead", "not_leased"),
-    "retake": ("extended", "lost", "conflict", "missing", "already_dead"),
-    "release": ("returned", "lost", "conflict", "missing", "already_dead"),
+SCRIPT_OUTCOMES: dict[str, tuple[Outcome, ...]] = {
+    "complete": (_O.COMPLETED, _O.MISSING, _O.CONFLICT, _O.ALREADY_DEAD, _O.NOT_LEASED),
+    "fail": (_O.RETRIED, _O.DEAD, _O.MISSING, _O.CONFLICT, _O.ALREADY_DEAD, _O.NOT_LEASED),
+    "cancel": (_O.DEAD, _O.MISSING, _O.ALREADY_DEAD),
+    "extend": (_O.EXTENDED, _O.LOST, _O.CONFLICT, _O.MISSING, _O.ALREADY_DEAD, _O.NOT_LEASED),
+    "retake": (_O.EXTENDED, _O.LOST, _O.CONFLICT, _O.MISSING, _O.ALREADY_DEAD),
+    "release": (_O.RETURNED, _O.LOST, _O.CONFLICT, _O.MISSING, _O.ALREADY_DEAD),
 }
 
 #: push's flag per item: "added", or why an item was not ("duplicate": an item with that id
@@ -57,7 +140,7 @@ SIGHTINGS: dict[str, str] = {
 }
 
 
-def outcomes(script: str) -> dict[str, str]:
+def outcomes(script: str) -> dict[str, Outcome]:
     """Code -> outcome for the replies of ``script``."""
     return {OUTCOME_CODES[o]: o for o in SCRIPT_OUTCOMES[script]}
 
@@ -70,9 +153,17 @@ LEASE_OK, LEASE_PAUSED, LEASE_FAIR = LEASE_STATUS["ok"], LEASE_STATUS["paused"],
     LEASE_STATUS["fair"]
 
 
+#: The vocabulary as Lua constants: ``S_PENDING = 'pending'``, ``R_EXPIRED = 'expired'``,
+#: ``C_PUSHED = 'pushed'`` (an outcome is its code: ``O_COMPLETED = 'C'``).
+WORD_CONSTANTS: dict[str, tuple[Word, ...]] = {
+    "S": tuple(ItemState), "R": tuple(DeadReason), "C": tuple(Counter)}
+
+
 def lua_constants() -> list[tuple[str, str]]:
     """(name, ``local NAME = 'code'``) for every code, as the scripts read them."""
-    out = [(f"O_{o.upper()}", c) for o, c in OUTCOME_CODES.items()]
+    out = [(f"O_{o.name}", c) for o, c in OUTCOME_CODES.items()]
+    out += [(f"{head}_{w.name}", w.value) for head, words in WORD_CONSTANTS.items()
+            for w in words]
     out += [(f"PUSH_{f.upper().replace(' ', '_')}", c) for f, c in PUSH_FLAGS.items()]
     out += [(f"SEEN_{k.upper()}", c) for k, c in SIGHTINGS.items()]
     return [(n, f"local {n} = '{c}'") for n, c in out] + [
@@ -82,15 +173,6 @@ def lua_constants() -> list[tuple[str, str]]:
 # -- the choices of an item's state, a queue's layout and where re-queued items go ---------------
 # (str enums: a member is its value; Python 3.10 has no StrEnum. Options and replies carry
 # the plain strings: the tuples below are what they are checked against.)
-
-
-class ItemState(str, Enum):
-    """The state an item is in (item.lua and peek.lua read and reply these names)."""
-
-    PENDING = "pending"
-    PROCESSING = "processing"
-    DELAYED = "delayed"
-    DEAD = "dead"
 
 
 class Layout(str, Enum):
@@ -108,10 +190,24 @@ class RequeueEnd(str, Enum):
     FRONT = "front"
 
 
+class PurgeChoice(Word):
+    """An item state, or all of them (``purge --state``, ``peek --state``)."""
+
+    PENDING = ItemState.PENDING.value
+    PROCESSING = ItemState.PROCESSING.value
+    DELAYED = ItemState.DELAYED.value
+    DEAD = ItemState.DEAD.value
+    ALL = "all"
+
+
 STATES: tuple[str, ...] = tuple(s.value for s in ItemState)
+PURGE_STATES: tuple[str, ...] = tuple(c.value for c in PurgeChoice)
+DEAD_REASONS: tuple[str, ...] = tuple(r.value for r in DeadReason)
+COUNTERS: tuple[str, ...] = tuple(c.value for c in Counter)
 LAYOUTS: tuple[str, ...] = tuple(x.value for x in Layout)
 REQUEUE_ENDS: tuple[str, ...] = tuple(e.value for e in RequeueEnd)
 
-#: The states an item can be in, as the type checker knows them (tied to ItemState by a test).
+#: The states an item can be in, as the type checker knows them (tied to ItemState and
+#: PurgeChoice by a test: a Literal cannot be made from an enum).
 State = Literal["pending", "processing", "delayed", "dead"]
 PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ParameterError, UsageError
-from .codes import STATES
+from .codes import STATES, ItemState
 from .limits import MAX_DELAY, MAX_DELAY_TEXT, SLOW_BATCH
 from .util import json_int, json_too_deep, server_ms
 
@@ -122,7 +122,7 @@ class ItemFilter:
                                             self.min_attempts)) or bool(self.reasons)
 
     def check_state(self, state: str) -> None:
-        if self.reasons and state != "dead":
+        if self.reasons and state != ItemState.DEAD:
             raise ParameterError("reasons", "filters dead items (the dead-letter reason): use "
                                             "it with the dead state")
 
@@ -134,7 +134,7 @@ class ItemFilter:
         if self.reasons and item.dead_reason not in self.reasons:
             return False
         if cutoff_s is not None:
-            at = item.dead_at if item.state == "dead" else item.enqueued_at
+            at = item.dead_at if item.state == ItemState.DEAD.value else item.enqueued_at
             if at is None or at > cutoff_s:
                 return False
         if self._regex is not None and (item.error is None or
@@ -216,7 +216,7 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     if state not in _STATES:
         raise UsageError(f"state must be one of {', '.join(_STATES)}, not {state!r}")
     flt.check_state(state)
-    if action == "requeue" and state != "dead":
+    if action == "requeue" and state != ItemState.DEAD.value:
         raise UsageError("requeue-dead moves dead items only")
     if limit is not None and limit < 0:
         raise ParameterError("limit", "cannot be negative")
@@ -226,17 +226,17 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     if action == "requeue":
         wq.requeue_dead([], to=to)  # checks the target (same server, same slot) up front
     report.dry_run = dry_run
-    if action == "purge" and state in ("pending", "processing"):
+    if action == "purge" and state in (ItemState.PENDING, ItemState.PROCESSING):
         from_end = "tail"  # lists by index from the left: purge_ids looks around it
     cutoff_s = None
     if flt.older_than is not None:
         now = now_ms if now_ms is not None else server_ms(wq.client)
         cutoff_s = (now - round(flt.older_than * 1000)) / 1000
     # dead items are sorted by time of death: from the head, past the cutoff none is older
-    sorted_by_age = state == "dead" and from_end == "head" and cutoff_s is not None
+    sorted_by_age = state == ItemState.DEAD.value and from_end == "head" and cutoff_s is not None
     chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate / 10)))
     started = time.monotonic()
-    zset = state in ("delayed", "dead")
+    zset = state in (ItemState.DELAYED, ItemState.DEAD)
 
     def one_list(tenant: str | None) -> Iterator[Step]:
         """The scan of one list or set (pending: one tenant's sub-queue, None = P:queue)."""
@@ -294,7 +294,7 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     lists: list[str | None] = [None]
     if tenant is not None:
         lists = [tenant]  # (WorkQueue.peek refuses a tenant outside the pending state)
-    elif state == "pending":
+    elif state == ItemState.PENDING.value:
         lists.extend(wq.tenants()[1])
     for tenant in lists:
         if limit is not None and _progress(report, action, dry_run) >= limit:

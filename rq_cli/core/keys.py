@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .codes import COUNTERS, ItemState
 from .codes import LAYOUTS as LAYOUTS  # (codes.Layout: defined with the other choices)
 
 #: The generation whose keys a queue of each single-generation layout should never show.
@@ -98,6 +99,10 @@ DEFAULT_TENANT = ""
 #: The field of ``P:counters`` holding the queue's de-dup window in ms (absent: no window):
 #: push sets it, complete reads it (one HGET per call) to know whether to remember ids.
 DEDUP_WINDOW_FIELD = "dedup_window_ms"
+#: The fields of ``P:fair`` (fair queues): the items the head tenant has had this turn, and
+#: the items in the tenants' sub-queues (pending items, so named after the state).
+FAIR_TURN_FIELD = "turn"
+FAIR_PENDING_FIELD = ItemState.PENDING.value
 #: The families of keys ``P:<family>:<id>`` that each item has: its data (peer-compatible),
 #: the two generations' lease keys (v0.3 and v0.1, peer-compatible) and a dead item's data.
 ITEM = "item"
@@ -325,11 +330,10 @@ class Keys(NamedTuple):
         return [self.queue, self.processing, self.delayed, self.dead, self.counters]
 
 
-#: The fields of ``P:counters``, running totals that scripts count with ``count('<field>', n)``
-#: (a test checks that every field the scripts count is listed here): what ``stats`` prints
-#: and ``stats --format prometheus`` exports as ``rq_cli_<field>_total``.
-COUNTER_FIELDS = ("pushed", "duplicates", "leased", "completed", "failed", "retried", "dead",
-                  "expired", "requeued", "cleaned")
+#: The fields of ``P:counters`` (codes.Counter), running totals that scripts count with
+#: ``count(C_<FIELD>, n)``: what ``stats`` prints and ``stats --format prometheus`` exports
+#: as ``rq_cli_<field>_total``.
+COUNTER_FIELDS = COUNTERS
 
 # Suffixes by which ``queues --discover`` recognises a prefix from a key name.
 DISCOVERY_SUFFIXES = (":queue", ":processing", ":delayed", ":dead", ":counters")

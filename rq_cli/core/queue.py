@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UsageError
-from .codes import LEASE_FAIR, LEASE_PAUSED
+from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
+from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
+from .base import STATES as STATES
+from .codes import LEASE_FAIR, LEASE_PAUSED, DeadReason
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -25,6 +28,8 @@ from .limits import (
     MAX_LEASE_SECONDS,
     MAX_LEASE_TEXT,
 )
+from .reads import Reads
+from .repairs import Repairs
 from .scripts import SPECS
 from .types import (
     ItemOutcome,
@@ -42,15 +47,6 @@ from .util import (
     secs,
     text,
 )
-
-if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
-    pass
-
-from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
-from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
-from .base import STATES as STATES
-from .reads import Reads
-from .repairs import Repairs
 
 
 class WorkQueue(Reads, Repairs):
@@ -80,7 +76,7 @@ class WorkQueue(Reads, Repairs):
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
-        connection while the next batch is read (rq_cli/bulk.py). If iterating ``items``
+        connection while the next batch is read (rq_cli/core/bulk.py). If iterating ``items``
         raises (a bad input line), the items taken before it are stored and yielded first,
         then the exception propagates: nothing is half-applied silently.
         """
@@ -198,7 +194,7 @@ class WorkQueue(Reads, Repairs):
 
     def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
-             reason: str = "failed") -> list[ItemOutcome]:
+             reason: str = DeadReason.FAILED) -> list[ItemOutcome]:
         """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
         ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
         if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
@@ -212,7 +208,8 @@ class WorkQueue(Reads, Repairs):
                 "jitter": repr(_random().uniform(0.75, 1.25))}
         rows = self.per_batch(items, "fail", args, now_ms)
         names = SCRIPT_OUTCOME_NAMES["fail"]
-        return [ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == "retried" else None)
+        return [ItemOutcome(ref.id, outcome,
+                            retry_at=secs(due) if outcome == Outcome.RETRIED else None)
                 for ref, outcome, due in _coded(items, rows, names, "due_ms")]
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,

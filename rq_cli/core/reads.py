@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from .codes import ItemState
 from .keys import (
     COUNTER_FIELDS,
     FIXED_KEYS,
@@ -33,7 +34,7 @@ from .util import (
     text,
 )
 
-if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
+if TYPE_CHECKING:  # created by the methods that return them (rq_cli.core.reports loads lazily)
     from .reports import Holder, PeekedItem, Stats
 
 from .base import STATES, QueueBase
@@ -70,7 +71,7 @@ class Reads(QueueBase):
             other_generation=(OTHER_GENERATION.get(self.options.layout)
                               if f["other_generation"] else None))
 
-    def peek(self, state: State = "pending", *, count: int = 10, offset: int = 0,
+    def peek(self, state: State = ItemState.PENDING.value, *, count: int = 10, offset: int = 0,
              from_end: str = "head", start_at: str | None = None,
              now_ms: int | None = None, tenant: str | None = None) -> list[PeekedItem]:
         """Read items without changing anything. ``head``: the next to be leased (pending),
@@ -84,8 +85,8 @@ class Reads(QueueBase):
                                                  now_ms=now_ms, tenant=tenant)
                 for item in page]
 
-    def peek_pages(self, state: State = "pending", *, count: int = 10, offset: int = 0,
-                   from_end: str = "head", start_at: str | None = None,
+    def peek_pages(self, state: State = ItemState.PENDING.value, *, count: int = 10,
+                   offset: int = 0, from_end: str = "head", start_at: str | None = None,
                    now_ms: int | None = None, tenant: str | None = None,
                    ) -> Iterator[list[PeekedItem]]:
         """:meth:`peek` in pages of at most ``BATCH`` items, one script call each, read as
@@ -283,13 +284,13 @@ def _peeked(state: State, row: Any) -> PeekedItem:
         if isinstance(first, (int, float)) and not isinstance(first, bool) \
                 and 0 <= first < 1e12 and int(enqueued) < 0:
             enqueued = round(first * 1000)
-    if state == "dead" and int(float(score)) >= 0:
+    if state == ItemState.DEAD.value and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(
         id=text(row.id) or "", state=state, data=row.data, attempts=int(attempts),
         enqueued_at=secs(int(enqueued)) if int(enqueued) >= 0 else None,
         lease_session=text(holder) if holder else None,
         lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
-        due_at=secs(float(score)) if state == "delayed" else None,
+        due_at=secs(float(score)) if state == ItemState.DELAYED.value else None,
         dead_at=dead_at, dead_reason=reason, error=text(error),
         abandoned=int(row.abandoned) == 1, tenant=text(tenant) if tenant else None)

@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, ParameterError, UsageError
+from .codes import ItemState, PurgeChoice
+from .keys import FAIR_PENDING_FIELD
 from .limits import (
     BATCH,
     MAX_CLEAN_WAIT,
@@ -28,7 +30,7 @@ from .util import (
     text,
 )
 
-if TYPE_CHECKING:  # created by the methods that return them (rq_cli.reports loads lazily)
+if TYPE_CHECKING:  # created by the methods that return them (rq_cli.core.reports loads lazily)
     from .reports import CleanReport, PurgeReport, RequeueReport
 
 from .base import PURGE_STATES, STATES, Progress, QueueBase
@@ -164,7 +166,7 @@ class Repairs(QueueBase):
         return report
 
     # -- purge ---------------------------------------------------------------------------
-    def purge(self, state: PurgeState = "pending", *, dry_run: bool = False,
+    def purge(self, state: PurgeState = PurgeChoice.PENDING.value, *, dry_run: bool = False,
               progress: Progress | None = None) -> PurgeReport:
         """Delete the items in ``state``, or with ``all`` every key of the queue, in bounded
         batches (UNLINK), so the server keeps serving other clients."""
@@ -178,10 +180,10 @@ class Repairs(QueueBase):
             k = self.keys
             pipe = self.client.pipeline(transaction=False)
             pipe.llen(k.queue).llen(k.processing).zcard(k.delayed).zcard(k.dead)
-            pipe.hget(k.fair, "pending")  # fair: the items in the tenants' sub-queues
+            pipe.hget(k.fair, FAIR_PENDING_FIELD)  # fair: the items in the tenants' sub-queues
             *listed, in_tenants = pipe.execute()
             counts = dict(zip(STATES, listed, strict=True))
-            counts["pending"] += int(in_tenants or 0)
+            counts[ItemState.PENDING] += int(in_tenants or 0)
             for s in states:
                 setattr(report, s, int(counts[s]))
             if state == "all":

@@ -2,26 +2,21 @@
 
 The reports of maintenance and inspection (:class:`CleanReport`, :class:`RequeueReport`,
 :class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`) are defined in
-:mod:`rq_cli.reports` and importable from here too; that module is loaded on first use, so
+:mod:`rq_cli.core.reports` and importable from here too; that module is loaded on first use, so
 ``push`` and ``lease`` do not create them at start-up.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
 
-from .codes import PurgeState as PurgeState  # (the documented import: rq_cli.core.types)
+from .codes import Outcome as Outcome  # (the documented import: rq_cli.core.types)
+from .codes import PurgeState as PurgeState
 from .codes import State as State
-
-#: What complete/fail/extend did to one item. Not live: ``missing`` (no such item) or
-#: ``already_dead`` (dead-lettered). ``not_leased``: a live item no worker ever leased, left
-#: as it is. ``conflict``: another session holds the lease; ``lost``: the lease expired.
-Outcome = Literal["completed", "missing", "already_dead", "not_leased", "conflict", "retried",
-                  "dead", "extended", "lost", "returned"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +108,7 @@ class ItemOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.outcome in ("completed", "retried", "dead", "extended")
+        return Outcome(self.outcome).ok
 
 
 __all__ = ["NO_TLS", "CleanReport", "Holder", "ItemOutcome", "ItemRef", "LeasedItem",
@@ -124,7 +119,7 @@ _REPORTS = frozenset({"CleanReport", "Holder", "PeekedItem", "PurgeReport", "Req
 
 
 def __getattr__(name: str) -> Any:
-    """``from rq_cli.types import Stats`` and the like load :mod:`rq_cli.reports`."""
+    """``from rq_cli.types import Stats`` and the like load :mod:`rq_cli.core.reports`."""
     if name in _REPORTS:
         from . import reports
 

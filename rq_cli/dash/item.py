@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..core.codes import ItemState
 from ..render import human, human_time
 from .model import Action, Actions, Browser, data_view, failure
 
@@ -47,8 +48,8 @@ class ItemScreen(Screen[None]):
             return True
         state = self.item.state if self.item is not None else None
         return not self.read_only and state is not None and (
-            (action == "requeue") == (state == "dead")) and (
-            action != "extend" or state == "processing")
+            (action == "requeue") == (state == ItemState.DEAD.value)) and (
+            action != "extend" or state == ItemState.PROCESSING.value)
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"{self.target.name} · {self.item_id}"), id="fields")
@@ -105,14 +106,14 @@ class ItemScreen(Screen[None]):
             self.app.ask(action)  # type: ignore[attr-defined]
 
     def action_requeue(self) -> None:
-        if self.item is not None and self.item.state == "dead":
+        if self.item is not None and self.item.state == ItemState.DEAD.value:
             self._ask(self.actions.requeue_ids([self.item.id]))
 
     def action_cancel(self) -> None:
-        if self.item is not None and self.item.state != "dead":
+        if self.item is not None and self.item.state != ItemState.DEAD.value:
             self._ask(self.actions.cancel([self.item.id]))
 
     def action_extend(self) -> None:
-        if self.item is not None and self.item.state == "processing":
+        if self.item is not None and self.item.state == ItemState.PROCESSING.value:
             lease = float(self.target.queue.options.lease_seconds)
             self._ask(self.actions.extend(self.item, lease))

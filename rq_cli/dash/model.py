@@ -18,14 +18,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..cli.common import FLAG_OF
 from ..cli.filtered import make_filter
 from ..cli.scrub import scrub
 from ..cli.watch import Poller
-from ..core.codes import STATES
+from ..core.codes import STATES, ItemState, Outcome
 from ..core.filtering import FilterReport, ItemFilter, scan
 from ..core.types import ItemRef
 from ..core.util import json_too_deep
-from ..errors import RqError, UsageError
+from ..errors import ParameterError, RqError, UsageError
 from ..jsonlines import data_json
 from ..server_errors import translate_error
 
@@ -163,7 +164,7 @@ class Browser:
         """How many items the list of ``tab`` holds, from :meth:`counts`, for :meth:`page`:
         None where not known (the pending tab of a fair queue: its default tenant's list
         holds only some of them)."""
-        if tab == "pending" and counts.get("tenants"):
+        if tab == ItemState.PENDING and counts.get("tenants"):
             return None
         return counts.get(tab) if tab in STATES else None
 
@@ -186,8 +187,8 @@ class Browser:
         if flt is not None:
             rows = self._filtered(state, flt, offset, count + 1, tenant)
             return Page(rows[:count], offset, None, len(rows) > count)
-        if total is not None and tab in ("pending", "processing") and tenant is None \
-                and offset + count > total // 2 and offset < total:
+        if total is not None and tab in (ItemState.PENDING, ItemState.PROCESSING) \
+                and tenant is None and offset + count > total // 2 and offset < total:
             # the far half of a list: from its tail, then in head order
             n = min(count, total - offset)
             rows = self.wq.peek(state, count=n, offset=total - offset - n, from_end="tail")
@@ -263,7 +264,7 @@ class Actions:
             if flt is None:
                 r = self.wq.requeue_dead(None)
                 return f"requeued {r.requeued}, skipped {r.skipped}"
-            return self._scan("requeue", "dead", flt)
+            return self._scan("requeue", ItemState.DEAD.value, flt)
         what = "every dead item" if flt is None else "the dead items matching " + " ".join(argv)
         words = ["--all"] if flt is None else list(argv)
         return Action(f"Requeue {_items(matched, 'dead item')} of {self.name} ({what}) into "
@@ -319,7 +320,7 @@ class Actions:
     def cancel(self, ids: Sequence[str]) -> Action:
         def run() -> str:
             outcomes = self.wq.cancel(list(ids), error="cancelled from rq-cli dash")
-            dead = sum(1 for o in outcomes if o.outcome == "dead")
+            dead = sum(1 for o in outcomes if o.outcome == Outcome.DEAD)
             return f"cancelled {dead} of {len(ids)}"
         return Action(f"Cancel {_items(len(ids))} of {self.name}: dead-lettered now (reason "
                       "cancelled); a worker running one stops at its next heartbeat",
@@ -361,11 +362,13 @@ def run_action(action: Action, url: str = "") -> str:
 
 
 def failure(exc: BaseException, url: str) -> str:
-    """The one-line reason an action or a read failed, passwords and URLs masked."""
+    """The one-line reason an action or a read failed, passwords and URLs masked (an engine
+    parameter called by its filter flag, as the console's filters are typed)."""
     err: BaseException | None = exc if isinstance(exc, RqError) else translate_error(exc, url)
     if err is None:
         return " ".join(scrub(f"internal error: {type(exc).__name__}: {exc}", None).split())
-    return " ".join(scrub(str(err), None).split())
+    text = err.worded(FLAG_OF) if isinstance(err, ParameterError) else str(err)
+    return " ".join(scrub(text, None).split())
 
 
 #: Data shown in full up to this many bytes; beyond, the start and a note.

@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
 
+from ..core.codes import ItemState
 from ..render import human, human_duration, human_time
 from .item import ItemScreen
 from .model import TABS, Action, Actions, Browser, Page, failure, parse_filter
@@ -56,15 +57,15 @@ def item_cells(tab: str, row: Any, now: float) -> list[Any]:
         return [item_id, human_duration(left)]
     it: PeekedItem = row
     data = _cut(human(it.data, "data"))
-    if tab == "pending":
+    if tab == ItemState.PENDING:
         waited = None if it.enqueued_at is None else now - it.enqueued_at
         return [it.id, it.attempts, human_duration(waited), it.tenant or "-", data]
-    if tab == "processing":
+    if tab == ItemState.PROCESSING:
         lease = (Text("abandoned", style="bold red") if it.abandoned else
                  human_duration(None if it.lease_expires_at is None
                                 else it.lease_expires_at - now))
         return [it.id, it.attempts, lease, it.lease_session or "-", data]
-    if tab == "delayed":
+    if tab == ItemState.DELAYED:
         return [it.id, it.attempts, human_time(it.due_at, now), data]
     dead_for = None if it.dead_at is None else now - it.dead_at
     return [it.id, it.attempts, human_duration(dead_for), it.dead_reason or "-",
@@ -110,7 +111,7 @@ class QueueScreen(Screen[None]):
         self.target, self.read_only = target, read_only
         self.browser = Browser(target.name, target.queue)
         self.actions = Actions(target.name, target.queue, cli_prefix)
-        self.tab = "dead"
+        self.tab: str = ItemState.DEAD.value
         self.start = 0
         self.counts: dict[str, int] = {}
         self.page_: Page | None = None
@@ -127,11 +128,11 @@ class QueueScreen(Screen[None]):
         if self.read_only:
             return False
         if action in ("requeue", "requeue_all"):
-            return self.tab == "dead"
+            return self.tab == ItemState.DEAD
         if action == "cancel":
-            return self.tab in ("pending", "processing", "delayed")
+            return self.tab in (ItemState.PENDING, ItemState.PROCESSING, ItemState.DELAYED)
         if action == "extend":
-            return self.tab == "processing"
+            return self.tab == ItemState.PROCESSING
         if action == "purge":
             return self.tab in TABS[:4]
         return True
@@ -224,7 +225,7 @@ class QueueScreen(Screen[None]):
             line = f"{self.tab}: {where}{of}"
             if self.flt is not None:
                 line += " · filter " + " ".join(self.flt_argv)
-            if self.tab == "pending" and (self.tenant or self.tenant_list):
+            if self.tab == ItemState.PENDING and (self.tenant or self.tenant_list):
                 line += f" · tenant {self.tenant or '(default)'} (t: next)"
             if self.selected:
                 line += f" · {len(self.selected)} selected"
@@ -274,7 +275,7 @@ class QueueScreen(Screen[None]):
         self.go(start=max(0, total - self.page_size))
 
     def action_tenant(self) -> None:
-        if self.tab != "pending" or not self.tenant_list:
+        if self.tab != ItemState.PENDING or not self.tenant_list:
             return
         order: list[str | None] = [None, *self.tenant_list]
         i = order.index(self.tenant) if self.tenant in order else 0
@@ -293,7 +294,7 @@ class QueueScreen(Screen[None]):
             if flt is not None:
                 flt.check_state(self.tab)
         except Exception as exc:  # a bad expression: said, the old filter stays
-            self.app.notify(str(exc), severity="error")
+            self.app.notify(failure(exc, self.target.url), severity="error")
             return
         self.flt, self.flt_argv = flt, argv
         self.go(start=0)
@@ -350,10 +351,10 @@ class QueueScreen(Screen[None]):
 
     def on_dead_tab(self) -> bool:
         """True on the dead tab; else says that requeue moves dead items."""
-        if self.tab != "dead":
+        if self.tab != ItemState.DEAD:
             self.app.notify("requeue moves dead items: open the dead tab (4)",
                             severity="warning")
-        return self.tab == "dead"
+        return self.tab == ItemState.DEAD
 
     def action_requeue(self) -> None:
         ids = self.chosen() if self.on_dead_tab() else []
@@ -363,7 +364,7 @@ class QueueScreen(Screen[None]):
     def action_requeue_all(self) -> None:
         if not self.on_dead_tab():
             return
-        self.counted("dead", lambda n: self.actions.requeue_matching(
+        self.counted(ItemState.DEAD.value, lambda n: self.actions.requeue_matching(
             self.flt, self.flt_argv, n))
 
     def action_purge(self) -> None:
@@ -391,7 +392,7 @@ class QueueScreen(Screen[None]):
         self.app.call_from_thread(self.ask, make(n))
 
     def action_cancel(self) -> None:
-        if self.tab not in TABS[:4] or self.tab == "dead":
+        if self.tab not in TABS[:4] or self.tab == ItemState.DEAD:
             self.app.notify("cancel dead-letters live items: pending, processing or delayed",
                             severity="warning")
             return
@@ -401,7 +402,7 @@ class QueueScreen(Screen[None]):
 
     def action_extend(self, seconds: float | None = None) -> None:
         row = self.current()
-        if self.tab != "processing" or row is None:
+        if self.tab != ItemState.PROCESSING or row is None:
             self.app.notify("extend a lease: a row of the processing tab", severity="warning")
             return
         lease = seconds or float(self.target.queue.options.lease_seconds)

@@ -7,6 +7,7 @@ import math
 import signal
 import time
 
+from ..core.codes import DeadReason, Outcome
 from ..core.queue import WorkQueue
 from ..core.types import ItemOutcome
 from .guard import killpg
@@ -54,33 +55,34 @@ class Beating(Spawning):
             next_beat = time.monotonic() + self.heartbeat
             for held, out in zip(mine, outcomes, strict=True):
                 held.next_beat = next_beat
-                if out.outcome == "extended":
+                if out.outcome == Outcome.EXTENDED:
                     if out.lease_expires_at is not None:
                         held.expires = out.lease_expires_at
                     continue
-                why = held.lost = "cancelled" if out.outcome == "already_dead" else "lost"
+                why = held.lost = DeadReason.CANCELLED.value \
+                    if out.outcome == Outcome.ALREADY_DEAD else Outcome.LOST.value
                 self.log({"event": "lease", "queue": held.item.queue, "id": held.item.id,
                           "outcome": out.outcome,
-                          "note": "cancelled: stopping the command" if why == "cancelled"
+                          "note": "cancelled: stopping the command" if why == DeadReason.CANCELLED
                           else "lease lost: another session may run this item"})
                 job = running.get(id(held))
                 if job is None:  # leased ahead, not started: just let it go
                     if held in self.ahead:
                         self.ahead.remove(held)
-                elif why == "cancelled" or not self.opts.keep_running_on_lost_lease:
+                elif why == DeadReason.CANCELLED or not self.opts.keep_running_on_lost_lease:
                     self._kill(job, why)
 
     def _extend(self, wq: WorkQueue, mine: list[Held]) -> list[ItemOutcome]:
         """Extend the leases of ``mine``; those that ran out (the server hung, or was out of
         reach) while nobody else took the item are taken back, as the same attempt."""
         outcomes = wq.extend([h.ref for h in mine], lease_seconds=self.lease_seconds)
-        ran_out = [n for n, out in enumerate(outcomes) if out.outcome == "lost"]
+        ran_out = [n for n, out in enumerate(outcomes) if out.outcome == Outcome.LOST]
         if ran_out:
             again = wq.retake([mine[n].item.id for n in ran_out],
                               lease_seconds=self.lease_seconds)
             for n, out in zip(ran_out, again, strict=True):
                 outcomes[n] = out
-                if out.outcome == "extended":
+                if out.outcome == Outcome.EXTENDED:
                     self.log({"event": "lease", "queue": mine[n].item.queue,
                               "id": mine[n].item.id, "outcome": "retaken",
                               "note": "the lease had run out, nobody else took the item: "

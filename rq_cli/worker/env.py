@@ -20,9 +20,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..connect import mask_url, mask_urls_in, url_password
+from ..core.codes import DeadReason, outcomes
 from ..core.queue import WorkQueue
 from ..core.scripts import SPECS
-from ..core.types import ItemOutcome, LeasedItem, Outcome
+from ..core.types import ItemOutcome, LeasedItem
 
 #: The variables whose value is a server URL that rq-cli reads.
 URL_VARS = ("RQ_CLI_URL", "REDIS_URL")
@@ -80,15 +81,14 @@ def unrunnable(item: LeasedItem) -> str | None:
     return None
 
 
-_FAIL_CODES: dict[str, Outcome] = {"D": "dead", "R": "retried", "M": "missing",
-                                   "X": "conflict", "Z": "already_dead", "N": "not_leased"}
+_FAIL_CODES = outcomes("fail")  # the fail script's code -> outcome (codes.py)
 
 
 def fail_unrunnable(wq: WorkQueue, item: LeasedItem, error: str) -> list[ItemOutcome]:
     """Dead-letter ``item`` (reason ``failed``, with ``error``) with the fail script itself,
     as the holder of its lease: new ids are checked on the way in, but one a peer stored
     must still be settled, whatever bytes it holds."""
-    args = {"error": error, "retry_ms": -1, "dead_reason": "failed",
+    args = {"error": error, "retry_ms": -1, "dead_reason": DeadReason.FAILED.value,
             "max_attempts": wq.options.max_attempts, "backoff_ms": 0, "backoff_max_ms": 0,
             "jitter": "1"}
     ((code, _),) = SPECS["fail"].decode(wq.call("fail", args, [item.id, item.session])).rows

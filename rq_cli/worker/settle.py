@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..core.codes import Outcome
 from .env import fail_unrunnable, unrunnable
 from .model import (
     DEAD_EXIT,
@@ -47,7 +48,7 @@ class Settling(WorkerBase):
         for held, outcome in zip(finished, outcomes, strict=True):
             entry = held.entry or {"queue": held.item.queue, "id": held.item.id}
             entry["outcome"] = outcome
-            if outcome == "completed":
+            if outcome == Outcome.COMPLETED:
                 self.stats.completed += 1
             else:
                 self.stats.lost += 1
@@ -59,7 +60,7 @@ class Settling(WorkerBase):
         """Give ``held`` back (the second signal): not a failure, its attempt given back."""
         (out,) = held.wq.release([held.item.id])
         entry["outcome"] = out.outcome
-        if out.outcome == "returned":
+        if out.outcome == Outcome.RETURNED:
             self.stats.returned += 1
         else:
             self.stats.lost += 1
@@ -69,9 +70,9 @@ class Settling(WorkerBase):
               timeout: bool = False) -> None:
         (out,) = fail_unrunnable(held.wq, held.item, error) if unrunnable(held.item) \
             else held.wq.fail([held.ref], error=error, dead=dead)
-        if out.outcome in ("dead", "retried"):
-            self.stats.dead += out.outcome == "dead"
-            self.stats.failed += out.outcome == "retried"
+        if out.outcome in (Outcome.DEAD, Outcome.RETRIED):
+            self.stats.dead += out.outcome == Outcome.DEAD
+            self.stats.failed += out.outcome == Outcome.RETRIED
             entry["outcome"] = "timeout" if timeout else out.outcome
         else:
             self.stats.lost += 1

@@ -240,6 +240,28 @@ def test_commands_are_built_lazily():
     assert command.list_commands(ctx) == list(EXPECTED_ORDER)
 
 
+def test_a_run_imports_only_the_command_module_it_runs():
+    # the table's loaders are plain imports inside functions, run on first use: --version
+    # imports no command module, and `push --help` only push's
+    code = ("import json, sys\n"
+            "from rq_cli.cli import main\n"
+            "try:\n"
+            "    main(sys.argv[1:])\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('rq_cli.cli.'))))\n")
+
+    def command_modules(*args):
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                             text=True, timeout=60, env={"PATH": "/usr/bin:/bin",
+                                                         "RQ_CLI_NO_CONFIG": "1"}).stdout
+        heavy = {"rq_cli.cli.maintain", "rq_cli.cli.inspect", "rq_cli.cli.leasing",
+                 "rq_cli.cli.work", "rq_cli.cli.dash", "rq_cli.cli.push"}
+        return heavy & set(json.loads(out.strip().splitlines()[-1]))
+
+    assert command_modules("--version") == set()
+    assert command_modules("push", "--help") == {"rq_cli.cli.push"}
+
 
 def test_url_from_the_environment(cli, server_url):
     assert cli("push", "q", "{}", url=None, env={"RQ_CLI_URL": server_url}).exit_code == 0

@@ -157,6 +157,36 @@ def test_stats_counters_are_every_counter_and_nothing_else(r: redis.Redis) -> No
                                                   "pushed": 3}
 
 
+def enum_at(name: str, *path: str) -> list[str]:
+    """The ``enum`` of schema ``name`` at ``path`` (keys from the schema's root)."""
+    node: Any = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())
+    for key in path:
+        node = node[key]
+    return list(node["enum"])
+
+
+def test_the_schemas_enums_are_the_words_of_codes_py() -> None:
+    # each word said once (rq_cli/core/codes.py): the schemas list the same words, in order
+    from rq_cli.core import codes
+
+    states = list(codes.STATES)
+    assert enum_at("peek", "properties", "state") == states
+    for name in ("purge", "requeue-dead"):
+        for part in ("moved", "filtered"):
+            assert enum_at(name, "$defs", part, "properties", "state") == states
+    assert enum_at("peek", "properties", "dead_reason") == list(codes.DEAD_REASONS)
+    by_commands = [o.value for o in codes.Outcome  # what complete, fail, extend, cancel say
+                   if any(o in codes.SCRIPT_OUTCOMES[s]
+                          for s in ("complete", "fail", "extend", "cancel"))]
+    assert sorted(enum_at("outcome", "properties", "outcome")) == sorted(by_commands)
+    worker_own = {"cancelled", "retaken", "timeout"}  # the worker's words for its items
+    for part in ("item", "note"):
+        logged = set(enum_at("work-log", "$defs", part, "properties", "outcome"))
+        assert logged - worker_own <= {o.value for o in codes.Outcome}, part
+    push = enum_at("push", "$defs", "result", "properties", "reason")
+    assert push == [f for f in codes.PUSH_FLAGS if f != "added"]
+
+
 def test_the_wheel_ships_the_schemas() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     assert '"rq_cli/schemas/*.schema.json"' in text

@@ -1,8 +1,9 @@
 """The layering of docs/DESIGN.md section 1, checked on the source (no server needed).
 
 - no import cycles between rq_cli's modules, counting imports inside functions (an import
-  moved into a function to dodge a cycle is still a cycle) and the command modules that
-  rq_cli.cli.root loads by name (the table in rq_cli/cli/commands.py);
+  moved into a function to dodge a cycle is still a cycle, and the command table's loaders
+  in rq_cli/cli/commands.py are such functions);
+- no module imports by name (``import_module``): every import is one the graph sees;
 - none either when imports under ``if TYPE_CHECKING:`` count too: a cycle that only
   annotations close is still design coupling (TYPE_ONLY_CORE_EDGES, empty now, stays so);
 - no module imports another module's underscore names;
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,9 +95,8 @@ def imports_of(module: str, type_checking: bool = False) -> list[tuple[str, list
     return result
 
 
-#: The module that imports the command modules by name (``import_module``), and the only one
-#: that calls ``import_module`` at all.
-COMMAND_LOADER = "rq_cli.cli.root"
+#: The command table: its loaders import every command module inside small functions.
+COMMAND_TABLE = "rq_cli.cli.commands"
 
 #: Imports under TYPE_CHECKING allowed to close a cycle in the core: none any more (bulk and
 #: deep clean take the queue's base, core.codes holds the State types); nothing may be added.
@@ -105,7 +106,6 @@ TYPE_ONLY_CORE_EDGES: set[tuple[str, str]] = set()
 def graph(type_checking: bool = False) -> dict[str, set[str]]:
     edges = {m: {t for t, _ in imports_of(m, type_checking) if t in MODULES and t != m}
              for m in MODULES}
-    edges[COMMAND_LOADER] |= {c.module for c in COMMANDS}  # imported by name, at run time
     return edges
 
 
@@ -160,12 +160,20 @@ def test_no_import_cycles_even_through_type_checking_imports():
     assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or [])
 
 
+def command_modules() -> set[str]:
+    """The modules the command table's loaders import, read from the source (as mypy and
+    the import graph read them)."""
+    return {target for target, _ in imports_of(COMMAND_TABLE) if target in MODULES}
+
+
 def test_the_checker_sees_a_cycle_through_type_checking_and_the_command_table():
     # cli.monitor once imported cli.root inside a function, and cli.root loads cli.inspect
-    # (which loads cli.monitor) by name: the table's edges must be in the graph
+    # (which loads cli.monitor) through the table: the table's edges must be in the graph
     edges = graph()
-    assert {c.module for c in COMMANDS} <= edges[COMMAND_LOADER]
-    edges["rq_cli.cli.monitor"].add(COMMAND_LOADER)
+    assert {"rq_cli.cli.push", "rq_cli.cli.inspect", "rq_cli.cli.dash",
+            "rq_cli.cli.server_cmd"} <= command_modules() <= edges[COMMAND_TABLE]
+    assert COMMAND_TABLE in edges["rq_cli.cli.root"]
+    edges["rq_cli.cli.monitor"].add("rq_cli.cli.root")
     assert find_cycle(edges) is not None
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\n")
     assert [a.name for n in runtime_imports(tree, type_checking=True)
@@ -175,22 +183,30 @@ def test_the_checker_sees_a_cycle_through_type_checking_and_the_command_table():
     assert not any(target in runtime[module] for module, target in TYPE_ONLY_CORE_EDGES)
 
 
-def test_only_the_command_loader_imports_by_name():
-    # a module named in a string is an import the graph would not see: only the command
-    # table may do that, and only root.py loads it
-    users = sorted(m for m, path in MODULES.items() if "import_module(" in path.read_text())
-    assert users == [COMMAND_LOADER]
+def test_no_module_imports_by_name():
+    # a module named in a string is an import the graph would not see (the command table
+    # once loaded its commands so): every import is a statement
+    users = sorted(m for m, path in MODULES.items()
+                   if "import_module" in path.read_text() or "__import__(" in path.read_text())
+    assert users == []
+
+
+def test_each_loader_of_the_command_table_is_one_plain_import():
+    tree = ast.parse(MODULES[COMMAND_TABLE].read_text())
+    loaders = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for command in COMMANDS:
+        node = loaders[command.load.__name__]
+        first = node.body[0]
+        assert isinstance(first, ast.ImportFrom) and first.level == 1, command.name
+        assert isinstance(node.body[1], ast.Return) and len(node.body) == 2, command.name
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.name for c in COMMANDS])
 def test_every_command_of_the_table_is_importable(command):
-    import importlib
-
     import typer
 
-    assert command.module in MODULES
-    target = getattr(importlib.import_module(command.module), command.attribute)
-    assert callable(target) or isinstance(target, typer.Typer)
+    target = command.load()  # a function, or a Typer app for a group
+    assert isinstance(target, typer.Typer) or target.__module__ in command_modules()
 
 
 def test_no_module_imports_another_modules_private_names():
@@ -251,3 +267,106 @@ def test_the_worker_stays_in_rooms_a_person_can_hold(module):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and (node.end_lineno or 0) - node.lineno + 1 > 60]
     assert long == []
+
+
+#: Methods that change a mapping, list or set in place.
+MUTATORS = {"update", "append", "extend", "setdefault", "add", "insert", "pop", "clear",
+            "remove", "discard", "__setitem__"}
+
+
+def imported_names(tree: ast.Module) -> set[str]:
+    """The names a module's top-level imports bind."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def base_name(node: ast.AST) -> str | None:
+    """``x`` of ``x.a.b`` or ``x.a[k]``."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def changes_on_import(source: str) -> list[str]:
+    """The top-level statements of a module that change something it imported (another
+    module's table, a class of another module)."""
+    tree = ast.parse(source)
+    imported = imported_names(tree)
+    found = []
+    for node in tree.body:
+        targets: list[ast.AST] = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            targets = [t for t in targets if isinstance(t, (ast.Attribute, ast.Subscript))]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+                isinstance(node.value.func, ast.Attribute) and node.value.func.attr in MUTATORS:
+            targets = [node.value.func.value]
+        found += [ast.unparse(node) for t in targets if base_name(t) in imported]
+    return found
+
+
+def test_the_checker_sees_an_import_that_changes_another_module():
+    assert changes_on_import("from ..errors import E\nE.NAMES.update({})\n") == \
+        ["E.NAMES.update({})"]
+    assert changes_on_import("import x\nx.TABLE['a'] = 1\nx.A = 2\n") == \
+        ["x.TABLE['a'] = 1", "x.A = 2"]
+    assert changes_on_import("T = {}\nT.update({})\nimport x\ny = x.f()\n") == []
+
+
+def test_no_import_changes_another_modules_table():
+    # an import changes nothing outside its module: a mapping a front end needs (the CLI's
+    # flags for the engine's parameters) is passed where the error is reported
+    offences = {m: found for m, path in MODULES.items()
+                if (found := changes_on_import(path.read_text()))}
+    assert offences == {}
+
+
+def test_no_empty_type_checking_block():
+    offences = [f"{module}:{node.lineno}" for module, path in MODULES.items()
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.If) and is_type_checking(node)
+                and all(isinstance(b, ast.Pass) for b in node.body)]
+    assert offences == []
+
+
+def named_in_text(text: str) -> tuple[set[str], set[str]]:
+    """The ``rq_cli/...`` paths and the dotted ``rq_cli.x.y`` names a text mentions."""
+    paths = {m.rstrip(".") for m in re.findall(r"\brq_cli(?:/[\w.]+)+", text)}
+    dotted = set(re.findall(r"\brq_cli(?:\.\w+)+", text)) - {p.replace("/", ".")
+                                                            for p in paths}
+    return {p for p in paths if "*" not in p}, dotted
+
+
+def resolves(name: str) -> bool:
+    """Whether a dotted name is a module of rq_cli or an attribute of one."""
+    import importlib
+
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        module = ".".join(parts[:i])
+        if module in MODULES:
+            target: object = importlib.import_module(module)
+            for attr in parts[i:]:
+                if not hasattr(target, attr):
+                    return False
+                target = getattr(target, attr)
+            return True
+    return False
+
+
+def test_docstrings_comments_and_generated_headers_name_files_that_exist():
+    # a file moved (rq_cli/scripts.py -> rq_cli/core/scripts.py) leaves no stale pointer
+    sources = [*PACKAGE.rglob("*.py"), *(PACKAGE / "core" / "lua").glob("*.lua")]
+    offences = []
+    for path in sources:
+        paths, dotted = named_in_text(path.read_text())
+        offences += [f"{path.name}: {p}" for p in paths
+                     if not (PACKAGE.parent / p).exists()]
+        offences += [f"{path.name}: {d}" for d in dotted if not resolves(d)]
+    assert offences == []
+    assert named_in_text("see rq_cli/keys.py and rq_cli.core.keys.FIXED_KEYS.") == (
+        {"rq_cli/keys.py"}, {"rq_cli.core.keys.FIXED_KEYS"})
+    assert not resolves("rq_cli.reports") and resolves("rq_cli.core.reports.Stats")

@@ -62,21 +62,126 @@ def test_no_lua_file_spells_an_outcome_code_or_sighting_prefix() -> None:
 
 
 def test_codes_are_one_table_each() -> None:
-    from typing import get_args
-
     from rq_cli.core import bulk, codes
-    from rq_cli.core.types import Outcome
 
-    assert set(codes.OUTCOME_CODES) <= set(get_args(Outcome))
+    assert set(codes.OUTCOME_CODES) == set(codes.Outcome)
     for script, outs in codes.SCRIPT_OUTCOMES.items():
         # a script never replies with two outcomes of one letter
         assert len(codes.outcomes(script)) == len(outs), script
+        assert all(isinstance(o, codes.Outcome) for o in codes.outcomes(script).values())
         for o in outs:
-            assert f"O_{o.upper()}" in scripts.source(script) or script == "complete", (script, o)
+            assert f"O_{o.name}" in scripts.source(script) or script == "complete", (script, o)
     assert len(set(codes.PUSH_FLAGS.values())) == len(codes.PUSH_FLAGS)
     assert codes.PUSH_FLAGS["added"] == bulk.ADDED
     assert set(bulk.REASONS.values()) == set(codes.PUSH_FLAGS) - {"added"}
     assert {len(p) for p in codes.SIGHTINGS.values()} == {2}  # (clean.lua reads two)
+
+
+# -- each word said once: states, outcomes, dead-letter reasons, counters (core/codes.py) ----
+def vocabulary() -> set[str]:
+    from rq_cli.core import codes
+
+    return {w.value for kind in (codes.ItemState, codes.Outcome, codes.DeadReason,
+                                 codes.Counter) for w in kind}
+
+
+def test_no_lua_file_spells_a_state_outcome_reason_or_counter() -> None:
+    words = vocabulary()
+    assert {"pending", "already_dead", "max_attempts", "manual", "pushed"} <= words
+    bad = [(name, lit) for name in LUA_FILES for lit in _literals(name) if lit in words]
+    assert not bad, f"Lua files spell words of codes.py (use S_/O_/R_/C_ names): {bad}"
+
+
+def test_the_vocabulary_is_generated_into_the_scripts_that_name_it() -> None:
+    from rq_cli.core import codes
+
+    item, lease, push = (scripts.source(n) for n in ("item", "lease", "push"))
+    assert "local S_DEAD = 'dead'" in item and "local S_PENDING = 'pending'" in item
+    assert "local R_EXPIRED = 'expired'" in lease and "local C_LEASED = 'leased'" in lease
+    assert "local C_PUSHED = 'pushed'" in push and "local S_DEAD =" not in push
+    assert f"local F_FAIR_PENDING = '{keys.FAIR_PENDING_FIELD}'" in scripts.source("stats")
+    assert keys.COUNTER_FIELDS == codes.COUNTERS == tuple(c.value for c in codes.Counter)
+    assert codes.DEAD_REASONS == ("expired", "max_attempts", "cancelled", "failed", "manual")
+    # a word is its value in text too (JSON lines, f-strings), on every supported Python
+    assert f"{codes.Outcome.LOST}" == str(codes.Outcome.LOST) == "lost"
+    assert codes.Outcome.COMPLETED.ok and not codes.Outcome.CONFLICT.ok
+
+
+#: Python strings equal to a word of the vocabulary that are not the word: names of fields,
+#: keys, options and columns that happen to be spelled the same (module -> word -> count).
+#: Dict keys, subscripts and the first argument of ``Column``/``get``/``getattr`` are field
+#: names too, and not counted.
+SAME_SPELLING: dict[str, dict[str, int]] = {
+    # the peer-compatible key names P:processing, P:delayed, P:dead (FIXED_KEYS)
+    "rq_cli.core.keys": {"processing": 1, "delayed": 1, "dead": 1},
+    # the scripts' argument names and reply fields (named counts: "dead", "requeued", ...)
+    "rq_cli.core.specs": {"max_attempts": 4, "dead": 3, "missing": 1, "requeued": 1,
+                          "pending": 1, "processing": 1, "leased": 1, "delayed": 1},
+    # Redis Functions: the library is missing on the server (a refusal, not an item)
+    "rq_cli.core.calling": {"missing": 2},
+    # a getattr default that tells a missing attribute from None (Typer's internals)
+    "rq_cli.cli.internals": {"missing": 1},
+    # the config key max_attempts
+    "rq_cli.config": {"max_attempts": 1},
+    # stats --check's measures (--max-pending, --max-dead), named after Stats fields
+    "rq_cli.metrics": {"pending": 1, "dead": 1},
+    # report fields as table columns, and the verb of requeue-dead's lines
+    "rq_cli.cli.maintain": {"dead": 2, "missing": 1, "requeued": 3, "pending": 1,
+                            "processing": 1, "delayed": 1},
+    # the watch's column labels and --sort keys (Stats fields)
+    "rq_cli.cli.watch": {"dead": 2, "pending": 2},
+    # stats --sort keys (Stats fields)
+    "rq_cli.cli.inspect": {"pending": 1, "dead": 1},
+    # the past tense of complete/fail/extend in a message
+    "rq_cli.cli.leasing": {"completed": 1, "failed": 1, "extended": 1},
+    # the overview's columns and sort keys (Stats fields), a message's "failed:" prefix
+    "rq_cli.dash.app": {"pending": 4, "leased": 2, "delayed": 2, "dead": 5, "failed": 1},
+    # the verb of a requeue's message
+    "rq_cli.dash.model": {"requeued": 1},
+}
+
+
+def spellings(source: str) -> dict[str, int]:
+    """How often each word of the vocabulary is a string constant in ``source``, field names
+    (dict keys, subscripts, the first argument of Column, get, getattr) aside."""
+    import ast
+    from collections import Counter
+
+    tree = ast.parse(source)
+    fields: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            fields |= {id(k) for k in node.keys if k is not None}
+        elif isinstance(node, ast.Subscript):
+            fields.add(id(node.slice))
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("get", "Column", "pop", "setdefault"):
+                fields.add(id(node.args[0]))
+            elif name in ("getattr", "setattr", "hasattr") and len(node.args) > 1:
+                fields.add(id(node.args[1]))
+    words = vocabulary()
+    return dict(Counter(node.value for node in ast.walk(tree)
+                        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                        and node.value in words and id(node) not in fields))
+
+
+def test_no_python_module_spells_a_state_outcome_reason_or_counter() -> None:
+    import pathlib
+
+    package = pathlib.Path(scripts.__file__).resolve().parents[1]
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        if module == "rq_cli.core.codes":  # the definition
+            continue
+        if counts := spellings(path.read_text()):
+            found[module] = counts
+    assert found == SAME_SPELLING
+    # the checker sees a spelling, and leaves field names alone
+    assert spellings('if state == "dead":\n    x = {"dead": 1}["dead"]\n') == {"dead": 1}
+    assert spellings('Column("pending")\ngetattr(s, "pending")\n') == {}
 
 
 def test_peek_rows_are_read_by_name() -> None:
@@ -190,7 +295,7 @@ def test_environment_variables_are_named_once() -> None:
 def test_one_id_rule_and_one_session_format() -> None:
     import pytest
 
-    from rq_cli.cli.reading import check_id as read_id
+    from rq_cli.cli.reading import check_input_id as read_id
     from rq_cli.core.limits import MAX_ID_BYTES
     from rq_cli.core.util import check_id, id_problem, make_session, session_origin
     from rq_cli.errors import BadInputError, UsageError
@@ -214,12 +319,14 @@ def test_one_definition_of_states_layouts_and_ends() -> None:
     from typing import get_args
 
     from rq_cli import config, metrics
-    from rq_cli.cli.common import PurgeChoice
     from rq_cli.core import codes, filtering, queue
-    from rq_cli.core.types import QueueOptions, State
+    from rq_cli.core.codes import PurgeChoice
+    from rq_cli.core.types import Outcome, PurgeState, QueueOptions, State
 
     assert codes.STATES == ("pending", "processing", "delayed", "dead")
     assert get_args(State) == codes.STATES  # (the typing Literal, checked against the enum)
+    assert get_args(PurgeState) == codes.PURGE_STATES == (*codes.STATES, "all")
+    assert Outcome is codes.Outcome  # (the documented import: rq_cli.core.types)
     assert queue.STATES is codes.STATES and metrics.STATES is codes.STATES
     assert filtering.STATES is codes.STATES
     assert [c.value for c in PurgeChoice] == [*codes.STATES, "all"]
@@ -234,20 +341,17 @@ def test_the_engine_names_parameters_and_the_cli_words_flags() -> None:
     from rq_cli.core.filtering import ItemFilter
     from rq_cli.errors import ParameterError, UsageError
 
-    saved = dict(ParameterError.NAMES)
-    ParameterError.NAMES.clear()  # the library alone: no flag names
-    try:
-        with pytest.raises(ParameterError) as info:
-            ItemFilter(min_attempts=-1)
-        assert str(info.value) == "min_attempts cannot be negative"
-        assert isinstance(info.value, UsageError) and info.value.param == "min_attempts"
-    finally:
-        ParameterError.NAMES.update(saved)
+    with pytest.raises(ParameterError) as info:
+        ItemFilter(min_attempts=-1)
+    assert str(info.value) == "min_attempts cannot be negative"  # the library: no flag names
+    assert isinstance(info.value, UsageError) and info.value.param == "min_attempts"
     from rq_cli.cli import common
 
-    assert ParameterError.NAMES["older_than"] == "--older-than" == common.FLAG_OF["older_than"]
-    with pytest.raises(ParameterError, match=r"^--min-attempts cannot be negative$"):
-        ItemFilter(min_attempts=-1)
+    assert info.value.worded(common.FLAG_OF) == "--min-attempts cannot be negative"
+    assert info.value.worded({}) == str(info.value)
+    # importing the CLI changed nothing of the engine's error: the CLI words it when it reports
+    assert str(info.value) == "min_attempts cannot be negative"
+    assert not hasattr(ParameterError, "NAMES")
     import pathlib
 
     for path in pathlib.Path(scripts.__file__).parent.glob("*.py"):

@@ -14,7 +14,7 @@ import pytest
 import redis
 from cli_helpers import Run, run_cli
 
-from rq_cli.core.scripts import SCRIPTS, script_source
+from rq_cli.core.scripts import SCRIPTS, source
 
 pytest_plugins = ["cli_helpers"]
 
@@ -102,7 +102,7 @@ def test_every_command_a_script_calls_is_in_the_rule(r: redis.Redis):
     allowed = {w[1:].split("|")[0].upper() for w in documented_rule() if w.startswith("+")}
     words = set()
     for name in SCRIPTS:
-        words |= set(re.findall(r"'([A-Z]{3,})'", script_source(name)))
+        words |= set(re.findall(r"'([A-Z]{3,})'", source(name)))
     known = {str(name).upper() for name in r.command()}
     commands = words & known
     assert commands, words

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from rq_cli.core.keys import DRAGONFLY_FLAGS
-from rq_cli.core.scripts import LUA_DIR, SCRIPTS, script_source
+from rq_cli.core.scripts import LUA_DIR, SCRIPTS, source
 
 pytest_plugins = ["cli_helpers"]
 
@@ -28,7 +28,7 @@ def test_every_lua_file_is_a_registered_script() -> None:
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_every_script_source_starts_with_the_flags_line(name: str) -> None:
-    assert script_source(name).split("\n", 1)[0] == DRAGONFLY_FLAGS == (
+    assert source(name).split("\n", 1)[0] == DRAGONFLY_FLAGS == (
         "--!df flags=allow-undeclared-keys")
 
 

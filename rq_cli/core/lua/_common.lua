@@ -1,4 +1,4 @@
--- Definitions shared by the rq-cli scripts (see rq_cli/scripts.py, source).
+-- Definitions shared by the rq-cli scripts (see rq_cli/core/scripts.py, source).
 --
 -- KEYS[1]: P:queue, the one key declared, for routing on a cluster. Every other key is
 --   derived from the prefix P (ARGV[1]) here and below; on a cluster P carries a hash tag,
@@ -11,7 +11,7 @@
 -- Each script's own arguments start at ARGV[4] (named in scripts.py SPECS).
 -- Each script declares the definitions below that it names (--@uses lines, checked), and
 -- gets those and what they name (rq_cli/core/scripts.py, source), after
--- the names generated from rq_cli/keys.py FIXED_KEYS (PREFIX, K_QUEUE, ... K_SUSPECTS,
+-- the names generated from rq_cli/core/keys.py FIXED_KEYS (PREFIX, K_QUEUE, ... K_SUSPECTS,
 -- META_USUAL, META_RARE, UNLINKED_WHOLE, the per-item key helpers (item_key(id), lease_key(id),
 -- lbs_key(id), dead_item_key(id): keys.py ITEM_KEY_HELPERS), the type check
 -- wrong_type() and QUIET) and its named arguments (A_<NAME>, and REST: the index of the first
@@ -226,8 +226,8 @@ local function dead_letter(id, reason, err, at) --@lazy
   info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
   drop_meta(id)
-  count('dead', 1)
-  if reason == 'expired' then count('expired', 1) end
+  count(C_DEAD, 1)
+  if reason == R_EXPIRED then count(C_EXPIRED, 1) end
   return true
 end
 
@@ -339,7 +339,7 @@ local function complete_one(id, session)
     drop_metas({id})
   end
   remember_completed({id})
-  count('completed', 1)
+  count(C_COMPLETED, 1)
   return O_COMPLETED
 end
 
@@ -416,7 +416,7 @@ local function complete_pairs(first)
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
     remember_completed(gone)
-    count('completed', #gone)
+    count(C_COMPLETED, #gone)
   end
   return table.concat(res)
 end

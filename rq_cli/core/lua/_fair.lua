@@ -49,7 +49,7 @@ local function join_ring(t, key)
   if redis.call('LLEN', key) > 0 then return end
   if redis.call('EXISTS', K_TENANTS) == 0 then
     redis.call('LPUSH', K_TENANTS, DEFAULT_TENANT)
-    redis.call('HSET', K_FAIR, 'turn', 0)
+    redis.call('HSET', K_FAIR, F_FAIR_TURN, 0)
     WAKE_FAIR = true -- (K_FAIR exists now, if it did not)
   end
   redis.call('LPUSH', K_TENANTS, t)
@@ -62,7 +62,7 @@ local function line_of(id)
   if not t then return K_QUEUE end
   local key = tenant_key(t)
   join_ring(t, key)
-  redis.call('HINCRBY', K_FAIR, 'pending', 1)
+  redis.call('HINCRBY', K_FAIR, F_FAIR_PENDING, 1)
   return key
 end
 
@@ -84,7 +84,7 @@ local function tenant_pushed(ids, to_line)
   end
   if to_line and #ids > 0 then
     join_ring(KEY_TENANT, KEYS[2])
-    redis.call('HINCRBY', K_FAIR, 'pending', #ids)
+    redis.call('HINCRBY', K_FAIR, F_FAIR_PENDING, #ids)
   end
   return KEYS[2]
 end
@@ -103,12 +103,12 @@ end
 local function leave_ring()
   redis.call('RPOP', K_TENANTS)
   if redis.call('LLEN', K_TENANTS) <= 1 then redis.call('DEL', K_TENANTS) end
-  redis.call('HSET', K_FAIR, 'turn', 0)
+  redis.call('HSET', K_FAIR, F_FAIR_TURN, 0)
 end
 
 -- n ids left the tenants' sub-queues
 local function tenant_popped(n)
-  if n > 0 then redis.call('HINCRBY', K_FAIR, 'pending', -n) end
+  if n > 0 then redis.call('HINCRBY', K_FAIR, F_FAIR_PENDING, -n) end
 end
 
 -- Take up to n ids to lease, round-robin over the ring (RPOP from P:queue when there is no
@@ -119,7 +119,7 @@ local function take_ids(n)
   -- (QUIET: no rare key exists, the ring included: no EXISTS needed)
   if QUIET or redis.call('EXISTS', K_TENANTS) == 0 then return redis.call('RPOP', K_QUEUE, n) end
   local ids = {}
-  local used = tonumber(redis.call('HGET', K_FAIR, 'turn')) or 0
+  local used = tonumber(redis.call('HGET', K_FAIR, F_FAIR_TURN)) or 0
   local popped = 0
   -- each tenant's weight, read once per call (none to read when no weight is set)
   local weights = {}
@@ -157,7 +157,7 @@ local function take_ids(n)
     end
     if #ids >= n then break end
   end
-  if redis.call('EXISTS', K_TENANTS) == 1 then redis.call('HSET', K_FAIR, 'turn', used) end
+  if redis.call('EXISTS', K_TENANTS) == 1 then redis.call('HSET', K_FAIR, F_FAIR_TURN, used) end
   tenant_popped(popped)
   if #ids == 0 then return false end
   return ids

@@ -14,7 +14,7 @@ for i = REST, #ARGV do
   else
     unlist(id)
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
-    dead_letter(id, 'cancelled', err ~= '' and err or nil)
+    dead_letter(id, R_CANCELLED, err ~= '' and err or nil)
     out[#out + 1] = O_DEAD
   end
 end

@@ -75,7 +75,7 @@ end
 
 local function recover(id)
   if exhausted(id, max_attempts) then
-    if not dry then dead_letter(id, 'max_attempts') end
+    if not dry then dead_letter(id, R_MAX_ATTEMPTS) end
     dead = dead + 1
   else
     if not dry then
@@ -174,5 +174,5 @@ if left <= 0 then
   end
 end
 
-count('cleaned', dry and 0 or recovered)
+count(C_CLEANED, dry and 0 or recovered)
 return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start, pruned}

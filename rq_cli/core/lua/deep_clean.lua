@@ -28,7 +28,7 @@ for i = REST, #ARGV do
     if NOW - first < grace then
       suspects = suspects + 1
     elseif exhausted(id, max_attempts) then
-      if not dry then dead_letter(id, 'max_attempts') end
+      if not dry then dead_letter(id, R_MAX_ATTEMPTS) end
       dead = dead + 1
     else
       if not dry then
@@ -39,5 +39,5 @@ for i = REST, #ARGV do
     end
   end
 end
-if not dry then count('cleaned', recovered) end
+if not dry then count(C_CLEANED, recovered) end
 return {recovered, dead, suspects}

@@ -37,7 +37,7 @@ for i = REST, #ARGV, 2 do
     forget_suspect(id)
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end
     if dead or exhausted(id, max_attempts) then
-      dead_letter(id, dead and dead_reason or 'max_attempts', err)
+      dead_letter(id, dead and dead_reason or R_MAX_ATTEMPTS, err)
       out[#out + 1] = O_DEAD; out[#out + 1] = 0
     else
       local delay = retry
@@ -60,6 +60,6 @@ for i = REST, #ARGV, 2 do
   end
 end
 if delayed then wake_waiters(1) end
-count('failed', failed)
-count('retried', retried)
+count(C_FAILED, failed)
+count(C_RETRIED, retried)
 return out

@@ -14,17 +14,17 @@ local state, score, info, holder, deadline, abandoned = false, -1, false, false,
 if not data then
   local died = redis.call('ZSCORE', K_DEAD, id)
   if not died then return {} end
-  state, score = 'dead', died
+  state, score = S_DEAD, died
   data = redis.call('GET', dead_item_key(id))
   info = redis.call('HGET', K_DEAD_INFO, id)
 else
   local due = redis.call('ZSCORE', K_DELAYED, id)
   if due then
-    state, score = 'delayed', due
+    state, score = S_DELAYED, due
   else
     holder = lease_holder(id)
     if holder then
-      state = 'processing'
+      state = S_PROCESSING
       local at = tonumber(redis.call('ZSCORE', K_LEASES, id))
       if at and redis.call('HGET', K_HOLDERS, id) == holder then
         deadline = at
@@ -33,11 +33,11 @@ else
         if ttl >= 0 then deadline = NOW + ttl end
       end
     elseif redis.call('LPOS', K_PROCESSING, id, 'RANK', -1) then
-      state, abandoned = 'processing', 1
+      state, abandoned = S_PROCESSING, 1
       holder = redis.call('HGET', K_HOLDERS, id)
       deadline = tonumber(redis.call('ZSCORE', K_LEASES, id)) or -1
     else
-      state = 'pending'
+      state = S_PENDING
     end
   end
 end

@@ -50,7 +50,7 @@ if QUIET and want == 1 and not at_most_once then
     redis.call('LPUSH', K_PROCESSING, id)
     redis.call('ZADD', K_LEASES, deadline, id)
     redis.call('HSET', K_HOLDERS, id, session)
-    count('leased', 1)
+    count(C_LEASED, 1)
     out[5], out[6], out[7] = id, got[1], attempts + 1
     return out
   end
@@ -93,13 +93,13 @@ while taken < want and looked < limit do
       local exp = tonumber(exps[k])
       local attempts = tonumber(atts[k]) or 0
       if exp and exp <= NOW then
-        dead_letter(id, 'expired', nil, exp)
+        dead_letter(id, R_EXPIRED, nil, exp)
       elseif max_attempts > 0 and attempts >= max_attempts then
-        dead_letter(id, 'max_attempts')
+        dead_letter(id, R_MAX_ATTEMPTS)
       elseif at_most_once then
         redis.call('DEL', item_key(id))
         drop_meta(id)
-        count('completed', 1)
+        count(C_COMPLETED, 1)
         done_at_once[#done_at_once + 1] = id
         taken = taken + 1
         out[#out + 1] = id
@@ -132,7 +132,7 @@ if #leased > 0 then
   if not QUIET then forget_suspects(leased) end
 end
 remember_completed(done_at_once)
-count('leased', taken)
+count(C_LEASED, taken)
 if taken == 0 and not QUIET then
   local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
   if first[2] then out[3] = tonumber(first[2]) end

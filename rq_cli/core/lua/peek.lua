@@ -10,9 +10,9 @@
 --@uses NOW dead_item_key item_key lease_holder lease_pttl
 local state, offset, n, head = A_STATE, tonumber(A_OFFSET), tonumber(A_COUNT), A_FROM == 'head'
 local ids, scores = {}, {}
-if state == 'pending' or state == 'processing' then
+if state == S_PENDING or state == S_PROCESSING then
   -- (fair: KEYS[2], if given, is the tenant's sub-queue to read instead of P:queue)
-  local key = state == 'pending' and (KEYS[2] or K_QUEUE) or K_PROCESSING
+  local key = state == S_PENDING and (KEYS[2] or K_QUEUE) or K_PROCESSING
   if head then
     local got = redis.call('LRANGE', key, -(offset + n), -(offset + 1))
     for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
@@ -20,7 +20,7 @@ if state == 'pending' or state == 'processing' then
     ids = redis.call('LRANGE', key, offset, offset + n - 1)
   end
 else
-  local key = state == 'delayed' and K_DELAYED or K_DEAD
+  local key = state == S_DELAYED and K_DELAYED or K_DEAD
   local cmd = head and 'ZRANGE' or 'ZREVRANGE'
   if A_START_AT ~= '' then
     offset = redis.call(head and 'ZRANK' or 'ZREVRANK', key, A_START_AT) or offset
@@ -34,14 +34,14 @@ end
 local out = {}
 for i, id in ipairs(ids) do
   local data, info = false, false
-  if state == 'dead' then
+  if state == S_DEAD then
     data = redis.call('GET', dead_item_key(id))
     info = redis.call('HGET', K_DEAD_INFO, id)
   else
     data = redis.call('GET', item_key(id))
   end
   local holder, deadline, abandoned = false, -1, 0
-  if state == 'processing' then
+  if state == S_PROCESSING then
     holder = lease_holder(id)
     -- the deadline rq-cli set (P:leases), exact; else from the key's TTL (a peer's lease)
     local at = holder and tonumber(redis.call('ZSCORE', K_LEASES, id))
@@ -60,7 +60,7 @@ for i, id in ipairs(ids) do
     end
   end
   -- (a dead item's bookkeeping went when it died: its attempts and error are in dead_info)
-  local live = state ~= 'dead'
+  local live = state ~= S_DEAD
   out[#out + 1] = id
   out[#out + 1] = data
   out[#out + 1] = live and tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0

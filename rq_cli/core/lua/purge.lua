@@ -9,7 +9,7 @@ do local bad = wrong_type(); if bad then return bad end end
 local state = A_STATE
 local batch = tonumber(A_BATCH)
 local n = 0
-if state == 'pending' then
+if state == S_PENDING then
   local ids = take_pending(batch) -- (fair: P:queue, then the tenants' sub-queues)
   if not ids then return 0 end
   for _, id in ipairs(ids) do
@@ -20,7 +20,7 @@ if state == 'pending' then
     end
   end
   n = #ids
-elseif state == 'processing' then
+elseif state == S_PROCESSING then
   local ids = redis.call('RPOP', K_PROCESSING, batch)
   if not ids then return 0 end
   for _, id in ipairs(ids) do
@@ -29,14 +29,14 @@ elseif state == 'processing' then
     drop_meta(id)
   end
   n = #ids
-elseif state == 'delayed' then
+elseif state == S_DELAYED then
   local popped = redis.call('ZPOPMIN', K_DELAYED, batch)
   for i = 1, #popped, 2 do
     redis.call('UNLINK', item_key(popped[i]))
     drop_meta(popped[i])
   end
   n = #popped / 2
-elseif state == 'dead' then
+elseif state == S_DEAD then
   local popped = redis.call('ZPOPMIN', K_DEAD, batch)
   for i = 1, #popped, 2 do
     redis.call('UNLINK', dead_item_key(popped[i]))

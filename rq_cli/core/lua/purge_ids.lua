@@ -16,8 +16,8 @@ do local bad = wrong_type(); if bad then return bad end end
 local PURGE_SLACK = 1000
 local state = A_STATE
 local out = {}
-if state == 'pending' or state == 'processing' then
-  local key = state == 'pending' and (KEYS[2] or K_QUEUE) or K_PROCESSING
+if state == S_PENDING or state == S_PROCESSING then
+  local key = state == S_PENDING and (KEYS[2] or K_QUEUE) or K_PROCESSING
   local wanted = {}
   for i = REST, #ARGV do wanted[ARGV[i]] = true end
   local lo = math.max(tonumber(A_LOW) - PURGE_SLACK, 0)
@@ -27,7 +27,7 @@ if state == 'pending' or state == 'processing' then
   local marker = '\0rq-cli:purged\0'
   for i, id in ipairs(window) do
     -- (pending: a second copy of an id someone holds is not pending: keep it, as purge does)
-    if wanted[id] and (state == 'processing' or not lease_holder(id)) then
+    if wanted[id] and (state == S_PROCESSING or not lease_holder(id)) then
       wanted[id] = nil
       redis.call('LSET', key, lo + i - 1, marker)
       out[#out + 1] = id
@@ -38,22 +38,22 @@ if state == 'pending' or state == 'processing' then
     redis.call('LREM', key, near_left and #out or -#out, marker)
     for _, id in ipairs(out) do
       redis.call('UNLINK', item_key(id))
-      if state == 'processing' then del_lease(id) end
+      if state == S_PROCESSING then del_lease(id) end
     end
     drop_metas(out)
-    if state == 'pending' and KEY_TENANT then
+    if state == S_PENDING and KEY_TENANT then
       tenant_popped(#out)
       if redis.call('LLEN', key) == 0 then
         -- (O(tenants with work), once per emptied sub-queue; a lease never does this)
         if redis.call('LINDEX', K_TENANTS, -1) == KEY_TENANT then
-          redis.call('HSET', K_FAIR, 'turn', 0) -- it had the turn: the next one starts afresh
+          redis.call('HSET', K_FAIR, F_FAIR_TURN, 0) -- it had the turn: the next one starts afresh
         end
         redis.call('LREM', K_TENANTS, 0, KEY_TENANT)
         if redis.call('LLEN', K_TENANTS) <= 1 then redis.call('DEL', K_TENANTS) end
       end
     end
   end
-elseif state == 'delayed' then
+elseif state == S_DELAYED then
   for i = REST, #ARGV do
     if redis.call('ZREM', K_DELAYED, ARGV[i]) == 1 then
       redis.call('UNLINK', item_key(ARGV[i]))
@@ -61,7 +61,7 @@ elseif state == 'delayed' then
     end
   end
   drop_metas(out)
-elseif state == 'dead' then
+elseif state == S_DEAD then
   for i = REST, #ARGV do
     if redis.call('ZREM', K_DEAD, ARGV[i]) == 1 then
       redis.call('UNLINK', dead_item_key(ARGV[i]))

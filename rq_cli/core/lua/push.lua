@@ -102,6 +102,6 @@ if n > 0 then
   -- falls due, instead of at the end of its wait's chunk)
   wake_waiters(delay <= 0 and n or 1)
 end
-count('pushed', n)
-count('duplicates', dups)
+count(C_PUSHED, n)
+count(C_DUPLICATES, dups)
 return table.concat(flags)

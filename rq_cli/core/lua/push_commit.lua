@@ -47,6 +47,6 @@ if math.abs(tonumber(A_STAMP_MS) - NOW) > PUSH_STAMP_SLACK_MS then
   end
   call_all('HSET', K_ENQUEUED, stamped)
 end
-count('pushed', n)
+count(C_PUSHED, n)
 wake_waiters(n)
 return ''

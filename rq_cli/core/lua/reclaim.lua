@@ -28,5 +28,5 @@ for i = REST, #ARGV, 2 do
     end
   end
 end
-count('leased', taken)
+count(C_LEASED, taken)
 return out

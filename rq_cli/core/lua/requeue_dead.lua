@@ -53,6 +53,6 @@ for _, id in ipairs(ids) do
     end
   end
 end
-if not dry then count('requeued', out[1]) end
+if not dry then count(C_REQUEUED, out[1]) end
 for _, id in ipairs(skipped) do out[#out + 1] = id end
 return out

@@ -10,7 +10,7 @@
 -- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses LAYOUT NOW lbs_key lease_key tenant_key
-local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, 'pending')) or 0)
+local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, F_FAIR_PENDING)) or 0)
 local processing = redis.call('LLEN', K_PROCESSING)
 local leased = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')
 -- oldest: the push time of the oldest pending item whose push time is known (a peer's items
