@@ -220,3 +220,19 @@ def test_stats_warns_on_a_terminal_only(cli, srv):
     run = cli("stats", "q", url=srv.url, tty=True)
     assert run.stderr == (f"rq-cli: warning: {srv.url} evicts keys when full "
                           "(maxmemory-policy allkeys-lru) (see rq-cli doctor)\n")
+
+
+def test_functions_library_loaded_or_not_is_told_apart(cli, aof_srv):
+    """FUNCTION LIST LIBRARYNAME takes a glob: doctor asks for this rq-cli's library by its
+    own name, so a loaded library reads "loaded" (issue 29)."""
+    if int(aof_srv.client().info("server")["redis_version"].split(".")[0]) < 7:
+        pytest.skip("no Functions before Redis 7")
+    queue = WorkQueue(aof_srv.client(), "q")
+    queue.push([b"1"])
+    before = by_check(cli("doctor", "q", url=aof_srv.url).json)["functions"]["detail"]
+    assert "not loaded yet" in before, before
+    queue.lease()  # the first worker call loads the library
+    assert aof_srv.client().function_list(library="rqcli_*")
+    after = by_check(cli("doctor", "q", url=aof_srv.url).json)["functions"]
+    assert after["status"] == "ok"
+    assert "library loaded" in after["detail"] and "not loaded" not in after["detail"], after
