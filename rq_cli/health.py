@@ -64,7 +64,7 @@ def reason(error: BaseException) -> str:
     return text
 
 
-def _is_connection_error(error: BaseException) -> bool:
+def is_connection_error(error: BaseException) -> bool:
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -80,7 +80,7 @@ def read_all(client: Any, calls: Mapping[str, tuple[str, ...]]) -> dict[str, Any
     replies = pipe.execute(raise_on_error=False)
     found = dict(zip(calls, replies, strict=True))
     for reply in found.values():
-        if isinstance(reply, BaseException) and _is_connection_error(reply):
+        if isinstance(reply, BaseException) and is_connection_error(reply):
             raise reply
     return found
 
