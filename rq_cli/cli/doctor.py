@@ -152,7 +152,7 @@ def _unreachable(st: State, url: str, exc: Exception) -> str:
     from ..connect import translate_error
     from .scrub import scrub
 
-    err = exc if isinstance(exc, RqError) else translate_error(exc, url)
+    err = exc if isinstance(exc, RqError) else translate_error(exc, url, read_only=True)
     if not isinstance(err, ServerError):
         raise exc
     return " ".join(scrub(str(err), st).split())

@@ -131,7 +131,7 @@ def read_stats(st: State, target: Target) -> Stats | str:
         if not isinstance(exc, RqError):
             from ..connect import translate_error
 
-            err = translate_error(exc, target.url)
+            err = translate_error(exc, target.url, read_only=True)  # (it only reads)
         if err is None:
             raise  # not the server's doing: a bug
         from .scrub import scrub
