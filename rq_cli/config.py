@@ -165,6 +165,9 @@ def find(explicit: str | os.PathLike[str] | None = None, *, no_config: bool = Fa
         if cand.source in ("--config", f"${ENV_CONFIG}") and cand.path.is_dir():
             raise ConfigError(f"config file {cand.path} (from {cand.source}) is a directory: "
                               f"name the file itself, for example {cand.path / LOCAL_FILE}")
+        if cand.source in ("--config", f"${ENV_CONFIG}") and cand.path.exists():
+            raise ConfigError(f"config file {cand.path} (from {cand.source}) is not a regular "
+                              "file (a device, a pipe or a socket): name a file")
         if cand.source in ("--config", f"${ENV_CONFIG}"):
             raise ConfigError(f"config file {cand.path} (from {cand.source}) does not exist")
     return None

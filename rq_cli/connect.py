@@ -237,9 +237,10 @@ def _check_db_path(url: str) -> None:
         return  # redis-py's own parse reports it
     db = path.strip("/")
     if db and not db.isdigit():
-        raise UsageError(f"cannot use server URL {mask_url(url)!r}: the path must be a "
-                         f"database number, as in redis://host:6379/0, not "
-                         f"{safe_detail(repr(path), url)}")
+        hint = safe_detail(repr(path), url)  # (the path may be a password's misread part)
+        raise UsageError(f"cannot use server URL {mask_url(url)!r}: " + (
+            hint if hint != repr(path) else "the path must be a database number, as in "
+            f"redis://host:6379/0, not {path!r}"))
 
 
 def _connect_cluster(url: str, *, password: str | None, timeout: float,

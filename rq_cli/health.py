@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .core.keys import MIN_REDIS_VERSION
-from .core.scripts import FUNCTION_PREFIX
+from .core.scripts import library
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: round trips slower than this (median, ms) are a warn: each queue operation is one
@@ -64,7 +64,7 @@ def reason(error: BaseException) -> str:
     return text
 
 
-def _is_connection_error(error: BaseException) -> bool:
+def is_connection_error(error: BaseException) -> bool:
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -80,7 +80,7 @@ def read_all(client: Any, calls: Mapping[str, tuple[str, ...]]) -> dict[str, Any
     replies = pipe.execute(raise_on_error=False)
     found = dict(zip(calls, replies, strict=True))
     for reply in found.values():
-        if isinstance(reply, BaseException) and _is_connection_error(reply):
+        if isinstance(reply, BaseException) and is_connection_error(reply):
             raise reply
     return found
 
@@ -123,8 +123,13 @@ SERVER_READS: dict[str, tuple[str, ...]] = {
     "appendfsync": ("CONFIG", "GET", "appendfsync"),
     "save": ("CONFIG", "GET", "save"),
     "policy": ("CONFIG", "GET", "maxmemory-policy"),
-    "functions": ("FUNCTION", "LIST", "LIBRARYNAME", FUNCTION_PREFIX),
 }
+
+
+def _function_list() -> tuple[str, ...]:
+    """``FUNCTION LIST`` of this rq-cli's library, by its own name (``LIBRARYNAME`` is a glob
+    pattern, and the name has no glob character): one row when it is loaded, none when not."""
+    return ("FUNCTION", "LIST", "LIBRARYNAME", library().name)
 
 
 def nodes(client: Any) -> list[tuple[str, Any]]:
@@ -147,7 +152,7 @@ def server_checks(client: Any, *, pings: int = PINGS, fcall: bool = True) -> lis
     Functions here (not through a cluster client, nor with RQ_CLI_FUNCTIONS=0). Raises
     redis-py's error when the server cannot be reached (the first PING)."""
     checks = [latency(client, pings)]
-    got = read_all(client, SERVER_READS)
+    got = read_all(client, {**SERVER_READS, "functions": _function_list()})
     info = {name: _info(got[name]) for name in ("server", "persistence", "memory",
                                                 "replication")}
     config = {name: _config(got[name]) for name in ("appendonly", "appendfsync", "save",

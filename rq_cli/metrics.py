@@ -126,7 +126,7 @@ STATES = ITEM_STATES  # (codes.ItemState)
 
 def metric_names() -> list[str]:
     """Every metric name :func:`prometheus_text` may print (the README lists them)."""
-    return ["rq_cli_up", "rq_cli_scrape_error", "rq_cli_items", "rq_cli_abandoned_leases",
+    return ["rq_cli_up", "rq_cli_queue_exists", "rq_cli_scrape_error", "rq_cli_items", "rq_cli_abandoned_leases",
             "rq_cli_oldest_pending_age_seconds", "rq_cli_paused",
             *(f"rq_cli_{name}_total" for name in COUNTER_FIELDS)]
 
@@ -164,6 +164,11 @@ def prometheus_text(samples: Sequence[Sample]) -> str:
     family("rq_cli_up", "gauge", "1 if the queue's stats could be read, else 0 (queue=\"\": "
            "the queues of a server could not be listed).",
            ((s, "", 1 if s.stats is not None else 0) for s in unique.values()))
+    family("rq_cli_queue_exists", "gauge", "1 if the queue has keys or counters on its "
+           "server, else 0: never used there (a wrong URL, database or prefix, a new empty "
+           "server), or it could not be read.",
+           ((s, "", 1 if s.stats is not None and s.stats.exists else 0)
+            for s in unique.values()))
     lines.extend(_scrape_errors(samples))
     family("rq_cli_items", "gauge", "Items in the queue, by state.",
            ((s, f',state="{state}"', getattr(s.stats, state)) for s in read for state in STATES))

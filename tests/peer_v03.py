@@ -16,6 +16,10 @@ races (RPOPLPUSH, then GET, then SETEX), which rq-cli must tolerate:
             main queue is removed from processing first (``LREM``), then pushed to the main
             queue (``LPUSH``) -- only if this cleaner's ``LREM`` removed it, so two cleaners
             cannot both push it.
+- deep clean: for each item found by ``SCAN MATCH P:item:*`` that has no lease and is in
+            neither the main queue nor processing (``LPOS``), ``LPUSH P:queue <id>``: so an
+            item rq-cli keeps out of every list (a delayed one, in ``P:delayed``) is handed
+            out at once.
 
 It deliberately knows nothing of rq-cli's keys, nor of the v0.1 ``leased_by_session`` key.
 """
@@ -109,6 +113,23 @@ class V03Queue:
             if int(db.lrem(self._processing, 0, item_id)) > 0:
                 db.lpush(self._queue, item_id)
                 pushed += 1
+        return pushed
+
+    def deep_clean(self, db: redis.Redis) -> int:
+        """Push every item that no list holds and no lease covers to the main queue.
+        Returns how many this call pushed."""
+        pushed = 0
+        offset = len(self._item(""))
+        for key in db.scan_iter(match=f"{self.prefix}:item:*", count=1000):
+            raw = key[offset:]
+            item_id = raw.decode() if isinstance(raw, bytes) else raw
+            if db.exists(self._lease(item_id)):
+                continue
+            if db.lpos(self._queue, item_id) is not None or \
+                    db.lpos(self._processing, item_id) is not None:
+                continue
+            db.lpush(self._queue, item_id)
+            pushed += 1
         return pushed
 
     def queue_len(self, db: redis.Redis) -> int:

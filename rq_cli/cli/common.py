@@ -109,12 +109,12 @@ class State:
         return self._clients[key]
 
     def _new_embedded(self, data_dir: Path) -> None:
-        """``embedded:`` made a new, empty server: say so on a terminal (from another
-        directory, ``./.rq-cli`` is another server, with none of the queues)."""
-        if self.terminal.stderr_isatty():
-            message(f"rq-cli: note: started a new, empty embedded server in {data_dir} (none "
-                    f"existed there; ./.rq-cli is relative to the working directory: for cron "
-                    f"or another directory use embedded:{data_dir})")
+        """``embedded:`` made a new, empty server: say so on stderr, terminal or not (from
+        another directory, ``./.rq-cli`` is another server, with none of the queues; cron
+        mails what a job prints on stderr)."""
+        message(f"rq-cli: note: started a new, empty embedded server in {data_dir} (none "
+                f"existed there; ./.rq-cli is relative to the working directory: for cron "
+                f"or another directory use embedded:{data_dir})")
 
     def queue(self, name: str) -> WorkQueue:
         from ..core.queue import WorkQueue

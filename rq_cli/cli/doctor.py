@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 COLUMNS = [Column("server", optional=True), Column("queue", optional=True), Column("check"),
            Column("status"), Column("detail"), Column("fix", optional=True)]
 
+#: the checks whose fail means the state is unknown (exit 6): the server could not be
+#: reached, the queue has never existed on it
+UNKNOWN = ("connect", "queue")
+
 
 class Server:
     """One server to examine: its URL, its client (None: it could not even be opened, see
@@ -39,7 +43,7 @@ def doctor(ctx: typer.Context, queues: OptQueuesArg = None, as_json: JsonOpt = F
     """Check what the queues rely on: persistence, eviction, version, ACL, replicas, latency.
 
     Each check is ok, warn or fail, with what to change. Exit 0: all ok; 7: warnings only;
-    5: a check failed; 6: a server could not be reached.
+    5: a check failed; 6: a server could not be reached, or a queue has never existed on it.
 
     Example: rq-cli doctor emails --json
     """
@@ -108,6 +112,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
             checks += [(node, None, c) for c in health.server_checks(client, fcall=fcall)]
         for name, prefix in server.queues:
             client = health.node_of(server.client, prefix)
+            checks.append(("", name, presence(server, name, prefix)))
             checks += [("", name, c) for c in queue_checks(client, prefix)]
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
@@ -119,26 +124,49 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
             for node, name, c in checks]
 
 
+def presence(server: Server, name: str, prefix: str) -> Check:
+    """``queue``: a fail when the queue has no key and no counter on its server (a wrong URL,
+    database or prefix, a new empty server): no check of it can be green (exit 6)."""
+    from ..core.queue import WorkQueue
+    from ..health import FAIL, OK, WARN, Check, is_connection_error, reason
+    from .monitor import absent
+
+    try:
+        found = WorkQueue(server.client, prefix).stats()
+    except Exception as exc:
+        if is_connection_error(exc):
+            raise
+        return Check("queue", WARN, f"could not read the queue's counts: {reason(exc)}",
+                     "allow the commands README 'ACL' lists (the acl check says which)")
+    if not found.exists:
+        return Check("queue", FAIL, absent(name, server.url),
+                     "check the URL, database and prefix (rq-cli queues lists the queues on "
+                     "the server); a relative embedded: is another server in each directory")
+    return Check("queue", OK, f"found: {found.pending} pending, {found.processing} "
+                 f"processing, {found.delayed} delayed, {found.dead} dead")
+
+
 def _unreachable(st: State, url: str, exc: Exception) -> str:
     """Why the server could not be reached (one line, secrets scrubbed); anything that is
     not the server's doing is raised (a bug)."""
     from ..connect import translate_error
     from .scrub import scrub
 
-    err = exc if isinstance(exc, RqError) else translate_error(exc, url)
+    err = exc if isinstance(exc, RqError) else translate_error(exc, url, read_only=True)
     if not isinstance(err, ServerError):
         raise exc
     return " ".join(scrub(str(err), st).split())
 
 
 def conclude(rows: list[dict[str, Any]]) -> None:
-    """Exit 6 if a server could not be reached, 5 if a check failed, 7 on warnings only."""
+    """Exit 6 if a server could not be reached or a queue has never existed on it (the state
+    is unknown), 5 if a check failed, 7 on warnings only."""
     failed = [r for r in rows if r["status"] == "fail"]
     warned = [r for r in rows if r["status"] == "warn"]
     counts = f"{len(failed)} failed, {len(warned)} warning{'s' if len(warned) != 1 else ''}"
     if not failed and not warned:
         return
-    unreachable = [r for r in failed if r["check"] == "connect"]
+    unreachable = [r for r in failed if r["check"] in UNKNOWN]
     first = (unreachable or failed or warned)[0]
     what = f"doctor: {counts}; {first['server']} {first['check']}: {first['detail']}"
     if first.get("fix"):  # (a table at 80 columns leaves the fix out: here it is)

@@ -178,6 +178,10 @@ def stats(
         rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
         if found:
             read.setdefault(t.url, t.queue.client)
+        if found and not found.exists:
+            from .monitor import absent
+
+            out.message(f"rq-cli: warning: {absent(t.name, t.url)}")
         if found and found.other_generation:
             out.message(f"rq-cli: warning: queue {t.name} (layout {t.queue.options.layout}) "
                         f"shows {found.other_generation} keys: a {found.other_generation} peer "

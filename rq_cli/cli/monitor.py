@@ -5,7 +5,9 @@ exit 5), feed node_exporter's textfile collector (``--format prometheus``), or w
 queues live. A queue that cannot be read is an error row (watch) or ``rq_cli_up 0`` and
 ``rq_cli_scrape_error 1`` (prometheus, exit 0 so that cron replaces the file) rather than the
 end of the run; ``--check`` prints it as a row and exits 6 (the state is unknown), also when
-the server's queues could not even be listed.
+the server's queues could not even be listed. A queue with no key and no counter on its
+server (:func:`absent`) is no green check either: ``--check`` exits 6 for it, Prometheus
+says ``rq_cli_queue_exists 0``, both with a line on stderr.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ def run(st: State, out: Output, targets: list[Target], *, check: bool, limits: T
         run_check(st, out, targets, limits, unlisted)
 
 
+def absent(name: str, url: str) -> str:
+    """Why a queue that has no key and no counter on its server cannot be vouched for."""
+    from ..connect import mask_url
+
+    return (f"queue {name} has no keys and no counters on {mask_url(url)}: it has never been "
+            "used there (a wrong URL, database or prefix, or a new, empty server?)")
+
+
 def run_prometheus(st: State, out: Output, targets: list[Target],
                    unlisted: list[dict[str, Any]]) -> None:
     """Every queue's samples; an outage is ``rq_cli_up 0`` and ``rq_cli_scrape_error 1``
@@ -56,6 +66,8 @@ def run_prometheus(st: State, out: Output, targets: list[Target],
         got = read_stats(st, target)
         if isinstance(got, str):
             out.message(f"rq-cli: {target.name}: {got}")
+        elif not got.exists:
+            out.message(f"rq-cli: {absent(target.name, target.url)}")
         samples.append(Sample(target.name, target.queue.prefix,
                               None if isinstance(got, str) else got, mask_url(target.url)))
     for row in unlisted:
@@ -82,6 +94,9 @@ def run_check(st: State, out: Output, targets: list[Target], flags: Thresholds,
         got = read_stats(st, target)
         if isinstance(got, str):
             unknown.append({"queue": target.name, "error": got})
+            continue
+        if not got.exists:
+            unknown.append({"queue": target.name, "error": absent(target.name, target.url)})
             continue
         rows += [{"queue": target.name, "measure": b.measure, "value": b.value,
                   "limit": b.limit} for b in breaches(got, limits)]
@@ -116,7 +131,7 @@ def read_stats(st: State, target: Target) -> Stats | str:
         if not isinstance(exc, RqError):
             from ..connect import translate_error
 
-            err = translate_error(exc, target.url)
+            err = translate_error(exc, target.url, read_only=True)  # (it only reads)
         if err is None:
             raise  # not the server's doing: a bug
         from .scrub import scrub

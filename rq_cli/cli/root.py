@@ -205,7 +205,8 @@ def root(
              "$XDG_CONFIG_HOME/rq-cli/config.toml (~/.config/...).")] = None,
     no_config: Annotated[bool, typer.Option(
         "--no-config", envvar=configmod.ENV_NO_CONFIG, show_envvar=True,
-        help="Read no config file.")] = False,
+        help="Read no config file. A flag beats a variable: --config beats "
+             "$RQ_CLI_NO_CONFIG, --no-config beats $RQ_CLI_CONFIG.")] = False,
     prefix: Annotated[bool, typer.Option(
         "--prefix", help="Treat every QUEUE as a raw key prefix, even a name the config "
                          "file defines.")] = False,
@@ -219,15 +220,40 @@ def root(
     if isinstance(injected, State):
         ctx.obj = injected
         return
-    for flag, value in (("--url", url), ("--config", config)):
-        if value == "":  # (an empty $RQ_CLI_URL / $RQ_CLI_CONFIG is unset, as Click reads it)
-            raise UsageError(f"{flag} cannot be empty (leave it out for the default)")
-    if getattr(ctx.get_parameter_source("url"), "name", "") == "ENVIRONMENT":
+    given = {name: getattr(ctx.get_parameter_source(name), "name", "")
+             for name in ("url", "config", "no_config")}
+    for name, value, var in (("url", url, configmod.ENV_URL),
+                             ("config", config, configmod.ENV_CONFIG)):
+        if value == "":
+            raise UsageError(f"--{name} cannot be empty (leave it out for the default)")
+        if given[name] != "COMMANDLINE" and os.environ.get(var) == "":
+            # (Click reads an empty variable as unset: the default would follow, silently)
+            raise UsageError(f"${var} is set but empty: unset it for the default, or give it "
+                             "a value")
+    if given["url"] == "ENVIRONMENT":
         url = None  # config resolution reads $RQ_CLI_URL itself (and says so in config show)
+    config, no_config = _config_choice(config, no_config, given)
     st = State(url=url, config_path=config, no_config=no_config, raw_prefix=prefix,
                as_json=as_json, terminal=injected if isinstance(injected, Terminal) else None)
     ctx.obj = st
     ctx.call_on_close(st.close)
+
+
+def _config_choice(config: str | None, no_config: bool,
+                   given: dict[str, str]) -> tuple[str | None, bool]:
+    """(--config, --no-config) as used: a flag beats an environment variable; the two at the
+    same level contradict each other (exit 2). A path from $RQ_CLI_CONFIG is left for the
+    config search to read, which names it so."""
+    from_env = given["config"] == "ENVIRONMENT"
+    if config and no_config:
+        flags = (given["config"] == "COMMANDLINE", given["no_config"] == "COMMANDLINE")
+        if flags == (True, True):
+            raise UsageError("--config and --no-config contradict each other: give one")
+        if flags == (False, False):
+            raise UsageError(f"${configmod.ENV_CONFIG} and ${configmod.ENV_NO_CONFIG} "
+                             "contradict each other: unset one")
+        no_config = not flags[0]  # (the flag given wins)
+    return (None if from_env else config), no_config
 
 
 def build_command(name: str) -> Any:

@@ -29,9 +29,10 @@ _META_HASHES = (*META_HASHES, "suspects")
 _META_ZSETS = META_ZSETS
 
 
-def _listed(q: QueueBase) -> set[bytes]:
+def _listed(q: QueueBase, delayed: set[bytes] | None = None) -> set[bytes]:
     """Every id in the queue, processing, cleaning and delayed structures, and in the
-    sub-queues of the tenants with work (fair queues) (paged reads)."""
+    sub-queues of the tenants with work (fair queues) (paged reads); the delayed ids are
+    also added to ``delayed`` when given."""
     k, client = q.keys, q.client
     seen: set[bytes] = set()
     _, tenants = q.tenants()
@@ -43,6 +44,8 @@ def _listed(q: QueueBase) -> set[bytes]:
     start = 0
     while page := client.zrange(k.delayed, start, start + PAGE - 1):
         seen.update(page)
+        if delayed is not None:
+            delayed.update(page)
         start += PAGE
     return seen
 
@@ -96,7 +99,8 @@ def deep_clean(q: QueueBase, report: CleanReport, *, grace: float, dry_run: bool
                now_ms: int | None, progress: Callable[[int], None] | None) -> None:
     items = _scan_item_ids(q, progress)
     report.scanned = len(items)
-    candidates = items - _listed(q)
+    delayed: set[bytes] = set()
+    candidates = items - _listed(q, delayed)
     args = {"grace_ms": ms(grace), "max_attempts": q.options.max_attempts,
             "front": q.front_requeue, "dry_run": "1" if dry_run else "0"}
 
@@ -123,7 +127,9 @@ def deep_clean(q: QueueBase, report: CleanReport, *, grace: float, dry_run: bool
     for batch in batches(sorted(set(_stray_sightings(q)) - candidates), BATCH):
         q.call("prune", {"dry_run": dry, "what": "strays"}, batch, now_ms)
 
-    stale = set(_meta_ids(q, len(items))) - items
+    # (a delayed id without data: a ghost, left by a peer that completed the item; below,
+    # its bookkeeping and its delayed entry go)
+    stale = (set(_meta_ids(q, len(items))) | delayed) - items
     if stale:
         stale -= {member for member, _ in q.client.zscan_iter(q.keys.dead, count=SCAN_COUNT)}
     for batch in batches(sorted(stale), BATCH):

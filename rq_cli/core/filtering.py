@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ParameterError, UsageError
 from .codes import STATES, ItemState
-from .limits import MAX_DELAY, MAX_DELAY_TEXT, SLOW_BATCH
+from .limits import MAX_DELAY, MAX_DELAY_TEXT, MAX_MATCH_DEPTH, SLOW_BATCH
 from .util import json_int, json_too_deep, server_ms
 
 if TYPE_CHECKING:
@@ -93,7 +93,13 @@ class ItemFilter:
             jp = _jmespath()
             try:
                 self._expr = jp.compile(match)
-                _check_functions(self._expr.parsed)
+                _check_tree(self._expr.parsed)
+            except RecursionError:  # (the parser itself is recursive)
+                raise ParameterError("match", f"{_shown(match)} is nested too deep (at most "
+                                              f"{MAX_MATCH_DEPTH} levels)") from None
+            except _TooDeep as exc:
+                raise ParameterError("match", f"{_shown(match)} is nested {exc.depth} levels "
+                                              f"deep (at most {MAX_MATCH_DEPTH})") from None
             except jp.exceptions.JMESPathError as exc:
                 detail = " ".join(str(exc).split("\n")[0].split()).rstrip(":")
                 at = getattr(exc, "lex_position", None)
@@ -158,17 +164,44 @@ class ItemFilter:
         return True
 
 
-def _check_functions(node: Any) -> None:
-    """Refuse an unknown function name now (JMESPath itself finds it only when evaluating)."""
+class _TooDeep(Exception):
+    def __init__(self, depth: int) -> None:
+        super().__init__(depth)
+        self.depth = depth
+
+
+def _shown(match: str, most: int = 40) -> str:
+    """The expression as a message quotes it: its start only when long."""
+    return repr(match) if len(match) <= most else f"{match[:most]!r}… ({len(match)} characters)"
+
+
+def _check_tree(root: Any) -> None:
+    """Refuse now what JMESPath itself finds only when evaluating: an unknown function name,
+    and a tree deeper than MAX_MATCH_DEPTH (its evaluator recurses once per level). A walk
+    with a stack of its own, whatever the depth."""
     jp = _jmespath()
-    if isinstance(node, dict):
-        if node.get("type") == "function_expression":
-            known = jp.functions.Functions().FUNCTION_TABLE
-            if node.get("value") not in known:
-                raise jp.exceptions.UnknownFunctionError(
-                    f"unknown function {node.get('value')}()")
-        for child in node.get("children", ()):
-            _check_functions(child)
+    known = jp.functions.Functions().FUNCTION_TABLE
+    todo = [(root, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if not isinstance(node, dict):
+            continue
+        if depth > MAX_MATCH_DEPTH:
+            raise _TooDeep(_depth(root))
+        if node.get("type") == "function_expression" and node.get("value") not in known:
+            raise jp.exceptions.UnknownFunctionError(f"unknown function {node.get('value')}()")
+        todo.extend((child, depth + 1) for child in node.get("children", ()))
+
+
+def _depth(root: Any) -> int:
+    """Levels of a syntax tree, counted without recursion."""
+    deepest, todo = 0, [(root, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, dict):
+            deepest = max(deepest, depth)
+            todo.extend((child, depth + 1) for child in node.get("children", ()))
+    return deepest
 
 
 @dataclass

@@ -72,3 +72,6 @@ TENANT_AGE_SAMPLE = 100
 #: refused by push and shown as text by the readers, on every Python version (the stdlib's
 #: decoder recurses per level; its limit differs between versions, orjson's is 1024).
 MAX_JSON_DEPTH = 512
+#: Deepest ``--match`` expression accepted (levels of its syntax tree: ``!!a`` is 3): JMESPath
+#: parses and evaluates recursively, and a few hundred levels exhaust Python's stack.
+MAX_MATCH_DEPTH = 100

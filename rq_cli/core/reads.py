@@ -69,7 +69,9 @@ class Reads(QueueBase):
             paused=bool(f["paused"]), counters=counters, tenants=f["tenants"],
             by_tenant=per_tenant,
             other_generation=(OTHER_GENERATION.get(self.options.layout)
-                              if f["other_generation"] else None))
+                              if f["other_generation"] else None),
+            exists=bool(stored) or any(f[n] for n in ("pending", "processing", "delayed",
+                                                      "dead", "paused", "tenants")))
 
     def peek(self, state: State = ItemState.PENDING.value, *, count: int = 10, offset: int = 0,
              from_end: str = "head", start_at: str | None = None,

@@ -73,6 +73,10 @@ class Stats:
     #: "v0.1" or "v0.3": a queue whose layout writes one generation's keys shows the other's
     #: (a peer of that generation shares it); None otherwise (always None for compat)
     other_generation: str | None = None
+    #: False: the queue has no key and no counter on its server: never used there (a wrong
+    #: URL, database or prefix, a new empty server), or purged with ``--state all`` since
+    #: (a queue only peer clients use leaves no key once drained: README "stats")
+    exists: bool = True
 
 
 @dataclass(frozen=True)

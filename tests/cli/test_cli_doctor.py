@@ -42,14 +42,14 @@ def test_no_persistence_is_a_fail_with_what_to_change(cli, srv):
     assert run.exit_code == 5, run
     rows = run.json
     assert all(list(row) == FIELDS for row in rows)
-    assert [row["check"] for row in rows] == [*SERVER_CHECKS, "acl"]
+    assert [row["check"] for row in rows] == [*SERVER_CHECKS, "queue", "acl"]
     assert {row["server"] for row in rows} == {srv.url}
-    assert [row["queue"] for row in rows] == [None] * len(SERVER_CHECKS) + ["q"]
+    assert [row["queue"] for row in rows] == [None] * len(SERVER_CHECKS) + ["q", "q"]
     found = by_check(rows)
     assert found["persistence"]["status"] == "fail"
     assert "restart loses every queue" in found["persistence"]["detail"]
     assert "appendonly yes" in found["persistence"]["fix"]
-    for name in ("latency", "version", "eviction", "replication", "acl"):
+    for name in ("latency", "version", "eviction", "replication", "queue", "acl"):
         assert found[name]["status"] == "ok", found[name]
         assert found[name]["fix"] is None
     assert re.search(r"round trip \d+\.\d\d ms", found["latency"]["detail"])
@@ -65,6 +65,7 @@ def aof_srv(make_server):
 
 
 def test_aof_on_is_ok_and_exit_0(cli, aof_srv):
+    WorkQueue(aof_srv.client(), "q").push([b"1"])
     run = cli("doctor", "q", url=aof_srv.url)
     assert (run.exit_code, run.stderr) == (0, ""), run
     assert {row["status"] for row in run.json} == {"ok"}
@@ -138,6 +139,7 @@ def test_config_renamed_away_is_a_warn_saying_so(cli, make_server):
 
 
 def test_a_table_on_a_terminal(cli, srv):
+    WorkQueue(srv.client(), "q").push([b"1"])
     run = cli("doctor", "q", url=srv.url, tty=True)
     assert run.exit_code == 5
     assert "persistence" in run.stdout and "fail" in run.stdout and "CONFIG SET" in run.stdout
@@ -170,6 +172,7 @@ def test_a_user_without_evalsha_and_info_is_told_what_is_missing(cli, srv):
     rule = [w.replace(">PASSWORD", ">pw-9").replace("myapp:{emails}", "q")
             for w in documented_rule() if w != "+evalsha"]
     url = _user(srv, "worker", rule)
+    WorkQueue(srv.client(), "q").push([b"1"])
     run = cli("doctor", "q", url=url)
     assert run.exit_code == 5, run
     found = by_check(run.json)
@@ -190,6 +193,7 @@ def test_config_denied_falls_back_to_info(cli, aof_srv):
             for w in documented_rule()] + ["+info"] + (["+fcall", "+function|load"]
                                                        if functions else [])
     url = _user(aof_srv, "reader", rule)
+    WorkQueue(aof_srv.client(), "q").push([b"1"])
     run = cli("doctor", "q", url=url)
     found = by_check(run.json)
     assert found["persistence"]["status"] == "ok", found  # aof_enabled:1 from INFO
@@ -220,3 +224,31 @@ def test_stats_warns_on_a_terminal_only(cli, srv):
     run = cli("stats", "q", url=srv.url, tty=True)
     assert run.stderr == (f"rq-cli: warning: {srv.url} evicts keys when full "
                           "(maxmemory-policy allkeys-lru) (see rq-cli doctor)\n")
+
+
+def test_functions_library_loaded_or_not_is_told_apart(cli, aof_srv):
+    """FUNCTION LIST LIBRARYNAME takes a glob: doctor asks for this rq-cli's library by its
+    own name, so a loaded library reads "loaded" (issue 29)."""
+    if int(aof_srv.client().info("server")["redis_version"].split(".")[0]) < 7:
+        pytest.skip("no Functions before Redis 7")
+    queue = WorkQueue(aof_srv.client(), "q")
+    queue.push([b"1"])
+    before = by_check(cli("doctor", "q", url=aof_srv.url).json)["functions"]["detail"]
+    assert "not loaded yet" in before, before
+    queue.lease()  # the first worker call loads the library
+    assert aof_srv.client().function_list(library="rqcli_*")
+    after = by_check(cli("doctor", "q", url=aof_srv.url).json)["functions"]
+    assert after["status"] == "ok"
+    assert "library loaded" in after["detail"] and "not loaded" not in after["detail"], after
+
+
+def test_a_queue_that_never_existed_is_unknown_exit_6(cli, aof_srv):
+    """A named queue with no key and no counter on its server (a wrong URL, database or
+    prefix, a new empty server) is no green check (issue 29)."""
+    WorkQueue(aof_srv.client(), "used").push([b"1"])
+    run = cli("doctor", "used", "jobs", url=aof_srv.url)
+    assert run.exit_code == 6, run
+    rows = [row for row in run.json if row["check"] == "queue"]
+    assert [(row["queue"], row["status"]) for row in rows] == [("used", "ok"), ("jobs", "fail")]
+    assert "never been used" in rows[1]["detail"] and rows[1]["fix"]
+    assert "jobs" in run.stderr and "queue: queue jobs has no keys" in run.stderr

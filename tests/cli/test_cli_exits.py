@@ -368,9 +368,15 @@ def test_embedded_new_server_is_announced_on_a_terminal(cli, embedded_dir):
     assert again.one["pending"] == 1
 
 
-def test_embedded_new_server_is_quiet_off_a_terminal(cli, embedded_dir):
+def test_embedded_new_server_is_announced_off_a_terminal_too(cli, embedded_dir):
+    """From cron (no terminal) a relative ``embedded:`` is a new server in another
+    directory: cron mails stderr, so the note goes there whatever the terminal (issue 29)."""
     run = cli("push", "q", "{}", url=f"embedded:{embedded_dir}")
-    assert run.exit_code == 0 and run.stderr == "", run
+    assert run.exit_code == 0, run
+    assert run.stderr.startswith("rq-cli: note: started a new, empty embedded server in "
+                                 f"{embedded_dir}") and run.stderr.count("\n") == 1, run
+    again = cli("stats", "q", url=f"embedded:{embedded_dir}")
+    assert again.exit_code == 0 and again.stderr == "", again
 
 
 def test_peek_of_a_named_id_missing_is_3(cli):

@@ -188,3 +188,20 @@ def test_peek_filter_needs_one_state(cli, r):
     assert run.exit_code == 2 and "one state" in run.stderr
     run = cli("peek", "q", "--id", "a1", "--match", "user")
     assert run.exit_code == 2 and "not with a filter" in run.stderr
+
+
+@pytest.mark.parametrize("command", [("peek", "q"), ("purge", "q", "--yes"),
+                                     ("requeue-dead", "q")])
+@pytest.mark.parametrize("expression", ["!" * 600 + "a", "[" * 600 + "]" * 600,
+                                        "a" + "|b" * 3000, "!" * 150 + "a"],
+                         ids=["not-600", "brackets-600", "pipes-3000", "not-150"])
+def test_an_expression_nested_too_deep_is_a_usage_error(cli, r, command, expression):
+    """Hundreds of levels exhaust JMESPath's recursive parser or evaluator: exit 2 with one
+    line, as for any other bad expression, and nothing changed (issue 29)."""
+    cli("push", "q", "--id", "a", '{"a": 1}')
+    before = {k: r.type(k) for k in r.scan_iter()}
+    run = cli(*command, "--match", expression)
+    assert run.exit_code == 2, run
+    assert run.stderr.startswith("rq-cli: --match ") and "nested" in run.stderr, run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert {k: r.type(k) for k in r.scan_iter()} == before

@@ -327,3 +327,46 @@ def test_every_counter_the_scripts_count_is_listed_once():
     for path in lua.glob("*.lua"):
         counted |= set(re.findall(r"count\('([a-z_]+)'", path.read_text()))
     assert counted == set(COUNTER_FIELDS)
+
+
+# -- a queue that has never existed is never green (issue 29) ------------------------------------
+def test_check_of_a_queue_that_never_existed_is_6(cli, r):
+    """A new, empty server (or a wrong URL, database or prefix) holds no key and no counter of
+    the queue: --check cannot vouch for it, whatever the thresholds."""
+    run = cli("stats", "jobs", "--check", "--max-pending", "0")
+    assert run.exit_code == 6, run
+    assert run.one["queue"] == "jobs" and "never been used" in run.one["error"]
+    assert run.stderr.startswith("rq-cli: 1 of 1 could not be checked (the state is unknown): "
+                                 "queue jobs has no keys and no counters")
+    # once used, drained to nothing: its counters remain, and it is checked as usual
+    q = WorkQueue(r, "jobs")
+    q.push([b"1"])
+    q.complete([q.lease(1)[0].id])
+    run = cli("stats", "jobs", "--check", "--max-pending", "0")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "", ""), run
+
+
+def test_prometheus_says_when_a_queue_never_existed(cli, r):
+    WorkQueue(r, "used").push([b"1"])
+    run = cli("stats", "used", "jobs", "--format", "prometheus")
+    assert run.exit_code == 0, run  # the file is replaced; the metric says what happened
+    found = families(run.stdout)
+    assert values(found["rq_cli_queue_exists"], queue="used") == [1]
+    assert values(found["rq_cli_queue_exists"], queue="jobs") == [0]
+    assert values(found["rq_cli_up"], queue="jobs") == [1]  # (it was read: the server is up)
+    assert run.stderr.startswith("rq-cli: queue jobs has no keys and no counters")
+    assert len(run.stderr.splitlines()) == 1
+
+
+def test_prometheus_queue_exists_is_0_when_unreachable(cli, make_server):
+    gone = make_server()
+    url = gone.url
+    gone.stop()
+    found = families(cli("stats", "q", "--format", "prometheus", url=url).stdout)
+    assert values(found["rq_cli_queue_exists"], queue="q") == [0]
+
+
+def test_stats_warns_of_a_queue_that_never_existed(cli):
+    run = cli("stats", "jobs")
+    assert run.exit_code == 0 and run.one["pending"] == 0
+    assert run.stderr.startswith("rq-cli: warning: queue jobs has no keys and no counters")

@@ -894,3 +894,37 @@ def test_stats_warns_when_a_single_generation_queue_shows_the_other_generations_
                           'rq-cli holds; set layout = "compat"\n')
     assert "other_generation" not in run.stdout and run.one["processing"] == 2
     assert stats("c").stderr == ""  # compat: both generations are its own
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["clean", "clean-deep"])
+def test_a_delayed_item_a_v03_peer_completed_leaves_no_ghost_after_clean(
+        r: redis.Redis, deep: bool) -> None:
+    """A v0.3 peer's deep clean hands out a delayed item at once (no list holds it); once a
+    peer completes it, P:delayed still names it, without data: stats counted it delayed and
+    peek showed it with data null. clean and clean --deep drop such ghosts from P:delayed
+    and from every bookkeeping key, and leave a live delayed item alone (issue 29)."""
+    from rq_cli.core.keys import META_HASHES, META_ZSETS
+
+    q, v03 = WorkQueue(r, P), V03Queue(P)
+    q.push([NewItem(b"later", "ghost")], delay=3600, expire=7200)
+    q.push([NewItem(b"kept", "kept")], delay=3600)
+    r.hset(q.keys.errors, "ghost", "an old failure")
+    assert v03.deep_clean(r) == 2  # both handed out at once
+    r.lrem(q.keys.queue, 0, "kept")  # (only the ghost is the subject here)
+    leased = v03.lease(r, 30)
+    assert leased is not None and leased.id == "ghost"
+    assert v03.complete(r, "ghost") is True
+    assert q.stats().delayed == 2
+    assert [i.data for i in q.peek("delayed")] == [None, b"kept"]
+
+    report = q.clean(deep=deep, grace_seconds=0)
+    assert report.pruned >= 1, report
+    assert q.stats().delayed == 1
+    assert [(i.id, i.data) for i in q.peek("delayed")] == [("kept", b"kept")]
+    meta = [getattr(q.keys, name) for name in (*META_HASHES, *META_ZSETS)]
+    for key in [*meta, q.keys.delayed]:
+        held = r.hexists(key, "ghost") if r.type(key) == b"hash" else \
+            r.zscore(key, "ghost") is not None
+        assert not held, key
+    assert r.hexists(q.keys.enqueued, "kept")  # a live delayed item keeps its own
+    assert q.clean(deep=deep, grace_seconds=0).pruned == 0

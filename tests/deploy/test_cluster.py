@@ -549,6 +549,7 @@ def test_cli_end_to_end(cli: Cli, cluster: Cluster, nodes: list[redis.Redis]) ->
 
 
 def test_cli_doctor_checks_every_primary(cli: Cli, cluster: Cluster) -> None:
+    assert cli("push", JOBS, "{}").exit_code == 0  # (a queue never used is exit 6)
     run = cli("doctor", JOBS)
     assert run.exit_code == 5, run  # the nodes keep nothing on disk
     rows = run.json

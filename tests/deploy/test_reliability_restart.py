@@ -248,6 +248,33 @@ def test_commands_give_up_on_a_hung_server(make_server: MakeServer) -> None:
     client.close()
 
 
+@pytest.mark.timeout(90)
+def test_reads_on_a_hung_server_say_nothing_changed(make_server: MakeServer) -> None:
+    """stats --format prometheus, stats --check and doctor only read: on a hung server they
+    say that nothing was changed, never that an outcome is unknown (issue 29)."""
+    srv = make_server()
+    assert rq(srv.url, "push", "q", "1").returncode == 0
+    assert srv.pid is not None
+    os.kill(srv.pid, signal.SIGSTOP)  # accepts connections (the kernel does), never answers
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RQ_CLI_", "REDIS_URL"))}
+        procs = [subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", srv.url,
+                                   "--no-config", *args], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                 for args in (["stats", "q", "--format", "prometheus"],
+                              ["stats", "q", "--check", "--max-pending", "5"],
+                              ["doctor", "q"])]
+        outs = [proc.communicate(timeout=40) for proc in procs]
+    finally:
+        os.kill(srv.pid, signal.SIGCONT)
+    codes = [proc.returncode for proc in procs]
+    assert codes == [0, 6, 6], (codes, outs)
+    for out, err in outs:
+        said = (out + err).decode()
+        assert "outcome is unknown" not in said, said
+        assert "only reads, so nothing was changed" in said, said
+
+
 # =============================================================================================
 # 4. A bulk push from a file, server killed part-way, then re-run
 # =============================================================================================

@@ -52,20 +52,25 @@ local function overdue(field)
 end
 
 -- A peer client that completes an item knows nothing of rq-cli's per-item bookkeeping, which
--- stays behind. Drop that of ids whose item is gone (neither live nor dead), from a random
--- sample of `sample` ids of each bookkeeping key: bounded per call, and repeated passes
--- (cron) wear the leftovers down. Deep clean sweeps them all.
+-- stays behind; nor of P:delayed: a v0.3 peer's deep clean hands out a delayed item at once,
+-- and once it is completed its id stays there, a ghost (no data) that stats counts. Drop
+-- the bookkeeping and the delayed entry of ids whose item is gone (neither live nor dead),
+-- from a random sample of `sample` ids of each bookkeeping key and of P:delayed: bounded
+-- per call, and repeated passes (cron) wear the leftovers down. Deep clean sweeps them all.
 local function prune_sampled()
   local seen = {}
   local function check(id)
     if seen[id] then return end
     seen[id] = true
     if redis.call('EXISTS', item_key(id)) == 0 and not redis.call('ZSCORE', K_DEAD, id) then
-      if not dry then drop_meta(id) end
+      if not dry then
+        drop_meta(id)
+        redis.call('ZREM', K_DELAYED, id)
+      end
       pruned = pruned + 1
     end
   end
-  for _, list in ipairs({META_USUAL, META_RARE}) do
+  for _, list in ipairs({META_USUAL, META_RARE, {{'ZREM', K_DELAYED}}}) do
     for _, drop in ipairs(list) do  -- {command that drops an entry, key}: HDEL for a hash
       local pick = drop[1] == 'HDEL' and 'HRANDFIELD' or 'ZRANDMEMBER'
       for _, id in ipairs(redis.call(pick, drop[2], sample)) do check(id) end
