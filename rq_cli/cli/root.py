@@ -202,6 +202,15 @@ def root(
         "--prefix", help="Treat every QUEUE as a raw key prefix, even a name the config "
                          "file defines.")] = False,
     as_json: JsonOpt = False,
+    wait_replicas: Annotated[int | None, typer.Option(
+        "--wait-replicas", envvar=configmod.ENV_WAIT_REPLICAS, show_envvar=True, metavar="N",
+        help="Durability: acknowledge a write (push, complete, fail, requeue-dead, purge, "
+             "work's outcomes) only once N replicas hold it (WAIT); unconfirmed in time: "
+             "exit 8. Overrides the config's wait_replicas; 0: off.")] = None,
+    wait_timeout: Annotated[float | None, typer.Option(
+        "--wait-timeout", envvar=configmod.ENV_WAIT_TIMEOUT, show_envvar=True,
+        metavar="SECONDS", help="How long a write waits for its replicas (default: the "
+                                "config's wait_timeout, else 1).")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, expose_value=True,
         help="Print the version and exit.")] = False,
@@ -217,9 +226,27 @@ def root(
     if getattr(ctx.get_parameter_source("url"), "name", "") == "ENVIRONMENT":
         url = None  # config resolution reads $RQ_CLI_URL itself (and says so in config show)
     st = State(url=url, config_path=config, no_config=no_config, raw_prefix=prefix,
-               as_json=as_json, terminal=injected if isinstance(injected, Terminal) else None)
+               as_json=as_json, terminal=injected if isinstance(injected, Terminal) else None,
+               durability=_durability(wait_replicas, wait_timeout))
     ctx.obj = st
     ctx.call_on_close(st.close)
+
+
+def _durability(replicas: int | None, timeout: float | None) -> dict[str, Any]:
+    """The durability options the flags (or their environment variables) set: checked as
+    the config file's are; a bad value is a usage error."""
+    out: dict[str, Any] = {}
+    if replicas is not None:
+        verdict = configmod.wait_replicas_verdict(replicas)
+        if verdict is not True:
+            raise UsageError(f"--wait-replicas {verdict} (got {replicas})")
+        out["wait_replicas"] = replicas
+    if timeout is not None:
+        verdict = configmod.wait_timeout_verdict(timeout)
+        if verdict is not True:
+            raise UsageError(f"--wait-timeout {verdict} (got {timeout:g})")
+        out["wait_timeout"] = float(timeout)
+    return out
 
 
 def build_command(name: str) -> Any:
