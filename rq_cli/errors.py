@@ -122,15 +122,18 @@ class Unconfirmed(RqError):
     """A write the server made but the replicas (``wait_replicas``) or the disk
     (``wait_fsync``) did not confirm in time: neither success nor failure. It may survive a
     failover or not; nothing was retried. ``ids``: the items of the write not confirmed
-    (push: to push again with their ids); ``reply``: the script's reply, as a success's."""
+    (push: to push again with their ids); ``reply``: the script's reply, as a success's;
+    ``result``: what the operation would have returned (complete, fail: the outcomes;
+    complete_and_lease: the outcomes and the items leased), where it says."""
 
     exit_code = ExitCode.UNCONFIRMED
 
     def __init__(self, message: str, *, ids: list[str] | None = None,
-                 reply: object = None) -> None:
+                 reply: object = None, result: object = None) -> None:
         super().__init__(message)
         self.ids = list(ids or [])
         self.reply = reply
+        self.result = result
 
 
 class ParameterError(UsageError):

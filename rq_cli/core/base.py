@@ -183,6 +183,8 @@ class QueueBase:
         replies (a string's characters, or a list's rows)."""
         out: list[Any] = []
         spec = SPECS[name]
+        unconfirmed: Unconfirmed | None = None  # (durability: the first batch not confirmed)
+        missed: list[str] = []
         for batch in batches(refs, BATCH):
             pairs: list[Any] = []
             for ref in batch:
@@ -190,13 +192,16 @@ class QueueBase:
                 pairs.append(ref.session or "")
             try:
                 reply = self.call(name, args, pairs, now_ms)
-            except Unconfirmed as exc:
-                exc.ids = [ref.id for ref in batch]
-                raise
+            except Unconfirmed as exc:  # made: its outcomes count; the next batches go on
+                reply, unconfirmed = exc.reply, unconfirmed or exc
+                missed.extend(ref.id for ref in batch)
             if isinstance(reply, bytes):
                 out.extend(reply.decode())
             else:
                 out.extend(spec.decode(reply).rows)
+        if unconfirmed is not None:  # the replies of every batch, in ``result``
+            unconfirmed.ids, unconfirmed.result = missed, out
+            raise unconfirmed
         return out
 
     def tenant_keys(self, state: str, tenant: str | None) -> list[str] | None:
