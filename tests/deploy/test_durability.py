@@ -223,6 +223,7 @@ class Pusher(threading.Thread):
         self.acked: list[str] = []
         self.unconfirmed: list[str] = []
         self.failures = 0
+        self.errors: Counter[str] = Counter()
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -235,8 +236,9 @@ class Pusher(threading.Thread):
                 self.acked.extend(ids)
             except Unconfirmed:
                 self.unconfirmed.extend(ids)
-            except Exception:  # cut off by the crash: outcome unknown, not acknowledged
+            except Exception as exc:  # cut off by the crash: outcome unknown, not acknowledged
                 self.failures += 1
+                self.errors[type(exc).__name__] += 1
                 time.sleep(0.05)
             time.sleep(self.batch / RATE)
 
@@ -289,7 +291,7 @@ def _run(group: SentinelSet, options: QueueOptions, batch: int) -> dict[str, Any
     try:
         wait_for(lambda: len(pusher.acked) >= 50, 20, "the pusher to start")
         for _ in range(ROUNDS):
-            time.sleep(0.5)
+            time.sleep(1.5)
             group.crash()
         time.sleep(0.5)
     finally:
@@ -313,7 +315,7 @@ def _run(group: SentinelSet, options: QueueOptions, batch: int) -> dict[str, Any
     twice = [i for i, n in Counter(i for w in workers for i in w.confirmed).items() if n > 1]
     counts = {"acknowledged": len(acked), "lost": len(acked - ran), "twice": len(twice),
               "unconfirmed": len(pusher.unconfirmed), "cut off": pusher.failures,
-              "crashes": group.crashes}
+              "crashes": group.crashes, "errors": dict(pusher.errors)}
     print(counts)
     return counts
 
