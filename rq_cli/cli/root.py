@@ -167,7 +167,7 @@ app = typer.Typer(
          "Tables on a terminal, JSON lines when piped. Exit codes: 0 ok, 1 internal error, "
          "2 usage, 3 nothing to do, 4 lease lost, 5 threshold breached or check failed "
          "(stats --check, doctor), 6 server unreachable (stats --check, doctor), "
-         "7 warnings (doctor), "
+         "7 warnings (doctor), 8 write not confirmed by the replicas in time (--wait-replicas), "
          "65 bad input, 69 server unavailable, 75 try again later (work --name in use), "
          "78 config error, 130 interrupted, 141 stdout closed early.",
     no_args_is_help=True,
