@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ClusterError, ParameterError, Unconfirmed, UsageError
 from .calling import Caller
-from .durable import Confirmer, confirms
 from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, RequeueEnd, outcomes
 from .codes import STATES as _STATES
+from .durable import Confirmer, confirms
 from .keys import (
     LAYOUTS,
     Keys,

@@ -51,7 +51,8 @@ def follow_primary(client: Any) -> bool:
     sentinel round trip: the worker runs it with its heartbeat, and every unconfirmed write
     runs it (a demoted primary still answering as one confirms nothing)."""
     pool = getattr(client, "connection_pool", None)
-    if type(pool).__name__ != "SentinelConnectionPool" or not getattr(pool, "is_master", 0):
+    if pool is None or type(pool).__name__ != "SentinelConnectionPool" or \
+            not getattr(pool, "is_master", False):
         return False
     before = getattr(pool, "master_address", None)
     try:
@@ -69,7 +70,7 @@ class Confirmer:
         self.replicas = options.wait_replicas
         self.timeout = options.wait_timeout
         self.fsync = options.wait_fsync
-        self.timeout_ms = max(int(round(options.wait_timeout * 1000)), 1)
+        self.timeout_ms = max(round(options.wait_timeout * 1000), 1)
         self._checked = not self.fsync  # WAITAOF probed (only wait_fsync needs it)
 
     def commands(self) -> list[tuple[Any, ...]]:

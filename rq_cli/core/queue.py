@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import Unconfirmed, UsageError
 from .codes import LEASE_FAIR, LEASE_PAUSED
@@ -52,6 +52,8 @@ from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept he
 from .base import STATES as STATES
 from .reads import Reads
 from .repairs import Repairs
+
+T = TypeVar("T")
 
 
 class WorkQueue(Reads, Repairs):
@@ -116,7 +118,7 @@ class WorkQueue(Reads, Repairs):
                     "max_attempts": self.options.max_attempts,
                     "at_most_once": "1" if at_most_once else "0"}, pairs, now_ms)
             except Unconfirmed as exc:  # (the completes it carried: made, not confirmed)
-                fields, rows = SPECS["lease"].decode(exc.reply)
+                fields, rows = SPECS["lease"].decode(cast("Sequence[Any]", exc.reply))
                 unconfirmed = exc
             status, next_due = int(fields["status"]), int(fields["next_due_ms"])
             if next_due >= 0:  # (the server's now: its deadline for a lease granted now)
@@ -314,7 +316,7 @@ class WorkQueue(Reads, Repairs):
 
 
 @contextlib.contextmanager
-def unconfirmed_result(make: Callable[[Any], Any]) -> Iterator[Callable[[Any], Any]]:
+def unconfirmed_result(make: Callable[[Any], T]) -> Iterator[Callable[[Any], T]]:
     """``with unconfirmed_result(make) as done: return done(raw)``: the operation's result
     made from its raw replies by ``make``; an :class:`Unconfirmed` raised inside gets the
     same made from the replies it carries, in ``result`` (durability: the outcomes the

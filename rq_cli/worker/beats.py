@@ -17,7 +17,6 @@ from .model import (
 from .outage import transient
 from .spawn import Spawning
 
-
 #: Seconds between the worker's role checks behind Sentinel (:func:`follow_primary`): a
 #: primary the sentinels demoted goes on taking writes until it is told (up to ~10 s, its
 #: INFO period), all thrown away when it is; the worker follows the sentinels within this.

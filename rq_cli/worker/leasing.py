@@ -9,8 +9,8 @@ import time
 
 from ..core.limits import BATCH
 from ..core.queue import lease_many
-from ..errors import Unconfirmed
 from ..core.types import LeasedItem
+from ..errors import Unconfirmed
 from .env import unrunnable
 from .model import (
     PAUSE_CHECK,
