@@ -30,9 +30,19 @@ from .core.env import ENV_JSON as ENV_JSON
 from .core.env import ENV_NO_CONFIG as ENV_NO_CONFIG
 from .core.env import ENV_REDIS_URL as ENV_REDIS_URL
 from .core.env import ENV_URL as ENV_URL
+from .core.env import ENV_WAIT_REPLICAS as ENV_WAIT_REPLICAS
+from .core.env import ENV_WAIT_TIMEOUT as ENV_WAIT_TIMEOUT
 from .core.env import ENV_XDG_CONFIG_HOME as ENV_XDG_CONFIG_HOME
 from .core.keys import prefix_collision
-from .core.limits import MAX_ATTEMPTS, MAX_DELAY, MAX_DELAY_TEXT, MAX_LEASE_SECONDS, MAX_LEASE_TEXT
+from .core.limits import (
+    MAX_ATTEMPTS,
+    MAX_DELAY,
+    MAX_DELAY_TEXT,
+    MAX_LEASE_SECONDS,
+    MAX_LEASE_TEXT,
+    MAX_WAIT_REPLICAS,
+    MAX_WAIT_TIMEOUT,
+)
 from .core.types import NO_TLS, QueueOptions, TlsOptions
 from .core.util import check_tenant, check_weight
 from .errors import ConfigError, UsageError
@@ -75,7 +85,28 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
     "tenant_weights": ("a table", lambda v: _weights_verdict(v)),
     "dedup_window": (_NUMBER, _DELAY),
+    # durability: how many replicas (and whether their disks) confirm each write
+    "wait_replicas": ("an integer", lambda v: wait_replicas_verdict(v)),
+    "wait_timeout": (_NUMBER, lambda v: wait_timeout_verdict(v)),
+    "wait_fsync": ("a boolean", lambda v: True),
 }
+#: Option keys whose integer values stay integers (the others' are read as seconds).
+_INTEGER_KEYS = ("max_attempts", "wait_replicas")
+
+
+def wait_replicas_verdict(value: int) -> Any:
+    """``wait_replicas``: True, or why the number cannot be used (the config file's check,
+    and the flag's and the environment's)."""
+    return (0 <= value <= MAX_WAIT_REPLICAS) or \
+        f"must be 0 (off) or more, and at most {MAX_WAIT_REPLICAS}"
+
+
+def wait_timeout_verdict(value: float) -> Any:
+    """``wait_timeout``: True, or why the seconds cannot be used (WAIT's 0 waits forever)."""
+    if not math.isfinite(value) or not 0 < value <= MAX_WAIT_TIMEOUT:
+        return (f"must be more than 0 and at most {MAX_WAIT_TIMEOUT:g} seconds (the "
+                "connection's timeout is longer)")
+    return True
 
 
 def _weights_verdict(weights: dict[str, Any]) -> Any:
@@ -259,8 +290,9 @@ class Config:
         if name is not None:
             merged.update({k: v for k, v in self.queues[name].items() if k in _OPTION_RULES})
         known = {f.name for f in fields(QueueOptions)}
-        kwargs: dict[str, Any] = {k: (float(v) if isinstance(v, int) and k != "max_attempts" else v)
-                  for k, v in merged.items() if k in known}
+        kwargs: dict[str, Any] = {
+            k: (float(v) if type(v) is int and k not in _INTEGER_KEYS else v)
+            for k, v in merged.items() if k in known}
         if "tenant_weights" in kwargs:  # (a frozen dataclass holds pairs, not a dict)
             kwargs["tenant_weights"] = tuple(sorted(kwargs["tenant_weights"].items()))
         return QueueOptions(**kwargs)
@@ -471,6 +503,12 @@ class _Validator:
             if key not in data:
                 continue
             value = data[key]
+            if kind == "a boolean":
+                if not isinstance(value, bool):
+                    raise self.fail(table, key, f"{key} in {table_name(table)} must be a "
+                                                f"boolean (true or false), not {toml_type(value)}")
+                out[key] = value
+                continue
             ok_type = (isinstance(value, str) if kind == "a string" else
                        isinstance(value, int) if kind == "an integer" else
                        isinstance(value, dict) if kind == "a table" else

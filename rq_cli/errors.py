@@ -22,6 +22,7 @@ class ExitCode(enum.IntEnum):
     BREACHED = 5  # stats --check: a queue is past a threshold; doctor: a check failed
     UNKNOWN = 6  # stats --check, doctor: a server could not be reached (the state is unknown)
     WARNED = 7  # doctor: warnings, and no check failed
+    UNCONFIRMED = 8  # a write made, not confirmed by the replicas (wait_replicas) in time
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
     TEMPFAIL = 75  # try again later (EX_TEMPFAIL): work --name held by a live worker
@@ -116,6 +117,24 @@ class NameInUse(RqError):
     """``work --name``: the name is held by a live worker."""
 
     exit_code = ExitCode.TEMPFAIL
+
+
+class Unconfirmed(RqError):
+    """A write the server made but the replicas (``wait_replicas``) or the disk
+    (``wait_fsync``) did not confirm in time: neither success nor failure. It may survive a
+    failover or not; nothing was retried. ``ids``: the items of the write not confirmed
+    (push: to push again with their ids); ``reply``: the script's reply, as a success's;
+    ``result``: what the operation would have returned (complete, fail: the outcomes;
+    complete_and_lease: the outcomes and the items leased), where it says."""
+
+    exit_code = ExitCode.UNCONFIRMED
+
+    def __init__(self, message: str, *, ids: list[str] | None = None,
+                 reply: object = None, result: object = None) -> None:
+        super().__init__(message)
+        self.ids = list(ids or [])
+        self.reply = reply
+        self.result = result
 
 
 class ParameterError(UsageError):

@@ -55,8 +55,11 @@ class State:
 
     def __init__(self, *, url: str | None = None, config_path: str | None = None,
                  no_config: bool = False, raw_prefix: bool = False, as_json: bool = False,
-                 terminal: Terminal | None = None) -> None:
+                 terminal: Terminal | None = None,
+                 durability: dict[str, Any] | None = None) -> None:
         self.url = url
+        #: --wait-replicas, --wait-timeout (or $RQ_CLI_WAIT_*): over every queue's options
+        self.durability = durability or {}
         self.config_path = config_path
         self.no_config = no_config
         self.raw_prefix = raw_prefix
@@ -120,7 +123,8 @@ class State:
         from ..core.queue import WorkQueue
 
         spec = self.spec(name)
-        wq = WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix, spec.options)
+        wq = WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix,
+                       self.options(spec.options))
         self.opened.append(wq)
         return wq
 
@@ -131,7 +135,16 @@ class State:
         """A queue found on a server (not named by the user): default options."""
         from ..core.queue import WorkQueue
 
-        return WorkQueue(self.server_client(server), prefix, self.config.options())
+        return WorkQueue(self.server_client(server), prefix,
+                         self.options(self.config.options()))
+
+    def options(self, options: QueueOptions) -> QueueOptions:
+        """A queue's options with the durability flags over them."""
+        if not self.durability:
+            return options
+        from dataclasses import replace
+
+        return replace(options, **self.durability)
 
     def server_client(self, server: Server) -> Any:
         """The client of one of :meth:`servers` (a URL from the file that cannot be used is

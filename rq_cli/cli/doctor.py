@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..core.types import QueueOptions
 from ..errors import CheckFailed, CheckUnknown, CheckWarned, RqError, ServerError
 from ..render import Column, Output
 from .common import JsonOpt, OptQueuesArg, State, state
@@ -37,6 +38,7 @@ class Server:
         self.client = client
         self.error = error
         self.queues: list[tuple[str, str]] = []
+        self.options: dict[str, QueueOptions] = {}  # a queue's, by name (durability)
 
 
 def doctor(ctx: typer.Context, queues: OptQueuesArg = None, as_json: JsonOpt = False) -> None:
@@ -75,10 +77,13 @@ def plan(st: State, names: list[str]) -> list[Server]:
         spec = st.spec(name)
         server = server_of(spec.url, lambda s=spec: st.client(s.url, s.password, s))
         server.queues.append((name, spec.prefix))
+        server.options[name] = st.options(spec.options)
     if not servers:  # nothing named or configured: the default server, and its queues
         for found in st.servers():
             server = server_of(found.url, lambda f=found: st.server_client(f))
             server.queues += [(prefix, prefix) for prefix in _discover(server)]
+            server.options.update({prefix: st.options(st.config.options())
+                                   for _, prefix in server.queues})
     return list(servers.values())
 
 
@@ -100,6 +105,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
     from ..connect import mask_url
     from ..core.calling import functions_allowed
     from ..health_acl import queue_checks
+    from ..health_durable import durability
 
     where = mask_url(server.url)
     checks: list[tuple[str, str | None, Check]] = []  # (node, queue, check)
@@ -114,6 +120,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
             client = health.node_of(server.client, prefix)
             checks.append(("", name, presence(server, name, prefix)))
             checks += [("", name, c) for c in queue_checks(client, prefix)]
+            checks.append(("", name, durability(client, server.options[name])))
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
         return [{"server": where, "queue": None, "check": "connect", "status": health.FAIL,

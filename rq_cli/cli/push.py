@@ -12,7 +12,7 @@ import typer
 from ..core import bulk
 from ..core.types import NewItem, PushResult
 from ..core.util import check_new_id, check_tenant
-from ..errors import BadInputError, Interrupted, RqError, ServerError, UsageError
+from ..errors import BadInputError, Interrupted, RqError, ServerError, Unconfirmed, UsageError
 from ..progress import Progress
 from ..render import Column, Output, message
 from . import reading
@@ -89,8 +89,11 @@ def push(
     if not from_stdin:
         items = [NewItem(reading.check_data(reading.arg_bytes(d), raw, f"argument {n}"),
                          item_id) for n, d in enumerate(data or [], 1)]
-        results = wq.push(items, **options)
         tally = _Tally(queue, out, summary)
+        try:
+            results = wq.push(items, **options)
+        except Unconfirmed as exc:
+            raise _unconfirmed(exc, tally) from None
         tally.add(results)
         tally.finish(table=True)
         return
@@ -139,6 +142,8 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
                 f"in flight may also have been stored (re-running is safe only with ids: "
                 f"--with-ids or --id-from-data)")
         raise
+    except Unconfirmed as exc:  # stored, not confirmed: named, never pushed again here
+        raise _unconfirmed(exc, tally) from None
     except BadInputError as exc:  # exact: all before the bad line is stored, none after
         raise BadInputError(f"{exc}; push: {tally.describe()} before it, nothing after "
                             f"it") from None
@@ -156,6 +161,17 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
         raise type(err)(f"{said}; push: {tally.describe()} and confirmed before it; a batch "
                         f"in flight may also have been stored (re-running is safe only "
                         f"with ids: --with-ids or --id-from-data)") from None
+
+
+def _unconfirmed(exc: Unconfirmed, tally: "_Tally") -> Unconfirmed:
+    """Durability (``wait_replicas``): the ids of the items stored but not confirmed in time
+    on stderr, one ``rq-cli: unconfirmed: ID`` line each, so a script can push them again
+    with their ids (stdout printed only the confirmed items); then the one error line."""
+    message("".join(f"rq-cli: unconfirmed: {i}\n" for i in exc.ids).rstrip("\n"))
+    said = str(exc).rstrip(".")
+    return Unconfirmed(f"{said}; push: {tally.describe()} and confirmed (printed), then "
+                       f"{plural(len(exc.ids), 'item')} not confirmed (named above: push them "
+                       f"again with their ids, --with-ids)", ids=exc.ids, reply=exc.reply)
 
 
 def _drain(batches: Iterator[bulk.Pushed], tally: "_Tally") -> None:

@@ -175,7 +175,7 @@ app = typer.Typer(
          "Tables on a terminal, JSON lines when piped. Exit codes: 0 ok, 1 internal error, "
          "2 usage, 3 nothing to do, 4 lease lost, 5 threshold breached or check failed "
          "(stats --check, doctor), 6 server unreachable (stats --check, doctor), "
-         "7 warnings (doctor), "
+         "7 warnings (doctor), 8 write not confirmed by the replicas in time (--wait-replicas), "
          "65 bad input, 69 server unavailable, 75 try again later (work --name in use), "
          "78 config error, 130 interrupted, 141 stdout closed early.",
     no_args_is_help=True,
@@ -211,6 +211,15 @@ def root(
         "--prefix", help="Treat every QUEUE as a raw key prefix, even a name the config "
                          "file defines.")] = False,
     as_json: JsonOpt = False,
+    wait_replicas: Annotated[int | None, typer.Option(
+        "--wait-replicas", envvar=configmod.ENV_WAIT_REPLICAS, show_envvar=True, metavar="N",
+        help="Durability: acknowledge a write (push, complete, fail, requeue-dead, purge, "
+             "work's outcomes) only once N replicas hold it (WAIT); unconfirmed in time: "
+             "exit 8. Overrides the config's wait_replicas; 0: off.")] = None,
+    wait_timeout: Annotated[float | None, typer.Option(
+        "--wait-timeout", envvar=configmod.ENV_WAIT_TIMEOUT, show_envvar=True,
+        metavar="SECONDS", help="How long a write waits for its replicas (default: the "
+                                "config's wait_timeout, else 1).")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, expose_value=True,
         help="Print the version and exit.")] = False,
@@ -234,7 +243,8 @@ def root(
         url = None  # config resolution reads $RQ_CLI_URL itself (and says so in config show)
     config, no_config = _config_choice(config, no_config, given)
     st = State(url=url, config_path=config, no_config=no_config, raw_prefix=prefix,
-               as_json=as_json, terminal=injected if isinstance(injected, Terminal) else None)
+               as_json=as_json, terminal=injected if isinstance(injected, Terminal) else None,
+               durability=_durability(wait_replicas, wait_timeout))
     ctx.obj = st
     ctx.call_on_close(st.close)
 
@@ -254,6 +264,23 @@ def _config_choice(config: str | None, no_config: bool,
                              "contradict each other: unset one")
         no_config = not flags[0]  # (the flag given wins)
     return (None if from_env else config), no_config
+
+
+def _durability(replicas: int | None, timeout: float | None) -> dict[str, Any]:
+    """The durability options the flags (or their environment variables) set: checked as
+    the config file's are; a bad value is a usage error."""
+    out: dict[str, Any] = {}
+    if replicas is not None:
+        verdict = configmod.wait_replicas_verdict(replicas)
+        if verdict is not True:
+            raise UsageError(f"--wait-replicas {verdict} (got {replicas})")
+        out["wait_replicas"] = replicas
+    if timeout is not None:
+        verdict = configmod.wait_timeout_verdict(timeout)
+        if verdict is not True:
+            raise UsageError(f"--wait-timeout {verdict} (got {timeout:g})")
+        out["wait_timeout"] = float(timeout)
+    return out
 
 
 def build_command(name: str) -> Any:

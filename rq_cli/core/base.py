@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from ..errors import ClusterError, ParameterError, UsageError
+from ..errors import ClusterError, ParameterError, Unconfirmed, UsageError
 from .calling import Caller
 from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, RequeueEnd, outcomes
 from .codes import STATES as _STATES
+from .durable import Confirmer, confirms
 from .keys import (
     LAYOUTS,
     Keys,
@@ -90,6 +91,8 @@ class QueueBase:
                 f"the cluster's slots; use a prefix like '{{{prefix}}}' or 'app:{{{prefix}}}'")
         #: runs the scripts (FCALL of the hot ones where the server has Functions)
         self.caller = Caller(client)
+        #: durability: confirms each write with WAIT (None: writes are not waited for)
+        self.confirmer = Confirmer(client, self.options) if self.options.durable else None
         #: fair queues: the configured weights, until written to P:tenant_weights
         self._weights = {check_tenant(t): check_weight(t, w)
                          for t, w in self.options.tenant_weights}
@@ -144,6 +147,8 @@ class QueueBase:
         ``SPECS[name].decode``). ``keys``: KEYS to pass instead of :attr:`script_keys`
         (fair queues name a tenant's sub-queue as KEYS[2])."""
         argv = SPECS[name].argv(self.script_head(now_ms), args or {}, rest)
+        if client is None and self.confirmer is not None and confirms(name, rest):
+            return self.confirmer.run(self.caller, name, keys or self._script_keys, argv)
         return self.caller.run(name, keys or self._script_keys, argv, client)
 
     def decoded(self, name: str, args: Mapping[str, Any] | None = None,
@@ -169,16 +174,25 @@ class QueueBase:
         replies (a string's characters, or a list's rows)."""
         out: list[Any] = []
         spec = SPECS[name]
+        unconfirmed: Unconfirmed | None = None  # (durability: the first batch not confirmed)
+        missed: list[str] = []
         for batch in batches(refs, BATCH):
             pairs: list[Any] = []
             for ref in batch:
                 pairs.append(ref.id)
                 pairs.append(ref.session or "")
-            reply = self.call(name, args, pairs, now_ms)
+            try:
+                reply = self.call(name, args, pairs, now_ms)
+            except Unconfirmed as exc:  # made: its outcomes count; the next batches go on
+                reply, unconfirmed = exc.reply, unconfirmed or exc
+                missed.extend(ref.id for ref in batch)
             if isinstance(reply, bytes):
                 out.extend(reply.decode())
             else:
                 out.extend(spec.decode(reply).rows)
+        if unconfirmed is not None:  # the replies of every batch, in ``result``
+            unconfirmed.ids, unconfirmed.result = missed, out
+            raise unconfirmed
         return out
 
     def tenant_keys(self, state: str, tenant: str | None) -> list[str] | None:

@@ -35,7 +35,7 @@ from contextlib import AbstractContextManager, nullcontext
 from itertools import islice
 from typing import Any, NamedTuple
 
-from ..errors import UsageError
+from ..errors import Unconfirmed, UsageError
 from . import scripts
 from .base import QueueBase
 from .codes import PUSH_FLAGS
@@ -144,8 +144,12 @@ def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[
         if run_tenant is not None:
             keys = [q.keys.queue, q.keys.tenant_queue(run_tenant)]
             q.sync_tenant_weights()
-        reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args, now_ms,
-                       keys=keys)
+        try:
+            reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args, now_ms,
+                           keys=keys)
+        except Unconfirmed as exc:  # (durability: the batch is stored, not confirmed)
+            exc.ids = ids
+            raise
         yield Pushed(ids, text(reply) or "")
 
 
@@ -392,6 +396,15 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     stale = packed_lead[packed_lead.index(b"\r\n") + 2:]
     heads = (stale, stale[:-len(b"$1\r\n0\r\n")] + b"$1\r\n1\r\n")
     load: Any = conn.pack_command("SCRIPT", "LOAD", scripts.source("push"))
+    # durability: one WAIT (or WAITAOF) after each batch, read with its reply
+    confirmer = q.confirmer
+    waits: list[Any] = []
+    if confirmer is not None:
+        confirmer.check_server()
+        waits = [part for command in confirmer.commands()
+                 for part in conn.pack_command(*command)]
+    unconfirmed: list[Pushed] = []  # batches stored and not confirmed (then none is sent)
+    why = ""
     # each batch sent: its ids, and whether it is a transaction (else a push.lua call, after
     # the SCRIPT LOAD reply when it was written with it)
     inflight: deque[tuple[list[str], bool, bool]] = deque()
@@ -411,8 +424,16 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 if loading:
                     conn.read_response()
                 pushed = Pushed(ids, text(conn.read_response()) or "")
+            shortfall = None
+            if confirmer is not None:
+                shortfall = confirmer.shortfall(_replies(conn, len(confirmer.commands())))
             inflight.popleft()
-            ready.append(pushed)
+            if shortfall is None:
+                ready.append(pushed)
+            else:
+                nonlocal why
+                why = why or shortfall
+                unconfirmed.append(pushed)
 
     def handed_out() -> Iterator[Pushed]:
         """Yield the replies read. Each stays in ``ready`` until the consumer asks for more:
@@ -429,6 +450,8 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 while inflight:
                     read_one()
                     yield from handed_out()
+                if unconfirmed:
+                    break
                 yield from _store_runs(q, chunk, id_from_data, flags, now_ms)
                 if error is not None or len(chunk) < batch_size:
                     break
@@ -448,6 +471,7 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
             loading = not is_tx and load is not None
             if loading:
                 command = [*load, *command]
+            command = [*command, *waits]
             with atomic():
                 conn.send_packed_command(command, check_health=False)
                 inflight.append((ids, is_tx, loading))
@@ -458,6 +482,8 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
             while len(inflight) >= SEND_AHEAD:
                 read_one()
                 yield from handed_out()
+            if unconfirmed:  # (send nothing more: the replicas are not keeping up)
+                break
             chunk, error = _take(source, batch_size)  # while the server runs the calls
             if not chunk:
                 break
@@ -479,5 +505,10 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
         if inflight:  # replies pending (an error, or the consumer stopped)
             conn.disconnect()
         pool.release(conn)
+    if unconfirmed:
+        assert confirmer is not None
+        count = sum(len(batch.ids) for batch in unconfirmed)
+        raise confirmer.unconfirmed(f"a push of {count} items", why,
+                                    ids=[i for batch in unconfirmed for i in batch.ids])
     if error is not None:
         raise error

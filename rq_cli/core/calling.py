@@ -82,6 +82,28 @@ class Caller:
                 return reply
         return self.script(name)(keys=keys, args=argv, client=client or self.client)
 
+    def send(self, pipe: Any, name: str, keys: Sequence[Any], argv: Sequence[Any]) -> None:
+        """Queue script ``name`` on ``pipe`` (a plain pipeline): FCALL where it is known to
+        work, else EVALSHA; a refusal of either comes back as the pipeline's reply, for
+        :meth:`recover`."""
+        if self.functions is True and name in HOT:
+            pipe.fcall(library().functions[name], len(keys), *keys, *argv)
+        else:
+            pipe.evalsha(self.script(name).sha, len(keys), *keys, *argv)
+
+    def recover(self, error: Exception, name: str) -> bool:
+        """After :meth:`send` was refused with ``error``: load what was missing (the script,
+        or the library) and say True, to send again; False for any other error."""
+        from redis.exceptions import NoScriptError
+
+        if isinstance(error, NoScriptError):
+            self.client.script_load(source(name))
+            return True
+        if _refusal(error) == "missing" and self.functions is True:
+            self._load(library().code)  # (False: EVALSHA from now on, self.functions says)
+            return True
+        return False
+
     def _fcall(self, name: str, keys: Sequence[Any], argv: Sequence[Any]) -> tuple[bool, Any]:
         """(True, the reply), or (False, None) when the server has no Functions for us."""
         lib = library()

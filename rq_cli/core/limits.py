@@ -57,6 +57,11 @@ MAX_TENANT_WEIGHT = 1000
 HOLDERS_PAGE = 500
 #: Longest single blocking wait, in seconds (the client's socket timeout must exceed it).
 BLOCK_CHUNK = 2.0
+#: Longest wait for replicas to confirm a write (``wait_timeout``, seconds): WAIT blocks
+#: the connection, so the client's socket timeout (5 s) must exceed it.
+MAX_WAIT_TIMEOUT = 4.0
+#: Most replicas a write may wait for (``wait_replicas``).
+MAX_WAIT_REPLICAS = 100
 #: Longest grace period that clean waits out itself to look again (seconds).
 MAX_CLEAN_WAIT = 60.0
 #: Ids light clean samples from each per-item bookkeeping key (FIXED_KEYS role "meta") at the

@@ -10,11 +10,12 @@ This module imports neither Typer nor rich.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from ..errors import UsageError
+from ..errors import Unconfirmed, UsageError
 from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
 from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
 from .base import STATES as STATES
@@ -47,6 +48,8 @@ from .util import (
     secs,
     text,
 )
+
+T = TypeVar("T")
 
 
 class WorkQueue(Reads, Repairs):
@@ -97,16 +100,22 @@ class WorkQueue(Reads, Repairs):
         the server's clock (-1: none), and the completions."""
         items: list[LeasedItem] = []
         completions = ""
+        unconfirmed: Unconfirmed | None = None
+        complete_refs = complete
         while True:
             want = min(count - len(items), LEASE_CHUNK)
             pairs: list[Any] = []
             for ref in complete:
                 pairs.append(ref.id)
                 pairs.append(ref.session or "")
-            fields, rows = self.decoded("lease", {
-                "count": want, "lease_ms": lease_ms, "session": self.session,
-                "max_attempts": self.options.max_attempts,
-                "at_most_once": "1" if at_most_once else "0"}, pairs, now_ms)
+            try:
+                fields, rows = self.decoded("lease", {
+                    "count": want, "lease_ms": lease_ms, "session": self.session,
+                    "max_attempts": self.options.max_attempts,
+                    "at_most_once": "1" if at_most_once else "0"}, pairs, now_ms)
+            except Unconfirmed as exc:  # (the completes it carried: made, not confirmed)
+                fields, rows = SPECS["lease"].decode(cast("Sequence[Any]", exc.reply))
+                unconfirmed = exc
             status, next_due = int(fields["status"]), int(fields["next_due_ms"])
             if next_due >= 0:  # (the server's now: its deadline for a lease granted now)
                 next_due = max(next_due - (int(fields["deadline_ms"]) - lease_ms), 0)
@@ -118,6 +127,10 @@ class WorkQueue(Reads, Repairs):
                    for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
+                if unconfirmed is not None:  # (only the first call carries completes)
+                    unconfirmed.ids = [ref.id for ref in complete_refs]
+                    unconfirmed.result = (items, status, next_due, completions)
+                    raise unconfirmed
                 return items, status, next_due, completions
 
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
@@ -151,10 +164,14 @@ class WorkQueue(Reads, Repairs):
             raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
         check_count(count)
         self.sync_tenant_weights()
-        leased, _, _, codes = self._lease_once(count, self._lease_ms(lease_seconds), now_ms,
-                                               complete=items)
-        return [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
-                for ref, code in zip(items, codes, strict=True)], leased
+        def result(done: tuple[list[LeasedItem], int, int, str],
+                   ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
+            return [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
+                    for ref, code in zip(items, done[3], strict=True)], done[0]
+
+        with unconfirmed_result(result) as finish:
+            return finish(self._lease_once(count, self._lease_ms(lease_seconds), now_ms,
+                                           complete=items))
 
     def _lease_ms(self, lease_seconds: float | None) -> int:
         seconds = self.options.lease_seconds if lease_seconds is None else lease_seconds
@@ -188,9 +205,10 @@ class WorkQueue(Reads, Repairs):
         """Complete items: ``completed`` for exactly one caller per item, else ``missing``
         (not live) or ``conflict`` (given a session, another session holds the lease)."""
         items = self.ref_args(refs)
-        codes = self.per_batch(items, "complete", {}, now_ms)
-        return [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
-                for ref, code in zip(items, codes, strict=True)]
+        with unconfirmed_result(lambda codes: [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
+                                               for ref, code in zip(items, codes,
+                                                                    strict=True)]) as done:
+            return done(self.per_batch(items, "complete", {}, now_ms))
 
     def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
@@ -206,11 +224,12 @@ class WorkQueue(Reads, Repairs):
                 "backoff_ms": ms(opts.retry_backoff),
                 "backoff_max_ms": ms(opts.retry_backoff_max),
                 "jitter": repr(_random().uniform(0.75, 1.25))}
-        rows = self.per_batch(items, "fail", args, now_ms)
         names = SCRIPT_OUTCOME_NAMES["fail"]
-        return [ItemOutcome(ref.id, outcome,
-                            retry_at=secs(due) if outcome == Outcome.RETRIED else None)
-                for ref, outcome, due in _coded(items, rows, names, "due_ms")]
+        with unconfirmed_result(lambda rows: [
+                ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == Outcome.RETRIED
+                            else None)
+                for ref, outcome, due in _coded(items, rows, names, "due_ms")]) as done:
+            return done(self.per_batch(items, "fail", args, now_ms))
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -290,6 +309,20 @@ class WorkQueue(Reads, Repairs):
             out.extend(ItemOutcome(i, names[c])
                        for i, c in zip(batch, codes.decode(), strict=True))
         return out
+
+
+@contextlib.contextmanager
+def unconfirmed_result(make: Callable[[Any], T]) -> Iterator[Callable[[Any], T]]:
+    """``with unconfirmed_result(make) as done: return done(raw)``: the operation's result
+    made from its raw replies by ``make``; an :class:`Unconfirmed` raised inside gets the
+    same made from the replies it carries, in ``result`` (durability: the outcomes the
+    server gave, though not confirmed)."""
+    try:
+        yield make
+    except Unconfirmed as exc:
+        if exc.result is not None:
+            exc.result = make(exc.result)
+        raise
 
 
 def _coded(items: list[ItemRef], rows: list[Any], names: dict[str, Outcome], number: str,

@@ -35,6 +35,17 @@ class QueueOptions:
     #: seconds completed ids are remembered and refused by push (None: the queue's setting
     #: is left as it is; 0: no window). Set on the server by ``set_dedup_window``.
     dedup_window: float | None = None
+    #: durability (README "Guarantees"): replicas that must hold a write before it is
+    #: acknowledged (WAIT; 0: off), seconds to wait for them, and whether it must also be
+    #: on disk (WAITAOF: the primary's and each such replica's append-only file)
+    wait_replicas: int = 0
+    wait_timeout: float = 1.0
+    wait_fsync: bool = False
+
+    @property
+    def durable(self) -> bool:
+        """Whether writes wait for replicas or the disk before they are acknowledged."""
+        return self.wait_replicas > 0 or self.wait_fsync
 
 
 class TlsOptions(NamedTuple):

@@ -8,6 +8,7 @@ import signal
 import time
 
 from ..core.codes import DeadReason, Outcome
+from ..core.durable import follow_primary
 from ..core.queue import WorkQueue
 from ..core.types import ItemOutcome
 from .guard import killpg
@@ -16,6 +17,11 @@ from .model import (
 )
 from .outage import transient
 from .spawn import Spawning
+
+#: Seconds between the worker's role checks behind Sentinel (:func:`follow_primary`): a
+#: primary the sentinels demoted goes on taking writes until it is told (up to ~10 s, its
+#: INFO period), all thrown away when it is; the worker follows the sentinels within this.
+ROLE_CHECK = 1.0
 
 
 class Beating(Spawning):
@@ -29,6 +35,10 @@ class Beating(Spawning):
             if job.kill_at is not None and now >= job.kill_at:
                 job.kill_at = None
                 killpg(job.pid, signal.SIGKILL)
+        if now >= self.role_due:  # behind Sentinel: a demoted primary is left at once
+            self.role_due = now + ROLE_CHECK
+            for client in {id(wq.client): wq.client for wq in self.queues}.values():
+                follow_primary(client)
         if now >= self.beat_due and not self.outage.down:
             held = self._held()
             if any(h.next_beat <= now for h in held):

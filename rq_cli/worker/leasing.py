@@ -10,6 +10,7 @@ import time
 from ..core.limits import BATCH
 from ..core.queue import lease_many
 from ..core.types import LeasedItem
+from ..errors import Unconfirmed
 from .env import unrunnable
 from .model import (
     PAUSE_CHECK,
@@ -43,9 +44,14 @@ class Leasing(Settling):
         try:
             if len(self.queues) == 1 and len(finished) <= BATCH:
                 wq = self.queues[0]
-                outcomes, items = wq.complete_and_lease([h.ref for h in finished], want,
-                                                        lease_seconds=self.lease_seconds)
-                self._note_completions(finished, [o.outcome for o in outcomes])
+                try:
+                    outcomes, items = wq.complete_and_lease(
+                        [h.ref for h in finished], want, lease_seconds=self.lease_seconds)
+                    self._note_completions(finished, [o.outcome for o in outcomes])
+                except Unconfirmed as exc:  # made, not confirmed: noted, not done again
+                    outcomes, items = exc.result  # type: ignore[misc]
+                    self._note_completions(finished, [o.outcome for o in outcomes],
+                                           unconfirmed=exc)
             else:
                 self._complete(finished)
                 finished = []

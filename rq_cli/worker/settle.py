@@ -6,6 +6,8 @@ import time
 from typing import Any
 
 from ..core.codes import Outcome
+from ..core.types import ItemOutcome
+from ..errors import Unconfirmed
 from .env import fail_unrunnable, unrunnable
 from .model import (
     DEAD_EXIT,
@@ -32,6 +34,10 @@ class Settling(WorkerBase):
                     outcomes = wq.complete([h.ref for h in mine])
                     self._note_completions(mine, [o.outcome for o in outcomes])
                     continue
+                except Unconfirmed as exc:  # made, not confirmed: noted, not done again
+                    self._note_completions(mine, [o.outcome for o in exc.result],  # type: ignore[attr-defined]
+                                           unconfirmed=exc)
+                    continue
                 except Exception as err:
                     if not transient(err):
                         raise
@@ -43,13 +49,17 @@ class Settling(WorkerBase):
             self.finished_at = time.monotonic()
         self.finished.extend(finished)
 
-    def _note_completions(self, finished: list[Held], outcomes: list[str]) -> None:
-        """Log (and count) each item with the outcome the server gave its complete."""
+    def _note_completions(self, finished: list[Held], outcomes: list[str],
+                          unconfirmed: Unconfirmed | None = None) -> None:
+        """Log (and count) each item with the outcome the server gave its complete
+        (``unconfirmed``: durability, the complete was made but not confirmed in time)."""
         for held, outcome in zip(finished, outcomes, strict=True):
             entry = held.entry or {"queue": held.item.queue, "id": held.item.id}
             entry["outcome"] = outcome
             if outcome == Outcome.COMPLETED:
                 self.stats.completed += 1
+                if unconfirmed is not None:
+                    entry["note"] = _unconfirmed_note(unconfirmed)
             else:
                 self.stats.lost += 1
                 entry["note"] = "not completed: the lease was lost (another session holds " \
@@ -58,7 +68,11 @@ class Settling(WorkerBase):
 
     def _release(self, held: Held, entry: dict[str, Any]) -> None:
         """Give ``held`` back (the second signal): not a failure, its attempt given back."""
-        (out,) = held.wq.release([held.item.id])
+        try:
+            (out,) = held.wq.release([held.item.id])
+        except Unconfirmed as exc:  # (given back on this server; not confirmed)
+            entry["note"] = _unconfirmed_note(exc)
+            out = ItemOutcome(held.item.id, Outcome.RETURNED)
         entry["outcome"] = out.outcome
         if out.outcome == Outcome.RETURNED:
             self.stats.returned += 1
@@ -68,8 +82,13 @@ class Settling(WorkerBase):
 
     def _fail(self, held: Held, entry: dict[str, Any], error: str, dead: bool,
               timeout: bool = False) -> None:
-        (out,) = fail_unrunnable(held.wq, held.item, error) if unrunnable(held.item) \
-            else held.wq.fail([held.ref], error=error, dead=dead)
+        try:
+            (out,) = fail_unrunnable(held.wq, held.item, error) if unrunnable(held.item) \
+                else held.wq.fail([held.ref], error=error, dead=dead)
+        except Unconfirmed as exc:  # made, not confirmed: noted, not done again
+            entry["note"] = _unconfirmed_note(exc)
+            (out,) = exc.result if isinstance(exc.result, list) else \
+                [ItemOutcome(held.item.id, Outcome.DEAD)]  # (fail_unrunnable's: dead-lettered)
         if out.outcome in (Outcome.DEAD, Outcome.RETRIED):
             self.stats.dead += out.outcome == Outcome.DEAD
             self.stats.failed += out.outcome == Outcome.RETRIED
@@ -129,3 +148,8 @@ class Settling(WorkerBase):
                  "exit_code": None, "duration_s": 0.0, "error": error}
         self._call(lambda: self._fail(held, entry, f"cannot start the command: {error}",
                                       dead))
+
+
+def _unconfirmed_note(exc: Unconfirmed) -> str:
+    """The log note of an outcome made but not confirmed by the replicas in time."""
+    return f"not confirmed in time, so the item may run again: {exc}"

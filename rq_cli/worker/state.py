@@ -68,6 +68,7 @@ class WorkerBase:
         self.leased = 0
         self.empty = False  # the last lease found fewer items than asked for
         self.avg_duration: float | None = None
+        self.role_due = 0.0  # monotonic: when to ask the sentinels where the primary is
         self.beat_due = math.inf  # monotonic: no held item needs an extension before
         lease = self.queues[0].options.lease_seconds if options.lease_seconds is None \
             else options.lease_seconds

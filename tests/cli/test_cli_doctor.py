@@ -42,14 +42,14 @@ def test_no_persistence_is_a_fail_with_what_to_change(cli, srv):
     assert run.exit_code == 5, run
     rows = run.json
     assert all(list(row) == FIELDS for row in rows)
-    assert [row["check"] for row in rows] == [*SERVER_CHECKS, "queue", "acl"]
+    assert [row["check"] for row in rows] == [*SERVER_CHECKS, "queue", "acl", "durability"]
     assert {row["server"] for row in rows} == {srv.url}
-    assert [row["queue"] for row in rows] == [None] * len(SERVER_CHECKS) + ["q", "q"]
+    assert [row["queue"] for row in rows] == [None] * len(SERVER_CHECKS) + ["q", "q", "q"]
     found = by_check(rows)
     assert found["persistence"]["status"] == "fail"
     assert "restart loses every queue" in found["persistence"]["detail"]
     assert "appendonly yes" in found["persistence"]["fix"]
-    for name in ("latency", "version", "eviction", "replication", "queue", "acl"):
+    for name in ("latency", "version", "eviction", "replication", "queue", "acl", "durability"):
         assert found[name]["status"] == "ok", found[name]
         assert found[name]["fix"] is None
     assert re.search(r"round trip \d+\.\d\d ms", found["latency"]["detail"])
@@ -252,3 +252,20 @@ def test_a_queue_that_never_existed_is_unknown_exit_6(cli, aof_srv):
     assert [(row["queue"], row["status"]) for row in rows] == [("used", "ok"), ("jobs", "fail")]
     assert "never been used" in rows[1]["detail"] and rows[1]["fix"]
     assert "jobs" in run.stderr and "queue: queue jobs has no keys" in run.stderr
+
+
+def test_durability_is_checked_against_the_replicas(cli, aof_srv, make_server):
+    """wait_replicas = 1 with no replica is a fail (every write would exit 8); with the
+    replica in sync, ok; durability off with a replica behind the primary: a warn."""
+    found = by_check(cli("doctor", "q", url=aof_srv.url, env={"RQ_CLI_WAIT_REPLICAS": "1"}
+                         ).json)["durability"]
+    assert found["status"] == "fail", found
+    assert "wait_replicas = 1, but 0 of 0 replica(s)" in found["detail"]
+    replica = make_server()
+    replica.client().replicaof("127.0.0.1", aof_srv.port)
+    wait_for(lambda: replica.client().info("replication").get("master_link_status") == "up")
+    run = cli("doctor", "q", url=aof_srv.url, env={"RQ_CLI_WAIT_REPLICAS": "1"})
+    assert by_check(run.json)["durability"]["status"] == "ok", run.json
+    off = by_check(cli("doctor", "q", url=aof_srv.url).json)["durability"]
+    assert off["status"] == "warn" and "a failover loses" in off["detail"], off
+    assert "wait_replicas = 1" in off["fix"]

@@ -118,7 +118,7 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     "rq_cli.core.specs": {"max_attempts": 4, "dead": 3, "missing": 1, "requeued": 1,
                           "pending": 1, "processing": 1, "leased": 1, "delayed": 1},
     # Redis Functions: the library is missing on the server (a refusal, not an item)
-    "rq_cli.core.calling": {"missing": 2},
+    "rq_cli.core.calling": {"missing": 3},
     # a getattr default that tells a missing attribute from None (Typer's internals)
     "rq_cli.cli.internals": {"missing": 1},
     # the config key max_attempts
@@ -126,8 +126,10 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # stats --check's measures (--max-pending, --max-dead), named after Stats fields
     "rq_cli.metrics": {"pending": 1, "dead": 1},
     # report fields as table columns, and the verb of requeue-dead's lines
-    "rq_cli.cli.maintain": {"dead": 2, "missing": 1, "requeued": 3, "pending": 1,
+    "rq_cli.cli.maintain": {"dead": 2, "missing": 1, "requeued": 4, "pending": 1,
                             "processing": 1, "delayed": 1},
+    # the Stats fields whose counts say that a queue exists on its server
+    "rq_cli.core.reads": {"pending": 1, "processing": 1, "delayed": 1, "dead": 1},
     # the watch's column labels and --sort keys (Stats fields)
     "rq_cli.cli.watch": {"dead": 2, "pending": 2},
     # stats --sort keys (Stats fields)
