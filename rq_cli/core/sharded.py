@@ -1,0 +1,394 @@
+"""ShardedQueue: one logical queue spread over N shards, each a WorkQueue of its own prefix
+and hash slot (docs/DESIGN.md section 7). Built on WorkQueue's public API; no Typer, no rich.
+
+Items with an id go to the shard the id hashes to (:func:`shardmeta.shard_of`), so every
+operation by id addresses one shard; leases visit every shard from a random start; a resize
+(:func:`rq_cli.core.resharding.reshard`) retires a whole generation of shards, which keeps
+being read until drained.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from .limits import BATCH, BLOCK_CHUNK
+from .queue import WorkQueue
+from .shardmeta import SHARD_META_REFRESH, ShardMeta, check_count, read, shard_of
+from .shardwait import Waiter, shard_down
+from .types import ItemOutcome, ItemRef, LeasedItem, NewItem, PushResult, QueueOptions
+from .util import as_bytes, check_new_id, data_id, make_session
+
+if TYPE_CHECKING:
+    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
+
+#: outcomes of an operation by id that send it on to the id's shard of an older generation
+_NOT_HERE = ("missing",)
+
+
+class ShardedQueue:
+    """A sharded queue named ``prefix`` (its base prefix) on ``client``.
+
+    ``shards``: the count the caller's config names: another count on the server (or none)
+    is a ConfigError (exit 78) before anything is written. ``name``: for messages.
+    """
+
+    def __init__(self, client: Any, prefix: str, options: QueueOptions | None = None, *,
+                 session: str | None = None, shards: int | None = None,
+                 name: str | None = None) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.name = name or prefix
+        self.options = options or QueueOptions()
+        self.session = session or make_session()
+        self._queues: dict[str, WorkQueue] = {}
+        self._read_at = float("-inf")
+        self.meta = ShardMeta()
+        self.refresh(force=True)
+        check_count(self.name, shards, self.meta)
+        if not self.meta.count:
+            raise UsageError(f"queue {self.name!r} is not sharded on the server: run "
+                             f"'rq-cli reshard {self.name} N' first")
+        self._waiter = Waiter()
+
+    def __repr__(self) -> str:
+        return f"ShardedQueue({self.prefix!r}, shards={self.meta.count})"
+
+    # -- the shards ----------------------------------------------------------------------
+    def refresh(self, force: bool = False) -> ShardMeta:
+        """Read the record again if it is older than SHARD_META_REFRESH (or ``force``)."""
+        now = time.monotonic()
+        if force or now - self._read_at >= SHARD_META_REFRESH:
+            self.meta = read(self.client, self.prefix)
+            self._read_at = now
+        return self.meta
+
+    def shard(self, prefix: str) -> WorkQueue:
+        """The WorkQueue of one shard (made once per prefix)."""
+        q = self._queues.get(prefix)
+        if q is None:
+            q = self._queues[prefix] = WorkQueue(self.client, prefix, self.options,
+                                                 session=self.session)
+        return q
+
+    @property
+    def live(self) -> list[WorkQueue]:
+        """The live shards, in hash order (pushes go only here)."""
+        return [self.shard(p) for p in self.refresh().live]
+
+    @property
+    def shards(self) -> list[WorkQueue]:
+        """Every shard that may hold anything: the live ones, then those draining."""
+        meta = self.refresh()
+        return [self.shard(p) for p in [*meta.live, *meta.draining_prefixes()]]
+
+    def shard_for(self, item_id: str) -> WorkQueue:
+        live = self.refresh().live
+        return self.shard(live[shard_of(item_id, len(live))])
+
+    def _older(self, item_id: str) -> list[WorkQueue]:
+        """The id's shards in the draining generations, newest first."""
+        out = []
+        for d in reversed(self.meta.draining):
+            prefix = d.shards[shard_of(item_id, len(d.shards))]
+            if prefix is not None:
+                out.append(self.shard(prefix))
+        return out
+
+    # -- push ----------------------------------------------------------------------------
+    def push(self, items: Iterable[NewItem | bytes | str], **kw: Any) -> list[PushResult]:
+        """Push items (the arguments of WorkQueue.push); one PushResult per item, in order."""
+        out: list[tuple[int, PushResult]] = []
+        for part in self._push_parts(items, kw.pop("batch_size", BATCH), **kw):
+            out.extend(part)
+        return [r for _, r in sorted(out, key=lambda p: p[0])]
+
+    def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
+                     **kw: Any) -> Iterator[list[PushResult]]:
+        """Stream ``items``, yielding each shard's part of a batch once it is stored (so a
+        count of what was yielded is exact, even when interrupted); within a batch, results
+        come grouped by shard. A bad input line: what came before it is stored first."""
+        for part in self._push_parts(items, batch_size, **kw):
+            yield [r for _, r in part]
+
+    def _push_parts(self, items: Iterable[NewItem | bytes | str], batch_size: int, *,
+                    id_from_data: bool = False, tenant: str | None = None,
+                    **kw: Any) -> Iterator[list[tuple[int, PushResult]]]:
+        source, seen = iter(items), 0
+        while True:
+            chunk: list[Any] = []
+            error: Exception | None = None
+            try:
+                chunk.extend(islice(source, batch_size))
+            except Exception as e:  # a bad line: store what came before it, then raise
+                error = e
+            groups: dict[str, list[tuple[int, NewItem]]] = {}
+            dupes: list[tuple[int, PushResult]] = []
+            live = self.refresh().live
+            named = [_named(it, id_from_data, tenant) for it in chunk]
+            taken = self._taken_before([n.id or "" for n in named])
+            for n, item in enumerate(named):
+                item_id = item.id or ""
+                if item_id in taken:
+                    dupes.append((seen + n, PushResult(item_id, False, "duplicate")))
+                    continue
+                prefix = live[shard_of(item_id, len(live))]
+                groups.setdefault(prefix, []).append((seen + n, item))
+            if dupes:
+                yield dupes
+            for prefix, group in groups.items():
+                stored = self.shard(prefix).push([it for _, it in group], **kw)
+                yield [(pos, r) for (pos, _), r in zip(group, stored, strict=True)]
+            seen += len(chunk)
+            if error is not None:
+                raise error
+            if len(chunk) < batch_size:
+                return
+
+    def _taken_before(self, ids: list[str]) -> set[str]:
+        """Ids live in their shard of a draining generation (de-dup across a resize): one
+        pipelined EXISTS per id, only while a generation drains."""
+        if not self.meta.draining or not ids:
+            return set()
+        pipe = self.client.pipeline(transaction=False)
+        asked: list[str] = []
+        for item_id in ids:
+            for q in self._older(item_id):
+                pipe.exists(q.keys.item(item_id))
+                asked.append(item_id)
+        return {i for i, found in zip(asked, pipe.execute(), strict=True) if found}
+
+    # -- lease ---------------------------------------------------------------------------
+    def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
+              at_most_once: bool = False, now_ms: int | None = None) -> list[LeasedItem]:
+        """Lease up to ``count`` items from any shards, fairly (a random first shard each
+        pass); wait up to ``wait`` seconds for the first, blocked on every shard at once."""
+        deadline = time.monotonic() + max(wait, 0.0)
+        while True:
+            mark = self._waiter.mark()
+            items, states = self._lease_pass(count, lease_seconds, at_most_once, now_ms)
+            remaining = deadline - time.monotonic()
+            if items or remaining <= 0:
+                return items
+            self._waiter.wait(states, mark, min(remaining, BLOCK_CHUNK))
+
+    def _lease_pass(self, count: int, lease_seconds: float | None, at_most_once: bool,
+                    now_ms: int | None,
+                    ) -> tuple[list[LeasedItem], list[tuple[WorkQueue, int, int]]]:
+        shards = self.shards
+        start = random.randrange(len(shards))
+        items: list[LeasedItem] = []
+        states: list[tuple[WorkQueue, int, int]] = []
+        failed: Exception | None = None
+        for i in range(len(shards)):
+            q = shards[(start + i) % len(shards)]
+            try:
+                got, status, due = q.lease_try(count - len(items), lease_seconds=lease_seconds,
+                                               at_most_once=at_most_once, now_ms=now_ms)
+            except Exception as e:  # a shard whose primary is down: carry on with the others
+                if not shard_down(e):
+                    raise
+                failed = e
+                continue
+            items.extend(got)
+            states.append((q, status, due))
+            if len(items) >= count:
+                break
+        if failed is not None and not states:
+            raise failed  # every shard is down: the caller's outage handling takes over
+        return items, states
+
+    def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
+                           lease_seconds: float | None = None, now_ms: int | None = None,
+                           ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
+        """Complete ``refs``, then lease up to ``count`` items (two steps here: the items'
+        shards and the next lease's need not be one)."""
+        done = self.complete(refs, now_ms=now_ms)
+        return done, self.lease(count, lease_seconds=lease_seconds, now_ms=now_ms)
+
+    # -- by id ---------------------------------------------------------------------------
+    def by_id(self, refs: Sequence[ItemRef], op: Callable[[WorkQueue, list[ItemRef]],
+                                                          list[ItemOutcome]],
+              ) -> list[ItemOutcome]:
+        """Run ``op`` on each ref's shard (one call per shard); an outcome ``missing``
+        there is asked again of the id's shards of draining generations."""
+        out: list[ItemOutcome | None] = [None] * len(refs)
+        groups: dict[str, list[int]] = {}
+        for n, ref in enumerate(refs):
+            groups.setdefault(self.shard_for(ref.id).prefix, []).append(n)
+        for prefix, where in groups.items():
+            for n, o in zip(where, op(self.shard(prefix), [refs[n] for n in where]),
+                            strict=True):
+                out[n] = o
+        for depth in range(len(self.meta.draining)):
+            again: dict[str, list[int]] = {}
+            for n, o in enumerate(out):
+                older = self._older(refs[n].id)
+                if o is not None and o.outcome in _NOT_HERE and depth < len(older):
+                    again.setdefault(older[depth].prefix, []).append(n)
+            for prefix, where in again.items():
+                for n, o in zip(where, op(self.shard(prefix), [refs[n] for n in where]),
+                                strict=True):
+                    if o.outcome not in _NOT_HERE:
+                        out[n] = o
+        return [o for o in out if o is not None]
+
+    def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
+                 ) -> list[ItemOutcome]:
+        return self.by_id(_refs(refs), lambda q, r: q.complete(r, now_ms=now_ms))
+
+    def fail(self, refs: Iterable[str | ItemRef], **kw: Any) -> list[ItemOutcome]:
+        return self.by_id(_refs(refs), lambda q, r: q.fail(r, **kw))
+
+    def extend(self, refs: Iterable[str | ItemRef], **kw: Any) -> list[ItemOutcome]:
+        return self.by_id(_refs(refs), lambda q, r: q.extend(r, **kw))
+
+    def cancel(self, ids: Iterable[str], **kw: Any) -> list[ItemOutcome]:
+        return self.by_id(_refs(ids), lambda q, r: q.cancel([x.id for x in r], **kw))
+
+    def release(self, ids: Sequence[str], **kw: Any) -> list[ItemOutcome]:
+        return self.by_id(_refs(ids), lambda q, r: q.release([x.id for x in r], **kw))
+
+    def retake(self, ids: Sequence[str], **kw: Any) -> list[ItemOutcome]:
+        return self.by_id(_refs(ids), lambda q, r: q.retake([x.id for x in r], **kw))
+
+    def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
+        for q in [self.shard_for(item_id), *self._older(item_id)]:
+            found = q.item(item_id, now_ms=now_ms)
+            if found is not None:
+                return found
+        return None
+
+    # -- every shard ---------------------------------------------------------------------
+    def stats(self, *, now_ms: int | None = None, by_tenant: bool = False) -> Stats:
+        """Exact totals over every shard (and the totals of shards already removed)."""
+        from .shardstats import total
+
+        return total(self.prefix, [q.stats(now_ms=now_ms, by_tenant=by_tenant)
+                                   for q in self.shards], self.meta.retired_counters)
+
+    def shard_stats(self, *, now_ms: int | None = None,
+                    ) -> list[tuple[str, bool, Stats | None, str | None]]:
+        """(prefix, live, stats or None, error or None) per shard: a shard whose server
+        cannot be reached is a row with its error, the others are read."""
+        live = set(self.refresh().live)
+        out: list[tuple[str, bool, Stats | None, str | None]] = []
+        for q in self.shards:
+            try:
+                out.append((q.prefix, q.prefix in live, q.stats(now_ms=now_ms), None))
+            except Exception as e:
+                if not shard_down(e):
+                    raise
+                out.append((q.prefix, q.prefix in live, None, str(e) or type(e).__name__))
+        return out
+
+    def peek(self, state: str = "pending", *, count: int = 10, offset: int = 0,
+             from_end: str = "head", now_ms: int | None = None, tenant: str | None = None,
+             start_at: str | None = None) -> list[PeekedItem]:
+        """Items of every shard, merged in the order of the state's time (enqueued, lease
+        deadline, due time, death); reads ``offset + count`` items of each shard."""
+        from .shardstats import merged
+
+        pages = [q.peek(state, count=offset + count, from_end=from_end,  # type: ignore[arg-type]
+                        now_ms=now_ms, tenant=tenant) for q in self.shards]
+        return merged(state, pages, from_end)[offset:offset + count]
+
+    def peek_pages(self, state: str = "pending", *, count: int = 10, **kw: Any,
+                   ) -> Iterator[list[PeekedItem]]:
+        items = self.peek(state, count=count, **kw)
+        for n in range(0, len(items), BATCH):
+            yield items[n:n + BATCH]
+
+    def holders(self, *, now_ms: int | None = None) -> list[Holder]:
+        from .shardstats import merged_holders
+
+        return merged_holders([q.holders(now_ms=now_ms) for q in self.shards])
+
+    def clean(self, **kw: Any) -> CleanReport:
+        """Clean every shard (light, or ``deep``), then remove drained shards."""
+        from .reports import CleanReport
+        from .resharding import settle
+
+        report = CleanReport(dry_run=kw.get("dry_run", False))
+        for q in self.shards:
+            _add(report, q.clean(**kw))
+        if not report.dry_run:
+            settle(self.client, self.prefix)
+        return report
+
+    def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
+                     to: Any = None, **kw: Any) -> RequeueReport:
+        """Requeue dead items in their own shards (``to`` another queue is refused)."""
+        from .reports import RequeueReport
+
+        if to is not None:
+            raise UsageError("requeue-dead into another queue is not possible from a sharded "
+                             "queue (its shards live in other slots)")
+        report = RequeueReport(dry_run=kw.get("dry_run", False))
+        for q in self.shards:
+            mine = None if ids is None else [i for i in ids
+                                             if q in (self.shard_for(i), *self._older(i))]
+            if mine == [] or (limit is not None and report.requeued >= limit):
+                continue
+            left = None if limit is None else limit - report.requeued
+            _add(report, q.requeue_dead(mine, limit=left, **kw))
+        return report
+
+    def purge(self, state: str = "pending", **kw: Any) -> PurgeReport:
+        from .reports import PurgeReport
+
+        report = PurgeReport(dry_run=kw.get("dry_run", False))
+        for q in self.shards:
+            _add(report, q.purge(state, **kw))  # type: ignore[arg-type]
+        return report
+
+    def pause(self) -> None:
+        for q in self.shards:
+            q.pause()
+
+    def resume(self) -> None:
+        for q in self.shards:
+            q.resume()
+
+    def is_paused(self) -> bool:
+        return any(q.is_paused() for q in self.shards)
+
+    def exists(self) -> bool:
+        return any(q.exists() for q in self.shards)
+
+    def set_dedup_window(self, seconds: float) -> int:
+        return sum(q.set_dedup_window(seconds) for q in self.shards)
+
+    def sync_tenant_weights(self) -> None:
+        for q in self.live:
+            q.sync_tenant_weights()
+
+
+def _named(item: NewItem | bytes | str, id_from_data: bool, tenant: str | None) -> NewItem:
+    """The item with its id made here (random, as the peers make them, or from its data):
+    the id decides the shard."""
+    if isinstance(item, NewItem):
+        data, item_id, tenant = item.data, item.id, item.tenant or tenant
+    else:
+        data, item_id = as_bytes(item), None
+    if item_id is None:
+        item_id = data_id(data) if id_from_data else os.urandom(16).hex()
+    return NewItem(data, check_new_id(item_id), tenant)
+
+
+def _refs(refs: Iterable[str | ItemRef]) -> list[ItemRef]:
+    return WorkQueue.ref_args(refs)
+
+
+def _add(report: Any, part: Any) -> None:
+    """Add the counts of ``part`` to ``report`` (same dataclass; lists are joined)."""
+    for name, value in vars(part).items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, list)):
+            setattr(report, name, getattr(report, name) + value)
