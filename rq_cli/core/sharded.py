@@ -227,9 +227,9 @@ class ShardedQueue:
                 out[n] = o
         for depth in range(len(self.meta.draining)):
             again: dict[str, list[int]] = {}
-            for n, o in enumerate(out):
+            for n, was in enumerate(out):
                 older = self._older(refs[n].id)
-                if o is not None and o.outcome in _NOT_HERE and depth < len(older):
+                if was is not None and was.outcome in _NOT_HERE and depth < len(older):
                     again.setdefault(older[depth].prefix, []).append(n)
             for prefix, where in again.items():
                 for n, o in zip(where, op(self.shard(prefix), [refs[n] for n in where]),

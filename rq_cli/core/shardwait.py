@@ -60,7 +60,7 @@ class Waiter:
         fired = False
         try:
             fired = q.wait_for_item(BLOCK_CHUNK, status, due) or due >= 0
-        except Exception as e:  # noqa: BLE001 (a down shard: the lease pass reports it)
+        except Exception as e:  # a down shard: the lease pass reports it
             if not shard_down(e):
                 fired = True  # let the lease pass raise it
             time.sleep(_DOWN_PAUSE)
