@@ -43,6 +43,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "rq_cli.cli.maintain", "resume"),
     Command("work", "rq_cli.cli.work", "work"),
     Command("cancel", "rq_cli.cli.work", "cancel"),
+    Command("reshard", "rq_cli.cli.reshard", "reshard"),
     Command("dash", "rq_cli.cli.dash", "dash"),
     Command("config", "rq_cli.cli.config_cmd", "config_app"),
     Command("server", "rq_cli.cli.server_cmd", "server_app"),

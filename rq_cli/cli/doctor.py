@@ -109,6 +109,10 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
         for name, prefix in server.queues:
             client = health.node_of(server.client, prefix)
             checks += [("", name, c) for c in queue_checks(client, prefix)]
+            if name in st.config.queues and st.spec(name).shards is not None:
+                from ..health_shards import shard_checks
+
+                checks += [("", name, c) for c in shard_checks(server.client, prefix)]
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
         return [{"server": where, "queue": None, "check": "connect", "status": health.FAIL,

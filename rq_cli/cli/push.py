@@ -103,7 +103,10 @@ def push(
     with (contextlib.nullcontext(Progress()) if typing else
           out.progress(f"push {queue}", total=_size(stream), unit="bytes")) as bar:
         try:
-            _stream(st, bulk.stream(wq, lines, atomic=interrupt_deferred, **options), tally,
+            batches = wq.stream(lines, atomic=interrupt_deferred, **options) \
+                if hasattr(wq, "stream") else \
+                bulk.stream(wq, lines, atomic=interrupt_deferred, **options)
+            _stream(st, batches, tally,
                     lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
         except RqError:
             if tally.summary:  # the summary of what was stored, then the one error line

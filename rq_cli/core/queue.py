@@ -348,9 +348,8 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         if order == "fair":
             _random().shuffle(ordered)
         for q in ordered:
-            q.sync_tenant_weights()
-            items, _, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None,
-                                           at_most_once)
+            items, _, _ = q.lease_try(count, lease_seconds=lease_seconds,
+                                      at_most_once=at_most_once)
             if items:
                 return items
         remaining = deadline - time.monotonic()
@@ -359,4 +358,4 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         # no multi-key "block without taking": wait on each queue briefly in turn
         per_queue = max(min(remaining, 0.5) / len(ordered), 0.01)
         for q in ordered:
-            q._wait(per_queue, 0, -1)
+            q.wait_for_item(per_queue)

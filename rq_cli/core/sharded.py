@@ -13,25 +13,30 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from .bulk import Pushed
+from .codes import PUSH_FLAGS
 from .limits import BATCH, BLOCK_CHUNK
 from .queue import WorkQueue
 from .shardmeta import SHARD_META_REFRESH, ShardMeta, check_count, read, shard_of
+from .shardops import EveryShard
 from .shardwait import Waiter, shard_down
 from .types import ItemOutcome, ItemRef, LeasedItem, NewItem, PushResult, QueueOptions
 from .util import as_bytes, check_new_id, data_id, make_session
 
 if TYPE_CHECKING:
-    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
+    from .reports import PeekedItem
 
+DUPLICATE = PUSH_FLAGS["duplicate"]
 #: outcomes of an operation by id that send it on to the id's shard of an older generation
 _NOT_HERE = ("missing",)
 
 
-class ShardedQueue:
+class ShardedQueue(EveryShard):
     """A sharded queue named ``prefix`` (its base prefix) on ``client``.
 
     ``shards``: the count the caller's config names: another count on the server (or none)
@@ -55,6 +60,8 @@ class ShardedQueue:
             raise UsageError(f"queue {self.name!r} is not sharded on the server: run "
                              f"'rq-cli reshard {self.name} N' first")
         self._waiter = Waiter()
+        self._mark = 0
+        self._states: list[tuple[WorkQueue, int, int]] = []
 
     def __repr__(self) -> str:
         return f"ShardedQueue({self.prefix!r}, shards={self.meta.count})"
@@ -91,8 +98,9 @@ class ShardedQueue:
         live = self.refresh().live
         return self.shard(live[shard_of(item_id, len(live))])
 
-    def _older(self, item_id: str) -> list[WorkQueue]:
-        """The id's shards in the draining generations, newest first."""
+    def older(self, item_id: str) -> list[WorkQueue]:
+        """The id's shards in the draining generations, newest first (read ``refresh``
+        first)."""
         out = []
         for d in reversed(self.meta.draining):
             prefix = d.shards[shard_of(item_id, len(d.shards))]
@@ -104,50 +112,65 @@ class ShardedQueue:
     def push(self, items: Iterable[NewItem | bytes | str], **kw: Any) -> list[PushResult]:
         """Push items (the arguments of WorkQueue.push); one PushResult per item, in order."""
         out: list[tuple[int, PushResult]] = []
-        for part in self._push_parts(items, kw.pop("batch_size", BATCH), **kw):
-            out.extend(part)
+        for dupes, groups in self._grouped(items, kw.pop("batch_size", BATCH), **kw):
+            out += [(pos, PushResult(i, False, "duplicate")) for pos, i in dupes]
+            for prefix, group in groups.items():
+                stored = self.shard(prefix).push([it for _, it in group], **kw)
+                out += [(pos, r) for (pos, _), r in zip(group, stored, strict=True)]
         return [r for _, r in sorted(out, key=lambda p: p[0])]
 
-    def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
-                     **kw: Any) -> Iterator[list[PushResult]]:
-        """Stream ``items``, yielding each shard's part of a batch once it is stored (so a
-        count of what was yielded is exact, even when interrupted); within a batch, results
-        come grouped by shard. A bad input line: what came before it is stored first."""
-        for part in self._push_parts(items, batch_size, **kw):
-            yield [r for _, r in part]
+    def push_batches(self, items: Iterable[NewItem | bytes | str], **kw: Any,
+                     ) -> Iterator[list[PushResult]]:
+        """:meth:`stream`, with one PushResult per item."""
+        for batch in self.stream(items, **kw):
+            yield batch.results()
 
-    def _push_parts(self, items: Iterable[NewItem | bytes | str], batch_size: int, *,
-                    id_from_data: bool = False, tenant: str | None = None,
-                    **kw: Any) -> Iterator[list[tuple[int, PushResult]]]:
+    def stream(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
+               atomic: Callable[[], Any] = nullcontext, **kw: Any) -> Iterator[Pushed]:
+        """``bulk.stream`` over the shards: each shard's part of a batch goes through that
+        shard's own stream (pipelined, and drained on Ctrl-C as there), so what was
+        yielded is exactly what was stored; within a batch, results come grouped by
+        shard. A bad input line: what came before it is stored first, then it raises."""
+        from .bulk import stream
+
+        for dupes, groups in self._grouped(items, batch_size * len(self.live), **kw):
+            if dupes:
+                yield Pushed([i for _, i in dupes], DUPLICATE * len(dupes))
+            for prefix, group in groups.items():
+                yield from stream(self.shard(prefix), [it for _, it in group],
+                                  batch_size=batch_size, atomic=atomic, **kw)
+
+    def _grouped(self, items: Iterable[NewItem | bytes | str], size: int, *,
+                 id_from_data: bool = False, tenant: str | None = None, **_: Any,
+                 ) -> Iterator[tuple[list[tuple[int, str]],
+                                     dict[str, list[tuple[int, NewItem]]]]]:
+        """Chunks of ``size`` items: (duplicates of an id live in a draining shard, the rest
+        by live shard), each item with its position in the input."""
         source, seen = iter(items), 0
         while True:
             chunk: list[Any] = []
             error: Exception | None = None
             try:
-                chunk.extend(islice(source, batch_size))
+                chunk.extend(islice(source, size))
             except Exception as e:  # a bad line: store what came before it, then raise
                 error = e
-            groups: dict[str, list[tuple[int, NewItem]]] = {}
-            dupes: list[tuple[int, PushResult]] = []
             live = self.refresh().live
             named = [_named(it, id_from_data, tenant) for it in chunk]
             taken = self._taken_before([n.id or "" for n in named])
+            dupes: list[tuple[int, str]] = []
+            groups: dict[str, list[tuple[int, NewItem]]] = {}
             for n, item in enumerate(named):
                 item_id = item.id or ""
                 if item_id in taken:
-                    dupes.append((seen + n, PushResult(item_id, False, "duplicate")))
-                    continue
-                prefix = live[shard_of(item_id, len(live))]
-                groups.setdefault(prefix, []).append((seen + n, item))
-            if dupes:
-                yield dupes
-            for prefix, group in groups.items():
-                stored = self.shard(prefix).push([it for _, it in group], **kw)
-                yield [(pos, r) for (pos, _), r in zip(group, stored, strict=True)]
+                    dupes.append((seen + n, item_id))
+                else:
+                    groups.setdefault(live[shard_of(item_id, len(live))], []).append(
+                        (seen + n, item))
+            yield dupes, groups
             seen += len(chunk)
             if error is not None:
                 raise error
-            if len(chunk) < batch_size:
+            if len(chunk) < size:
                 return
 
     def _taken_before(self, ids: list[str]) -> set[str]:
@@ -158,7 +181,7 @@ class ShardedQueue:
         pipe = self.client.pipeline(transaction=False)
         asked: list[str] = []
         for item_id in ids:
-            for q in self._older(item_id):
+            for q in self.older(item_id):
                 pipe.exists(q.keys.item(item_id))
                 asked.append(item_id)
         return {i for i, found in zip(asked, pipe.execute(), strict=True) if found}
@@ -203,6 +226,29 @@ class ShardedQueue:
             raise failed  # every shard is down: the caller's outage handling takes over
         return items, states
 
+    def lease_try(self, count: int = 1, *, lease_seconds: float | None = None,
+                  at_most_once: bool = False, now_ms: int | None = None,
+                  ) -> tuple[list[LeasedItem], int, int]:
+        """One lease pass without waiting (for :func:`~rq_cli.core.queue.lease_many`)."""
+        self._mark = self._waiter.mark()
+        items, self._states = self._lease_pass(count, lease_seconds, at_most_once, now_ms)
+        return items, 0, -1
+
+    def wait_for_item(self, seconds: float, status: int = 0, due_in_ms: int = -1) -> bool:
+        """Block up to ``seconds`` on every shard seen by the last :meth:`lease_try`."""
+        self._waiter.wait(self._states, self._mark, seconds)
+        return self._waiter.mark() != self._mark
+
+    def reclaim(self, sessions: Callable[[str], bool], **kw: Any) -> list[LeasedItem]:
+        return [item for q in self.shards for item in q.reclaim(sessions, **kw)]
+
+    def owner(self, prefix: str) -> WorkQueue | None:
+        """The shard of prefix ``prefix`` (a leased item's ``queue``), or None."""
+        meta = self.refresh()
+        if prefix in meta.live or prefix in meta.draining_prefixes():
+            return self.shard(prefix)
+        return None
+
     def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
                            lease_seconds: float | None = None, now_ms: int | None = None,
                            ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
@@ -228,7 +274,7 @@ class ShardedQueue:
         for depth in range(len(self.meta.draining)):
             again: dict[str, list[int]] = {}
             for n, was in enumerate(out):
-                older = self._older(refs[n].id)
+                older = self.older(refs[n].id)
                 if was is not None and was.outcome in _NOT_HERE and depth < len(older):
                     again.setdefault(older[depth].prefix, []).append(n)
             for prefix, where in again.items():
@@ -258,115 +304,26 @@ class ShardedQueue:
         return self.by_id(_refs(ids), lambda q, r: q.retake([x.id for x in r], **kw))
 
     def item(self, item_id: str, *, now_ms: int | None = None) -> PeekedItem | None:
-        for q in [self.shard_for(item_id), *self._older(item_id)]:
+        for q in [self.shard_for(item_id), *self.older(item_id)]:
             found = q.item(item_id, now_ms=now_ms)
             if found is not None:
                 return found
         return None
 
-    # -- every shard ---------------------------------------------------------------------
-    def stats(self, *, now_ms: int | None = None, by_tenant: bool = False) -> Stats:
-        """Exact totals over every shard (and the totals of shards already removed)."""
-        from .shardstats import total
+def owner_of(queues: Sequence[Any], prefix: str) -> Any:
+    """The queue among ``queues`` (WorkQueues and ShardedQueues) that a leased item of
+    prefix ``prefix`` belongs to: a WorkQueue of that prefix, or a sharded queue's shard."""
+    for q in queues:
+        if q.prefix == prefix:
+            return q
+        if isinstance(q, ShardedQueue) and (shard := q.owner(prefix)) is not None:
+            return shard
+    raise KeyError(prefix)
 
-        return total(self.prefix, [q.stats(now_ms=now_ms, by_tenant=by_tenant)
-                                   for q in self.shards], self.meta.retired_counters)
 
-    def shard_stats(self, *, now_ms: int | None = None,
-                    ) -> list[tuple[str, bool, Stats | None, str | None]]:
-        """(prefix, live, stats or None, error or None) per shard: a shard whose server
-        cannot be reached is a row with its error, the others are read."""
-        live = set(self.refresh().live)
-        out: list[tuple[str, bool, Stats | None, str | None]] = []
-        for q in self.shards:
-            try:
-                out.append((q.prefix, q.prefix in live, q.stats(now_ms=now_ms), None))
-            except Exception as e:
-                if not shard_down(e):
-                    raise
-                out.append((q.prefix, q.prefix in live, None, str(e) or type(e).__name__))
-        return out
-
-    def peek(self, state: str = "pending", *, count: int = 10, offset: int = 0,
-             from_end: str = "head", now_ms: int | None = None, tenant: str | None = None,
-             start_at: str | None = None) -> list[PeekedItem]:
-        """Items of every shard, merged in the order of the state's time (enqueued, lease
-        deadline, due time, death); reads ``offset + count`` items of each shard."""
-        from .shardstats import merged
-
-        pages = [q.peek(state, count=offset + count, from_end=from_end,  # type: ignore[arg-type]
-                        now_ms=now_ms, tenant=tenant) for q in self.shards]
-        return merged(state, pages, from_end)[offset:offset + count]
-
-    def peek_pages(self, state: str = "pending", *, count: int = 10, **kw: Any,
-                   ) -> Iterator[list[PeekedItem]]:
-        items = self.peek(state, count=count, **kw)
-        for n in range(0, len(items), BATCH):
-            yield items[n:n + BATCH]
-
-    def holders(self, *, now_ms: int | None = None) -> list[Holder]:
-        from .shardstats import merged_holders
-
-        return merged_holders([q.holders(now_ms=now_ms) for q in self.shards])
-
-    def clean(self, **kw: Any) -> CleanReport:
-        """Clean every shard (light, or ``deep``), then remove drained shards."""
-        from .reports import CleanReport
-        from .resharding import settle
-
-        report = CleanReport(dry_run=kw.get("dry_run", False))
-        for q in self.shards:
-            _add(report, q.clean(**kw))
-        if not report.dry_run:
-            settle(self.client, self.prefix)
-        return report
-
-    def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
-                     to: Any = None, **kw: Any) -> RequeueReport:
-        """Requeue dead items in their own shards (``to`` another queue is refused)."""
-        from .reports import RequeueReport
-
-        if to is not None:
-            raise UsageError("requeue-dead into another queue is not possible from a sharded "
-                             "queue (its shards live in other slots)")
-        report = RequeueReport(dry_run=kw.get("dry_run", False))
-        for q in self.shards:
-            mine = None if ids is None else [i for i in ids
-                                             if q in (self.shard_for(i), *self._older(i))]
-            if mine == [] or (limit is not None and report.requeued >= limit):
-                continue
-            left = None if limit is None else limit - report.requeued
-            _add(report, q.requeue_dead(mine, limit=left, **kw))
-        return report
-
-    def purge(self, state: str = "pending", **kw: Any) -> PurgeReport:
-        from .reports import PurgeReport
-
-        report = PurgeReport(dry_run=kw.get("dry_run", False))
-        for q in self.shards:
-            _add(report, q.purge(state, **kw))  # type: ignore[arg-type]
-        return report
-
-    def pause(self) -> None:
-        for q in self.shards:
-            q.pause()
-
-    def resume(self) -> None:
-        for q in self.shards:
-            q.resume()
-
-    def is_paused(self) -> bool:
-        return any(q.is_paused() for q in self.shards)
-
-    def exists(self) -> bool:
-        return any(q.exists() for q in self.shards)
-
-    def set_dedup_window(self, seconds: float) -> int:
-        return sum(q.set_dedup_window(seconds) for q in self.shards)
-
-    def sync_tenant_weights(self) -> None:
-        for q in self.live:
-            q.sync_tenant_weights()
+def physical(queues: Sequence[Any]) -> list[WorkQueue]:
+    """Every WorkQueue behind ``queues``: a sharded queue's shards in its place."""
+    return [s for q in queues for s in (q.shards if isinstance(q, ShardedQueue) else [q])]
 
 
 def _named(item: NewItem | bytes | str, id_from_data: bool, tenant: str | None) -> NewItem:
@@ -383,12 +340,3 @@ def _named(item: NewItem | bytes | str, id_from_data: bool, tenant: str | None) 
 
 def _refs(refs: Iterable[str | ItemRef]) -> list[ItemRef]:
     return WorkQueue.ref_args(refs)
-
-
-def _add(report: Any, part: Any) -> None:
-    """Add the counts of ``part`` to ``report`` (same dataclass; lists are joined)."""
-    for name, value in vars(part).items():
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, (int, list)):
-            setattr(report, name, getattr(report, name) + value)
