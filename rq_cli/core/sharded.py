@@ -252,10 +252,24 @@ class ShardedQueue(EveryShard):
     def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
                            lease_seconds: float | None = None, now_ms: int | None = None,
                            ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
-        """Complete ``refs``, then lease up to ``count`` items (two steps here: the items'
-        shards and the next lease's need not be one)."""
-        done = self.complete(refs, now_ms=now_ms)
-        return done, self.lease(count, lease_seconds=lease_seconds, now_ms=now_ms)
+        """Complete ``refs``, then lease up to ``count`` items. When the items are all of
+        one shard (a worker's one item), that shard completes them and leases the next in
+        one round trip, as an unsharded queue does; what it lacks comes from a fair lease
+        pass (so a worker moves on when its shard is empty). Does not wait."""
+        items = _refs(refs)
+        homes = {self.shard_for(r.id).prefix for r in items}
+        leased: list[LeasedItem] = []
+        if len(homes) == 1:
+            done, leased = self.shard(homes.pop()).complete_and_lease(
+                items, count, lease_seconds=lease_seconds, now_ms=now_ms)
+            if self.meta.draining and any(o.outcome in _NOT_HERE for o in done):
+                done = self.complete(items, now_ms=now_ms)  # (some are in an older shard)
+        else:
+            done = self.complete(items, now_ms=now_ms) if items else []
+        if len(leased) < count:
+            leased += self.lease(count - len(leased), lease_seconds=lease_seconds,
+                                 now_ms=now_ms)
+        return done, leased
 
     # -- by id ---------------------------------------------------------------------------
     def by_id(self, refs: Sequence[ItemRef], op: Callable[[WorkQueue, list[ItemRef]],
