@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -95,3 +96,46 @@ def test_two_workers_drain_it_each_item_once(cli: Any, cluster: Cluster,  # noqa
     assert len(seen) == total and set(seen.values()) == {1}
     stats = cli("stats", "jobs").one
     assert (stats["pending"], stats["processing"]) == (0, 0)
+
+
+LOOP = ('while [ ! -e "$STOP" ]; do rq-cli lease jobs --count 50 --wait 1 --lease 5 2>/dev/null'
+        ' | rq-cli complete jobs - >> "$OUT" 2>/dev/null; done')
+
+
+@pytest.mark.timeout(400)
+def test_reshard_5_then_2_under_four_lease_complete_loops(cli: Any, cluster: Cluster,  # noqa: F811
+                                                          tmp_path: Path) -> None:
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    total = 600  # (each rq-cli run opens a cluster client: about a second here)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+           "RQ_CLI_CONFIG": str(tmp_path / "rq-cli.toml"), "STOP": str(tmp_path / "stop"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    loops = [subprocess.Popen(["sh", "-c", LOOP], env={**env, "OUT": str(tmp_path / f"o{n}")},
+                              cwd=tmp_path) for n in range(4)]
+    try:
+        for step, (before, shards) in enumerate(((3, 3), (3, 5), (5, 2))):
+            if step:  # the operator: reshard, then the config (clients between: refused)
+                assert cli("reshard", "jobs", str(shards), shards=before).exit_code == 0
+            part = "".join(f'{{"id": "r{n}", "data": {{}}}}\n'
+                           for n in range(step * 200, (step + 1) * 200))
+            run = cli("push", "jobs", "--with-ids", "-", input=part, shards=shards)
+            assert run.exit_code == 0 and len(run.json) == 200, run
+            time.sleep(2)
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            stats = cli("stats", "jobs", shards=2).one
+            if stats["counters"]["completed"] >= total:
+                break
+            cli("clean", "jobs", "--grace", "0", shards=2)  # leases a refused complete left
+            time.sleep(1)
+    finally:
+        (tmp_path / "stop").touch()
+        for p in loops:
+            p.wait(timeout=60)
+    done = Counter(json.loads(line)["id"] for n in range(4)
+                   for line in (tmp_path / f"o{n}").read_text().splitlines()
+                   if json.loads(line).get("outcome") == "completed")
+    assert set(done) == {f"r{n}" for n in range(total)} and max(done.values()) == 1
+    stats = cli("stats", "jobs", shards=2).one
+    assert (stats["pending"], stats["processing"], stats["counters"]["completed"]) == \
+        (0, 0, total)
