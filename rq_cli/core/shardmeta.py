@@ -111,6 +111,15 @@ def check_count(name: str, expected: int | None, meta: ShardMeta) -> None:
                       f"'rq-cli reshard {name} N')")
 
 
+def refuse_if_sharded(client: Any, base: str, name: str) -> None:
+    """Refuse (ConfigError, exit 78) to treat ``base`` as a plain queue where the server
+    records it as sharded: a push there would go where no sharded client looks."""
+    raw = client.hget(meta_key(base), "count")
+    if raw is not None and int(raw):
+        raise ConfigError(f"queue {name!r} is sharded on the server ({int(raw)} shards): set "
+                          f"shards = {int(raw)} on its [queues.{name}] table in the config")
+
+
 def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | None]) -> ShardMeta:
     """Read the record, apply ``change`` (None: nothing to write) and write it back in one
     WATCH/MULTI transaction, retried when another client changed it meanwhile."""

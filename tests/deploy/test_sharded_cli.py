@@ -69,6 +69,9 @@ def test_reshard_then_every_command_sees_one_queue(cli: Any, cluster: Cluster) -
     run = cli("push", "jobs", "{}", shards=4)  # a client whose config says another count
     assert run.exit_code == ExitCode.CONFIG and "server has 3" in run.stderr, run
     assert run.stdout == "" and cli("stats", "jobs").one["pending"] == 161
+    plain = run_cli(["push", "app:{jobs}", "{}"], url=cluster.url, home=Path.cwd())
+    assert plain.exit_code == ExitCode.CONFIG and "shards = 3" in plain.stderr, plain
+    assert cli("stats", "jobs").one["pending"] == 161
     doctor = cli("doctor", "jobs")
     shards = [r for r in doctor.json if r["check"] == "shards"]
     assert shards and shards[0]["status"] == "ok", shards
