@@ -54,6 +54,9 @@ def test_reshard_then_every_command_sees_one_queue(cli: Any, cluster: Cluster) -
     table = cli("stats", "jobs", "--shards", tty=True)
     assert table.exit_code == 0 and table.stdout.count("jobs/app:{jobs~1.") == 3, table
     assert cli("peek", "jobs", "--id", "one").one["data"] == {"x": 1}
+    prom = cli("stats", "jobs", "--format", "prometheus").stdout
+    assert 'rq_cli_items{queue="jobs",prefix="app:{jobs}",state="pending"} 300' in prom
+    assert prom.count('rq_cli_up{queue="jobs",prefix="app:{jobs}",shard="app:{jobs~1.') == 3
     assert len(cli("peek", "jobs", "-n", "50").json) == 50
     lease = cli("lease", "jobs", "--count", "140")  # more than one shard holds
     assert len(lease.json) == 140 and {r["queue"] for r in lease.json} == {"jobs"}
