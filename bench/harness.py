@@ -250,6 +250,7 @@ class Ctx:
     cli_reason: str  # why the CLI is not available
     env: dict[str, str]  # environment for rq-cli subprocesses (URL, no config files)
     workers: int = 8  # concurrent worker processes of the server-cpu case (--workers)
+    primaries: int = 3  # Cluster primaries of the shards case (--primaries)
 
     def scale(self, full: int, quick: int) -> int:
         return quick if self.quick else full

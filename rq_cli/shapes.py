@@ -26,7 +26,7 @@ SCHEMAS: dict[str, str] = {
     "extend": "outcome", "cancel": "outcome", "stats": "stats", "peek": "peek",
     "queues": "queues", "doctor": "doctor", "holders": "holders", "clean": "clean",
     "requeue-dead": "requeue-dead", "purge": "purge", "dedup": "dedup", "pause": "paused",
-    "resume": "paused", "work": "work-log", "config path": "config-path",
+    "resume": "paused", "reshard": "reshard", "work": "work-log", "config path": "config-path",
     "config show": "config-show", "server status": "server-status",
     "server stop": "server-stop",
 }
@@ -46,6 +46,23 @@ def stats_row(name: str, s: Stats) -> dict[str, Any]:
             "delayed": s.delayed, "due": s.due, "dead": s.dead,
             "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
             "tenants": s.tenants, "counters": dict(s.counters)}
+
+
+def shard_rows(parts: list[tuple[str, bool, Stats | None, str | None]],
+               ) -> list[dict[str, Any]]:
+    """``stats`` of a sharded queue, its ``shards`` field: a row per shard (``live``: false
+    while it drains), with its counts, or its ``error`` when its server cannot be read."""
+    out: list[dict[str, Any]] = []
+    for prefix, live, s, error in parts:
+        row: dict[str, Any] = {"prefix": prefix, "live": live}
+        if s is None:
+            row["error"] = error
+        else:
+            row.update(pending=s.pending, processing=s.processing, leased=s.leased,
+                       abandoned=s.abandoned, delayed=s.delayed, due=s.due, dead=s.dead,
+                       oldest_pending_age_s=s.oldest_pending_age_s, paused=s.paused)
+        out.append(row)
+    return out
 
 
 def tenant_rows(name: str, s: Stats) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from . import (
     repair,
     scale,
     server_cpu,
+    shards,
     startup,
     stats,
     wake,
@@ -37,6 +38,7 @@ CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "fair": fair.run,  # issue 13: fair queues, fairness and lease cost per tenant count
     "wake": wake.run,  # issue 22: lease --wait on a fair queue, latency and idle cost
     "dash": dash.run,  # issue 21: the console opening a queue of 1M dead items
+    "shards": shards.run,  # issue 30: one sharded queue over a local Cluster of P primaries
 }
 #: Cases that run the rq-cli command (the others use the library).
 NEEDS_CLI = ("startup", "stats", "push", "profile", "work")

@@ -133,6 +133,12 @@ def load_cancel() -> Any:
     return cancel
 
 
+def load_reshard() -> Any:
+    from .reshard import reshard
+
+    return reshard
+
+
 def load_dash() -> Any:
     from .dash import dash
 
@@ -170,6 +176,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", load_resume),
     Command("work", load_work),
     Command("cancel", load_cancel),
+    Command("reshard", load_reshard),
     Command("dash", load_dash),
     Command("config", load_config),
     Command("server", load_server),

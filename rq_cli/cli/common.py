@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Iterator
 from enum import Enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar, cast
 
 import typer
 
@@ -123,8 +123,13 @@ class State:
         from ..core.queue import WorkQueue
 
         spec = self.spec(name)
-        wq = WorkQueue(self.client(spec.url, spec.password, spec), spec.prefix,
-                       self.options(spec.options))
+        client = self.client(spec.url, spec.password, spec)
+        if spec.shards is not None:  # a sharded queue offers WorkQueue's operations
+            from ..core.sharded import ShardedQueue
+
+            return cast("WorkQueue", ShardedQueue(client, spec.prefix, spec.options,
+                                                  shards=spec.shards, name=name))
+        wq = WorkQueue(client, spec.prefix, self.options(spec.options))
         self.opened.append(wq)
         return wq
 

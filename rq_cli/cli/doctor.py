@@ -121,6 +121,10 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
             checks.append(("", name, presence(server, name, prefix)))
             checks += [("", name, c) for c in queue_checks(client, prefix)]
             checks.append(("", name, durability(client, server.options[name])))
+            if name in st.config.queues and st.spec(name).shards is not None:
+                from ..health_shards import shard_checks
+
+                checks += [("", name, c) for c in shard_checks(server.client, prefix)]
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
         return [{"server": where, "queue": None, "check": "connect", "status": health.FAIL,
@@ -139,7 +143,14 @@ def presence(server: Server, name: str, prefix: str) -> Check:
     from .monitor import absent
 
     try:
-        found = WorkQueue(server.client, prefix).stats()
+        from ..core import shardmeta
+
+        if shardmeta.read(server.client, prefix).count:  # a sharded queue: its shards' counts
+            from ..core.sharded import ShardedQueue
+
+            found = ShardedQueue(server.client, prefix).stats()
+        else:
+            found = WorkQueue(server.client, prefix).stats()
     except Exception as exc:
         if is_connection_error(exc):
             raise

@@ -120,6 +120,10 @@ def stats(
     by_tenant: Annotated[bool, typer.Option(
         "--by-tenant", help="One row per tenant with pending items (fair queues): queue, "
                             "tenant (null: items pushed without --tenant), pending.")] = False,
+    per_shard: Annotated[bool, typer.Option(
+        "--shards", help="Sharded queues: also a row per shard (QUEUE/PREFIX), a shard whose "
+                         "server is down a row with its error (JSON lines always carry the "
+                         "breakdown in a 'shards' field).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
@@ -176,6 +180,13 @@ def stats(
     for t in stats_targets(st, queues or [], discover, failed, rows):
         found, error = failed.run(t.url, t.queue.stats, t.queue)
         rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
+        if found and hasattr(t.queue, "shard_stats"):  # a sharded queue (ShardedQueue)
+            from ..shapes import shard_rows
+
+            rows[-1]["shards"] = shard_rows(t.queue.shard_stats())
+            if per_shard and not out.json:
+                rows.extend({**r, "queue": f"{t.name}/{r['prefix']}"}
+                            for r in rows[-1]["shards"])
         if found:
             read.setdefault(t.url, t.queue.client)
         if found and not found.exists:

@@ -79,6 +79,9 @@ def lease(
     items = lease_many(wqs, count, lease_seconds=lease_seconds, wait=wait, order=order.value,
                        at_most_once=at_most_once)
     names = {wq.prefix: name for wq, name in reversed(list(zip(wqs, queues, strict=True)))}
+    for wq, name in zip(wqs, queues, strict=True):  # a sharded queue's items: its name
+        names.update({i.queue: name for i in items
+                      if i.queue not in names and getattr(wq, "owner", lambda _: None)(i.queue)})
     if not items:
         paused = [name for wq, name in zip(wqs, queues, strict=True) if wq.is_paused()]
         if len(paused) == len(queues):

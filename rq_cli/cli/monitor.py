@@ -70,6 +70,9 @@ def run_prometheus(st: State, out: Output, targets: list[Target],
             out.message(f"rq-cli: {absent(target.name, target.url)}")
         samples.append(Sample(target.name, target.queue.prefix,
                               None if isinstance(got, str) else got, mask_url(target.url)))
+        if hasattr(target.queue, "shard_stats") and not isinstance(got, str):
+            samples += [Sample(target.name, target.queue.prefix, shard, mask_url(target.url),
+                               prefix) for prefix, _, shard, _ in target.queue.shard_stats()]
     for row in unlisted:
         out.message(f"rq-cli: stats: {row['error']}")
         samples.append(Sample("", "", None, row["url"]))

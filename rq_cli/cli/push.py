@@ -83,6 +83,10 @@ def push(
     options: dict[str, Any] = {"id_from_data": id_from_data, "front": front, "delay": delay,
                                "expire": expire, "tenant": tenant}
     wq = st.queue(queue)
+    if not hasattr(wq, "stream"):  # a plain queue: not one the server records as sharded
+        from ..core.shardmeta import refuse_if_sharded
+
+        refuse_if_sharded(wq.client, wq.prefix, queue)
     window = dedup_window if dedup_window is not None else wq.options.dedup_window
     if window is not None:  # one call before the items: the queue's window, and a prune
         wq.set_dedup_window(window)
@@ -106,7 +110,10 @@ def push(
     with (contextlib.nullcontext(Progress()) if typing else
           out.progress(f"push {queue}", total=_size(stream), unit="bytes")) as bar:
         try:
-            _stream(st, bulk.stream(wq, lines, atomic=interrupt_deferred, **options), tally,
+            batches = wq.stream(lines, atomic=interrupt_deferred, **options) \
+                if hasattr(wq, "stream") else \
+                bulk.stream(wq, lines, atomic=interrupt_deferred, **options)
+            _stream(st, batches, tally,
                     lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
         except RqError:
             if tally.summary:  # the summary of what was stored, then the one error line

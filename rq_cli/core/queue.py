@@ -154,6 +154,23 @@ class WorkQueue(Reads, Repairs):
                 return items
             self._wait(min(remaining, BLOCK_CHUNK), status, due_in)
 
+    def lease_try(self, count: int = 1, *, lease_seconds: float | None = None,
+                  at_most_once: bool = False, now_ms: int | None = None,
+                  ) -> tuple[list[LeasedItem], int, int]:
+        """One lease without waiting, for a caller that waits itself (a sharded queue):
+        the items, the status and the ms until a delayed item falls due (-1: none), the
+        last two for :meth:`wait_for_item`."""
+        check_count(count)
+        self.sync_tenant_weights()
+        items, status, due_in, _ = self._lease_once(count, self._lease_ms(lease_seconds),
+                                                    now_ms, at_most_once)
+        return items, status, due_in
+
+    def wait_for_item(self, seconds: float, status: int = 0, due_in_ms: int = -1) -> bool:
+        """Block up to ``seconds`` for an item to arrive, without taking it (``status`` and
+        ``due_in_ms``: those :meth:`lease_try` returned); True if one was seen."""
+        return self._wait(seconds, status, due_in_ms)
+
     def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
                            lease_seconds: float | None = None, now_ms: int | None = None,
                            ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
@@ -181,13 +198,13 @@ class WorkQueue(Reads, Repairs):
             raise UsageError(f"the lease time must be at most {MAX_LEASE_TEXT}")
         return max(ms(seconds), 1)
 
-    def _wait(self, seconds: float, status: int, due_in_ms: int) -> None:
+    def _wait(self, seconds: float, status: int, due_in_ms: int) -> bool:
         """Block up to ``seconds`` for an item to arrive, without taking it (``status``: the
         last lease's: LEASE_PAUSED, or LEASE_FAIR for nothing on a fair queue; ``due_in_ms``:
         its ms until a delayed item falls due, by the server's clock, or -1)."""
         if status == LEASE_PAUSED:
             time.sleep(min(seconds, 0.5))
-            return
+            return False
         if due_in_ms >= 0:  # a delayed item becomes due: wake up for it (whatever our clock)
             seconds = min(seconds, max(due_in_ms / 1000, 0.01))
         seconds = max(round(seconds, 3), 0.01)
@@ -195,9 +212,9 @@ class WorkQueue(Reads, Repairs):
             # a push into a tenant's sub-queue does not touch P:queue: its wake-up token does
             # (one per item; a peer's push into P:queue is seen at the next lease, within
             # BLOCK_CHUNK)
-            self.client.blpop([self.keys.wake], seconds)
-        else:
-            self.client.blmove(self.keys.queue, self.keys.queue, seconds, "RIGHT", "RIGHT")
+            return self.client.blpop([self.keys.wake], seconds) is not None
+        return self.client.blmove(self.keys.queue, self.keys.queue, seconds, "RIGHT",
+                                  "RIGHT") is not None
 
     # -- complete / fail / extend --------------------------------------------------------
     def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
@@ -361,9 +378,8 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         if order == "fair":
             _random().shuffle(ordered)
         for q in ordered:
-            q.sync_tenant_weights()
-            items, _, _, _ = q._lease_once(count, q._lease_ms(lease_seconds), None,
-                                           at_most_once)
+            items, _, _ = q.lease_try(count, lease_seconds=lease_seconds,
+                                      at_most_once=at_most_once)
             if items:
                 return items
         remaining = deadline - time.monotonic()
@@ -372,4 +388,4 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         # no multi-key "block without taking": wait on each queue briefly in turn
         per_queue = max(min(remaining, 0.5) / len(ordered), 0.01)
         for q in ordered:
-            q._wait(per_queue, 0, -1)
+            q.wait_for_item(per_queue)

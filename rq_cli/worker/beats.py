@@ -51,7 +51,7 @@ class Beating(Spawning):
         """Extend the leases of ``due`` (one call per queue); stop the commands of those
         lost, and drop lost items held ahead."""
         running = {id(j.held): j for j in self.jobs.values()}
-        for wq in self.queues:
+        for wq in {id(h.wq): h.wq for h in due}.values():  # (a shard, for a sharded queue)
             mine = [h for h in due if h.wq is wq]
             if not mine:
                 continue

@@ -9,6 +9,7 @@ import time
 
 from ..core.limits import BATCH
 from ..core.queue import lease_many
+from ..core.sharded import owner_of
 from ..core.types import LeasedItem
 from ..errors import Unconfirmed
 from .env import unrunnable
@@ -73,7 +74,8 @@ class Leasing(Settling):
         by_prefix = {wq.prefix: wq for wq in self.queues}
         for item in items:
             self.leased += 1
-            held = self._hold(by_prefix[item.queue], item, reclaimed)
+            wq = by_prefix.get(item.queue) or owner_of(self.queues, item.queue)
+            held = self._hold(wq, item, reclaimed)
             if (why := unrunnable(item)) is not None:  # settled now: never held ahead
                 self._cannot_start(held, why, dead=True)
             else:

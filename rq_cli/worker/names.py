@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.queue import WorkQueue
+from ..core.sharded import physical
 from ..errors import NameInUse, UsageError
 
 #: Seconds between looks at the name's holder while waiting for it (``--wait-for-name``).
@@ -83,7 +84,7 @@ def live_holders(queues: Sequence[WorkQueue], name: str, host: str) -> list[int]
     ``queues`` (P:holders, read with HSCAN, a page per call)."""
     mine = session_of(name, host)
     pids: set[int] = set()
-    for wq in queues:
+    for wq in physical(queues):
         for _, value in wq.client.hscan_iter(wq.keys.holders, count=1000):
             session = value.decode("utf-8", "replace")
             if mine(session):

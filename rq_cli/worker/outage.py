@@ -155,7 +155,9 @@ def give_back_orphans(queues: Sequence[Any], session: str, known: set[str],
     know (``known``): leased by a call whose reply the outage cut off. Call it only while
     none of the worker's lease calls is in flight."""
     want = session.encode()
-    for wq in queues:
+    from ..core.sharded import physical
+
+    for wq in physical(queues):
         orphans = [field.decode("utf-8", "surrogateescape")
                    for field, value in wq.client.hscan_iter(wq.keys.holders, count=1000)
                    if value == want]

@@ -25,7 +25,7 @@ class Settling(WorkerBase):
         """Complete the items that exited 0 (held while the server is out of reach)."""
         if finished is None:
             finished, self.finished = self.finished, []
-        for wq in self.queues:
+        for wq in {id(h.wq): h.wq for h in finished}.values():  # (a shard, for a sharded queue)
             mine = [h for h in finished if h.wq is wq]
             if not mine:
                 continue

@@ -160,3 +160,18 @@ def test_show_hides_secrets():
     assert "topsecret" not in text and "pw-value" not in text
     assert shown["queues"]["q"]["password"] == "(hidden)"
     assert shown["queues"]["q"]["password_env"] == "Q_PW"
+
+
+@pytest.mark.parametrize("value", ["0", "257", "2.5", '"3"', "true"])
+def test_shards_must_be_a_whole_number_in_range(tmp_path, value):
+    path = write(tmp_path / "c.toml", f'[queues.jobs]\nprefix = "app:{{jobs}}"\nshards = {value}\n')
+    with pytest.raises(ConfigError, match=r"line 3: shards in \[queues.jobs\] must be a whole "
+                                          r"number from 1 to 256"):
+        config.parse_file(path)
+
+
+def test_shards_reach_the_queue_spec(tmp_path):
+    path = write(tmp_path / "c.toml", '[queues.jobs]\nprefix = "app:{jobs}"\nshards = 3\n')
+    cfg = config.parse_file(path)
+    assert cfg.resolve("jobs", env={}).shards == 3
+    assert cfg.resolve("other", env={}).shards is None

@@ -128,6 +128,9 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # report fields as table columns, and the verb of requeue-dead's lines
     "rq_cli.cli.maintain": {"dead": 2, "missing": 1, "requeued": 4, "pending": 1,
                             "processing": 1, "delayed": 1},
+    # the Stats fields a sharded queue's totals sum
+    "rq_cli.core.shardstats": {"pending": 1, "processing": 1, "leased": 1, "delayed": 1,
+                               "dead": 1},
     # the Stats fields whose counts say that a queue exists on its server
     "rq_cli.core.reads": {"pending": 1, "processing": 1, "delayed": 1, "dead": 1},
     # the watch's column labels and --sort keys (Stats fields)

@@ -1,0 +1,42 @@
+"""``rq-cli reshard``: make a queue sharded, or change its shard count, on a live server
+(docs/DESIGN.md section 7, README "Sharded queues")."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import DryRunOpt, JsonOpt, QueueArg, state
+
+
+def reshard(
+    ctx: typer.Context,
+    queue: QueueArg,
+    shards: Annotated[int, typer.Argument(
+        min=1, max=256, metavar="N", show_default=False,
+        help="The number of shards the queue should have (1 to 256).")],
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Spread a queue over N shards (created or resized live; retired shards drain).
+
+    Example: rq-cli reshard jobs 3
+    """
+    from ..connect import mask_url
+    from ..core.resharding import reshard as do_reshard
+    from ..render import message
+
+    st = state(ctx)
+    spec = st.spec(queue)
+    client = st.client(spec.url, spec.password, spec)
+    plan = do_reshard(client, spec.prefix, shards, dry_run=dry_run)
+    st.output(as_json).record({
+        "queue": queue, "prefix": spec.prefix, "url": mask_url(spec.url),
+        "before": plan.before, "after": plan.after, "changed": plan.changed,
+        "dry_run": dry_run, "live": plan.live, "draining": plan.draining,
+        "placement": plan.placement})
+    if plan.changed and not dry_run and spec.shards != shards:
+        where = f"[queues.{queue}]" if spec.configured else f"a [queues.{queue}] table"
+        message(f"rq-cli: note: set shards = {shards} in {where} of the config: a client "
+                f"configured with another count is refused")

@@ -1,0 +1,158 @@
+"""The operations of a sharded queue that go to every shard (docs/DESIGN.md section 7):
+totals, merged reads, maintenance, pause. A base of :class:`~rq_cli.core.sharded.ShardedQueue`,
+which gives it the shards. No Typer, no rich."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from .codes import ItemState
+from .limits import BATCH
+from .shardmeta import ShardMeta
+from .shardwait import shard_down
+
+if TYPE_CHECKING:
+    from .queue import WorkQueue
+    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
+
+
+class EveryShard:
+    """Operations over every shard (live and draining) of a sharded queue."""
+
+    prefix: str
+    client: Any
+    meta: ShardMeta
+
+    @property
+    def shards(self) -> list[WorkQueue]:
+        raise NotImplementedError
+
+    @property
+    def live(self) -> list[WorkQueue]:
+        raise NotImplementedError
+
+    def refresh(self, force: bool = False) -> ShardMeta:
+        raise NotImplementedError
+
+    def shard_for(self, item_id: str) -> WorkQueue:
+        raise NotImplementedError
+
+    def older(self, item_id: str) -> list[WorkQueue]:
+        raise NotImplementedError
+
+    # -- every shard ---------------------------------------------------------------------
+    def stats(self, *, now_ms: int | None = None, by_tenant: bool = False) -> Stats:
+        """Exact totals over every shard (and the totals of shards already removed)."""
+        from .shardstats import total
+
+        return total(self.prefix, [q.stats(now_ms=now_ms, by_tenant=by_tenant)
+                                   for q in self.shards], self.meta.retired_counters)
+
+    def shard_stats(self, *, now_ms: int | None = None,
+                    ) -> list[tuple[str, bool, Stats | None, str | None]]:
+        """(prefix, live, stats or None, error or None) per shard: a shard whose server
+        cannot be reached is a row with its error, the others are read."""
+        live = set(self.refresh().live)
+        out: list[tuple[str, bool, Stats | None, str | None]] = []
+        for q in self.shards:
+            try:
+                out.append((q.prefix, q.prefix in live, q.stats(now_ms=now_ms), None))
+            except Exception as e:
+                if not shard_down(e):
+                    raise
+                out.append((q.prefix, q.prefix in live, None, str(e) or type(e).__name__))
+        return out
+
+    def peek(self, state: str = ItemState.PENDING, *, count: int = 10, offset: int = 0,
+             from_end: str = "head", now_ms: int | None = None, tenant: str | None = None,
+             start_at: str | None = None) -> list[PeekedItem]:
+        """Items of every shard, merged in the order of the state's time (enqueued, lease
+        deadline, due time, death); reads ``offset + count`` items of each shard."""
+        from .shardstats import merged
+
+        pages = [q.peek(state, count=offset + count, from_end=from_end,  # type: ignore[arg-type]
+                        now_ms=now_ms, tenant=tenant) for q in self.shards]
+        return merged(state, pages, from_end)[offset:offset + count]
+
+    def peek_pages(self, state: str = ItemState.PENDING, *, count: int = 10, **kw: Any,
+                   ) -> Iterator[list[PeekedItem]]:
+        items = self.peek(state, count=count, **kw)
+        for n in range(0, len(items), BATCH):
+            yield items[n:n + BATCH]
+
+    def holders(self, *, now_ms: int | None = None) -> list[Holder]:
+        from .shardstats import merged_holders
+
+        return merged_holders([q.holders(now_ms=now_ms) for q in self.shards])
+
+    def clean(self, **kw: Any) -> CleanReport:
+        """Clean every shard (light, or ``deep``), then remove drained shards."""
+        from .reports import CleanReport
+        from .resharding import settle
+
+        report = CleanReport(dry_run=kw.get("dry_run", False))
+        for q in self.shards:
+            _add(report, q.clean(**kw))
+        if not report.dry_run:
+            settle(self.client, self.prefix)
+        return report
+
+    def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
+                     to: Any = None, **kw: Any) -> RequeueReport:
+        """Requeue dead items in their own shards (``to`` another queue is refused)."""
+        from .reports import RequeueReport
+
+        if to is not None:
+            raise UsageError("requeue-dead into another queue is not possible from a sharded "
+                             "queue (its shards live in other slots)")
+        report = RequeueReport(dry_run=kw.get("dry_run", False))
+        for q in self.shards:
+            mine = None if ids is None else [i for i in ids
+                                             if q in (self.shard_for(i), *self.older(i))]
+            if mine == [] or (limit is not None and report.requeued >= limit):
+                continue
+            left = None if limit is None else limit - report.requeued
+            _add(report, q.requeue_dead(mine, limit=left, **kw))
+        return report
+
+    def purge(self, state: str = ItemState.PENDING, **kw: Any) -> PurgeReport:
+        from .reports import PurgeReport
+
+        report = PurgeReport(dry_run=kw.get("dry_run", False))
+        for q in self.shards:
+            _add(report, q.purge(state, **kw))  # type: ignore[arg-type]
+        return report
+
+    def pause(self) -> None:
+        for q in self.shards:
+            q.pause()
+
+    def resume(self) -> None:
+        for q in self.shards:
+            q.resume()
+
+    def is_paused(self) -> bool:
+        return any(q.is_paused() for q in self.shards)
+
+    def exists(self) -> bool:
+        return any(q.exists() for q in self.shards)
+
+    def set_dedup_window(self, seconds: float) -> int:
+        return sum(q.set_dedup_window(seconds) for q in self.shards)
+
+    def sync_tenant_weights(self) -> None:
+        for q in self.live:
+            q.sync_tenant_weights()
+
+
+
+
+def _add(report: Any, part: Any) -> None:
+    """Add the counts of ``part`` to ``report`` (same dataclass; lists are joined)."""
+    for name, value in vars(part).items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, list)):
+            setattr(report, name, getattr(report, name) + value)

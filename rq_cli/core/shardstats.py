@@ -1,0 +1,74 @@
+"""Reports of a sharded queue made from its shards' (docs/DESIGN.md section 7): totals of
+stats, merged peeks and holders. No Typer, no rich."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .codes import ItemState
+from .keys import COUNTER_FIELDS
+
+if TYPE_CHECKING:
+    from .reports import Holder, PeekedItem, Stats
+
+_COUNTS = ("pending", "processing", "leased", "abandoned", "delayed", "due", "dead", "tenants")
+
+
+def total(prefix: str, parts: Sequence[Stats], retired: dict[str, int]) -> Stats:
+    """One Stats for the whole queue: counts and counters summed (with ``retired``, the
+    counters of shards already removed), the oldest pending age the largest, paused if any
+    shard is."""
+    from .reports import Stats
+
+    counts = {name: sum(getattr(s, name) for s in parts) for name in _COUNTS}
+    counters = {name: sum(s.counters.get(name, 0) for s in parts) + int(retired.get(name, 0))
+                for name in COUNTER_FIELDS}
+    ages = [s.oldest_pending_age_s for s in parts if s.oldest_pending_age_s is not None]
+    by_tenant: dict[str, int] | None = None
+    if parts and parts[0].by_tenant is not None:
+        by_tenant = {}
+        for s in parts:
+            for tenant, n in (s.by_tenant or {}).items():
+                by_tenant[tenant] = by_tenant.get(tenant, 0) + n
+    other = next((s.other_generation for s in parts if s.other_generation), None)
+    return Stats(queue=prefix, oldest_pending_age_s=max(ages) if ages else None,
+                 paused=any(s.paused for s in parts), counters=counters, by_tenant=by_tenant,
+                 other_generation=other, **counts)
+
+
+def _order(state: str, item: PeekedItem) -> float:
+    when = {ItemState.PENDING: item.enqueued_at, ItemState.PROCESSING: item.lease_expires_at,
+            ItemState.DELAYED: item.due_at, ItemState.DEAD: item.dead_at}.get(ItemState(state))
+    return when if when is not None else float("inf")
+
+
+def merged(state: str, pages: Sequence[list[PeekedItem]], from_end: str) -> list[PeekedItem]:
+    """The shards' items in one order: the state's time (enqueued, lease deadline, due
+    time, death), soonest first from the head, latest first from the tail."""
+    items = [item for page in pages for item in page]
+    items.sort(key=lambda i: _order(state, i), reverse=from_end == "tail")
+    return items
+
+
+def merged_holders(parts: Sequence[list[Holder]]) -> list[Holder]:
+    """One Holder per session over every shard."""
+    out: dict[str | None, Holder] = {}
+    for holders in parts:
+        for h in holders:
+            seen = out.get(h.session)
+            if seen is None:
+                out[h.session] = replace(h, ids=list(h.ids))
+                continue
+            seen.items += h.items
+            seen.live += h.live
+            seen.abandoned += h.abandoned
+            seen.ids.extend(h.ids)
+            if h.oldest_deadline is not None and (seen.oldest_deadline is None
+                                                  or h.oldest_deadline < seen.oldest_deadline):
+                seen.oldest_id, seen.oldest_deadline = h.oldest_id, h.oldest_deadline
+            if h.nearest_deadline is not None and (seen.nearest_deadline is None or
+                                                   h.nearest_deadline < seen.nearest_deadline):
+                seen.nearest_deadline = h.nearest_deadline
+    return sorted(out.values(), key=lambda h: -h.items)

@@ -1,0 +1,33 @@
+"""A sharded queue on a single server (README "Sharded queues"): it works the same, doctor says
+it brings no scale there, an unsharded queue becomes sharded with its items kept, and a
+shard's own prefix is a plain queue a peer client can work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cli_helpers import write_config
+
+pytest_plugins = ["cli_helpers"]
+
+
+def test_single_server_sharded_queue_and_doctor(cli: Any, tmp_path: Path) -> None:
+    assert cli("push", "jobs", "--id", "old", "{}").exit_code == 0  # unsharded so far
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 2\n')
+    run = cli("reshard", "jobs", "2")
+    assert run.exit_code == 0 and run.one["draining"] == ["jobs"], run
+    assert run.one["live"] == ["jobs~1.0", "jobs~1.1"] and run.one["placement"] == {}
+    assert cli("push", "jobs", '{"n": 1}', '{"n": 2}', '{"n": 3}').exit_code == 0
+    assert cli("push", "jobs", "--id", "old", "{}").one["reason"] == "duplicate"
+    stats = cli("stats", "jobs").one
+    assert stats["pending"] == 4 and [s["live"] for s in stats["shards"]] == [True, True, False]
+    leased = cli("lease", "jobs", "--count", "10").json
+    assert len(leased) == 4
+    assert cli("complete", "jobs", *[r["id"] for r in leased]).exit_code == 0
+    doctor = cli("doctor", "jobs")
+    (row,) = [r for r in doctor.json if r["check"] == "shards"]
+    assert row["status"] == "warn" and "no scale" in row["detail"], row
+    # a shard is a queue of the usual layout: any client can work it by its prefix
+    assert cli("--no-config", "push", "jobs~1.0", "--id", "direct", "{}").exit_code == 0
+    assert cli("--no-config", "stats", "jobs~1.0").one["pending"] == 1

@@ -1,0 +1,147 @@
+"""Sharded queues through the command line on a real 3-primary Cluster (config ``shards = 3``,
+``rq-cli reshard jobs 3``): every command sees one queue; a wrong count is refused (78);
+doctor checks placement; ``rq-cli work`` drains it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from cli_helpers import Run, run_cli
+from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
+
+from rq_cli.errors import ExitCode
+
+CONFIG = '[queues.jobs]\nprefix = "app:{{jobs}}"\nurl = "{url}"\nshards = {n}\n'
+
+
+@pytest.fixture
+def cli(cluster: Cluster, nodes: list[redis.Redis], tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "rq-cli.toml"
+
+    def cli(*args: str, shards: int = 3, **kwargs: Any) -> Run:
+        config.write_text(CONFIG.format(url=cluster.url, n=shards))
+        return run_cli(args, url=None, home=tmp_path, **kwargs)
+
+    return cli
+
+
+def test_reshard_then_every_command_sees_one_queue(cli: Any, cluster: Cluster) -> None:  # noqa: F811
+    run = cli("push", "jobs", "{}")
+    assert run.exit_code == ExitCode.CONFIG and "reshard jobs 3" in run.stderr, run
+    run = cli("reshard", "jobs", "3", "--dry-run")
+    assert run.exit_code == 0 and run.one["changed"] and run.one["dry_run"], run
+    run = cli("reshard", "jobs", "3")
+    assert run.exit_code == 0 and run.one["after"] == 3, run
+    assert len(run.one["placement"]) == 3 and len(run.one["live"]) == 3
+    run = cli("push", "jobs", "-", input="".join(f'{{"n": {n}}}\n' for n in range(300)))
+    assert run.exit_code == 0 and len(run.json) == 300, run
+    assert cli("push", "jobs", "--id", "one", "--delay", "600", '{"x": 1}').exit_code == 0
+    assert cli("push", "jobs", "--id", "one", '{"x": 2}').one["reason"] == "duplicate"
+    stats = cli("stats", "jobs").one
+    assert (stats["pending"], stats["delayed"], len(stats["shards"])) == (300, 1, 3)
+    assert sum(s["pending"] for s in stats["shards"]) == 300
+    table = cli("stats", "jobs", "--shards", tty=True)
+    assert table.exit_code == 0 and table.stdout.count("jobs/app:{jobs~1.") == 3, table
+    assert cli("peek", "jobs", "--id", "one").one["data"] == {"x": 1}
+    prom = cli("stats", "jobs", "--format", "prometheus").stdout
+    assert 'rq_cli_items{queue="jobs",prefix="app:{jobs}",state="pending"} 300' in prom
+    assert prom.count('rq_cli_up{queue="jobs",prefix="app:{jobs}",shard="app:{jobs~1.') == 3
+    assert len(cli("peek", "jobs", "-n", "50").json) == 50
+    lease = cli("lease", "jobs", "--count", "140")  # more than one shard holds
+    assert len(lease.json) == 140 and {r["queue"] for r in lease.json} == {"jobs"}
+    done = cli("complete", "jobs", "-", input="".join(json.dumps(r) + "\n"
+                                                       for r in lease.json))
+    assert Counter(r["outcome"] for r in done.json) == {"completed": 140}
+    assert cli("cancel", "jobs", "one").one["outcome"] == "dead"
+    assert cli("requeue-dead", "jobs", "--all").one["requeued"] == 1
+    assert cli("pause", "jobs").exit_code == 0
+    assert cli("lease", "jobs").exit_code == ExitCode.NOTHING
+    assert cli("resume", "jobs").exit_code == 0
+    assert cli("clean", "jobs", "--grace", "0").exit_code == 0
+    run = cli("push", "jobs", "{}", shards=4)  # a client whose config says another count
+    assert run.exit_code == ExitCode.CONFIG and "server has 3" in run.stderr, run
+    assert run.stdout == "" and cli("stats", "jobs").one["pending"] == 161
+    plain = run_cli(["push", "app:{jobs}", "{}"], url=cluster.url, home=Path.cwd())
+    assert plain.exit_code == ExitCode.CONFIG and "shards = 3" in plain.stderr, plain
+    assert cli("stats", "jobs").one["pending"] == 161
+    doctor = cli("doctor", "jobs")
+    shards = [r for r in doctor.json if r["check"] == "shards"]
+    assert shards and shards[0]["status"] == "ok", shards
+    purge = cli("purge", "jobs", "--state", "all", "--yes")
+    assert purge.exit_code == 0 and cli("stats", "jobs").one["pending"] == 0
+
+
+def test_two_workers_drain_it_each_item_once(cli: Any, cluster: Cluster,  # noqa: F811
+                                             tmp_path: Path) -> None:
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    total = 1200
+    run = cli("push", "jobs", "-", input="".join(f'{{"n": {n}}}\n' for n in range(total)))
+    assert run.exit_code == 0
+    out = tmp_path / "done.txt"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RQ_CLI_CONFIG":
+           str(tmp_path / "rq-cli.toml")}
+    job = f"printf '%s\\n' \"$RQ_ITEM_ID\" >> {out}"
+    workers = [subprocess.Popen(
+        [sys.executable, "-m", "rq_cli", "work", "jobs", "--concurrency", "4",
+         "--idle-exit", "2", "--", "sh", "-c", job], env=env, cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
+    for w in workers:
+        assert w.wait(timeout=240) == 0
+    seen = Counter(out.read_text().split())
+    assert len(seen) == total and set(seen.values()) == {1}
+    stats = cli("stats", "jobs").one
+    assert (stats["pending"], stats["processing"]) == (0, 0)
+
+
+LOOP = ('while [ ! -e "$STOP" ]; do rq-cli lease jobs --count 50 --wait 1 --lease 5 2>/dev/null'
+        ' | rq-cli complete jobs - >> "$OUT" 2>/dev/null; done')
+
+
+@pytest.mark.timeout(400)
+def test_reshard_5_then_2_under_four_lease_complete_loops(cli: Any, cluster: Cluster,  # noqa: F811
+                                                          tmp_path: Path) -> None:
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    total = 600  # (each rq-cli run opens a cluster client: about a second here)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+           "RQ_CLI_CONFIG": str(tmp_path / "rq-cli.toml"), "STOP": str(tmp_path / "stop"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    loops = [subprocess.Popen(["sh", "-c", LOOP], env={**env, "OUT": str(tmp_path / f"o{n}")},
+                              cwd=tmp_path) for n in range(4)]
+    try:
+        for step, (before, shards) in enumerate(((3, 3), (3, 5), (5, 2))):
+            if step:  # the operator: reshard, then the config (clients between: refused)
+                assert cli("reshard", "jobs", str(shards), shards=before).exit_code == 0
+            part = "".join(f'{{"id": "r{n}", "data": {{}}}}\n'
+                           for n in range(step * 200, (step + 1) * 200))
+            run = cli("push", "jobs", "--with-ids", "-", input=part, shards=shards)
+            assert run.exit_code == 0 and len(run.json) == 200, run
+            time.sleep(2)
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            stats = cli("stats", "jobs", shards=2).one
+            if stats["counters"]["completed"] >= total:
+                break
+            cli("clean", "jobs", "--grace", "0", shards=2)  # leases a refused complete left
+            time.sleep(1)
+    finally:
+        (tmp_path / "stop").touch()
+        for p in loops:
+            p.wait(timeout=60)
+    done = Counter(json.loads(line)["id"] for n in range(4)
+                   for line in (tmp_path / f"o{n}").read_text().splitlines()
+                   if json.loads(line).get("outcome") == "completed")
+    assert set(done) == {f"r{n}" for n in range(total)} and max(done.values()) == 1
+    stats = cli("stats", "jobs", shards=2).one
+    assert (stats["pending"], stats["processing"], stats["counters"]["completed"]) == \
+        (0, 0, total)

@@ -1,0 +1,189 @@
+"""Sharded queues under faults (docs/DESIGN.md section 7, "Faults"), on real local Clusters:
+
+- :func:`test_sigkilled_workers_and_a_cron_clean_lose_nothing_and_do_nothing_twice`: ITEMS
+  items (30,000 by default; ``RQ_SHARD_ITEMS`` to change) pushed into a queue of 3 shards on
+  3 primaries, drained by 6 worker processes, some SIGKILLed mid-run and replaced, while a
+  cron-like loop runs ``clean``: every item completed exactly once, none left.
+- :func:`test_a_primary_failing_over_mid_run_loses_nothing`: a coordinated CLUSTER FAILOVER of
+  the primary of one shard while workers run: the other shards carry on, nothing is lost.
+
+Each worker appends ``R <id> <outcome>`` after each complete, one ``os.write`` on an
+``O_APPEND`` descriptor, so a SIGKILL never leaves half a line; the server's ``completed``
+counter settles the items of a worker killed between its complete and its journal line.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import redis
+from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
+from test_failover import replicated_cluster, wait_for  # noqa: F401 (fixtures)
+
+from rq_cli.connect import connect
+from rq_cli.core.resharding import reshard
+from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.types import ItemRef, NewItem, QueueOptions
+
+BASE = "app:{jobs}"
+ITEMS = int(os.environ.get("RQ_SHARD_ITEMS", "30000"))
+OPTS = QueueOptions(lease_seconds=3.0, grace_seconds=0.5)
+
+WORKER = r"""
+import os, sys
+from rq_cli.connect import connect
+from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.types import ItemRef, QueueOptions
+
+url, base, journal = sys.argv[1:4]
+fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+q = ShardedQueue(connect(url), base, QueueOptions(lease_seconds=3.0), shards=3)
+idle = 0
+while idle < 3:
+    got = q.lease(50, wait=1.0)
+    if not got:
+        idle += 1
+        continue
+    idle = 0
+    done = q.complete([ItemRef(i.id, i.session) for i in got])
+    os.write(fd, "".join(f"R {o.id} {o.outcome}\n" for o in done).encode())
+"""
+
+
+def _start(url: str, journal: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen([sys.executable, "-c", WORKER, url, BASE, str(journal)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def test_sigkilled_workers_and_a_cron_clean_lose_nothing_and_do_nothing_twice(
+        cluster: Cluster, nodes: list[redis.Redis], tmp_path: Path) -> None:  # noqa: F811
+    client = connect(cluster.url)
+    reshard(client, BASE, 3)
+    q = ShardedQueue(client, BASE, OPTS, shards=3)
+    ids = [f"i{n}" for n in range(ITEMS)]
+    for n in range(0, ITEMS, 5000):
+        assert all(r.added for r in q.push([NewItem(b"{}", i) for i in ids[n:n + 5000]]))
+    journal = tmp_path / "journal"
+    stop = threading.Event()
+
+    def cron() -> None:
+        cleaner = ShardedQueue(connect(cluster.url), BASE, OPTS)
+        while not stop.is_set():
+            cleaner.clean(grace_seconds=0.5)
+            stop.wait(1.0)
+
+    cleaning = threading.Thread(target=cron)
+    cleaning.start()
+    workers = [_start(cluster.url, journal) for _ in range(6)]
+    killed = 0
+    try:
+        rng = random.Random(30)
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            s = q.stats()
+            if s.pending + s.processing + s.delayed == 0:
+                break
+            time.sleep(0.7)
+            if killed < 4 and s.pending > ITEMS // 5:  # SIGKILL one mid-run, start another
+                victim = workers.pop(rng.randrange(len(workers)))
+                victim.send_signal(signal.SIGKILL)
+                victim.wait()
+                killed += 1
+                workers.append(_start(cluster.url, journal))
+    finally:
+        stop.set()
+        cleaning.join()
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+            w.wait()
+    assert killed >= 2
+    s = q.stats()
+    assert (s.pending, s.processing, s.delayed, s.dead) == (0, 0, 0, 0), s
+    assert s.counters["completed"] == ITEMS  # each item completed once on the server
+    outcomes = Counter(line.split()[1] for line in journal.read_text().splitlines()
+                       if line.endswith(" completed"))
+    assert max(outcomes.values()) == 1  # nobody was told "completed" twice for one id
+    assert set(outcomes) <= set(ids) and len(outcomes) >= ITEMS - 4 * 50
+
+
+def test_a_primary_failing_over_mid_run_loses_nothing(replicated_cluster: Any) -> None:  # noqa: F811
+    primaries, replica = replicated_cluster
+    url = f"redis+cluster://127.0.0.1:{primaries[0].port}"
+    client = connect(url)
+    plan = reshard(client, BASE, 3)
+    assert len(plan.placement) == 3
+    q = ShardedQueue(client, BASE, OPTS, shards=3)
+    total = 3000
+    ids = [f"f{n}" for n in range(total)]
+    q.push([NewItem(b"{}", i) for i in ids])
+    completed: Counter[str] = Counter()
+    errors: list[str] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def work() -> None:
+        wq = ShardedQueue(connect(url), BASE, OPTS)
+        while not stop.is_set():
+            try:
+                got = wq.lease(10, wait=0.2)
+            except Exception as e:  # every shard down: not expected here
+                errors.append(f"lease: {e}")
+                time.sleep(0.2)
+                continue
+            refs = [ItemRef(i.id, i.session) for i in got]
+            for _ in range(100):  # the item's shard may be switching: try again
+                try:
+                    done = wq.complete(refs)
+                    break
+                except Exception as e:
+                    errors.append(f"complete: {e}")
+                    time.sleep(0.1)
+            else:
+                continue
+            with lock:
+                for o in done:
+                    if o.outcome == "completed":
+                        completed[o.id] += 1
+            time.sleep(0.01)  # (the run lasts long enough for the failover to land in it)
+
+    def cron() -> None:
+        cleaner = ShardedQueue(connect(url), BASE, OPTS)
+        while not stop.is_set():
+            try:
+                cleaner.clean(grace_seconds=0.5)
+            except Exception as e:
+                errors.append(f"clean: {e}")
+            stop.wait(1.0)
+
+    threads = [threading.Thread(target=work) for _ in range(3)] + [threading.Thread(target=cron)]
+    for t in threads:
+        t.start()
+    try:
+        wait_for(lambda: sum(completed.values()) > total // 4, 60, "a quarter done")
+        admin = replica.client(protocol=2)
+        admin.execute_command("CLUSTER", "FAILOVER")  # coordinated: no write is lost
+        wait_for(lambda: admin.info("replication").get("role") == "master", 20,
+                 "the replica's promotion")
+        admin.close()
+
+        def drained() -> bool:
+            s = q.stats()
+            return set(completed) == set(ids) and s.pending + s.processing == 0
+        wait_for(drained, 120, "every item completed")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert set(completed) == set(ids) and max(completed.values()) == 1
+    assert q.stats().counters["completed"] == total
