@@ -113,6 +113,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
         for name, prefix in server.queues:
             client = health.node_of(server.client, prefix)
             checks.append(("", name, presence(server, name, prefix)))
+            checks.append(("", name, health.generations(client, prefix)))
             checks += [("", name, c) for c in queue_checks(client, prefix)]
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
