@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .core.keys import MIN_REDIS_VERSION
+from .core.keys import MIN_REDIS_VERSION, Keys
+from .core.limits import GENERATION_SAMPLE
 from .core.scripts import library
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -314,6 +315,54 @@ def replication(info: dict[str, str] | None, refused: str) -> Check:
 def _fields(value: str) -> dict[str, str]:
     """``ip=..,port=..,state=online,offset=..,lag=0`` as a dict."""
     return dict(part.partition("=")[::2] for part in value.split(","))
+
+
+# -- peers of both generations on one queue ----------------------------------------------------
+def generations(client: Any, prefix: str, sample: int = GENERATION_SAMPLE) -> Check:
+    """``peers``: do clients of both peer generations lease from the queue of ``prefix``?
+
+    A v0.3 peer writes only ``P:lease:<id>``, a v0.1 peer only ``P:leased_by_session:<id>``
+    (and its cleaner journals in ``P:cleaning``); rq-cli's ``compat`` layout writes both.
+    Each generation's own cleaner ignores the other's lease key, so with both generations'
+    cleaners running an item one holds can be handed out again and completed twice. Looks
+    at the ``sample`` newest and oldest ids of processing: two round trips, whatever the
+    queue's size."""
+    try:
+        return _generations(client, Keys(prefix), sample)
+    except Exception as exc:  # (refused by the ACL: a warn; a lost server: the caller's)
+        if is_connection_error(exc):
+            raise
+        return Check("peers", WARN, f"could not look at the lease keys: {reason(exc)}",
+                     "allow LRANGE and EXISTS on the queue's keys (README 'ACL')")
+
+
+def _generations(client: Any, keys: Keys, sample: int) -> Check:
+    pipe = client.pipeline(transaction=False)
+    pipe.lrange(keys.processing, 0, sample - 1)
+    pipe.lrange(keys.processing, -sample, -1)
+    pipe.exists(keys.cleaning)
+    newest, oldest, cleaning = pipe.execute()
+    ids = list(dict.fromkeys([*newest, *oldest]))
+    lease, by_session = keys.lease("").encode(), keys.leased_by_session("").encode()
+    pipe = client.pipeline(transaction=False)
+    for item_id in ids:
+        pipe.exists(lease + item_id)
+        pipe.exists(by_session + item_id)
+    found = pipe.execute() if ids else []
+    v03 = sum(1 for a, b in zip(found[::2], found[1::2], strict=True) if a and not b)
+    v01 = sum(1 for a, b in zip(found[::2], found[1::2], strict=True) if b and not a)
+    seen = f"{len(ids)} ids of processing looked at"
+    if v03 and (v01 or cleaning):
+        v01_seen = f"{v01} v0.1 lease(s) (leased_by_session only)" if v01 else \
+            f"the v0.1 cleaner's journal ({keys.cleaning})"
+        return Check("peers", WARN, f"peers of both generations lease here: {v03} v0.3 "
+                     f"lease(s) (lease only) and {v01_seen} ({seen}); each generation's "
+                     "cleaner ignores the other's lease key, so an item one holds may be "
+                     "handed out again and completed twice",
+                     "run no peer cleaner (light_clean, deep_clean) on this queue: rq-cli "
+                     "clean (layout compat) honours both lease keys; or move one generation "
+                     "to rq-cli")
+    return Check("peers", OK, f"no sign of peers of both generations ({seen})")
 
 
 # -- the warning of stats -----------------------------------------------------------------------

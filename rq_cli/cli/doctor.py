@@ -119,6 +119,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
         for name, prefix in server.queues:
             client = health.node_of(server.client, prefix)
             checks.append(("", name, presence(server, name, prefix)))
+            checks.append(("", name, health.generations(client, prefix)))
             checks += [("", name, c) for c in queue_checks(client, prefix)]
             checks.append(("", name, durability(client, server.options[name])))
             if name in st.config.queues and st.spec(name).shards is not None:

@@ -42,14 +42,16 @@ def test_no_persistence_is_a_fail_with_what_to_change(cli, srv):
     assert run.exit_code == 5, run
     rows = run.json
     assert all(list(row) == FIELDS for row in rows)
-    assert [row["check"] for row in rows] == [*SERVER_CHECKS, "queue", "acl", "durability"]
+    assert [row["check"] for row in rows] == [*SERVER_CHECKS, "queue", "peers", "acl",
+                                               "durability"]
     assert {row["server"] for row in rows} == {srv.url}
-    assert [row["queue"] for row in rows] == [None] * len(SERVER_CHECKS) + ["q", "q", "q"]
+    assert [row["queue"] for row in rows] == [None] * len(SERVER_CHECKS) + ["q"] * 4
     found = by_check(rows)
     assert found["persistence"]["status"] == "fail"
     assert "restart loses every queue" in found["persistence"]["detail"]
     assert "appendonly yes" in found["persistence"]["fix"]
-    for name in ("latency", "version", "eviction", "replication", "queue", "acl", "durability"):
+    for name in ("latency", "version", "eviction", "replication", "queue", "peers", "acl",
+                 "durability"):
         assert found[name]["status"] == "ok", found[name]
         assert found[name]["fix"] is None
     assert re.search(r"round trip \d+\.\d\d ms", found["latency"]["detail"])
@@ -269,3 +271,34 @@ def test_durability_is_checked_against_the_replicas(cli, aof_srv, make_server):
     off = by_check(cli("doctor", "q", url=aof_srv.url).json)["durability"]
     assert off["status"] == "warn" and "a failover loses" in off["detail"], off
     assert "wait_replicas = 1" in off["fix"]
+
+
+def test_peers_of_both_generations_on_one_queue_are_a_warning(cli, aof_srv):
+    """A v0.3 peer's lease (P:lease only) and a v0.1 peer's (P:leased_by_session only) on
+    one queue: each generation's cleaner ignores the other's lease key, so doctor warns
+    (issue 29); rq-cli's own compat leases (both keys) and one generation alone do not."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from peer_v03 import V03Queue
+    from redis_work_queue import KeyPrefix
+    from redis_work_queue import WorkQueue as V01Queue
+
+    client = aof_srv.client()
+    queue = WorkQueue(client, "q")
+    queue.push([b"1", b"2", b"3"])
+    queue.lease()  # rq-cli, layout compat: both keys
+    run = cli("doctor", "q", url=aof_srv.url)
+    assert (run.exit_code, by_check(run.json)["peers"]["status"]) == (0, "ok"), run
+    assert V03Queue("q").lease(client, 60) is not None  # a v0.3 peer alone: still ok
+    assert by_check(cli("doctor", "q", url=aof_srv.url).json)["peers"]["status"] == "ok"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (the v0.1 peer uses SETEX)
+        assert V01Queue(KeyPrefix("q")).lease(client, 60, block=False) is not None
+    run = cli("doctor", "q", url=aof_srv.url)
+    assert run.exit_code == 7, run
+    found = by_check(run.json)["peers"]
+    assert found["status"] == "warn" and "both generations" in found["detail"]
+    assert "completed twice" in found["detail"] and "cleaner" in found["fix"]

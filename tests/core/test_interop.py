@@ -928,3 +928,21 @@ def test_a_delayed_item_a_v03_peer_completed_leaves_no_ghost_after_clean(
         assert not held, key
     assert r.hexists(q.keys.enqueued, "kept")  # a live delayed item keeps its own
     assert q.clean(deep=deep, grace_seconds=0).pruned == 0
+
+
+def test_what_peers_do_not_see_as_the_readme_lists(r: redis.Redis) -> None:
+    """README "Key schema and compatibility": a v0.1 peer leases an item whose push
+    --expire has passed (rq-cli would dead-letter it), and a tenant's item that a peer's
+    light_clean recovers goes to the default list, P:queue (issue 29)."""
+    q, p = WorkQueue(r, P), peer()
+    q.push([NewItem(b"stale", "stale")], expire=60, now_ms=int(time.time() * 1000) - 120_000)
+    item = p.lease(r, 30, block=False)
+    assert item is not None and item.id() == "stale"  # expired, leased all the same
+    assert p.complete(r, item) is True
+    q.push([NewItem(b"t", "tenanted")], tenant="acme")
+    (held,) = q.lease(1)
+    assert held.id == "tenanted"
+    expire_lease(r, "tenanted")  # its worker died
+    p.light_clean(r)
+    assert r.lrange(f"{P}:queue", 0, -1) == [b"tenanted"]  # the default list
+    assert r.llen(f"{P}:tenant:acme") == 0
