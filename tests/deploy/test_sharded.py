@@ -223,3 +223,18 @@ def test_dedup_by_id_holds_across_a_resize(rc: Any) -> None:
     assert {i.queue for i in got} <= set(read(rc, BASE).draining_prefixes())
     assert {o.outcome for o in q.complete([i.id for i in got])} == {"completed"}
     assert q.stats().pending == 0
+
+
+def test_dedup_window_and_tenants_over_every_shard(rc: Any) -> None:
+    reshard(rc, BASE, 3)
+    q = ShardedQueue(rc, BASE, OPTS)
+    q.set_dedup_window(600)
+    q.push([NewItem(b"1", f"d{n}") for n in range(30)])
+    q.complete(q.lease(30))
+    window, remembered, ids = q.dedup_ids(100)
+    assert (window, remembered, len(ids)) == (600, 30, 30)
+    assert q.push([NewItem(b"1", "d3")])[0].reason == "recently completed"
+    assert q.clear_dedup(["d3", "nope"]) == 1 and q.push([NewItem(b"1", "d3")])[0].added
+    q.push([b"a"] * 30, tenant="acme")
+    default, depths = q.tenants()
+    assert (default, depths) == (1, {"acme": 30})
