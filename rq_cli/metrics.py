@@ -163,7 +163,8 @@ def prometheus_text(samples: Sequence[Sample]) -> str:
             lines.append(f"{name}{{{labels}}} {_number(value)}")
 
     read = [s for s in samples if s.stats is not None]
-    unique = {(s.queue, s.prefix, s.shard, s.stats is None): s for s in samples}  # one "" per outage
+    # one "" per outage
+    unique = {(s.queue, s.prefix, s.shard, s.stats is None): s for s in samples}
     family("rq_cli_up", "gauge", "1 if the queue's stats could be read, else 0 (queue=\"\": "
            "the queues of a server could not be listed).",
            ((s, "", 1 if s.stats is not None else 0) for s in unique.values()))

@@ -216,7 +216,8 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
         if to is not None:
             raise UsageError("requeue-dead into another queue is not possible from a "
                              "sharded queue (its shards live in other slots)")
-        for shard in wq.shards:  # (``report`` goes on counting: the limit is the whole's)
+        shards: list[WorkQueue] = getattr(wq, "shards")  # noqa: B009 (not WorkQueue's)
+        for shard in shards:  # (``report`` goes on counting: the limit is the whole's)
             if limit is not None and _progress(report, action, dry_run) >= limit:
                 return
             yield from scan(shard, state, flt, report, action=action, limit=limit, rate=rate,
