@@ -91,12 +91,11 @@ def test_lease_gathers_from_several_shards_fairly(rc: Any) -> None:
     assert ext[0].outcome == "extended"
 
 
-def test_wait_wakes_for_any_shard_within_milliseconds(rc: Any) -> None:
+def test_wait_wakes_for_any_shard_within_milliseconds(rc: Any,
+                                                     cluster: Cluster) -> None:  # noqa: F811
     reshard(rc, BASE, 3)
     q = ShardedQueue(rc, BASE, OPTS)
-    pusher = ShardedQueue(connect(rc.get_default_node() and
-                                  f"redis+cluster://127.0.0.1:{rc.get_default_node().port}"),
-                          BASE, OPTS)
+    pusher = ShardedQueue(connect(cluster.url), BASE, OPTS)
     for target in range(3):  # an id for each shard in turn
         item_id = next(f"w{target}-{n}" for n in range(1000) if shard_of(f"w{target}-{n}", 3)
                        == target)
