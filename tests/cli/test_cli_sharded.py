@@ -48,3 +48,23 @@ def test_filters_walk_every_shard_with_one_limit(cli: Any, tmp_path: Path) -> No
     assert run.exit_code == 0, run
     stats = cli("stats", "jobs").one
     assert (stats["pending"], stats["dead"]) == (20, 10), stats
+
+
+def test_the_dash_model_reads_a_sharded_queue_as_one(cli: Any, tmp_path: Path,
+                                                    server_url: str) -> None:
+    from rq_cli.connect import connect
+    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.dash.model import Browser
+
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    assert cli("push", "jobs", "-", input="".join(f'{{"n": {n}}}\n' for n in range(40))
+               ).exit_code == 0
+    browser = Browser("jobs", ShardedQueue(connect(server_url), "jobs"))  # type: ignore[arg-type]
+    counts = browser.counts()
+    assert counts["pending"] == 40
+    first = browser.page("pending", 0, 15, total=40)
+    far = browser.page("pending", 30, 15, total=40)
+    assert len(first.rows) == 15 and len(far.rows) == 10
+    assert not {r.id for r in first.rows} & {r.id for r in far.rows}
+    assert browser.page("holders", 0, 10).rows == []
