@@ -19,7 +19,7 @@ from rq_cli.core.resharding import reshard, settle
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.shardmeta import read, shard_of
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
-from rq_cli.errors import ConfigError, ExitCode, UsageError
+from rq_cli.errors import ClusterError, ConfigError, ExitCode, UsageError
 
 BASE = "app:{jobs}"
 OPTS = QueueOptions(lease_seconds=30, grace_seconds=0)
@@ -119,6 +119,8 @@ def test_wrong_shard_count_is_refused_before_any_write(rc: Any) -> None:
     assert sum(ShardedQueue(rc, BASE).stats().counters.values()) == 0
     with pytest.raises(UsageError, match="reshard"):
         ShardedQueue(rc, "app:{other}", OPTS)
+    with pytest.raises(ClusterError, match="no hash tag"):
+        reshard(rc, "untagged", 3)
 
 
 def test_operations_over_every_shard(rc: Any) -> None:
