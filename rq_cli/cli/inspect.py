@@ -180,13 +180,15 @@ def stats(
     for t in stats_targets(st, queues or [], discover, failed, rows):
         found, error = failed.run(t.url, t.queue.stats, t.queue)
         rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
-        if found and hasattr(t.queue, "shard_stats"):  # a sharded queue (ShardedQueue)
-            from ..shapes import shard_rows
+        if hasattr(t.queue, "shard_stats"):  # a sharded queue: its shards, even when one
+            from ..shapes import shard_rows  # is down (its row then carries the error)
 
-            rows[-1]["shards"] = shard_rows(t.queue.shard_stats())
+            parts, _ = failed.run(t.url, t.queue.shard_stats, t.queue)
+            shards = shard_rows(parts) if parts else []
+            if found:
+                rows[-1]["shards"] = shards
             if per_shard and not out.json:
-                rows.extend({**r, "queue": f"{t.name}/{r['prefix']}"}
-                            for r in rows[-1]["shards"])
+                rows.extend({**r, "queue": f"{t.name}/{r['prefix']}"} for r in shards)
         if found:
             read.setdefault(t.url, t.queue.client)
         if found and not found.exists:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .keys import glob_escape
+from ..errors import ClusterError
+from .keys import glob_escape, has_hash_tag
 from .limits import BATCH
 from .queue import WorkQueue
 from .shardmeta import SHARD_SETTLE, Draining, ShardMeta, meta_key, place, placement, read, update
@@ -32,9 +33,11 @@ def reshard(client: Any, base: str, count: int, *, dry_run: bool = False) -> Res
     """Make ``base`` a queue of ``count`` shards: a new generation, the previous live shards
     (or the unsharded queue at ``base`` itself, if it has anything) set draining. Nothing is
     copied; the same count again changes nothing."""
+    if is_cluster(client) and not has_hash_tag(base):
+        raise ClusterError(f"queue prefix {base!r} has no hash tag, so its shards could not "
+                           f"be placed; use a prefix like '{{{base}}}' or 'app:{{{base}}}'")
     plan = ReshardPlan(base, 0, count, dry_run=dry_run)
-    unsharded = WorkQueue(client, base).exists() if not is_cluster(client) or "{" in base \
-        else False
+    unsharded = WorkQueue(client, base).exists()
 
     def change(meta: ShardMeta) -> ShardMeta | None:
         plan.before = meta.count

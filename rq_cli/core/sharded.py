@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from .reports import PeekedItem
 
 DUPLICATE = PUSH_FLAGS["duplicate"]
+#: Seconds a shard whose server failed a lease call is left out of lease passes.
+SHARD_DOWN_PAUSE = 1.0
 #: outcomes of an operation by id that send it on to the id's shard of an older generation
 _NOT_HERE = (Outcome.MISSING,)
 
@@ -61,6 +63,7 @@ class ShardedQueue(EveryShard):
                              f"'rq-cli reshard {self.name} N' first")
         self._waiter = Waiter()
         self._mark = 0
+        self._down: dict[str, float] = {}  # shard prefix -> left out of leases until then
         self._states: list[tuple[WorkQueue, int, int]] = []
 
     def __repr__(self) -> str:
@@ -208,8 +211,13 @@ class ShardedQueue(EveryShard):
         items: list[LeasedItem] = []
         states: list[tuple[WorkQueue, int, int]] = []
         failed: Exception | None = None
+        now = time.monotonic()
+        if all(self._down.get(q.prefix, 0) > now for q in shards):
+            self._down.clear()  # every shard was down: try them all again
         for i in range(len(shards)):
             q = shards[(start + i) % len(shards)]
+            if self._down.get(q.prefix, 0) > now:
+                continue  # failed a moment ago: the others first (its calls take long)
             try:
                 got, status, due = q.lease_try(count - len(items), lease_seconds=lease_seconds,
                                                at_most_once=at_most_once, now_ms=now_ms)
@@ -217,6 +225,7 @@ class ShardedQueue(EveryShard):
                 if not shard_down(e):
                     raise
                 failed = e
+                self._down[q.prefix] = time.monotonic() + SHARD_DOWN_PAUSE
                 continue
             items.extend(got)
             states.append((q, status, due))

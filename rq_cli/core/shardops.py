@@ -4,7 +4,7 @@ which gives it the shards. No Typer, no rich."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
@@ -141,6 +141,30 @@ class EveryShard:
 
     def set_dedup_window(self, seconds: float) -> int:
         return sum(q.set_dedup_window(seconds) for q in self.shards)
+
+    def dedup_ids(self, count: int = 100, *, now_ms: int | None = None,
+                  ) -> tuple[float | None, int, list[tuple[str, float, float]]]:
+        """The de-dup window (the live shards'), the ids remembered by every shard, and the
+        first ``count``, soonest forgotten first."""
+        parts = [q.dedup_ids(count, now_ms=now_ms) for q in self.shards]
+        ids = sorted((i for _, _, part in parts for i in part), key=lambda i: i[1])[:count]
+        return parts[0][0], sum(n for _, n, _ in parts), ids
+
+    def clear_dedup(self, ids: Iterable[str]) -> int:
+        """Forget ids of the de-dup window, in the shard each id hashes to (and its older
+        ones while a generation drains)."""
+        return sum(q.clear_dedup([i]) for i in ids for q in (self.shard_for(i),
+                                                             *self.older(i)))
+
+    def tenants(self) -> tuple[int, dict[str, int]]:
+        """(pending items of the default tenant, {tenant: pending items}) over every shard."""
+        default, depths = 0, dict[str, int]()
+        for q in self.shards:
+            d, part = q.tenants()
+            default += d
+            for tenant, n in part.items():
+                depths[tenant] = depths.get(tenant, 0) + n
+        return default, depths
 
     def sync_tenant_weights(self) -> None:
         for q in self.live:

@@ -31,3 +31,40 @@ def test_single_server_sharded_queue_and_doctor(cli: Any, tmp_path: Path) -> Non
     # a shard is a queue of the usual layout: any client can work it by its prefix
     assert cli("--no-config", "push", "jobs~1.0", "--id", "direct", "{}").exit_code == 0
     assert cli("--no-config", "stats", "jobs~1.0").one["pending"] == 1
+
+
+def test_filters_walk_every_shard_with_one_limit(cli: Any, tmp_path: Path) -> None:
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    lines = "".join(f'{{"user": "u{n % 2}", "n": {n}}}\n' for n in range(60))
+    assert cli("push", "jobs", "-", input=lines).exit_code == 0
+    peek = cli("peek", "jobs", "-n", "100", "--match", "user == 'u1'")
+    assert len(peek.json) == 30 and {r["data"]["user"] for r in peek.json} == {"u1"}
+    leased = cli("lease", "jobs", "--count", "60").json
+    assert cli("fail", "jobs", "--dead", *[r["id"] for r in leased]).exit_code == 0
+    run = cli("requeue-dead", "jobs", "--match", "user == 'u0'", "--limit", "20")
+    assert run.exit_code == 0 and len(run.json) == 20, run
+    run = cli("purge", "jobs", "--state", "dead", "--match", "user == 'u1'", "--yes")
+    assert run.exit_code == 0, run
+    stats = cli("stats", "jobs").one
+    assert (stats["pending"], stats["dead"]) == (20, 10), stats
+
+
+def test_the_dash_model_reads_a_sharded_queue_as_one(cli: Any, tmp_path: Path,
+                                                    server_url: str) -> None:
+    from rq_cli.connect import connect
+    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.dash.model import Browser
+
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    assert cli("push", "jobs", "-", input="".join(f'{{"n": {n}}}\n' for n in range(40))
+               ).exit_code == 0
+    browser = Browser("jobs", ShardedQueue(connect(server_url), "jobs"))  # type: ignore[arg-type]
+    counts = browser.counts()
+    assert counts["pending"] == 40
+    first = browser.page("pending", 0, 15, total=40)
+    far = browser.page("pending", 30, 15, total=40)
+    assert len(first.rows) == 15 and len(far.rows) == 10
+    assert not {r.id for r in first.rows} & {r.id for r in far.rows}
+    assert browser.page("holders", 0, 10).rows == []

@@ -19,7 +19,7 @@ from rq_cli.core.resharding import reshard, settle
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.shardmeta import read, shard_of
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
-from rq_cli.errors import ConfigError, ExitCode, UsageError
+from rq_cli.errors import ClusterError, ConfigError, ExitCode, UsageError
 
 BASE = "app:{jobs}"
 OPTS = QueueOptions(lease_seconds=30, grace_seconds=0)
@@ -91,12 +91,11 @@ def test_lease_gathers_from_several_shards_fairly(rc: Any) -> None:
     assert ext[0].outcome == "extended"
 
 
-def test_wait_wakes_for_any_shard_within_milliseconds(rc: Any) -> None:
+def test_wait_wakes_for_any_shard_within_milliseconds(rc: Any,
+                                                     cluster: Cluster) -> None:  # noqa: F811
     reshard(rc, BASE, 3)
     q = ShardedQueue(rc, BASE, OPTS)
-    pusher = ShardedQueue(connect(rc.get_default_node() and
-                                  f"redis+cluster://127.0.0.1:{rc.get_default_node().port}"),
-                          BASE, OPTS)
+    pusher = ShardedQueue(connect(cluster.url), BASE, OPTS)
     for target in range(3):  # an id for each shard in turn
         item_id = next(f"w{target}-{n}" for n in range(1000) if shard_of(f"w{target}-{n}", 3)
                        == target)
@@ -120,6 +119,8 @@ def test_wrong_shard_count_is_refused_before_any_write(rc: Any) -> None:
     assert sum(ShardedQueue(rc, BASE).stats().counters.values()) == 0
     with pytest.raises(UsageError, match="reshard"):
         ShardedQueue(rc, "app:{other}", OPTS)
+    with pytest.raises(ClusterError, match="no hash tag"):
+        reshard(rc, "untagged", 3)
 
 
 def test_operations_over_every_shard(rc: Any) -> None:
@@ -223,3 +224,18 @@ def test_dedup_by_id_holds_across_a_resize(rc: Any) -> None:
     assert {i.queue for i in got} <= set(read(rc, BASE).draining_prefixes())
     assert {o.outcome for o in q.complete([i.id for i in got])} == {"completed"}
     assert q.stats().pending == 0
+
+
+def test_dedup_window_and_tenants_over_every_shard(rc: Any) -> None:
+    reshard(rc, BASE, 3)
+    q = ShardedQueue(rc, BASE, OPTS)
+    q.set_dedup_window(600)
+    q.push([NewItem(b"1", f"d{n}") for n in range(30)])
+    q.complete(q.lease(30))
+    window, remembered, ids = q.dedup_ids(100)
+    assert (window, remembered, len(ids)) == (600, 30, 30)
+    assert q.push([NewItem(b"1", "d3")])[0].reason == "recently completed"
+    assert q.clear_dedup(["d3", "nope"]) == 1 and q.push([NewItem(b"1", "d3")])[0].added
+    q.push([b"a"] * 30, tenant="acme")
+    default, depths = q.tenants()
+    assert (default, depths) == (1, {"acme": 30})

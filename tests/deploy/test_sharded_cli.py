@@ -92,12 +92,16 @@ def test_two_workers_drain_it_each_item_once(cli: Any, cluster: Cluster,  # noqa
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RQ_CLI_CONFIG":
            str(tmp_path / "rq-cli.toml")}
     job = f"printf '%s\\n' \"$RQ_ITEM_ID\" >> {out}"
+    cpu0 = _cpu(cluster)
     workers = [subprocess.Popen(
         [sys.executable, "-m", "rq_cli", "work", "jobs", "--concurrency", "4",
          "--idle-exit", "2", "--", "sh", "-c", job], env=env, cwd=tmp_path,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
     for w in workers:
         assert w.wait(timeout=240) == 0
+    spent = [b - a for a, b in zip(cpu0, _cpu(cluster), strict=True)]
+    print("server CPU per primary while the workers ran:", spent)
+    assert max(spent) <= 0.45 * sum(spent), spent  # one slot: the busiest does ~all of it
     seen = Counter(out.read_text().split())
     assert len(seen) == total and set(seen.values()) == {1}
     stats = cli("stats", "jobs").one
@@ -145,3 +149,13 @@ def test_reshard_5_then_2_under_four_lease_complete_loops(cli: Any, cluster: Clu
     stats = cli("stats", "jobs", shards=2).one
     assert (stats["pending"], stats["processing"], stats["counters"]["completed"]) == \
         (0, 0, total)
+
+
+def _cpu(cluster: Cluster) -> list[float]:  # noqa: F811
+    """Each primary's server CPU seconds so far (INFO cpu, user + sys)."""
+    out = []
+    for client in cluster.node_clients():
+        info = client.info("cpu")
+        out.append(float(info["used_cpu_user"]) + float(info["used_cpu_sys"]))
+        client.close()
+    return out

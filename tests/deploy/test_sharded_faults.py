@@ -6,6 +6,9 @@
   cron-like loop runs ``clean``: every item completed exactly once, none left.
 - :func:`test_a_primary_failing_over_mid_run_loses_nothing`: a coordinated CLUSTER FAILOVER of
   the primary of one shard while workers run: the other shards carry on, nothing is lost.
+- :func:`test_a_sigkilled_primary_stops_only_its_shard_and_its_replica_takes_over`: the
+  other shards' items keep being completed while it is down; its replica takes over; every
+  item is completed (at least once: asynchronous replication may forget a complete).
 
 Each worker appends ``R <id> <outcome>`` after each complete, one ``os.write`` on an
 ``O_APPEND`` descriptor, so a SIGKILL never leaves half a line; the server's ``completed``
@@ -187,3 +190,80 @@ def test_a_primary_failing_over_mid_run_loses_nothing(replicated_cluster: Any) -
             t.join()
     assert set(completed) == set(ids) and max(completed.values()) == 1
     assert q.stats().counters["completed"] == total
+
+
+def test_a_sigkilled_primary_stops_only_its_shard_and_its_replica_takes_over(
+        replicated_cluster: Any) -> None:  # noqa: F811
+    """Replication is asynchronous: the items are pushed and replicated (WAIT) before the
+    kill, so none can be lost; a complete the dead primary took and had not replicated is
+    done again (at least once), never lost."""
+    primaries, replica = replicated_cluster
+    url = f"redis+cluster://127.0.0.1:{primaries[0].port}"
+    client = connect(url)
+    reshard(client, BASE, 3)
+    q = ShardedQueue(client, BASE, OPTS, shards=3)
+    total = 3000
+    ids = [f"k{n}" for n in range(total)]
+    q.push([NewItem(b"{}", i) for i in ids])
+    doomed = primaries[1].client(protocol=2)
+    doomed.execute_command("WAIT", 1, 5000)  # the replica has every item
+    doomed.close()
+    on_doomed = {p for p, at in ((p, cluster_index(client, p, primaries)) for p in q.meta.live)
+                 if at == 1}
+    assert len(on_doomed) == 1
+    completed: Counter[str] = Counter()
+    by_shard: Counter[str] = Counter()
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def work() -> None:
+        wq = ShardedQueue(connect(url), BASE, OPTS)
+        while not stop.is_set():
+            try:
+                got = wq.lease(10, wait=0.2)
+                done = wq.complete([ItemRef(i.id, i.session) for i in got])
+            except Exception:  # the shard switching (or the whole cluster, briefly)
+                time.sleep(0.2)
+                continue
+            with lock:
+                for item, o in zip(got, done, strict=True):
+                    if o.outcome == "completed":
+                        completed[o.id] += 1
+                        by_shard[item.queue] += 1
+            time.sleep(0.02)
+
+    def cron() -> None:
+        cleaner = ShardedQueue(connect(url), BASE, OPTS)
+        while not stop.is_set():
+            try:
+                cleaner.clean(grace_seconds=0.5)
+            except Exception:
+                pass
+            stop.wait(1.0)
+
+    threads = [threading.Thread(target=work) for _ in range(3)] + [threading.Thread(target=cron)]
+    for t in threads:
+        t.start()
+    try:
+        wait_for(lambda: sum(completed.values()) > total // 5, 60, "a fifth done")
+        primaries[1].kill()  # SIGKILL: the replica takes over after the node timeout
+        killed_at = {s: by_shard[s] for s in q.meta.live}
+        time.sleep(3.0)  # (within the node timeout: the cluster still says ok)
+        others = [s for s in q.meta.live if s not in on_doomed]
+        assert all(by_shard[s] > killed_at[s] for s in others), (by_shard, killed_at)
+        admin = replica.client(protocol=2)
+        wait_for(lambda: admin.info("replication").get("role") == "master", 60,
+                 "the replica's promotion")
+        admin.close()
+        wait_for(lambda: set(completed) == set(ids), 120, "every item completed")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert set(completed) == set(ids)  # none lost (some may have been done twice)
+
+
+def cluster_index(client: Any, prefix: str, primaries: list[Any]) -> int:
+    """Which of ``primaries`` serves ``prefix``'s slot."""
+    node = client.get_node_from_key(prefix + ":queue")
+    return next(i for i, p in enumerate(primaries) if p.port == node.port)
