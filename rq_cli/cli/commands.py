@@ -17,15 +17,19 @@ from typing import NamedTuple
 
 
 class Command(NamedTuple):
-    """A command's name and the ``module``'s ``attribute`` that defines it."""
+    """A command's name and the ``module``'s ``attribute`` that defines it. ``reports_stop``:
+    the command ends the start-up hold of Ctrl-C and SIGTERM itself, and stops on SIGTERM as
+    on Ctrl-C, saying what it did (:mod:`rq_cli.cli.signals`); for the others the hold ends
+    once they are built."""
 
     name: str
     module: str
     attribute: str
+    reports_stop: bool = False
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("push", "rq_cli.cli.push", "push"),
+    Command("push", "rq_cli.cli.push", "push", reports_stop=True),
     Command("lease", "rq_cli.cli.leasing", "lease"),
     Command("complete", "rq_cli.cli.leasing", "complete"),
     Command("fail", "rq_cli.cli.leasing", "fail"),
