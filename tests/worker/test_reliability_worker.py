@@ -5,7 +5,8 @@ Real ``python -m rq_cli work`` processes against real servers the tests restart,
 
 - a server restart under a worker: it rides the outage out (one ``unreachable`` and one
   ``outage`` line), keeps its running command going, and every item, pushed before and
-  after, is done exactly once; ``--max-outage`` ends it with exit 69 after draining;
+  after, is done exactly once; ``--max-outage`` ends it with exit 69 after draining; a
+  worker that never reached its server exits 69 at once, with or without ``--name``;
 - a hung server (SIGSTOP longer than the lease): the lease is taken back, same attempt, and
   the command is not stopped;
 - the outcome logged and counted for an exit 0 is the one the server gave;
@@ -175,6 +176,18 @@ def test_max_outage_drains_then_exits_69(make_server: MakeServer, tmp_path: Path
     last = err.strip().splitlines()[-1]
     assert last.startswith("rq-cli: the server was out of reach for ") and "--max-outage 2" in last
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", [[], ["--name", "never"]], ids=["no-name", "name"])
+def test_a_worker_that_never_reached_its_server_exits_69_at_once(name: list[str]) -> None:
+    """Riding out an outage is for a worker that has been connected: one that cannot reach
+    its server when it starts (a wrong URL) fails fast, with or without --name (without,
+    it logged `unreachable` and waited forever)."""
+    proc = start("redis://:s3cret@127.0.0.1:1/0", "q", *name, "--", "true")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 69, err
+    assert err.count("\n") == 1 and err.startswith("rq-cli: cannot connect to "), err
+    assert "s3cret" not in err and "unreachable" not in err
 
 
 def test_a_hung_server_longer_than_the_lease_does_not_stop_the_command(
