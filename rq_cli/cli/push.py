@@ -173,7 +173,7 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
             exact = True
         except KeyboardInterrupt:  # (a Ctrl-C while draining: the bound, not the count)
             pass
-        message(f"rq-cli: push: stdout was closed; " + (
+        message("rq-cli: push: stdout was closed; " + (
             _exactly(tally) if exact else f"{tally.describe()} and confirmed; a batch in "
             f"flight may also have been stored (re-running is safe only with ids: "
             f"--with-ids or --id-from-data)"))

@@ -74,8 +74,9 @@ def work(
              "running commands finish and exit 69.")] = None,
     pass_secrets: Annotated[bool, typer.Option(
         "--pass-secrets",
-        help="Give commands the server's password: RQ_CLI_URL and REDIS_URL as they are, and "
-             "the password_env variables (default: without them).")] = False,
+        help="Give commands the server's password: RQ_CLI_URL and REDIS_URL as they are, "
+             "the password_env variables, and any variable holding it (default: without "
+             "them, and masked in other values).")] = False,
     keep_running: Annotated[bool, typer.Option(
         "--keep-running-on-lost-lease",
         help="Let a command go on when its lease is lost (default: stop it).")] = False,

@@ -307,10 +307,13 @@ def test_commands_get_no_password_and_ps_shows_none(
     dump = tmp_path / "env"
     script = f"env > {dump}; touch {tmp_path}/go; sleep 30"
     args = ["sec", *(["--pass-secrets"] if pass_secrets else []), "--", "sh", "-c", script]
+    # other variables whose values hold it (another name for the URL, a word around it)
+    around = {"OTHER_URL": f"redis://:{pw}@db.example:6380/2", "X": f"pw={pw}"}
     # the password from --url (on the command line), and from the config's password_env
     for how in ("--url", "config"):
-        proc = start(url, *args, extra_env={"REDIS_URL": url}) if how == "--url" else \
-            start(None, *args, config=config, extra_env={"MY_PW": pw, "RQ_CLI_URL": url})
+        proc = start(url, *args, extra_env={"REDIS_URL": url, **around}) if how == "--url" \
+            else start(None, *args, config=config, extra_env={"MY_PW": pw, "RQ_CLI_URL": url,
+                                                              **around})
         try:
             wait_for(lambda: (tmp_path / "go").exists())
             seen = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
@@ -325,6 +328,8 @@ def test_commands_get_no_password_and_ps_shows_none(
             if not pass_secrets:
                 assert f"REDIS_URL=redis://127.0.0.1:{srv.port}/0" in environ or \
                     f"RQ_CLI_URL=redis://127.0.0.1:{srv.port}/0" in environ
+                assert "OTHER_URL=redis://db.example:6380/2\n" in environ, environ
+                assert "X=pw=***\n" in environ, environ
         finally:
             proc.kill()
             proc.communicate(timeout=30)
@@ -416,6 +421,8 @@ def test_commands_get_the_url_without_its_password(url: str, bare: str) -> None:
     assert child_environ({"RQ_CLI_URL": url}, ["pw"], [], True) == {"RQ_CLI_URL": url}
     used = url_password(url) or "unused"
     assert child_environ({"REDIS_URL": url}, [used], [], False) == {"REDIS_URL": bare}
+    # under another name too: any variable whose value holds a password in use
+    assert child_environ({"OTHER_URL": url}, [used], [], False) == {"OTHER_URL": bare}
     # the job's own server, another password: left as it is
     assert child_environ({"REDIS_URL": url}, ["other"], [], False) == {"REDIS_URL": url}
 
@@ -565,3 +572,13 @@ def test_a_killed_holder_not_yet_reaped_is_dead(server_url: str, r: redis.Redis,
     first.communicate(timeout=30)
     assert again.returncode == 0, err
     assert (tmp_path / "runs").read_text().split() == ["1", "2"]
+
+
+def test_a_password_inside_any_other_value_is_masked() -> None:
+    from rq_cli.worker.env import child_environ
+
+    env = {"X": "pw=p@ss w0rd", "Y": "--auth p%40ss%20w0rd --x", "PATH": "/usr/bin",
+           "Z": "redis://u:p%40ss%20w0rd@h/0?db=1"}
+    assert child_environ(env, ["p@ss w0rd"], [], False) == {
+        "X": "pw=***", "Y": "--auth *** --x", "PATH": "/usr/bin", "Z": "redis://u@h/0?db=1"}
+    assert child_environ(env, ["p@ss w0rd"], [], True) == env
