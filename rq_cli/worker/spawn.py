@@ -16,7 +16,7 @@ from .model import (
     Held,
     Job,
 )
-from .streams import CHUNK, Stream
+from .streams import CHUNK, Stream, output_tag
 
 
 class Spawning(Leasing):
@@ -64,7 +64,7 @@ class Spawning(Leasing):
             pidfd: int | None = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None  # not Linux 5.3+: the loop checks with waitpid(WNOHANG) instead
-        tag = f"[{item.id}] ".encode() if self.prefix_output else b""
+        tag = output_tag(item.id) if self.prefix_output else b""
         job = Job(held, pid, pidfd, now, now + self.opts.timeout if self.opts.timeout else None,
                    [], in_w, memoryview(item.data), stderr_tail=bytearray())
         err_stream = Stream(err_r, self.err, tag, job.stderr_tail)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ..render import escape_control
 from .poll import Poller
 
 #: Bytes of a command's stderr kept as the item's error.
@@ -70,7 +72,21 @@ class Stream:
 
 
 def log_line(entry: dict[str, Any], as_json: bool) -> str:
-    """One log line: JSON, or ``key=value`` words for a person."""
+    """One log line: JSON, or ``key=value`` words for a person. Neither lets a value (an
+    item id, a command's stderr) drive the terminal: control characters are escaped, in
+    JSON as ``\\u`` escapes (C1 ones too, which JSON itself leaves raw), in words as the
+    tables escape them."""
     if as_json:
-        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
-    return " ".join(f"{k}={v}" for k, v in entry.items())
+        text = json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+        return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return " ".join(f"{k}={escape_control(str(v))}" for k, v in entry.items())
+
+
+def output_tag(item_id: str) -> bytes:
+    """The prefix of a command's output lines (several at once): ``[<id>] ``, the id's
+    control characters escaped as the tables do (an id cannot clear the screen)."""
+    return f"[{escape_control(item_id)}] ".encode("utf-8", "backslashreplace")
+
+
+#: C1 control characters (and DEL), which JSON leaves raw
+_C1 = re.compile("[\x7f-\x9f]")

@@ -13,7 +13,8 @@ Real ``python -m rq_cli work`` processes against real servers the tests restart,
 - ``--name`` held by a live worker is refused (exit 75) or waited for;
 - commands get no password, and ``ps`` shows none;
 - an id with a NUL byte is dead-lettered as unrunnable, and the other items go on;
-- ``-c 2`` prefixes a last line without a newline; a second Ctrl-C returns items without
+- ``-c 2`` prefixes a last line without a newline, and escapes an id's control characters
+  in the prefix and the log; a second Ctrl-C returns items without
   counting a failure or spending an attempt; a paused queue is said to be paused.
 """
 
@@ -369,6 +370,29 @@ def test_concurrency_prefixes_a_last_line_without_a_newline(
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert out == "[a] one\n[a] last\n"
+
+
+HOSTILE_ID = "t\x1b]0;pwned\x07\x1b[2J\x9b2Jx"  # sets the title, clears the screen
+
+
+def test_escape_sequences_in_an_id_reach_neither_the_log_nor_the_output_prefix_raw(
+        server_url: str, r: redis.Redis) -> None:
+    """An id (a peer may store any) is escaped as the tables escape it, in the output
+    prefix and in the log, JSON (C1 characters too) or words."""
+    from rq_cli.worker.streams import log_line
+
+    WorkQueue(r, "esc").push([NewItem(b"{}", HOSTILE_ID)])
+    proc = start(server_url, "esc", "-c", "2", "--max-items", "1", "--", "sh", "-c",
+                 "echo out; echo err >&2; exit 1")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    shown = "t\\x1b]0;pwned\\x07\\x1b[2J\\x9b2Jx"
+    assert out == f"[{shown}] out\n"
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in out and raw not in err, (out, err)
+    assert items(err) == {HOSTILE_ID: "retried"}  # (the JSON log keeps the id, escaped)
+    words = log_line({"id": HOSTILE_ID, "outcome": "retried"}, as_json=False)
+    assert words == f"id={shown} outcome=retried"
 
 
 def test_a_second_ctrl_c_returns_items_without_a_failure_or_an_attempt(
