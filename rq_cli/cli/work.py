@@ -119,7 +119,7 @@ def work(
                          lease_seconds=lease_seconds, max_items=max_items,
                          idle_exit=idle_exit, order=order.value,
                          keep_running_on_lost_lease=keep_running, heartbeat=heartbeat,
-                         max_outage=max_outage, env=env)
+                         max_outage=max_outage, env=env, stderr_as_log=json_log)
     worker = Worker(wqs, command, opts, log, describe=describe_error(st.urls_used))
     host = os.uname().nodename
     reclaim = lock = None

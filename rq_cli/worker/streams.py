@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -22,11 +23,12 @@ LINE_MAX = 65536
 
 @dataclass
 class Stream:
-    """A pipe from a command, copied through: as it comes (no ``tag``), or line by line,
-    each with the ``tag`` (``[<id>] ``, several commands at once).
+    """A pipe from a command, copied through: as it comes (no ``tag``, no ``as_log``), or
+    line by line, each with the ``tag`` (``[<id>] ``, several commands at once), or each
+    handed to ``as_log`` (the command's stderr as log events, with a JSON log).
 
     Memory is bounded: a line longer than :data:`LINE_MAX` bytes goes out in pieces of that
-    size (the last one shorter), each a line of its own (tagged), as it comes,
+    size (the last one shorter), each a line of its own (tagged, or an event), as it comes,
     instead of being held whole (a 60 MB line without a newline cost 210 MB and 25 s)."""
 
     fd: int
@@ -34,6 +36,7 @@ class Stream:
     tag: bytes
     tail: bytearray | None  # stderr: the last ERROR_TAIL bytes, for the error
     partial: bytes = b""
+    as_log: Callable[[bytes], None] | None = None  # a line (or a piece) to log, no newline
 
     def copy(self, sel: Poller) -> bool:
         """Copy what the pipe has now; returns False at its end (closed then)."""
@@ -50,7 +53,7 @@ class Stream:
             if self.tail is not None:
                 self.tail += chunk
                 del self.tail[:-ERROR_TAIL]
-            if not self.tag:
+            if not self.tag and self.as_log is None:
                 self._write(chunk)
                 continue
             lines = (self.partial + chunk).split(b"\n")
@@ -74,7 +77,11 @@ class Stream:
         self.fd = -1
 
     def _lines(self, lines: list[bytes]) -> None:
-        self._write(b"".join(self.tag + line + b"\n" for line in lines))
+        if self.as_log is not None:
+            for line in lines:
+                self.as_log(line)
+        else:
+            self._write(b"".join(self.tag + line + b"\n" for line in lines))
 
     def _write(self, data: bytes) -> None:
         try:

@@ -59,6 +59,13 @@ def test_a_long_line_without_a_newline_goes_out_in_bounded_tagged_pieces() -> No
     assert lines[-1] == b"[x] end" and len(lines) == 7
 
 
+def test_a_long_stderr_line_becomes_bounded_log_events() -> None:
+    events: list[bytes] = []
+    out, held = _copied(b"b" * (3 * LINE_MAX) + b"\nlast", tag=b"", as_log=events.append)
+    assert out == b"" and held <= LINE_MAX
+    assert events == [b"b" * LINE_MAX] * 3 + [b"last"]
+
+
 def _peak_rss_kib(url: str, size: int) -> int:
     """The peak RSS of a ``work -c 2`` that runs one command printing ``size`` bytes
     without a newline (measured by a parent of its own: RUSAGE_CHILDREN)."""
