@@ -74,7 +74,7 @@ _CONTROL = r"[\x00-\x1f\x7f-\x9f]"  # compiled (and cached) by re on first use
 PREVIEW_CHARS = 200
 
 
-def _escape_control(text: str) -> str:
+def escape_control(text: str) -> str:
     """Make control characters (ESC, CR, ...) visible, so a payload cannot drive the terminal."""
     return re.sub(_CONTROL, lambda m: repr(m.group())[1:-1], text)
 
@@ -83,7 +83,7 @@ def human_data(data: bytes | None) -> str:
     if data is None:
         return "(no data)"
     text = data[: PREVIEW_CHARS * 4].decode("utf-8", "backslashreplace")
-    text = _escape_control(text)
+    text = escape_control(text)
     if len(text) > PREVIEW_CHARS or len(data) > PREVIEW_CHARS * 4:
         text = text[:PREVIEW_CHARS] + "…"
     return text
@@ -129,8 +129,8 @@ def human(value: Any, kind: str = "text") -> str:
     if isinstance(value, dict):
         return " ".join(f"{k}={v}" for k, v in value.items()) or "-"
     if isinstance(value, (list, tuple)):
-        return ", ".join(_escape_control(str(v)) for v in value) or "-"
-    return _escape_control(str(value))
+        return ", ".join(escape_control(str(v)) for v in value) or "-"
+    return escape_control(str(value))
 
 
 # -- output ------------------------------------------------------------------------------------

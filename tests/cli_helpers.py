@@ -11,6 +11,7 @@ Test modules load it as a plugin: ``pytest_plugins = ["cli_helpers"]``.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,3 +102,9 @@ def write_config(directory: Path, text: str, name: str = "rq-cli.toml") -> Path:
     path = directory / name
     path.write_text(text)
     return path
+
+
+def rq_cli_command() -> list[str]:
+    """The installed ``rq-cli`` console script (``python -m rq_cli`` where there is none)."""
+    exe = Path(sys.executable).with_name("rq-cli")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "rq_cli"]

@@ -6,6 +6,25 @@ Modules by command family: push, leasing (lease/complete/fail/extend), inspect (
 queues), maintain (clean/requeue-dead/purge/pause/resume), config_cmd, server_cmd.
 """
 
-from .root import app, main, run
-
 __all__ = ["app", "main", "run"]
+
+
+def run() -> None:
+    """The console script: Ctrl-C and SIGTERM held (:mod:`.signals`) before the imports
+    that start-up spends its time in (this module imports nothing before), then
+    :func:`rq_cli.cli.root.run`, which ends the process."""
+    from .signals import hold_until_command
+
+    hold_until_command()
+    from .root import run as run_app
+
+    run_app()
+
+
+def __getattr__(name: str) -> object:
+    """``app`` and ``main``, imported when first asked for (``run`` must come first)."""
+    if name in ("app", "main"):
+        from . import root
+
+        return getattr(root, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

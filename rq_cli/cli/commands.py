@@ -19,10 +19,13 @@ from typing import Any, NamedTuple
 
 class Command(NamedTuple):
     """A command's name and the function that imports and returns what defines it (a
-    function, or a Typer app for a group)."""
+    function, or a Typer app for a group). ``reports_stop``: the command ends the start-up
+    hold of Ctrl-C and SIGTERM itself, and stops on SIGTERM as on Ctrl-C, saying what it did
+    (:mod:`rq_cli.cli.signals`); for the others the hold ends once they are built."""
 
     name: str
     load: Callable[[], Any]
+    reports_stop: bool = False
 
 
 def load_push() -> Any:
@@ -158,7 +161,7 @@ def load_server() -> Any:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("push", load_push),
+    Command("push", load_push, reports_stop=True),
     Command("lease", load_lease),
     Command("complete", load_complete),
     Command("fail", load_fail),

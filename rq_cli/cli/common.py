@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar, cast
@@ -387,57 +387,3 @@ def _some(ids: list[str], shown: int = 3) -> str:
 
 def _also(missing: list[str]) -> str:
     return f"; {len(missing)} more not live" if missing else ""
-
-
-@contextlib.contextmanager
-def interrupt_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C back until the block ends, so that a write and its count stay together.
-
-    ``push`` says how many items it printed when interrupted; a Ctrl-C between printing a
-    batch and counting it made the two differ. A second Ctrl-C interrupts at once (a write
-    to a reader that stopped reading would otherwise hold the first one back forever).
-    Outside the main thread, or with SIGINT handled elsewhere, this does nothing.
-    """
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
-        return
-    held: list[int] = []
-
-    def hold(signum: int, frame: Any) -> None:
-        if held:
-            raise KeyboardInterrupt
-        held.append(signum)
-
-    hold.held = held  # type: ignore[attr-defined]  # (for interruptible_sleep)
-    signal.signal(signal.SIGINT, hold)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if held:
-        raise KeyboardInterrupt
-
-
-def interruptible_sleep(seconds: float) -> None:
-    """``time.sleep``, which a Ctrl-C ends at once even inside :func:`interrupt_deferred`:
-    for a wait before anything is done (``--rate``), where stopping loses nothing. A Ctrl-C
-    held back already ends it before it starts."""
-    import signal
-    import time
-
-    handler = signal.getsignal(signal.SIGINT)
-    held = getattr(handler, "held", None)
-    if held is None:  # not deferred: a plain sleep (Ctrl-C ends it as usual)
-        time.sleep(seconds)
-        return
-    if held:
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        time.sleep(seconds)
-    finally:
-        signal.signal(signal.SIGINT, handler)

@@ -14,7 +14,7 @@ from ..errors import Interrupted
 from ..jsonlines import json_line
 from ..render import Column, Output
 from ..shapes import moved_row, summary_row
-from .common import interrupt_deferred, interruptible_sleep
+from .signals import interrupt_deferred, interruptible_sleep
 
 if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
     from ..core.filtering import Action, FilterReport, ItemFilter

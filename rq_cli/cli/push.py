@@ -15,8 +15,9 @@ from ..core.util import check_new_id, check_tenant
 from ..errors import BadInputError, Interrupted, RqError, ServerError, Unconfirmed, UsageError
 from ..progress import Progress
 from ..render import Column, Output, message
-from . import reading
-from .common import JsonOpt, QueueArg, State, interrupt_deferred, read_stdin, state
+from . import reading, signals
+from .common import JsonOpt, QueueArg, State, read_stdin, state
+from .signals import interrupt_deferred
 
 DataArg = Annotated[list[str] | None, typer.Argument(
     help="Items, each a JSON text (any bytes with --raw). '-' (or none, with stdin not a "
@@ -65,6 +66,21 @@ def push(
 
     Example: rq-cli push emails '{"to": "a@example.com"}'
     """
+    tally = _Tally(queue)  # (what a Ctrl-C or SIGTERM at any moment says was stored)
+    try:
+        signals.release(sigterm_interrupts=True)  # (a Ctrl-C held in start-up: raised here)
+        _push(ctx, tally, data, item_id, id_from_data, summary, as_json,
+                      {"id_from_data": id_from_data, "front": front, "delay": delay,
+                       "expire": expire, "tenant": tenant},
+                      with_ids=with_ids, raw=raw, tenant=tenant, dedup_window=dedup_window)
+    except KeyboardInterrupt:  # before the first batch, or after the last: nothing in flight
+        raise _stopped(tally) from None
+
+
+def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: str | None,
+          id_from_data: bool, summary: bool, as_json: bool, options: dict[str, Any], *,
+          with_ids: bool, raw: bool, tenant: str | None, dedup_window: float | None) -> None:
+    queue = tally.queue
     st = state(ctx)
     out = st.output(as_json)
     from_stdin = read_stdin(data, st.terminal)
@@ -80,8 +96,6 @@ def push(
         raise UsageError("nothing to push: give DATA arguments, or '-' to read stdin")
     if tenant is not None:
         check_tenant(tenant)
-    options: dict[str, Any] = {"id_from_data": id_from_data, "front": front, "delay": delay,
-                               "expire": expire, "tenant": tenant}
     wq = st.queue(queue)
     if not hasattr(wq, "stream"):  # a plain queue: not one the server records as sharded
         from ..core.shardmeta import refuse_if_sharded
@@ -93,18 +107,26 @@ def push(
     if not from_stdin:
         items = [NewItem(reading.check_data(reading.arg_bytes(d), raw, f"argument {n}"),
                          item_id) for n, d in enumerate(data or [], 1)]
-        tally = _Tally(queue, out, summary)
+        tally.use(out, summary)
+        sent = False
         try:
-            results = wq.push(items, **options)
+            with interrupt_deferred():  # a Ctrl-C waits for the reply: the count is known
+                sent = True
+                tally.add(wq.push(items, **options))
         except Unconfirmed as exc:
             raise _unconfirmed(exc, tally) from None
-        tally.add(results)
+        except KeyboardInterrupt:
+            if sent and not tally.items:  # a second Ctrl-C cut the call short
+                raise Interrupted(f"interrupted: push: the {plural(len(items), 'item')} "
+                                  f"given may or may not have been stored (re-running is "
+                                  f"safe only with ids: --id or --id-from-data)") from None
+            raise
         tally.finish(table=True)
         return
     stream = reading.stdin_binary()
     lines: Iterator[Any] = (reading.push_objects(stream, raw=raw) if with_ids
                             else reading.push_lines(stream, raw=raw))
-    tally = _Tally(queue, out, summary or not out.json)
+    tally.use(out, summary or not out.json)
     # no progress bar over lines being typed (stdin a terminal): it would draw over them
     typing = st.terminal.stdin_isatty()
     with (contextlib.nullcontext(Progress()) if typing else
@@ -122,6 +144,15 @@ def push(
     tally.finish(table=False)
 
 
+def _stopped(tally: "_Tally") -> Interrupted:
+    """The error of a push stopped where nothing was in flight: the count is exact."""
+    return Interrupted(f"interrupted: push: {_exactly(tally)}")
+
+
+def _exactly(tally: "_Tally") -> str:
+    return (f"exactly {tally.describe()}, nothing after them; to go on, push only the rest "
+            f"of the input (pushed again, items without an id would be stored twice)")
+
 def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
             progress: Callable[[], None]) -> None:
     """Count (and print) each stored batch. A failure ends in ONE error line that says how
@@ -137,17 +168,24 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
                 _drain(batches, tally)
             raise
     except bulk.Drained:
-        raise Interrupted(f"interrupted: push: exactly {tally.describe()}, nothing after "
-                          f"them; to go on, push only the rest of the input (pushed again, "
-                          f"items without an id would be stored twice)") from None
+        raise _stopped(tally) from None
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted: push: {tally.describe()} and confirmed; a batch "
                           f"being stored may also have been (re-running is safe only with "
                           f"ids: --with-ids or --id-from-data)") from None
-    except BrokenPipeError:  # stdout closed (`| head`): silent 141, but say what was stored
-        message(f"rq-cli: push: stdout was closed; {tally.describe()} and confirmed; a batch "
-                f"in flight may also have been stored (re-running is safe only with ids: "
-                f"--with-ids or --id-from-data)")
+    except BrokenPipeError:  # stdout closed (`| head`): silent 141, but say what was stored:
+        tally.closed = True  # exactly, once the batches in flight are read (and not printed)
+        exact = False
+        try:
+            _drain(batches, tally)
+        except bulk.Drained:
+            exact = True
+        except KeyboardInterrupt:  # (a Ctrl-C while draining: the bound, not the count)
+            pass
+        message("rq-cli: push: stdout was closed; " + (
+            _exactly(tally) if exact else f"{tally.describe()} and confirmed; a batch in "
+            f"flight may also have been stored (re-running is safe only with ids: "
+            f"--with-ids or --id-from-data)"))
         raise
     except Unconfirmed as exc:  # stored, not confirmed: named, never pushed again here
         raise _unconfirmed(exc, tally) from None
@@ -197,12 +235,18 @@ def _drain(batches: Iterator[bulk.Pushed], tally: "_Tally") -> None:
 class _Tally:
     """Counts results and prints them: per item (JSON lines, one write per batch) or summary."""
 
-    def __init__(self, queue: str, out: Output, summary: bool) -> None:
-        self.queue, self.out, self.summary = queue, out, summary
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+        self.out, self.summary = Output(), True  # (until use)
         self.items = self.added = 0
         self.reasons: dict[str, int] = {}  # refused items by reason (the summary says why)
         self.rows: list[dict[str, Any]] = []
         self.counted: bulk.Pushed | None = None  # the batch counted last (add_pushed)
+        self.closed = False  # stdout was closed: count, print nothing
+
+    def use(self, out: Output, summary: bool) -> None:
+        """Print to ``out``: a summary, or a line per item."""
+        self.out, self.summary = out, summary
 
     def add(self, results: list[PushResult]) -> None:
         added = sum(1 for r in results if r.added)
@@ -228,7 +272,7 @@ class _Tally:
         ids, flags = batch
         added = flags.count("1")
         text = ""
-        if not self.summary:
+        if not self.summary and not self.closed:
             if ids and added == len(ids) and _plain(ids):  # usual: one join for the batch
                 text = '{"id":"' + _ADDED_SEP.join(ids) + '","added":true}\n'
             else:

@@ -30,7 +30,7 @@ from ..errors import (
     WrongTypeError,
 )
 from ..render import Output, Terminal, debug_enabled, message
-from . import internals
+from . import internals, signals
 from .commands import BY_NAME, COMMANDS
 from .common import FLAG_OF, READ_ONLY, JsonOpt, State
 from .scrub import scrub
@@ -59,6 +59,8 @@ class RqGroup(TyperGroup):
                 return super().get_command(ctx, cmd_name)
             command = self.built[cmd_name] = build_command(cmd_name)
         internals.install_params(command, ctx)
+        if not BY_NAME[cmd_name].reports_stop:
+            signals.release()  # (a signal held in start-up: "interrupted", exit 130)
         return command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:

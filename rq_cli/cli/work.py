@@ -75,8 +75,9 @@ def work(
              "running commands finish and exit 69.")] = None,
     pass_secrets: Annotated[bool, typer.Option(
         "--pass-secrets",
-        help="Give commands the server's password: RQ_CLI_URL and REDIS_URL as they are, and "
-             "the password_env variables (default: without them).")] = False,
+        help="Give commands the server's password: RQ_CLI_URL and REDIS_URL as they are, "
+             "the password_env variables, and any variable holding it (default: without "
+             "them, and masked in other values).")] = False,
     keep_running: Annotated[bool, typer.Option(
         "--keep-running-on-lost-lease",
         help="Let a command go on when its lease is lost (default: stop it).")] = False,
@@ -119,7 +120,7 @@ def work(
                          lease_seconds=lease_seconds, max_items=max_items,
                          idle_exit=idle_exit, order=order.value,
                          keep_running_on_lost_lease=keep_running, heartbeat=heartbeat,
-                         max_outage=max_outage, env=env)
+                         max_outage=max_outage, env=env, stderr_as_log=json_log)
     worker = Worker(wqs, command, opts, log, describe=describe_error(st.urls_used))
     host = os.uname().nodename
     reclaim = lock = None

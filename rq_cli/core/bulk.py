@@ -117,7 +117,10 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
     flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
              "expire_ms": str(ms(expire or 0))}
     source = iter(items)
-    chunk, error = _take(source, batch_size)
+    try:
+        chunk, error = _take(source, batch_size)
+    except KeyboardInterrupt:  # reading the first batch: nothing was sent
+        raise Drained from None
     client = q.client
     if (error is None and len(chunk) == batch_size and not is_cluster(client)
             and getattr(client, "connection", None) is None and tenant is None
@@ -126,31 +129,48 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
                                atomic)
         return
     while chunk:  # the simple path: one call per batch (per tenant), each waited for
-        yield from _store_runs(q, chunk, id_from_data, flags, now_ms, tenant)
+        yield from _store_runs(q, chunk, id_from_data, flags, now_ms, tenant, atomic)
         if error is not None or len(chunk) < batch_size:
             break
-        chunk, error = _take(source, batch_size)
+        try:
+            chunk, error = _take(source, batch_size)
+        except KeyboardInterrupt:  # reading: nothing in flight
+            raise Drained from None
     if error is not None:
         raise error
 
 
 def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[str, str],
-                now_ms: int | None, tenant: str | None = None) -> Iterator[Pushed]:
+                now_ms: int | None, tenant: str | None = None,
+                atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
+                ) -> Iterator[Pushed]:
     """Store ``chunk`` with one script call per run of one tenant (a tenant's sub-queue is
-    KEYS[2] of push.lua), each waited for."""
+    KEYS[2] of push.lua), each waited for inside ``atomic()``. A Ctrl-C held back through a
+    call, or thrown in where a batch was handed out, hands that batch out (again: the
+    consumer counts it once), then raises :class:`Drained`; one that cut a call short (a
+    second) is a plain KeyboardInterrupt: that batch may or may not have been stored."""
     for run_tenant, run in _tenant_runs(chunk, tenant):
         ids, args, fresh = _pairs(run, id_from_data)
         keys = None
         if run_tenant is not None:
             keys = [q.keys.queue, q.keys.tenant_queue(run_tenant)]
             q.sync_tenant_weights()
+        pushed: Pushed | None = None
         try:
-            reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args, now_ms,
-                           keys=keys)
-        except Unconfirmed as exc:  # (durability: the batch is stored, not confirmed)
-            exc.ids = ids
-            raise
-        yield Pushed(ids, text(reply) or "")
+            with atomic():
+                try:
+                    reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args,
+                                   now_ms, keys=keys)
+                except Unconfirmed as exc:  # (durability: the batch is stored, not confirmed)
+                    exc.ids = ids
+                    raise
+                pushed = Pushed(ids, text(reply) or "")
+            yield pushed
+        except KeyboardInterrupt:
+            if pushed is None:
+                raise
+            yield pushed
+            raise Drained from None
 
 
 def _tenanted(chunk: list[Any]) -> bool:
@@ -384,9 +404,11 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
         conn = pool.get_connection("EVALSHA")
     try:
         tx = None if id_from_data else _Transactions.start(q, conn, flags, now_ms)
-    except BaseException:
+    except BaseException as exc:
         conn.disconnect()
         pool.release(conn)
+        if isinstance(exc, KeyboardInterrupt):  # no item was sent yet
+            raise Drained from None
         raise
     keys = q.script_keys
     # (the command up to the repeated pairs; "fresh", last, is swapped for "1" below)
@@ -452,7 +474,7 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                     yield from handed_out()
                 if unconfirmed:
                     break
-                yield from _store_runs(q, chunk, id_from_data, flags, now_ms)
+                yield from _store_runs(q, chunk, id_from_data, flags, now_ms, None, atomic)
                 if error is not None or len(chunk) < batch_size:
                     break
                 chunk, error = _take(source, batch_size)

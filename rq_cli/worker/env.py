@@ -3,7 +3,9 @@
 - :func:`child_environ`: the environment the commands get. ``RQ_CLI_URL`` loses its
   password, and so does ``REDIS_URL`` when its password is one the worker uses; the
   variables that hold a password (a config's ``password_env``, or any variable whose value
-  is a password in use) are left out, unless the user asks for them (``--pass-secrets``).
+  is a password in use) are left out; in any other value, a password in use (raw or
+  percent-encoded) is masked (a URL's taken out as from ``REDIS_URL``, any other ``***``);
+  all unless the user asks for them (``--pass-secrets``).
 - :func:`unrunnable`: an item whose id (or queue name) holds a NUL byte, which no
   environment variable can carry, can never be run: :func:`fail_unrunnable` dead-letters it.
 - :func:`set_process_title`: ``ps`` shows the worker (and its guard) with every URL's
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import quote
 
 from ..connect import mask_url, mask_urls_in, url_password
 from ..core.codes import DeadReason, outcomes
@@ -53,7 +56,21 @@ def child_environ(environ: Mapping[str, str], secrets: Iterable[str],
         # (REDIS_URL may be the job's own server: only the queue's password is taken out)
         if name in env and (name == "RQ_CLI_URL" or url_password(env[name]) in hidden):
             env[name] = without_password(env[name])
+    forms = sorted({f for s in hidden for f in (s, quote(s, safe=""))}, key=len, reverse=True)
+    for name, value in env.items():  # a password inside another value: masked
+        if any(f in value for f in forms):
+            env[name] = _masked(value, hidden, forms)
     return env
+
+
+def _masked(value: str, hidden: set[str], forms: list[str]) -> str:
+    """``value`` with no password of ``hidden`` in it: a URL's taken out as from
+    ``REDIS_URL`` (``OTHER_URL=redis://:PW@h`` -> ``redis://h``), any other ``***``."""
+    if "://" in value and url_password(value) in hidden:
+        value = without_password(value)
+    for form in forms:  # (longest first: a password inside another is masked whole)
+        value = value.replace(form, "***")
+    return value
 
 
 def masked_title(argv: Sequence[str]) -> str:

@@ -20,7 +20,12 @@ class Worker(Beating):
     """Run ``command`` for items of ``queues`` (WorkQueues sharing one session)."""
 
     def run(self, reclaim: Callable[[str], bool] | None = None) -> WorkerStats:
-        """Work until stopped (signals, ``max_items``, ``idle_exit``); returns the tallies."""
+        """Work until stopped (signals, ``max_items``, ``idle_exit``); returns the tallies.
+
+        A worker that has never reached its servers does not wait for them: the first
+        call's error is raised (``rq-cli work``: exit 69 at once, so a wrong URL fails
+        fast); outages are ridden out only once it has been connected."""
+        self._ping()
         if reclaim is not None:
             for wq in self.queues:
                 self._take(wq.reclaim(reclaim, lease_seconds=self.lease_seconds), True)

@@ -52,6 +52,7 @@ class WorkerOptions:
     heartbeat: float | None = None  # seconds between lease extensions (default: lease / 3)
     max_outage: float | None = None  # seconds without the server before draining (None: never)
     env: dict[str, str] | None = None  # the commands' environment (default: the worker's)
+    stderr_as_log: bool = False  # the commands' stderr lines as log events (a JSON log)
 
 
 @dataclass

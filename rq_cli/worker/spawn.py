@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
+from ..core.types import LeasedItem
 from .guard import killpg
 from .leasing import Leasing
 from .model import (
@@ -16,7 +18,7 @@ from .model import (
     Held,
     Job,
 )
-from .streams import CHUNK, Stream
+from .streams import CHUNK, Stream, output_tag
 
 
 class Spawning(Leasing):
@@ -64,10 +66,11 @@ class Spawning(Leasing):
             pidfd: int | None = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None  # not Linux 5.3+: the loop checks with waitpid(WNOHANG) instead
-        tag = f"[{item.id}] ".encode() if self.prefix_output else b""
+        tag = output_tag(item.id) if self.prefix_output else b""
         job = Job(held, pid, pidfd, now, now + self.opts.timeout if self.opts.timeout else None,
                    [], in_w, memoryview(item.data), stderr_tail=bytearray())
-        err_stream = Stream(err_r, self.err, tag, job.stderr_tail)
+        err_stream = Stream(err_r, self.err, tag, job.stderr_tail,
+                            as_log=self._stderr_event(item) if self.opts.stderr_as_log else None)
         job.streams.append(err_stream)
         if out_r is not None:
             job.streams.append(Stream(out_r, self.out, tag, None))
@@ -149,6 +152,13 @@ class Spawning(Leasing):
                 stream.close(self.sel)
         self._start_ahead()  # the slot's next command first: settling can wait a moment
         self._settle(job)
+
+    def _stderr_event(self, item: LeasedItem) -> Callable[[bytes], None]:
+        """A command's stderr line as a log event (a JSON log stays JSON lines)."""
+        def event(line: bytes) -> None:
+            self.log({"event": "stderr", "queue": item.queue, "id": item.id,
+                      "line": line.decode("utf-8", "backslashreplace")})
+        return event
 
     def _kill(self, job: Job, why: str) -> None:
         if job.stopped is not None or job.status is not None:

@@ -2,7 +2,9 @@
 
 - ``rq-cli lease empty | rq-cli complete empty -``: an empty stdin is nothing to do (exit 3,
   one quiet line), not a usage error; the same for ``fail`` and ``extend``.
-- ``rq-cli push q - < big | head -2``: silent, exit 141 (the README's promise).
+- ``rq-cli push q - < big | head -2``: exit 141, one stderr line with exactly how many items
+  were stored (the batches in flight are read, not printed).
+- a push stopped by Ctrl-C or SIGTERM at any moment says exactly what it stored.
 - a push to a server that refuses the connection does not say a batch may have been stored.
 - ``rq-cli config path`` prints the bare path, piped or not (documented).
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from cli_helpers import write_config
+from cli_helpers import rq_cli_command, write_config
 
 pytest_plugins = ["cli_helpers"]
 
@@ -63,9 +65,10 @@ def test_push_into_head_says_how_many_were_stored(server_url: str, r: redis.Redi
         assert all(line.startswith(b'{"id":') for line in head)
         text = err.read()
         assert code == BROKEN_PIPE and text.count(b"\n") == 1, text
-        found = re.search(rb"^rq-cli: push: stdout was closed; (\d+) items? stored", text)
+        found = re.search(rb"^rq-cli: push: stdout was closed; exactly (\d+) items? stored",
+                          text)
         assert found, text
-        assert 2 <= int(found.group(1)) <= r.llen("q:queue")
+        assert 2 <= int(found.group(1)) == r.llen("q:queue")  # the batches in flight counted
 
 
 def test_push_to_a_refusing_server_does_not_say_a_batch_may_be_stored(cli) -> None:
@@ -107,3 +110,71 @@ def test_ctrl_c_during_push_reports_exactly_what_was_stored(
     assert said, err
     assert int(said.group(1)) == stored == printed
     assert "push only the rest of the input" in err
+
+
+def _push_stopped_at(server_url: str, source: Path, at: float, sig: int) -> tuple[int, str,
+                                                                                  int]:
+    """``rq-cli push q - < source``, sent ``sig`` ``at`` seconds after it started; its exit code,
+    stderr and the number of lines it printed (read while it runs, as a pipe would be)."""
+    import threading
+    import time
+
+    with source.open("rb") as stdin:
+        proc = subprocess.Popen([*rq_cli_command(), "--no-config", "--url", server_url,
+                                 "push", "q", "-"], stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env_without_rq_cli())
+        assert proc.stdout is not None and proc.stderr is not None
+        lines: list[int] = []
+        reader = threading.Thread(target=lambda: lines.append(sum(1 for _ in proc.stdout)))
+        reader.start()
+        time.sleep(at)
+        proc.send_signal(sig)
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=120)
+        reader.join(timeout=60)
+    return code, err, lines[0]
+
+
+@pytest.fixture(scope="module")
+def lines_300k(tmp_path_factory) -> Path:
+    source = tmp_path_factory.mktemp("push") / "lines.jsonl"
+    source.write_bytes(b"".join(b'{"n":%d}\n' % n for n in range(300_000)))
+    return source
+
+
+MOMENTS = [(signal.SIGINT, at) for at in (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)] + [
+    (signal.SIGTERM, at) for at in (0.05, 0.4, 1.5)]
+
+
+@pytest.fixture(scope="module")
+def interpreter_start() -> float:
+    """How long this machine's Python takes to start before running a program's first line
+    (``python -c pass``, the least of three): a signal before that meets the interpreter's
+    own defaults, which no program can change (a Ctrl-C there prints its traceback)."""
+    import time
+
+    took = []
+    for _ in range(3):
+        began = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True, env=env_without_rq_cli())
+        took.append(time.monotonic() - began)
+    return min(took)
+
+
+@pytest.mark.parametrize(("sig", "at"), MOMENTS,
+                         ids=[f"{signal.Signals(s).name}-{at}" for s, at in MOMENTS])
+def test_a_push_stopped_at_any_moment_says_exactly_what_was_stored(
+        server_url: str, r: redis.Redis, lines_300k: Path, interpreter_start: float,
+        at: float, sig: int) -> None:
+    """Ctrl-C (or SIGTERM, as ``timeout`` and systemd stop a process) at any moment of a
+    300k-line push, from the imports of start-up on (``at`` seconds after the interpreter
+    could run rq-cli's first line): one line, never a traceback, and the count it says (0
+    included) is what the server holds and what was printed; exit 130."""
+    at += interpreter_start
+    code, err, printed = _push_stopped_at(server_url, lines_300k, at, sig)
+    stored = r.llen("q:queue")
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert code == 130, err
+    said = re.search(r"^rq-cli: interrupted: push: exactly (\d+) items? stored", err)
+    assert said, err
+    assert int(said.group(1)) == stored == printed

@@ -25,17 +25,13 @@ from typing import IO, Any
 
 import pytest
 import redis
+from cli_helpers import rq_cli_command
 
 import rq_cli
 from rq_cli import embedded
 from rq_cli.errors import ExitCode
 
 TIMEOUT = 90
-
-
-def rq_cli_command() -> list[str]:
-    exe = Path(sys.executable).with_name("rq-cli")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "rq_cli"]
 
 
 RQ_CLI = rq_cli_command()

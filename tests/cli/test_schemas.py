@@ -307,7 +307,9 @@ def test_work_log_lines_and_cancel(cli: Any, checked: Checked, server_url: str,
                                    r: redis.Redis) -> None:
     checked("push", cli("push", "q", "-", "--with-ids", input='{"id":"ok","data":0}\n'
                         '{"id":"soft","data":1}\n{"id":"hard","data":2}\n'), at_least=3)
-    script = 'read d; case "$RQ_ITEM_ID" in ok) exit 0;; soft) exit 1;; *) exit 100;; esac'
+    # the command's own stderr shares the log's stream: each line is an event of the log
+    script = ('read d; echo "note for $RQ_ITEM_ID" >&2; printf "no newline" >&2; '
+              'case "$RQ_ITEM_ID" in ok) exit 0;; soft) exit 1;; *) exit 100;; esac')
     proc = subprocess.run(
         [sys.executable, "-m", "rq_cli", "--no-config", "--url", server_url, "work", "q",
          "--max-items", "3", "--json", "--", "sh", "-c", script],
@@ -320,6 +322,9 @@ def test_work_log_lines_and_cancel(cli: Any, checked: Checked, server_url: str,
 
     rows = checked("work", Proc(), stream="stderr", at_least=3)
     assert {row.get("outcome") for row in rows} >= {"completed", "retried"}
+    said = sorted((row["id"], row["line"]) for row in rows if row.get("event") == "stderr")
+    assert said == sorted([(i, f"note for {i}") for i in ("ok", "soft", "hard")]
+                          + [(i, "no newline") for i in ("ok", "soft", "hard")])
     checked("push", cli("push", "q", "--id", "c1", "{}"))
     # (exit 3: "nope" is named and not there; c1 is still cancelled: README "Exit codes")
     checked("cancel", cli("cancel", "q", "c1", "nope", "--error", "stop"), codes=(3,))

@@ -37,3 +37,25 @@ def test_a_ctrl_c_thrown_in_hands_out_the_last_batch_again_then_the_rest(r, item
     assert len(ids) > 3000  # (batches were in flight when it stopped)
     stored = [i.id for i in wq.lease(len(ids))]
     assert stored == ids
+
+
+def test_the_simple_path_too_hands_out_the_last_batch_again_then_stops_drained(r):
+    """Tenant items take one call per batch, each waited for: a Ctrl-C thrown in where a
+    batch was handed out finds nothing in flight, and the count is exact (Drained)."""
+    wq = WorkQueue(r, "q")
+    batches = bulk.stream(wq, (NewItem(b"%d" % n, f"i{n}") for n in range(5000)),
+                          batch_size=1000, tenant="acme")
+    seen = [next(batches) for _ in range(2)]
+    assert batches.throw(KeyboardInterrupt()) is seen[1]
+    with pytest.raises(bulk.Drained):
+        next(batches)
+    assert sum(len(b.ids) for b in seen) == r.llen(wq.keys.tenant_queue("acme")) == 2000
+
+
+def test_a_ctrl_c_while_reading_the_first_batch_is_drained_with_nothing_stored(r):
+    def lines():
+        yield b"1"
+        raise KeyboardInterrupt
+
+    with pytest.raises(bulk.Drained):
+        next(bulk.stream(WorkQueue(r, "q"), lines()))

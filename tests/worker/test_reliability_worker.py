@@ -5,14 +5,16 @@ Real ``python -m rq_cli work`` processes against real servers the tests restart,
 
 - a server restart under a worker: it rides the outage out (one ``unreachable`` and one
   ``outage`` line), keeps its running command going, and every item, pushed before and
-  after, is done exactly once; ``--max-outage`` ends it with exit 69 after draining;
+  after, is done exactly once; ``--max-outage`` ends it with exit 69 after draining; a
+  worker that never reached its server exits 69 at once, with or without ``--name``;
 - a hung server (SIGSTOP longer than the lease): the lease is taken back, same attempt, and
   the command is not stopped;
 - the outcome logged and counted for an exit 0 is the one the server gave;
 - ``--name`` held by a live worker is refused (exit 75) or waited for;
 - commands get no password, and ``ps`` shows none;
 - an id with a NUL byte is dead-lettered as unrunnable, and the other items go on;
-- ``-c 2`` prefixes a last line without a newline; a second Ctrl-C returns items without
+- ``-c 2`` prefixes a last line without a newline, and escapes an id's control characters
+  in the prefix and the log; a second Ctrl-C returns items without
   counting a failure or spending an attempt; a paused queue is said to be paused.
 """
 
@@ -177,6 +179,18 @@ def test_max_outage_drains_then_exits_69(make_server: MakeServer, tmp_path: Path
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("name", [[], ["--name", "never"]], ids=["no-name", "name"])
+def test_a_worker_that_never_reached_its_server_exits_69_at_once(name: list[str]) -> None:
+    """Riding out an outage is for a worker that has been connected: one that cannot reach
+    its server when it starts (a wrong URL) fails fast, with or without --name (without,
+    it logged `unreachable` and waited forever)."""
+    proc = start("redis://:s3cret@127.0.0.1:1/0", "q", *name, "--", "true")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 69, err
+    assert err.count("\n") == 1 and err.startswith("rq-cli: cannot connect to "), err
+    assert "s3cret" not in err and "unreachable" not in err
+
+
 def test_a_hung_server_longer_than_the_lease_does_not_stop_the_command(
         make_server: MakeServer, tmp_path: Path) -> None:
     srv = make_server()
@@ -294,10 +308,13 @@ def test_commands_get_no_password_and_ps_shows_none(
     dump = tmp_path / "env"
     script = f"env > {dump}; touch {tmp_path}/go; sleep 30"
     args = ["sec", *(["--pass-secrets"] if pass_secrets else []), "--", "sh", "-c", script]
+    # other variables whose values hold it (another name for the URL, a word around it)
+    around = {"OTHER_URL": f"redis://:{pw}@db.example:6380/2", "X": f"pw={pw}"}
     # the password from --url (on the command line), and from the config's password_env
     for how in ("--url", "config"):
-        proc = start(url, *args, extra_env={"REDIS_URL": url}) if how == "--url" else \
-            start(None, *args, config=config, extra_env={"MY_PW": pw, "RQ_CLI_URL": url})
+        proc = start(url, *args, extra_env={"REDIS_URL": url, **around}) if how == "--url" \
+            else start(None, *args, config=config, extra_env={"MY_PW": pw, "RQ_CLI_URL": url,
+                                                              **around})
         try:
             wait_for(lambda: (tmp_path / "go").exists())
             seen = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
@@ -312,6 +329,8 @@ def test_commands_get_no_password_and_ps_shows_none(
             if not pass_secrets:
                 assert f"REDIS_URL=redis://127.0.0.1:{srv.port}/0" in environ or \
                     f"RQ_CLI_URL=redis://127.0.0.1:{srv.port}/0" in environ
+                assert "OTHER_URL=redis://db.example:6380/2\n" in environ, environ
+                assert "X=pw=***\n" in environ, environ
         finally:
             proc.kill()
             proc.communicate(timeout=30)
@@ -351,6 +370,29 @@ def test_concurrency_prefixes_a_last_line_without_a_newline(
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert out == "[a] one\n[a] last\n"
+
+
+HOSTILE_ID = "t\x1b]0;pwned\x07\x1b[2J\x9b2Jx"  # sets the title, clears the screen
+
+
+def test_escape_sequences_in_an_id_reach_neither_the_log_nor_the_output_prefix_raw(
+        server_url: str, r: redis.Redis) -> None:
+    """An id (a peer may store any) is escaped as the tables escape it, in the output
+    prefix and in the log, JSON (C1 characters too) or words."""
+    from rq_cli.worker.streams import log_line
+
+    WorkQueue(r, "esc").push([NewItem(b"{}", HOSTILE_ID)])
+    proc = start(server_url, "esc", "-c", "2", "--max-items", "1", "--", "sh", "-c",
+                 "echo out; echo err >&2; exit 1")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    shown = "t\\x1b]0;pwned\\x07\\x1b[2J\\x9b2Jx"
+    assert out == f"[{shown}] out\n"
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in out and raw not in err, (out, err)
+    assert items(err) == {HOSTILE_ID: "retried"}  # (the JSON log keeps the id, escaped)
+    words = log_line({"id": HOSTILE_ID, "outcome": "retried"}, as_json=False)
+    assert words == f"id={shown} outcome=retried"
 
 
 def test_a_second_ctrl_c_returns_items_without_a_failure_or_an_attempt(
@@ -403,6 +445,8 @@ def test_commands_get_the_url_without_its_password(url: str, bare: str) -> None:
     assert child_environ({"RQ_CLI_URL": url}, ["pw"], [], True) == {"RQ_CLI_URL": url}
     used = url_password(url) or "unused"
     assert child_environ({"REDIS_URL": url}, [used], [], False) == {"REDIS_URL": bare}
+    # under another name too: any variable whose value holds a password in use
+    assert child_environ({"OTHER_URL": url}, [used], [], False) == {"OTHER_URL": bare}
     # the job's own server, another password: left as it is
     assert child_environ({"REDIS_URL": url}, ["other"], [], False) == {"REDIS_URL": url}
 
@@ -552,3 +596,13 @@ def test_a_killed_holder_not_yet_reaped_is_dead(server_url: str, r: redis.Redis,
     first.communicate(timeout=30)
     assert again.returncode == 0, err
     assert (tmp_path / "runs").read_text().split() == ["1", "2"]
+
+
+def test_a_password_inside_any_other_value_is_masked() -> None:
+    from rq_cli.worker.env import child_environ
+
+    env = {"X": "pw=p@ss w0rd", "Y": "--auth p%40ss%20w0rd --x", "PATH": "/usr/bin",
+           "Z": "redis://u:p%40ss%20w0rd@h/0?db=1"}
+    assert child_environ(env, ["p@ss w0rd"], [], False) == {
+        "X": "pw=***", "Y": "--auth *** --x", "PATH": "/usr/bin", "Z": "redis://u@h/0?db=1"}
+    assert child_environ(env, ["p@ss w0rd"], [], True) == env
