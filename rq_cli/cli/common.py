@@ -298,14 +298,6 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
     return [name for name in cfg.queues if name.startswith(incomplete)]
 
 
-# -- the engine's parameters, by their flags ----------------------------------------------------
-#: The engine names a parameter out of range by its keyword (errors.ParameterError): the
-#: command line calls it by its flag (:func:`rq_cli.cli.root.report` words it so).
-FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
-           "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
-           "rate": "--rate", "tenant": "--tenant"}
-
-
 # -- choices -----------------------------------------------------------------------------------
 class Order(str, Enum):
     strict = "strict"

@@ -169,7 +169,7 @@ def _unreachable(st: State, url: str, exc: Exception) -> str:
     """Why the server could not be reached (one line, secrets scrubbed); anything that is
     not the server's doing is raised (a bug)."""
     from ..connect import translate_error
-    from .scrub import scrub
+    from ..ops.scrub import scrub
 
     err = exc if isinstance(exc, RqError) else translate_error(exc, url, read_only=True)
     if not isinstance(err, ServerError):

@@ -1,4 +1,5 @@
-"""The filter options that ``peek``, ``requeue-dead`` and ``purge`` share (defined once), and
+"""The filter options that ``peek``, ``requeue-dead`` and ``purge`` share (their flags are
+rq_cli/ops/filters.py's, with the filter they make), and
 the loop that runs a filtered scan (:func:`rq_cli.core.filtering.scan`) for them: a JSON line
 per item moved, a progress bar on a terminal, the counts at the end, and on Ctrl-C what was
 done so far (each step is finished and printed before the interrupt is taken).
@@ -12,6 +13,7 @@ import typer
 
 from ..errors import Interrupted
 from ..jsonlines import json_line
+from ..ops.filters import FLAG_OF
 from ..render import Column, Output
 from ..shapes import moved_row, summary_row
 from .signals import interrupt_deferred, interruptible_sleep
@@ -22,24 +24,24 @@ if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: sta
     from ..core.types import State
 
 MatchOpt = Annotated[str | None, typer.Option(
-    "--match", metavar="EXPR", show_default=False,
+    FLAG_OF["match"], metavar="EXPR", show_default=False,
     help="Only items whose JSON payload makes this JMESPath expression truthy, e.g. "
          "\"user == 'u-7'\" (a payload that is not JSON never matches).")]
 ErrorOpt = Annotated[str | None, typer.Option(
-    "--error", metavar="REGEX", show_default=False,
+    FLAG_OF["error"], metavar="REGEX", show_default=False,
     help="Only items whose last error matches this regular expression.")]
 ReasonOpt = Annotated[list[str] | None, typer.Option(
-    "--reason", metavar="REASON", show_default=False,
+    FLAG_OF["reasons"], metavar="REASON", show_default=False,
     help="Only dead items with this dead-letter reason (max_attempts, expired, failed, "
          "cancelled, ...); repeat for several.")]
 OlderThanOpt = Annotated[float | None, typer.Option(
-    "--older-than", min=0, metavar="SECONDS", show_default=False,
+    FLAG_OF["older_than"], min=0, metavar="SECONDS", show_default=False,
     help="Only items dead (dead items) or first pushed (the others) longer ago than this.")]
 MinAttemptsOpt = Annotated[int | None, typer.Option(
-    "--min-attempts", min=0, metavar="N", show_default=False,
+    FLAG_OF["min_attempts"], min=0, metavar="N", show_default=False,
     help="Only items leased at least N times.")]
 RateOpt = Annotated[float | None, typer.Option(
-    "--rate", min=0.001, metavar="N", show_default=False,
+    FLAG_OF["rate"], min=0.001, metavar="N", show_default=False,
     help="Move at most N items per second (filtered runs).")]
 SummaryOpt = Annotated[bool, typer.Option(
     "--summary", help="Print one line of counts instead of one line per item moved "
@@ -51,20 +53,6 @@ def summary_columns(verb: str) -> list[Column]:
         Column(k, kind="number", drop=0 if k in ("matched", verb) else 1)
         for k in ("scanned", "matched", "not_json", verb, "skipped", "changed")] + [
         Column("dry_run", "dry run", drop=2), Column("sample", kind="words", drop=0)]
-
-
-def make_filter(match: str | None = None, error: str | None = None,
-                reasons: list[str] | None = None, older_than: float | None = None,
-                min_attempts: int | None = None) -> ItemFilter | None:
-    """The compiled filter, or None when no condition is given. A bad expression or regex
-    fails here, before any connection is made or anything read."""
-    if match is None and error is None and not reasons and older_than is None \
-            and min_attempts is None:
-        return None
-    from ..core.filtering import ItemFilter
-
-    return ItemFilter(match=match, error=error, reasons=reasons or (), older_than=older_than,
-                      min_attempts=min_attempts)
 
 
 def describe(report: FilterReport, verb: str) -> str:

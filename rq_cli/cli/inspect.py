@@ -12,6 +12,8 @@ from ..connect import mask_url
 from ..core.codes import ItemState, PurgeChoice
 from ..core.queue import STATES
 from ..errors import Interrupted, NothingToDo, UsageError
+from ..ops.filters import make_filter
+from ..ops.targets import Target
 from ..render import Column, Output, RowStream
 from ..shapes import peek_row, stats_row, tenant_rows
 from .common import (
@@ -30,10 +32,8 @@ from .filtered import (
     MinAttemptsOpt,
     OlderThanOpt,
     ReasonOpt,
-    make_filter,
     state_size,
 )
-from .target import Target
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter

@@ -13,6 +13,7 @@ from ..core.codes import STATES, ItemState, PurgeChoice
 from ..core.reports import PurgeReport
 from ..core.types import QueueOptions
 from ..errors import Interrupted, NothingToDo, UsageError
+from ..ops.filters import make_filter
 from ..progress import Progress
 from ..render import Column
 from ..shapes import clean_row, purge_row, requeue_row
@@ -37,7 +38,6 @@ from .filtered import (
     ReasonOpt,
     SummaryOpt,
     dry_run_title,
-    make_filter,
     run_moves,
     skipped_note,
 )

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckUnknown, RqError, ThresholdBreached, UsageError
+from ..errors import CheckUnknown, ThresholdBreached, UsageError
 from ..metrics import Sample, Thresholds, breaches, prometheus_text
+from ..ops.polling import read_stats
 from ..render import Column, Output
 
 if TYPE_CHECKING:
-    from ..core.reports import Stats
+    from ..ops.targets import Target
     from .common import State
-    from .target import Target
 
 BREACH_COLUMNS = [Column("queue"), Column("measure"), Column("value", kind="number"),
                   Column("limit", kind="number"), Column("url", optional=True),
@@ -123,21 +123,4 @@ def run_check(st: State, out: Output, targets: list[Target], flags: Thresholds,
 def number(value: float) -> str:
     """A value or limit as the table and JSON show it (1003.142 everywhere, not 1003.14)."""
     return str(value)
-
-
-def read_stats(st: State, target: Target) -> Stats | str:
-    """The queue's stats, or the one-line reason they could not be read (URLs masked)."""
-    try:
-        return target.queue.stats()
-    except Exception as exc:  # a server gone, a key of the wrong type: shown, not fatal
-        err: BaseException | None = exc
-        if not isinstance(exc, RqError):
-            from ..connect import translate_error
-
-            err = translate_error(exc, target.url, read_only=True)  # (it only reads)
-        if err is None:
-            raise  # not the server's doing: a bug
-        from .scrub import scrub
-
-        return " ".join(scrub(str(err), st).split())
 

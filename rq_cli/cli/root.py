@@ -29,11 +29,12 @@ from ..errors import (
     UsageError,
     WrongTypeError,
 )
+from ..ops.filters import FLAG_OF
+from ..ops.scrub import scrub
 from ..render import Output, Terminal, debug_enabled, message
 from . import internals, signals
 from .commands import BY_NAME, COMMANDS
-from .common import FLAG_OF, READ_ONLY, JsonOpt, State
-from .scrub import scrub
+from .common import READ_ONLY, JsonOpt, State
 
 
 class RqGroup(TyperGroup):

@@ -17,15 +17,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..jsonlines import json_line
-from ..metrics import RATE_COUNTERS, rates
+from ..metrics import RATE_COUNTERS
+from ..ops.polling import Poller
 from ..render import Column, Output, human
-from ..shapes import watch_row
 from ..tables import draw_table, fit_table
-from .monitor import read_stats
 
 if TYPE_CHECKING:
+    from ..ops.targets import Target
     from .common import State
-    from .target import Target
 
 #: the dashboard's columns; on a narrow terminal the rates go first (dead/s, fail/s, ...)
 DASHBOARD_COLUMNS = [
@@ -56,31 +55,6 @@ def sort_rows(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
         return sorted(rows, key=lambda row: "error" not in row)
     field = "oldest_pending_age_s" if key == "age" else key
     return sorted(rows, key=lambda row: ("error" not in row, -(row.get(field) or 0)))
-
-
-class Poller:
-    """Reads the targets' stats, and the rates since the previous read of each."""
-
-    def __init__(self, st: State, targets: Sequence[Target]) -> None:
-        self.st, self.targets = st, targets
-        self.previous: dict[int, tuple[float, dict[str, int]]] = {}
-
-    def poll(self) -> list[dict[str, Any]]:
-        rows = []
-        for i, target in enumerate(self.targets):
-            got = read_stats(self.st, target)
-            at, now = time.monotonic(), round(time.time(), 3)
-            if isinstance(got, str):
-                self.previous.pop(i, None)  # rates start afresh once it is back
-                rows.append(watch_row(target.name, target.queue.prefix, now, got, None))
-                continue
-            before = self.previous.get(i)
-            per_s = (None if before is None else
-                     {k: round(v, 3) for k, v in
-                      rates(before[1], got.counters, at - before[0]).items()})
-            self.previous[i] = (at, got.counters)
-            rows.append(watch_row(target.name, target.queue.prefix, now, got, per_s))
-        return rows
 
 
 def watch(st: State, out: Output, targets: Sequence[Target], *, interval: float,

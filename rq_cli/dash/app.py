@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -24,8 +25,8 @@ from .queue import QueueScreen
 from .widgets import CommandBar, ConfirmScreen, HelpScreen
 
 if TYPE_CHECKING:
-    from ..cli.common import State as CliState
-    from ..cli.target import Target
+    from ..ops.scrub import Secrets
+    from ..ops.targets import Target
     from .model import Action
 
 #: The overview's columns: (key of the stats row, title, kind for ``human``).
@@ -227,14 +228,9 @@ class DashApp(App[int]):
     """``rq-cli dash``."""
 
     TITLE = "rq-cli dash"
-    CSS = """
-    #title { height: 1; padding: 0 1; text-style: bold; }
-    #queues { height: 1fr; }
-    #sparks { height: 2; }
-    #sparks Vertical { width: 1fr; padding: 0 1; }
-    #sparks Static { height: 1; }
-    #notes { height: auto; max-height: 4; padding: 0 1; }
-    """
+    # the styles of the overview, the screens and the widgets (.tcss files beside this one)
+    CSS_PATH: ClassVar[list[str | PurePath]] = [
+        "app.tcss", "queue.tcss", "item.tcss", "widgets.tcss"]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_or_back", "Quit/back"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -242,7 +238,7 @@ class DashApp(App[int]):
         Binding("colon", "command", "Command", show=False),
     ]
 
-    def __init__(self, st: CliState, targets: Sequence[Target], *, read_only: bool = False,
+    def __init__(self, st: Secrets | None, targets: Sequence[Target], *, read_only: bool = False,
                  interval: float = 2.0, cli_prefix: Sequence[str] = (),
                  clock: Callable[[], float] = time.time) -> None:
         super().__init__()

@@ -20,18 +20,14 @@ from ..render import human, human_time
 from .model import Action, Actions, Browser, data_view, failure
 
 if TYPE_CHECKING:
-    from ..cli.target import Target
     from ..core.reports import PeekedItem
+    from ..ops.targets import Target
 
 
 class ItemScreen(Screen[None]):
     """One item: its fields, and its data pretty-printed (JSON highlighted; text and binary
     shown safely)."""
 
-    DEFAULT_CSS = """
-    ItemScreen #fields { height: auto; padding: 0 1; }
-    ItemScreen VerticalScroll { height: 1fr; border: round $primary; }
-    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "refresh", "Refresh"), Binding("R", "requeue", "Requeue"),
         Binding("x", "cancel", "Cancel"), Binding("e", "extend", "Extend")]

@@ -18,23 +18,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..cli.common import FLAG_OF
-from ..cli.filtered import make_filter
-from ..cli.scrub import scrub
-from ..cli.watch import Poller
 from ..core.codes import STATES, ItemState, Outcome
 from ..core.filtering import FilterReport, ItemFilter, scan
 from ..core.types import ItemRef
 from ..core.util import json_too_deep
 from ..errors import ParameterError, RqError, UsageError
 from ..jsonlines import data_json
+from ..ops.filters import FILTER_FLAGS, FLAG_OF, make_filter
+from ..ops.polling import Poller
+from ..ops.scrub import Secrets, scrub
 from ..server_errors import translate_error
 
 if TYPE_CHECKING:
-    from ..cli.common import State as CliState
-    from ..cli.target import Target
     from ..core.queue import WorkQueue
     from ..core.reports import PeekedItem
+    from ..ops.targets import Target
 
 #: The tabs of a queue: its four states, then who holds the processing items, then the
 #: de-dup window.
@@ -57,7 +55,7 @@ class Overview:
     """Every queue's stats, read each poll, with rates and a short history of each queue's
     depth (pending + delayed) and throughput (completions per second)."""
 
-    def __init__(self, st: CliState, targets: Sequence[Target]) -> None:
+    def __init__(self, st: Secrets | None, targets: Sequence[Target]) -> None:
         self.targets = list(targets)
         self.poller = Poller(st, self.targets)
         self.depth: dict[str, deque[float | None]] = {}
@@ -82,10 +80,6 @@ class Overview:
 
 
 # -- filters ---------------------------------------------------------------------------------
-_FILTER_OPTIONS = {"--match": "match", "--error": "error", "--reason": "reasons",
-                   "--older-than": "older_than", "--min-attempts": "min_attempts"}
-
-
 def parse_filter(text: str) -> tuple[ItemFilter | None, list[str]]:
     """A filter typed in the console: the CLI's filter options (``--match EXPR --error
     REGEX --reason R --older-than S --min-attempts N``), or a bare JMESPath expression
@@ -106,13 +100,13 @@ def parse_filter(text: str) -> tuple[ItemFilter | None, list[str]]:
     i = 0
     while i < len(words):
         option = words[i]
-        if option not in _FILTER_OPTIONS:
+        if option not in FILTER_FLAGS:
             raise UsageError(f"unknown filter option {option!r}: use "
-                             f"{', '.join(_FILTER_OPTIONS)}")
+                             f"{', '.join(FILTER_FLAGS)}")
         if i + 1 >= len(words):
             raise UsageError(f"{option} needs a value")
         value: Any = words[i + 1]
-        key = _FILTER_OPTIONS[option]
+        key = FILTER_FLAGS[option]
         try:
             if key == "older_than":
                 value = float(value)

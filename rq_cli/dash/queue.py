@@ -25,9 +25,9 @@ from .model import TABS, Action, Actions, Browser, Page, failure, parse_filter
 from .widgets import CommandBar
 
 if TYPE_CHECKING:
-    from ..cli.target import Target
     from ..core.filtering import ItemFilter
     from ..core.reports import Holder, PeekedItem
+    from ..ops.targets import Target
 
 #: The columns of each tab (the first: the selection mark).
 TAB_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -83,11 +83,6 @@ def row_key(tab: str, row: Any) -> str:
 class QueueScreen(Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
-    DEFAULT_CSS = """
-    QueueScreen #head { height: 1; padding: 0 1; text-style: bold; }
-    QueueScreen DataTable { height: 1fr; }
-    QueueScreen #status { height: auto; max-height: 3; padding: 0 1; }
-    """
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(str(i + 1), f"tab('{tab}')", tab, show=False) for i, tab in enumerate(TABS)),
         Binding("right_square_bracket,tab", "step_tab(1)", "Next tab", show=False),

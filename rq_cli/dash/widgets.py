@@ -23,7 +23,6 @@ class CommandBar(Input):
     """A one-line input under the table, hidden until ``/`` (search or filter) or ``:`` (a
     command) opens it; Enter sends :class:`CommandBar.Done`, Esc closes it."""
 
-    DEFAULT_CSS = "CommandBar { display: none; } CommandBar.open { display: block; }"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", show=False)]
 
     class Done(Message):
@@ -62,14 +61,6 @@ class CommandBar(Input):
 class ConfirmScreen(ModalScreen[bool]):
     """What an action will do and its command line; ``y`` does it, ``n`` or Esc does not."""
 
-    DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical { width: 90%; max-width: 100; height: auto; border: thick $primary;
-                               padding: 1 2; background: $surface; }
-    ConfirmScreen.destructive > Vertical { border: thick $error; }
-    ConfirmScreen #cli { color: $text-muted; margin-top: 1; }
-    ConfirmScreen #keys { margin-top: 1; text-style: bold; }
-    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
@@ -125,11 +116,6 @@ def help_table(read_only: bool) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 100%; max-width: 100; height: auto; max-height: 90%;
-                                  border: thick $primary; padding: 0 1; background: $surface; }
-    """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
 
     def __init__(self, read_only: bool) -> None:

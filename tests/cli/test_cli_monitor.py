@@ -325,7 +325,8 @@ def test_every_counter_the_scripts_count_is_listed_once():
     lua = Path(rq_cli.core.scripts.LUA_DIR)
     counted = set()
     for path in lua.glob("*.lua"):
-        counted |= set(re.findall(r"count\('([a-z_]+)'", path.read_text()))
+        counted |= {name.lower() for name in re.findall(r"count\(C_([A-Z_]+)",
+                                                        path.read_text())}
     assert counted == set(COUNTER_FIELDS)
 
 

@@ -370,3 +370,45 @@ def test_docstrings_comments_and_generated_headers_name_files_that_exist():
     assert named_in_text("see rq_cli/keys.py and rq_cli.core.keys.FIXED_KEYS.") == (
         {"rq_cli/keys.py"}, {"rq_cli.core.keys.FIXED_KEYS"})
     assert not resolves("rq_cli.reports") and resolves("rq_cli.core.reports.Stats")
+
+
+# -- the front ends: cli/ and dash/ are siblings over ops/ ------------------------------------
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.dash")))
+def test_no_module_of_the_console_imports_the_command_line(module):
+    # what both use lives beneath them (rq_cli/ops/, the core): imports under TYPE_CHECKING
+    # count too
+    offences = [target for target, _ in imports_of(module, type_checking=True)
+                if target == "rq_cli.cli" or target.startswith("rq_cli.cli.")]
+    assert offences == []
+
+
+def test_the_command_line_reaches_the_console_only_through_its_entry_point():
+    users = sorted(m for m in MODULES if m.startswith("rq_cli.cli") and any(
+        t == "rq_cli.dash" or t.startswith("rq_cli.dash.")
+        for t, _ in imports_of(m, type_checking=True)))
+    assert users == ["rq_cli.cli.dash"]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.ops")))
+def test_the_shared_operations_import_no_front_end(module):
+    for target, _ in imports_of(module, type_checking=True):
+        assert target.split(".")[0] not in ("typer", "click", "rich", "textual"), target
+        assert not target.startswith(("rq_cli.cli", "rq_cli.dash")), (module, target)
+
+
+def test_the_front_end_checks_see_an_offence():
+    edges = {t for t, _ in imports_of("rq_cli.dash.model", type_checking=True)}
+    assert "rq_cli.ops.filters" in edges and "rq_cli.ops.polling" in edges
+    tree = ast.parse("if TYPE_CHECKING:\n    from ..cli.common import State\n")
+    assert [n.module for n in runtime_imports(tree, type_checking=True)
+            if isinstance(n, ast.ImportFrom)] == ["cli.common"]
+
+
+def test_the_consoles_styles_are_tcss_files_that_ship():
+    dash = PACKAGE / "dash"
+    inline = [p.name for p in dash.glob("*.py")
+              if re.search(r"^\s*(DEFAULT_)?CSS\s*(:[^=]*)?=", p.read_text(), re.M)]
+    assert inline == []
+    named = re.findall(r'"(\w+\.tcss)"', (dash / "app.py").read_text())
+    assert sorted(named) == sorted(p.name for p in dash.glob("*.tcss")) != []
+    assert '"rq_cli/dash/*.tcss"' in (PACKAGE.parent / "pyproject.toml").read_text()

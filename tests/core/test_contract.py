@@ -350,9 +350,9 @@ def test_the_engine_names_parameters_and_the_cli_words_flags() -> None:
         ItemFilter(min_attempts=-1)
     assert str(info.value) == "min_attempts cannot be negative"  # the library: no flag names
     assert isinstance(info.value, UsageError) and info.value.param == "min_attempts"
-    from rq_cli.cli import common
+    from rq_cli.ops.filters import FLAG_OF
 
-    assert info.value.worded(common.FLAG_OF) == "--min-attempts cannot be negative"
+    assert info.value.worded(FLAG_OF) == "--min-attempts cannot be negative"
     assert info.value.worded({}) == str(info.value)
     # importing the CLI changed nothing of the engine's error: the CLI words it when it reports
     assert str(info.value) == "min_attempts cannot be negative"

@@ -1,4 +1,5 @@
-"""A queue to read, as ``stats`` (and its --watch, --check and --prometheus views) read it."""
+"""A queue to read, as ``stats`` (and its --watch, --check and --prometheus views) and the
+console read it."""
 
 from typing import NamedTuple
 

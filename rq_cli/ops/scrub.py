@@ -1,16 +1,27 @@
 """Secrets out of messages: every URL masked, every password we know of blanked out.
 
-Used by the one place errors become messages (root.py) and by the commands that show an
-error as a row instead of ending (stats --check and --watch, doctor).
+Used by the one place errors become messages (rq_cli/cli/root.py), by the commands that show
+an error as a row instead of ending (stats --check and --watch, doctor) and by the console.
 """
 
+from __future__ import annotations
+
 import os
+from typing import Protocol
 
 from .. import config as configmod
-from .common import State
 
 
-def scrub(text: str, st: State | None) -> str:
+class Secrets(Protocol):
+    """What a run knows of secrets: the passwords it read, the servers it talked to and the
+    URL it was given (the CLI's per-invocation state is one)."""
+
+    secrets: list[str]
+    urls_used: list[str]
+    url: str | None
+
+
+def scrub(text: str, st: Secrets | None) -> str:
     """Mask every URL in ``text`` and blank out every password we know of."""
     from ..connect import mask_urls_in, url_password
 

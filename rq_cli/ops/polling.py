@@ -1,0 +1,59 @@
+"""Each queue's stats read in turn, with the rates since the read before: what ``stats
+--watch``, ``--check``, ``--format prometheus`` and the console's overview show. A queue
+that cannot be read is the one-line reason (secrets scrubbed), not the end of the run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RqError
+from ..metrics import rates
+from ..shapes import watch_row
+from .scrub import Secrets, scrub
+
+if TYPE_CHECKING:
+    from ..core.reports import Stats
+    from .targets import Target
+
+
+def read_stats(st: Secrets | None, target: Target) -> Stats | str:
+    """The queue's stats, or the one-line reason they could not be read (URLs masked)."""
+    try:
+        return target.queue.stats()
+    except Exception as exc:  # a server gone, a key of the wrong type: shown, not fatal
+        err: BaseException | None = exc
+        if not isinstance(exc, RqError):
+            from ..connect import translate_error
+
+            err = translate_error(exc, target.url, read_only=True)  # (it only reads)
+        if err is None:
+            raise  # not the server's doing: a bug
+        return " ".join(scrub(str(err), st).split())
+
+
+class Poller:
+    """Reads the targets' stats, and the rates since the previous read of each."""
+
+    def __init__(self, st: Secrets | None, targets: Sequence[Target]) -> None:
+        self.st, self.targets = st, targets
+        self.previous: dict[int, tuple[float, dict[str, int]]] = {}
+
+    def poll(self) -> list[dict[str, Any]]:
+        rows = []
+        for i, target in enumerate(self.targets):
+            got = read_stats(self.st, target)
+            at, now = time.monotonic(), round(time.time(), 3)
+            if isinstance(got, str):
+                self.previous.pop(i, None)  # rates start afresh once it is back
+                rows.append(watch_row(target.name, target.queue.prefix, now, got, None))
+                continue
+            before = self.previous.get(i)
+            per_s = (None if before is None else
+                     {k: round(v, 3) for k, v in
+                      rates(before[1], got.counters, at - before[0]).items()})
+            self.previous[i] = (at, got.counters)
+            rows.append(watch_row(target.name, target.queue.prefix, now, got, per_s))
+        return rows
