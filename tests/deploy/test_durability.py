@@ -36,6 +36,7 @@ import redis
 from servers import ServerProcess
 
 from rq_cli.connect import connect
+from rq_cli.core.durable import follow_primary
 from rq_cli.errors import ExitCode, Unconfirmed
 from rq_cli.queue import WorkQueue
 from rq_cli.types import NewItem, QueueOptions
@@ -195,6 +196,14 @@ class SentinelSet:
 
     def close(self) -> None:
         self.link.close()
+
+
+def _master_of(sentinel: ServerProcess) -> int:
+    client = sentinel.client(protocol=2)
+    try:
+        return int(client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)[1])
+    finally:
+        client.close()
 
 
 def _link_up(replica: ServerProcess) -> bool:
@@ -402,3 +411,28 @@ def test_unconfirmed_push_is_exit_8_with_the_ids_on_stderr(make_server) -> None:
     assert "not confirmed" in last and "0 of 1 replicas" in last, last
     assert "Traceback" not in done.stderr
     assert server.client().llen("q:queue") == 3  # made: stored, not confirmed
+
+
+def test_the_role_check_leaves_a_demoted_primary(sentinel_set: SentinelSet) -> None:
+    """What ``rq-cli work`` runs every second behind Sentinel (``follow_primary``): after a
+    failover a client's idle connection still reaches the old primary, which answers (as a
+    replica, or as a primary not yet told, for up to ten seconds); the role check drops it,
+    and the next call reaches the new primary."""
+    client = connect(sentinel_set.url)
+    old, new = sentinel_set.primary, sentinel_set.replica
+    assert int(client.info("server")["tcp_port"]) == old.port
+    assert not follow_primary(client)  # (nothing moved: nothing dropped)
+    admin = sentinel_set.sentinels[0].client(protocol=2)
+
+    def start() -> bool:
+        try:
+            return bool(admin.execute_command("SENTINEL", "FAILOVER", SERVICE))
+        except redis.ResponseError:  # INPROG / NOGOODSLAVE while the state settles
+            return False
+    wait_for(start, 20, "SENTINEL FAILOVER to be accepted")
+    wait_for(lambda: sentinel_set.master_port() == new.port, 30, "the replica's promotion")
+    assert int(client.info("server")["tcp_port"]) == old.port  # the idle connection
+    wait_for(lambda: all(_master_of(s) == new.port for s in sentinel_set.sentinels), 20,
+             "every sentinel to name the new primary")
+    assert follow_primary(client)
+    assert int(client.info("server")["tcp_port"]) == new.port
