@@ -447,7 +447,9 @@ def test_the_role_check_leaves_a_demoted_primary(sentinel_set: SentinelSet) -> N
 
 # -- Cluster ----------------------------------------------------------------------------------
 
-def test_cluster_with_durability_loses_no_acknowledged_push(replicated_cluster) -> None:
+def test_cluster_with_durability_loses_no_acknowledged_push(
+        replicated_cluster,  # noqa: F811  (the fixture of test_failover.py)
+) -> None:
     """A Cluster with a replica of the queue's primary: its replica held back (SIGSTOP, 0.5 s)
     and the primary SIGKILLed under a pusher and two workers with ``wait_replicas = 1`` (the
     WAIT goes to the queue's node after each write). The replica is promoted; no
