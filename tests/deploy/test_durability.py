@@ -506,3 +506,24 @@ def test_cluster_with_durability_loses_no_acknowledged_push(
     assert held <= 1
     assert set(pusher.acked) <= ran
     assert not twice
+
+
+def test_work_notes_an_outcome_not_confirmed_and_goes_on(make_server) -> None:
+    """``rq-cli work`` with wait_replicas = 1 and no replica: each outcome is made, logged with
+    a note that it was not confirmed, never recorded again; the worker goes on."""
+    server = make_server()
+    WorkQueue(server.client(), "wq").push([NewItem(b"{}", f"w{n}") for n in range(3)])
+    done = subprocess.run(
+        [sys.executable, "-m", "rq_cli", "--url", server.url, "--no-config", "--wait-replicas",
+         "1", "--wait-timeout", "0.1", "work", "wq", "--idle-exit", "0.5", "--json", "--",
+         "true"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (done.stdout + done.stderr).splitlines()
+             if line.startswith("{")]
+    items = [entry for entry in lines if "id" in entry]
+    assert sorted(entry["id"] for entry in items) == ["w0", "w1", "w2"]
+    for entry in items:
+        assert entry["outcome"] == "completed"
+        assert "not confirmed" in entry["note"] and "0 of 1 replicas" in entry["note"]
+    assert server.client().llen("wq:queue") == 0
+    assert WorkQueue(server.client(), "wq").stats().counters["completed"] == 3
