@@ -142,10 +142,11 @@ class SentinelSet:
         for n in range(3):
             conf = tmp_path / f"sentinel{n}.conf"
             # (failover-timeout: a sentinel "fixes" a replica that replicates through the
-            # link only that long after it last changed: longer than a test)
+            # link only that long after it last changed, longer than a round; and a failed
+            # election is tried again after twice that)
             conf.write_text(f"sentinel monitor {SERVICE} 127.0.0.1 {self.primary.port} 2\n"
                             f"sentinel down-after-milliseconds {SERVICE} 1000\n"
-                            f"sentinel failover-timeout {SERVICE} 30000\n")
+                            f"sentinel failover-timeout {SERVICE} 10000\n")
             self.sentinels.append(make_server(config_file=conf, extra_args=("--sentinel",)))
         wait_for(lambda: all(self._knows(s, self.replica) for s in self.sentinels), 20,
                  "the sentinels to know the replica")
@@ -185,7 +186,7 @@ class SentinelSet:
         time.sleep(random.uniform(0.3, 0.6))
         old, new = self.primary, self.replica
         old.kill()
-        wait_for(lambda: self.master_port() == new.port, 30, "the replica's promotion")
+        wait_for(lambda: self.master_port() == new.port, 45, "the replica's promotion")
         self.link.close()
         self.link = Link(new.port)
         old.extra_args = ["--replicaof", "127.0.0.1", str(self.link.port)]
