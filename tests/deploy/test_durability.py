@@ -131,8 +131,9 @@ class Link(threading.Thread):
 class SentinelSet:
     """A primary and a replica (through a :class:`Link`), three sentinels (quorum 2)."""
 
-    def __init__(self, make_server: Callable[..., ServerProcess], tmp_path: Path) -> None:
-        self.primary = make_server(repl_diskless_sync_delay=0)
+    def __init__(self, make_server: Callable[..., ServerProcess], tmp_path: Path,
+                 primary_args: tuple[str, ...] = ()) -> None:
+        self.primary = make_server(repl_diskless_sync_delay=0, extra_args=primary_args)
         self.replica = make_server(repl_diskless_sync_delay=0, start=False)
         self.link = Link(self.primary.port)
         self.replica.extra_args = ["--replicaof", "127.0.0.1", str(self.link.port)]
@@ -528,3 +529,41 @@ def test_work_notes_an_outcome_not_confirmed_and_goes_on(make_server) -> None:
         assert "not confirmed" in entry["note"] and "0 of 1 replicas" in entry["note"]
     assert server.client().llen("wq:queue") == 0
     assert WorkQueue(server.client(), "wq").stats().counters["completed"] == 3
+
+
+def test_work_leaves_a_live_demoted_primary(make_server, tmp_path: Path) -> None:
+    """The sentinels fail over a live primary (frozen past down-after, then back) that cannot
+    be turned into a replica (REPLICAOF renamed away: as the ten seconds before the sentinels
+    get to it, made endless). It still answers as a primary; a worker writing to it would wait
+    there forever while the work arrives at the new primary. ``rq-cli work`` asks the
+    sentinels every second: it runs the new primary's items."""
+    group = SentinelSet(make_server, tmp_path, primary_args=("--rename-command", "REPLICAOF",
+                                                             "", "--rename-command", "SLAVEOF",
+                                                             ""))
+    done = tmp_path / "done"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rq_cli", "--url", group.url, "--no-config", "work", "lv",
+         "--lease", "5", "--", "sh", "-c", f'echo "$RQ_ITEM_ID" >> {done}'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        WorkQueue(group.primary.client(), "lv").push([NewItem(b"{}", "before")])
+        wait_for(lambda: done.exists() and "before" in done.read_text(), 20,
+                 "the worker to start")
+        old, new = group.primary, group.replica
+        assert old.process is not None
+        old.process.send_signal(signal.SIGSTOP)
+        try:
+            wait_for(lambda: all(_master_of(s) == new.port for s in group.sentinels), 45,
+                     "every sentinel to name the new primary")
+        finally:
+            old.process.send_signal(signal.SIGCONT)
+        assert old.client().info("replication")["role"] == "master"  # demoted, not told
+        WorkQueue(new.client(), "lv").push([NewItem(b"{}", f"after{n}") for n in range(5)])
+        wait_for(lambda: all(f"after{n}" in done.read_text() for n in range(5)), 15,
+                 "the worker to run the new primary's items")
+        assert old.client().info("replication")["role"] == "master"  # (still not told)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        group.close()
+    assert "Traceback" not in err
