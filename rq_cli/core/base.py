@@ -191,8 +191,10 @@ class QueueBase:
             else:
                 out.extend(spec.decode(reply).rows)
         if unconfirmed is not None:  # the replies of every batch, in ``result``
-            unconfirmed.ids, unconfirmed.result = missed, out
-            raise unconfirmed
+            shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more"
+                                            if len(missed) > 5 else "")
+            raise Unconfirmed(f"{str(unconfirmed).rstrip('.')}; its items: {shown}",
+                              ids=missed, reply=unconfirmed.reply, result=out)
         return out
 
     def tenant_keys(self, state: str, tenant: str | None) -> list[str] | None:
