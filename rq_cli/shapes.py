@@ -15,6 +15,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .core.errgroups import ErrorGroup
     from .core.filtering import FilterReport
     from .core.reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
     from .core.types import ItemOutcome, LeasedItem
@@ -28,7 +29,7 @@ SCHEMAS: dict[str, str] = {
     "requeue-dead": "requeue-dead", "purge": "purge", "dedup": "dedup", "pause": "paused",
     "resume": "paused", "work": "work-log", "config path": "config-path",
     "config show": "config-show", "server status": "server-status",
-    "server stop": "server-stop",
+    "server stop": "server-stop", "errors": "errors",
 }
 
 
@@ -61,6 +62,13 @@ def watch_row(name: str, prefix: str, at: float, got: Stats | str,
     if isinstance(got, str):
         return {"queue": name, "prefix": prefix, "at": at, "error": got}
     return {**stats_row(name, got), "at": at, "rates": rates}
+
+
+def group_row(name: str, g: ErrorGroup) -> dict[str, Any]:
+    """``errors``: one line per error group and state."""
+    return {"queue": name, "key": g.key, "state": g.state, "count": g.count, "error": g.error,
+            "pattern": g.pattern, "first_at": g.first_at, "last_at": g.last_at,
+            "sample_id": g.sample_id}
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:

@@ -35,6 +35,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("queues", "rq_cli.cli.inspect", "queues"),
     Command("doctor", "rq_cli.cli.doctor", "doctor"),
     Command("holders", "rq_cli.cli.holders", "holders"),
+    Command("errors", "rq_cli.cli.errgroups", "errors"),
     Command("clean", "rq_cli.cli.maintain", "clean"),
     Command("requeue-dead", "rq_cli.cli.maintain", "requeue_dead"),
     Command("purge", "rq_cli.cli.maintain", "purge"),

@@ -285,7 +285,8 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
 #: command line calls it by its flag.
 FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
            "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
-           "rate": "--rate", "tenant": "--tenant"}
+           "rate": "--rate", "tenant": "--tenant", "error_group": "--error-group",
+           "state": "--state"}
 ParameterError.NAMES.update(FLAG_OF)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import Interrupted
+from ..errors import Interrupted, NothingToDo
 from ..jsonlines import json_line
 from ..render import Column, Output
 from ..shapes import moved_row, summary_row
@@ -38,6 +38,10 @@ OlderThanOpt = Annotated[float | None, typer.Option(
 MinAttemptsOpt = Annotated[int | None, typer.Option(
     "--min-attempts", min=0, metavar="N", show_default=False,
     help="Only items leased at least N times.")]
+ErrorGroupOpt = Annotated[str | None, typer.Option(
+    "--error-group", metavar="KEY", show_default=False,
+    help="Only items whose last error is in this error group (its key, as `rq-cli errors "
+         "QUEUE` prints it); exit 3 if no item is.")]
 RateOpt = Annotated[float | None, typer.Option(
     "--rate", min=0.001, metavar="N", show_default=False,
     help="Move at most N items per second (filtered runs).")]
@@ -55,16 +59,29 @@ def summary_columns(verb: str) -> list[Column]:
 
 def make_filter(match: str | None = None, error: str | None = None,
                 reasons: list[str] | None = None, older_than: float | None = None,
-                min_attempts: int | None = None) -> ItemFilter | None:
-    """The compiled filter, or None when no condition is given. A bad expression or regex
-    fails here, before any connection is made or anything read."""
+                min_attempts: int | None = None,
+                error_group: str | None = None) -> ItemFilter | None:
+    """The compiled filter, or None when no condition is given. A bad expression, regex or
+    group key fails here, before any connection is made or anything read."""
     if match is None and error is None and not reasons and older_than is None \
-            and min_attempts is None:
+            and min_attempts is None and error_group is None:
         return None
     from ..core.filtering import ItemFilter
 
     return ItemFilter(match=match, error=error, reasons=reasons or (), older_than=older_than,
-                      min_attempts=min_attempts)
+                      min_attempts=min_attempts, error_group=error_group)
+
+
+def check_group_found(flt: ItemFilter | None, report: FilterReport, queue: str) -> None:
+    """Exit 3 when ``--error-group`` matched no item (a key from another queue, a group
+    already handled, or a typo): nothing was touched."""
+    if flt is None or flt.error_group is None or report.matched:
+        return
+    others = flt.match is not None or flt.error is not None or bool(flt.reasons) or \
+        flt.older_than is not None or flt.min_attempts is not None
+    raise NothingToDo(f"no {report.state} item of {queue} matches error group "
+                      f"{flt.error_group}{' and the other filters' if others else ''}: "
+                      f"nothing changed; `rq-cli errors {queue}` lists the groups")
 
 
 def describe(report: FilterReport, verb: str) -> str:
