@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .core.errgroups import ErrorGroup
     from .core.filtering import FilterReport
+    from .core.history import Bucket
     from .core.reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
     from .core.types import ItemOutcome, LeasedItem
 
@@ -62,6 +63,11 @@ def watch_row(name: str, prefix: str, at: float, got: Stats | str,
     if isinstance(got, str):
         return {"queue": name, "prefix": prefix, "at": at, "error": got}
     return {**stats_row(name, got), "at": at, "rates": rates}
+
+
+def history_row(name: str, b: Bucket) -> dict[str, Any]:
+    """``stats --history``: one line per bucket (its start, the time it covers, the deltas)."""
+    return {"queue": name, "at": b.at, "seconds": b.seconds, **b.deltas}
 
 
 def group_row(name: str, g: ErrorGroup) -> dict[str, Any]:

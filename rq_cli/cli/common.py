@@ -286,7 +286,7 @@ def complete_queue(ctx: typer.Context, incomplete: str) -> list[str]:
 FLAG_OF = {"match": "--match", "error": "--error", "older_than": "--older-than",
            "min_attempts": "--min-attempts", "reasons": "--reason", "limit": "--limit",
            "rate": "--rate", "tenant": "--tenant", "error_group": "--error-group",
-           "state": "--state"}
+           "state": "--state", "since": "--since"}
 ParameterError.NAMES.update(FLAG_OF)
 
 

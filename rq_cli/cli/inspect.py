@@ -120,6 +120,14 @@ def stats(
     by_tenant: Annotated[bool, typer.Option(
         "--by-tenant", help="One row per tenant with pending items (fair queues): queue, "
                             "tenant (null: items pushed without --tenant), pending.")] = False,
+    history: Annotated[bool, typer.Option(
+        "--history", help="The named queues' history instead: a JSON line per minute (per "
+                          "hour past 7 days) with how much pushed, completed, failed and "
+                          "dead grew in it.")] = False,
+    since: Annotated[str | None, typer.Option(
+        "--since", metavar="DURATION", show_default=False,
+        help="--history: this far back (90s, 15m, 24h, 7d; at most 90d). Default: 1h.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
@@ -129,12 +137,22 @@ def stats(
     prometheus = fmt is StatsFormat.prometheus
     refuse_idle_flags(ctx, watch=watch, check=check, prometheus=prometheus,
                       by_tenant=by_tenant)
+    if since is not None and not history:
+        raise UsageError("--since goes with --history")
+    if history and (watch or check or prometheus or by_tenant):
+        raise UsageError("--history is shown alone: not with --watch, --check, --format "
+                         "prometheus or --by-tenant")
     st = state(ctx)
     if fmt is StatsFormat.json:
         as_json = True
     out = st.output(as_json)
     if fmt is StatsFormat.table:
         out.json = False
+    if history:
+        from .history import print_history
+
+        print_history(st, out, queues or [], since)
+        return
     limits = (max_pending, max_age, max_dead, max_abandoned)
     if watch or check or prometheus or any(limit is not None for limit in limits):
         from ..metrics import Thresholds

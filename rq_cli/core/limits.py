@@ -72,3 +72,10 @@ TENANT_AGE_SAMPLE = 100
 #: refused by push and shown as text by the readers, on every Python version (the stdlib's
 #: decoder recurses per level; its limit differs between versions, orjson's is 1024).
 MAX_JSON_DEPTH = 512
+#: History (``stats --history``): per-minute snapshots kept (7 days) and per-hour ones (90
+#: days); a snapshot older than that is dropped when a newer one is written.
+HISTORY_MINUTES = 7 * 24 * 60
+HISTORY_HOURS = 90 * 24
+#: Seconds between a worker's calls that snapshot the history (each bucket is written once,
+#: by the first call in it: three calls a minute make sure no minute is missed).
+HISTORY_EVERY = 20.0
