@@ -151,7 +151,9 @@ def _items(wq: WorkQueue, state: GroupState, page: list[tuple[bytes, bytes]],
         pipe = wq.client.pipeline(transaction=False)
         if need_data:
             family = wq.keys.dead_item if state == "dead" else wq.keys.item
-            pipe.mget([family(text(i) or "") for i in ids])
+            # (execute_command: a cluster pipeline refuses its mget(), not an MGET of keys
+            # that share a slot, as a queue's do)
+            pipe.execute_command("MGET", *[family(text(i) or "") for i in ids])
         if need_live:
             pipe.hmget(wq.keys.attempts, ids)
             pipe.hmget(wq.keys.enqueued, ids)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -45,6 +46,7 @@ def _placeholder(m: re.Match[str]) -> str:
     return m.group(0) if kind == "keep" else f"<{kind}>"
 
 
+@functools.lru_cache(maxsize=4096)  # (an outage repeats one text: made once)
 def normalise(error: str | None) -> str:
     """The pattern of an error text: placeholders (``<uuid>``, ``<addr>``, ``<hex>``,
     ``<time>``, ``<duration>``, ``<n>``) for what varies, runs of white space as one space.
