@@ -25,6 +25,13 @@ def q(r):  # type: ignore[no-untyped-def]
     return WorkQueue(r, "jobs", session="worker-a")
 
 
+def counts(q: WorkQueue, pushed: int = 0, completed: int = 0, failed: int = 0,
+           dead: int = 0) -> None:
+    """Set the counters (as the scripts count them)."""
+    q.client.hset(q.keys.counters, mapping={"pushed": pushed, "completed": completed,
+                                            "failed": failed, "dead": dead})
+
+
 def test_each_bucket_is_written_once_whoever_writes(q, r) -> None:  # type: ignore[no-untyped-def]
     q.push([NewItem(b"1", "a"), NewItem(b"2", "b")])
     others = [WorkQueue(r, "jobs", session=f"w{k}") for k in range(3)]
@@ -48,7 +55,14 @@ def test_clean_snapshots_but_not_a_dry_run(q, r) -> None:  # type: ignore[no-unt
     assert r.zrange("jobs:history", 0, -1) == [f"{T0 // MIN}:1:0:0:0".encode()]
 
 
+def test_a_queue_that_counted_nothing_gets_no_history(q, r) -> None:  # type: ignore[no-untyped-def]
+    assert snapshot(q, now_ms=T0) is False
+    q.clean(now_ms=T0)
+    assert list(r.scan_iter(match="jobs:*")) == []
+
+
 def test_old_snapshots_are_trimmed(q, r) -> None:  # type: ignore[no-untyped-def]
+    counts(q, pushed=1)
     snapshot(q, now_ms=T0)
     snapshot(q, now_ms=T0 + MIN)
     # 7 days and a minute later: the first minute falls out, the second is just kept
@@ -59,13 +73,6 @@ def test_old_snapshots_are_trimmed(q, r) -> None:  # type: ignore[no-untyped-def
     hour = T0 // 3_600_000  # the first hour falls out; the one 7 days later is kept
     assert [int(s) for _, s in r.zrange("jobs:history_hourly", 0, -1, withscores=True)] == [
         hour + HISTORY_MINUTES // 60, hour + HISTORY_HOURS + 1]
-
-
-def counts(q: WorkQueue, pushed: int = 0, completed: int = 0, failed: int = 0,
-           dead: int = 0) -> None:
-    """Set the counters (as the scripts count them)."""
-    q.client.hset(q.keys.counters, mapping={"pushed": pushed, "completed": completed,
-                                            "failed": failed, "dead": dead})
 
 
 def test_read_as_deltas_with_gaps_and_resets(q) -> None:  # type: ignore[no-untyped-def]

@@ -311,15 +311,20 @@ end
 -- first caller of a bucket writes it, however many run), dropping the snapshots past
 -- HISTORY_MINUTES / HISTORY_HOURS (each is dropped once: a call drops one, or after a
 -- pause in snapshots the few that fell out meanwhile, HISTORY_MINUTES at most).
+-- A queue that has counted nothing (no P:counters: a name typed wrong) gets no history.
 -- Returns 1 if it wrote this minute's bucket, else 0.
 local function snapshot_history() --@lazy
-  local values
+  local values, counted = nil, false
   local function snap(key, bucket, keep)
     if redis.call('ZCOUNT', key, bucket, bucket) > 0 then return 0 end
-    if not values then
+    if values == nil then
       values = redis.call('HMGET', K_COUNTERS, unpack(HISTORY_FIELDS))
-      for i = 1, #HISTORY_FIELDS do values[i] = tonumber(values[i]) or 0 end
+      for i = 1, #HISTORY_FIELDS do
+        counted = counted or values[i] ~= false
+        values[i] = tonumber(values[i]) or 0
+      end
     end
+    if not counted then return 0 end
     redis.call('ZADD', key, bucket, bucket .. ':' .. table.concat(values, ':'))
     redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (bucket - keep))
     return 1
