@@ -138,38 +138,47 @@ def _pages(wq: WorkQueue, state: GroupState) -> Iterable[list[tuple[bytes, bytes
 
 def _items(wq: WorkQueue, state: GroupState, page: list[tuple[bytes, bytes]],
            flt: ItemFilter | None) -> list[PeekedItem]:
-    """The page's items, with what ``flt`` tests beyond the error read in one round trip."""
+    """The page's items, with what ``flt`` tests beyond the error read in one round trip.
+    A retrying item's entry outlives the item when a peer client completes it (until clean
+    prunes it): such entries are left out (one EXISTS per id, in the same round trip)."""
     from .reads import dead_details
     from .reports import PeekedItem
 
     ids = [f for f, _ in page]
+    live = state == "retrying"
     need_data = flt is not None and flt.match is not None
-    need_live = state == "retrying" and flt is not None and (
+    need_meta = live and flt is not None and (
         flt.min_attempts is not None or flt.older_than is not None)
     extra: list[Any] = []
-    if need_data or need_live:
+    if need_data or live:
         pipe = wq.client.pipeline(transaction=False)
+        family = wq.keys.item if live else wq.keys.dead_item
         if need_data:
-            family = wq.keys.dead_item if state == "dead" else wq.keys.item
             # (execute_command: a cluster pipeline refuses its mget(), not an MGET of keys
             # that share a slot, as a queue's do)
             pipe.execute_command("MGET", *[family(text(i) or "") for i in ids])
-        if need_live:
+        elif live:
+            for i in ids:
+                pipe.exists(family(text(i) or ""))
+        if need_meta:
             pipe.hmget(wq.keys.attempts, ids)
             pipe.hmget(wq.keys.enqueued, ids)
         extra = pipe.execute()
-    data = extra.pop(0) if need_data else [None] * len(ids)
-    attempts, enqueued = (extra[0], extra[1]) if need_live else ([None] * len(ids),) * 2
+    none = [None] * len(ids)
+    data = extra[0] if need_data else none
+    exists = [d is not None for d in data] if need_data else \
+        [bool(e) for e in extra[:len(ids)]] if live else [True] * len(ids)
+    attempts, enqueued = (extra[-2], extra[-1]) if need_meta else (none, none)
     items = []
-    for (field, value), payload, tries, pushed in zip(page, data, attempts, enqueued,
-                                                       strict=True):
+    for (field, value), payload, there, tries, pushed in zip(page, data, exists, attempts,
+                                                              enqueued, strict=True):
         item_id = text(field) or ""
         if state == "dead":
             meta = dead_details(value)
             items.append(PeekedItem(
                 id=item_id, state="dead", data=payload, attempts=meta.attempts,
                 dead_at=meta.at, dead_reason=meta.reason, error=meta.error))
-        else:
+        elif there:
             items.append(PeekedItem(
                 id=item_id, state="pending", data=payload, attempts=int(tries or 0),
                 enqueued_at=secs(int(pushed)) if pushed is not None else None,

@@ -131,3 +131,11 @@ def test_error_group_filter_matches_its_items(q) -> None:  # type: ignore[no-unt
     key = group_key("timeout after 1s")
     flt = ItemFilter(error_group=key)
     assert [g.count for g in group_errors(q, flt).groups] == [2]
+
+
+def test_an_error_left_behind_by_a_peer_is_not_a_retrying_item(q, r) -> None:  # type: ignore[no-untyped-def]
+    failing(q, ["boom", "boom"], dead=False)
+    r.delete("jobs:item:e0000")  # a peer client completed it: P:errors keeps its entry
+    assert r.hexists("jobs:errors", "e0000")
+    assert [(g.state, g.count) for g in group_errors(q).groups] == [("retrying", 1)]
+    assert [g.count for g in group_errors(q, ItemFilter(match="k >= `0`")).groups] == [1]
