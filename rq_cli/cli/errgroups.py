@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import Interrupted
+from ..errors import Interrupted, UsageError
 from ..render import Column
 from ..shapes import group_row
 from .common import JsonOpt, QueueArg, state
@@ -48,7 +48,10 @@ def errors(
 
     flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
     states = GROUP_STATES if which is GroupChoice.all else (which.value,)
-    if reason and which is GroupChoice.all:
+    if reason and which is GroupChoice.retrying:
+        raise UsageError("--reason filters dead items (the dead-letter reason): not with "
+                         "--state retrying")
+    if reason:
         states = ("dead",)  # (a dead-letter reason filters dead items only)
     st = state(ctx)
     out = st.output(as_json)

@@ -78,8 +78,8 @@ def group_errors(wq: WorkQueue, flt: ItemFilter | None = None,
         if s not in GROUP_STATES:
             raise ParameterError("state", f"must be one of {', '.join(GROUP_STATES)}, not {s!r}")
     if flt is not None and flt.reasons and "retrying" in states:
-        raise ParameterError("reasons", "filters dead items (the dead-letter reason): use it "
-                                        "with --state dead")
+        raise ParameterError("reasons", "filters dead items (the dead-letter reason): group "
+                                        "the dead ones only")
     cutoff_s = None
     if flt is not None and flt.older_than is not None:
         now = now_ms if now_ms is not None else server_ms(wq.client)

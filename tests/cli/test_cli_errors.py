@@ -70,6 +70,7 @@ def test_errors_table_and_nothing_found(cli, r) -> None:  # type: ignore[no-unty
 def test_errors_refusals(cli, args) -> None:  # type: ignore[no-untyped-def]
     run = cli("errors", "q", *args, url="redis://127.0.0.1:1")
     assert run.exit_code == 2, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 or "Usage" in run.stderr
 
 
 def test_requeue_dead_error_group(cli, r) -> None:  # type: ignore[no-untyped-def]

@@ -119,7 +119,7 @@ def test_filters_and_items_without_an_error(q, r) -> None:  # type: ignore[no-un
     # pushed just now, are not
     old = group_errors(q, ItemFilter(older_than=3600))
     assert {(g.state, g.count) for g in old.groups} == {("dead", 4), ("dead", 1)}
-    with pytest.raises(UsageError, match="use it with --state dead"):
+    with pytest.raises(UsageError, match="group the dead ones only"):
         group_errors(q, ItemFilter(reasons=["failed"]))
     assert [g.count for g in group_errors(q, ItemFilter(reasons=["failed"]),
                                           states=("dead",)).groups] == [4, 1]
