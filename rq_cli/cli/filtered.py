@@ -41,7 +41,7 @@ MinAttemptsOpt = Annotated[int | None, typer.Option(
 ErrorGroupOpt = Annotated[str | None, typer.Option(
     "--error-group", metavar="KEY", show_default=False,
     help="Only items whose last error is in this error group (its key, as `rq-cli errors "
-         "QUEUE` prints it); exit 3 if no item is.")]
+         "QUEUE` prints it); requeue-dead and purge exit 3 if no item is.")]
 RateOpt = Annotated[float | None, typer.Option(
     "--rate", min=0.001, metavar="N", show_default=False,
     help="Move at most N items per second (filtered runs).")]

@@ -25,6 +25,7 @@ from .common import (
     state,
 )
 from .filtered import (
+    ErrorGroupOpt,
     ErrorOpt,
     MatchOpt,
     MinAttemptsOpt,
@@ -261,6 +262,7 @@ def peek(
     reason: ReasonOpt = None,
     older_than: OlderThanOpt = None,
     min_attempts: MinAttemptsOpt = None,
+    error_group: ErrorGroupOpt = None,
     item_id: Annotated[str | None, typer.Option(
         "--id", metavar="ID", show_default=False,
         help="Show this one item, in whatever state it is (not with --state, --count or "
@@ -275,7 +277,8 @@ def peek(
 
     Example: rq-cli peek emails --state dead -n 20 --match "user == 'u-7'"
     """
-    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    flt = make_filter(match, error, reason, older_than, min_attempts,
+                      error_group)  # before connecting
     if flt is not None and item_id is None:
         if item_state is PurgeChoice.all:
             raise UsageError("a filter reads one state: give --state pending, processing, "
@@ -288,7 +291,8 @@ def peek(
                                                  ("from", "end"), ("tenant", "tenant"))
                  if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
         if flt is not None:
-            given.append("a filter (--match, --error, --reason, --older-than, --min-attempts)")
+            given.append("a filter (--match, --error, --reason, --older-than, --min-attempts, "
+                         "--error-group)")
         if given:
             raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
         item = st.queue(queue).item(item_id)

@@ -76,6 +76,8 @@ def test_errors_refusals(cli, args) -> None:  # type: ignore[no-untyped-def]
 def test_requeue_dead_error_group(cli, r) -> None:  # type: ignore[no-untyped-def]
     fill(cli, r)
     key = cli("errors", "q", "--state", "dead").json[0]["key"]
+    shown = cli("peek", "q", "--state", "dead", "--error-group", key).json
+    assert [row["id"] for row in shown] == ["d0", "d1", "d2", "d3"]
     dry = cli("requeue-dead", "q", "--error-group", key, "--dry-run").one
     assert (dry["matched"], dry["requeued"]) == (4, 0) and r.zcard("q:dead") == 6
     run = cli("requeue-dead", "q", "--error-group", key)
