@@ -15,7 +15,9 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .core.errgroups import ErrorGroup
     from .core.filtering import FilterReport
+    from .core.history import Bucket
     from .core.reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
     from .core.types import ItemOutcome, LeasedItem
 
@@ -28,7 +30,7 @@ SCHEMAS: dict[str, str] = {
     "requeue-dead": "requeue-dead", "purge": "purge", "dedup": "dedup", "pause": "paused",
     "resume": "paused", "reshard": "reshard", "work": "work-log", "config path": "config-path",
     "config show": "config-show", "server status": "server-status",
-    "server stop": "server-stop",
+    "server stop": "server-stop", "errors": "errors",
 }
 
 
@@ -78,6 +80,18 @@ def watch_row(name: str, prefix: str, at: float, got: Stats | str,
     if isinstance(got, str):
         return {"queue": name, "prefix": prefix, "at": at, "error": got}
     return {**stats_row(name, got), "at": at, "rates": rates}
+
+
+def history_row(name: str, b: Bucket) -> dict[str, Any]:
+    """``stats --history``: one line per bucket (its start, the time it covers, the deltas)."""
+    return {"queue": name, "at": b.at, "seconds": b.seconds, **b.deltas}
+
+
+def group_row(name: str, g: ErrorGroup) -> dict[str, Any]:
+    """``errors``: one line per error group and state."""
+    return {"queue": name, "key": g.key, "state": g.state, "count": g.count, "error": g.error,
+            "pattern": g.pattern, "first_at": g.first_at, "last_at": g.last_at,
+            "sample_id": g.sample_id}
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:

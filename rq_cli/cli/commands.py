@@ -88,6 +88,12 @@ def load_holders() -> Any:
     return holders
 
 
+def load_errors() -> Any:
+    from .errgroups import errors
+
+    return errors
+
+
 def load_clean() -> Any:
     from .maintain import clean
 
@@ -171,6 +177,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("queues", load_queues),
     Command("doctor", load_doctor),
     Command("holders", load_holders),
+    Command("errors", load_errors),
     Command("clean", load_clean),
     Command("requeue-dead", load_requeue_dead),
     Command("purge", load_purge),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import Interrupted
+from ..errors import Interrupted, NothingToDo
 from ..jsonlines import json_line
 from ..ops.filters import FLAG_OF
 from ..render import Column, Output
@@ -40,6 +40,10 @@ OlderThanOpt = Annotated[float | None, typer.Option(
 MinAttemptsOpt = Annotated[int | None, typer.Option(
     FLAG_OF["min_attempts"], min=0, metavar="N", show_default=False,
     help="Only items leased at least N times.")]
+ErrorGroupOpt = Annotated[str | None, typer.Option(
+    "--error-group", metavar="KEY", show_default=False,
+    help="Only items whose last error is in this error group (its key, as `rq-cli errors "
+         "QUEUE` prints it); requeue-dead and purge exit 3 if no item is.")]
 RateOpt = Annotated[float | None, typer.Option(
     FLAG_OF["rate"], min=0.001, metavar="N", show_default=False,
     help="Move at most N items per second (filtered runs).")]
@@ -53,6 +57,18 @@ def summary_columns(verb: str) -> list[Column]:
         Column(k, kind="number", drop=0 if k in ("matched", verb) else 1)
         for k in ("scanned", "matched", "not_json", verb, "skipped", "changed")] + [
         Column("dry_run", "dry run", drop=2), Column("sample", kind="words", drop=0)]
+
+
+def check_group_found(flt: ItemFilter | None, report: FilterReport, queue: str) -> None:
+    """Exit 3 when ``--error-group`` matched no item (a key from another queue, a group
+    already handled, or a typo): nothing was touched."""
+    if flt is None or flt.error_group is None or report.matched:
+        return
+    others = flt.match is not None or flt.error is not None or bool(flt.reasons) or \
+        flt.older_than is not None or flt.min_attempts is not None
+    raise NothingToDo(f"no {report.state} item of {queue} matches error group "
+                      f"{flt.error_group}{' and the other filters' if others else ''}: "
+                      f"nothing changed; `rq-cli errors {queue}` lists the groups")
 
 
 def describe(report: FilterReport, verb: str) -> str:

@@ -27,6 +27,7 @@ from .common import (
     state,
 )
 from .filtered import (
+    ErrorGroupOpt,
     ErrorOpt,
     MatchOpt,
     MinAttemptsOpt,
@@ -124,6 +125,14 @@ def stats(
         "--shards", help="Sharded queues: also a row per shard (QUEUE/PREFIX), a shard whose "
                          "server is down a row with its error (JSON lines always carry the "
                          "breakdown in a 'shards' field).")] = False,
+    history: Annotated[bool, typer.Option(
+        "--history", help="The named queues' history instead: a JSON line per minute (per "
+                          "hour past 7 days) with how much pushed, completed, failed and "
+                          "dead grew in it.")] = False,
+    since: Annotated[str | None, typer.Option(
+        "--since", metavar="DURATION", show_default=False,
+        help="--history: this far back (90s, 15m, 24h, 7d; at most 90d). Default: 1h.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show counts per queue: pending, leased, abandoned, delayed, dead, age of the oldest.
@@ -133,12 +142,22 @@ def stats(
     prometheus = fmt is StatsFormat.prometheus
     refuse_idle_flags(ctx, watch=watch, check=check, prometheus=prometheus,
                       by_tenant=by_tenant)
+    if since is not None and not history:
+        raise UsageError("--since goes with --history")
+    if history and (watch or check or prometheus or by_tenant):
+        raise UsageError("--history is shown alone: not with --watch, --check, --format "
+                         "prometheus or --by-tenant")
     st = state(ctx)
     if fmt is StatsFormat.json:
         as_json = True
     out = st.output(as_json)
     if fmt is StatsFormat.table:
         out.json = False
+    if history:
+        from .history import print_history
+
+        print_history(st, out, queues or [], since)
+        return
     limits = (max_pending, max_age, max_dead, max_abandoned)
     if watch or check or prometheus or any(limit is not None for limit in limits):
         from ..metrics import Thresholds
@@ -260,6 +279,7 @@ def peek(
     reason: ReasonOpt = None,
     older_than: OlderThanOpt = None,
     min_attempts: MinAttemptsOpt = None,
+    error_group: ErrorGroupOpt = None,
     item_id: Annotated[str | None, typer.Option(
         "--id", metavar="ID", show_default=False,
         help="Show this one item, in whatever state it is (not with --state, --count or "
@@ -274,7 +294,8 @@ def peek(
 
     Example: rq-cli peek emails --state dead -n 20 --match "user == 'u-7'"
     """
-    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    flt = make_filter(match, error, reason, older_than, min_attempts,
+                      error_group)  # before connecting
     if flt is not None and item_id is None:
         if item_state is PurgeChoice.ALL:
             raise UsageError("a filter reads one state: give --state pending, processing, "
@@ -287,7 +308,8 @@ def peek(
                                                  ("from", "end"), ("tenant", "tenant"))
                  if getattr(ctx.get_parameter_source(param), "name", "") == "COMMANDLINE"]
         if flt is not None:
-            given.append("a filter (--match, --error, --reason, --older-than, --min-attempts)")
+            given.append("a filter (--match, --error, --reason, --older-than, --min-attempts, "
+                         "--error-group)")
         if given:
             raise UsageError(f"--id shows one item in any state: not with {', '.join(given)}")
         item = st.queue(queue).item(item_id)

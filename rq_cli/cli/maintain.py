@@ -30,6 +30,7 @@ from .common import (
     state,
 )
 from .filtered import (
+    ErrorGroupOpt,
     ErrorOpt,
     MatchOpt,
     MinAttemptsOpt,
@@ -37,6 +38,7 @@ from .filtered import (
     RateOpt,
     ReasonOpt,
     SummaryOpt,
+    check_group_found,
     dry_run_title,
     run_moves,
     skipped_note,
@@ -130,6 +132,7 @@ def requeue_dead(
         help="Only items dead for longer than this.")] = None,
     match: MatchOpt = None,
     error: ErrorOpt = None,
+    error_group: ErrorGroupOpt = None,
     reason: ReasonOpt = None,
     min_attempts: MinAttemptsOpt = None,
     rate: RateOpt = None,
@@ -144,8 +147,10 @@ def requeue_dead(
 
     Example: rq-cli requeue-dead emails --match "user == 'u-7'" --error timeout --rate 100
     """
-    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
-    has_filter = any(x is not None for x in (match, error, min_attempts)) or bool(reason)
+    flt = make_filter(match, error, reason, older_than, min_attempts,
+                      error_group)  # before connecting
+    has_filter = any(x is not None for x in (match, error, min_attempts, error_group)) or \
+        bool(reason)
     filtered = has_filter or rate is not None or summary  # (--rate, --summary: how, not which)
     st = state(ctx)
     out = st.output(as_json)
@@ -160,9 +165,10 @@ def requeue_dead(
     wq = st.queue(queue)
     target = st.queue(to) if to is not None else None
     if filtered:  # scanned page by page: a JSON line per item moved
-        run_moves(out, queue, wq, ItemState.DEAD.value, flt, action="requeue", verb="requeued",
-                  to_name=to or queue, to=target, limit=limit, rate=rate, dry_run=dry_run,
-                  summary=summary, label="requeue-dead")
+        done = run_moves(out, queue, wq, ItemState.DEAD.value, flt, action="requeue",
+                         verb="requeued", to_name=to or queue, to=target, limit=limit,
+                         rate=rate, dry_run=dry_run, summary=summary, label="requeue-dead")
+        check_group_found(flt, done, queue)
         return
     with out.progress(f"requeue-dead {queue}", unit="requeued") as bar:
         try:
@@ -220,6 +226,7 @@ def purge(
     ] = PurgeChoice.PENDING,
     match: MatchOpt = None,
     error: ErrorOpt = None,
+    error_group: ErrorGroupOpt = None,
     reason: ReasonOpt = None,
     older_than: OlderThanOpt = None,
     min_attempts: MinAttemptsOpt = None,
@@ -238,7 +245,8 @@ def purge(
 
     Example: rq-cli purge emails --state dead --reason expired --yes
     """
-    flt = make_filter(match, error, reason, older_than, min_attempts)  # before connecting
+    flt = make_filter(match, error, reason, older_than, min_attempts,
+                      error_group)  # before connecting
     filtered = flt is not None or limit is not None or rate is not None or summary
     if filtered and which is PurgeChoice.ALL:
         raise UsageError("a filter, --limit, --rate or --summary needs one --state "
@@ -257,12 +265,16 @@ def purge(
             counted = run_moves(out, queue, wq, item_state, flt, action="purge",
                                 verb="purged", limit=limit, dry_run=True,
                                 label="purge (counting)", quiet=True)
+            check_group_found(flt, counted, queue)
+            group = f" of error group {error_group}" if error_group else ""
             if not counted.matched or not typer.confirm(
-                    f"Delete the {counted.matched} matching {which.value} items of queue "
-                    f"{queue}?", default=False, err=True):
+                    f"Delete the {counted.matched} matching {which.value} items{group} of "
+                    f"queue {queue}?", default=False, err=True):
                 raise NothingToDo(f"purge of {queue} cancelled: nothing deleted")
-        run_moves(out, queue, wq, item_state, flt, action="purge", verb="purged",
-                  limit=limit, rate=rate, dry_run=dry_run, summary=summary, label="purge")
+        done = run_moves(out, queue, wq, item_state, flt, action="purge", verb="purged",
+                         limit=limit, rate=rate, dry_run=dry_run, summary=summary,
+                         label="purge")
+        check_group_found(flt, done, queue)
         return
     total = None
     if not yes and not dry_run:

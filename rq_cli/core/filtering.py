@@ -12,7 +12,9 @@ expression or regex is a :class:`~rq_cli.errors.UsageError` (exit 2) with nothin
 - ``older_than``: dead for longer than this (dead items), or first pushed longer ago than
   this (the other states; an item pushed by a peer client has no push time and never
   matches);
-- ``min_attempts``: leased at least this many times.
+- ``min_attempts``: leased at least this many times;
+- ``error_group``: the key of the group of the last error (:mod:`.errgroups`, as ``errors``
+  prints it).
 
 The scan (:func:`scan`) reads a state a page at a time with ``WorkQueue.peek`` (PAGE items,
 one short script call each), tests each item here, and acts on exactly the matched ids with
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ParameterError, UsageError
 from .codes import STATES, ItemState
+from .errnorm import check_group_key, group_key
 from .limits import MAX_DELAY, MAX_DELAY_TEXT, MAX_MATCH_DEPTH, SLOW_BATCH
 from .util import json_int, json_too_deep, server_ms
 
@@ -81,12 +84,13 @@ class ItemFilter:
 
     def __init__(self, *, match: str | None = None, error: str | None = None,
                  reasons: Sequence[str] = (), older_than: float | None = None,
-                 min_attempts: int | None = None) -> None:
+                 min_attempts: int | None = None, error_group: str | None = None) -> None:
         self.match = match
         self.error = error
         self.reasons = tuple(reasons)
         self.older_than = older_than
         self.min_attempts = min_attempts
+        self.error_group = check_group_key(error_group) if error_group is not None else None
         self._expr: Any = None
         self._regex: re.Pattern[str] | None = None
         if match is not None:
@@ -125,7 +129,8 @@ class ItemFilter:
     def active(self) -> bool:
         """Whether any condition is set (an empty filter matches everything)."""
         return any(x is not None for x in (self.match, self.error, self.older_than,
-                                            self.min_attempts)) or bool(self.reasons)
+                                            self.min_attempts, self.error_group)) or \
+            bool(self.reasons)
 
     def check_state(self, state: str) -> None:
         if self.reasons and state != ItemState.DEAD:
@@ -145,6 +150,8 @@ class ItemFilter:
                 return False
         if self._regex is not None and (item.error is None or
                                         not self._regex.search(item.error)):
+            return False
+        if self.error_group is not None and group_key(item.error) != self.error_group:
             return False
         if self._expr is not None:
             if item.data is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .codes import COUNTERS, ItemState
+from .codes import COUNTERS, Counter, ItemState
 from .codes import LAYOUTS as LAYOUTS  # (codes.Layout: defined with the other choices)
 
 #: The generation whose keys a queue of each single-generation layout should never show.
@@ -91,6 +91,12 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # the de-dup window: completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)
     FixedKey("dedup", "zset", "other", rare=True),
+    # history (README "stats --history"): snapshots of P:counters, one per minute (kept
+    # HISTORY_MINUTES) and one per hour (kept HISTORY_HOURS), score = the bucket (minutes
+    # or hours since the epoch), member "<bucket>:<HISTORY_FIELDS' values, ':'-joined>";
+    # written by clean and history.lua, the first call of each bucket only
+    FixedKey("history", "zset", "other"),
+    FixedKey("history_hourly", "zset", "other"),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -273,6 +279,16 @@ class Keys(NamedTuple):
         """zset id -> lease deadline (ms) of leases granted or seen by rq-cli (for stats)."""
         return f"{self.prefix}:leases"
 
+    @property
+    def history(self) -> str:
+        """zset minute -> a snapshot of P:counters taken in that minute (``stats --history``)."""
+        return f"{self.prefix}:history"
+
+    @property
+    def history_hourly(self) -> str:
+        """zset hour -> a snapshot of P:counters taken in that hour."""
+        return f"{self.prefix}:history_hourly"
+
     # -- fair queues -------------------------------------------------------------------
     @property
     def tenants(self) -> str:
@@ -334,6 +350,11 @@ class Keys(NamedTuple):
 #: ``count(C_<FIELD>, n)``: what ``stats`` prints and ``stats --format prometheus`` exports
 #: as ``rq_cli_<field>_total``.
 COUNTER_FIELDS = COUNTERS
+
+#: The counters a history snapshot keeps, in the order of its member's values (a new one goes
+#: at the end: snapshots written before it read as 0 for it).
+HISTORY_FIELDS = tuple(c.value for c in (Counter.PUSHED, Counter.COMPLETED, Counter.FAILED,
+                                         Counter.DEAD))
 
 # Suffixes by which ``queues --discover`` recognises a prefix from a key name.
 DISCOVERY_SUFFIXES = (":queue", ":processing", ":delayed", ":dead", ":counters")

@@ -80,3 +80,10 @@ MAX_JSON_DEPTH = 512
 #: Deepest ``--match`` expression accepted (levels of its syntax tree: ``!!a`` is 3): JMESPath
 #: parses and evaluates recursively, and a few hundred levels exhaust Python's stack.
 MAX_MATCH_DEPTH = 100
+#: History (``stats --history``): per-minute snapshots kept (7 days) and per-hour ones (90
+#: days); a snapshot older than that is dropped when a newer one is written.
+HISTORY_MINUTES = 7 * 24 * 60
+HISTORY_HOURS = 90 * 24
+#: Seconds between a worker's calls that snapshot the history (each bucket is written once,
+#: by the first call in it: three calls a minute make sure no minute is missed).
+HISTORY_EVERY = 20.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
 from .codes import ItemState
@@ -266,6 +266,27 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+class DeadDetails(NamedTuple):
+    """What a dead item's ``P:dead_info`` entry says (None where it says nothing)."""
+
+    attempts: int
+    at: float | None  #: time of death, epoch s
+    reason: str | None
+    error: str | None
+    tenant: str | None
+
+
+def dead_details(info: bytes | str | None) -> DeadDetails:
+    """A ``P:dead_info`` entry read (peek's and ``errors``' one reading of it)."""
+    meta = _dead_info(info) if info else {}
+    attempts, at = meta.get("attempts"), meta.get("at")
+    return DeadDetails(
+        attempts=attempts if isinstance(attempts, int) else 0,
+        at=round(float(at), 3) if isinstance(at, (int, float)) else None,
+        reason=_str_or_none(meta.get("reason")), error=_str_or_none(meta.get("error")),
+        tenant=_str_or_none(meta.get("tenant")))
+
+
 def _peeked(state: State, row: Any) -> PeekedItem:
     """A PeekedItem from a row of peek.lua's (or item.lua's) reply, read by the names of
     SPECS["peek"].rows."""
@@ -279,9 +300,10 @@ def _peeked(state: State, row: Any) -> PeekedItem:
         meta = _dead_info(info)
         if isinstance(meta.get("attempts"), int):
             attempts = meta["attempts"]
-        reason = _str_or_none(meta.get("reason"))
-        error = error or _str_or_none(meta.get("error"))
-        tenant = tenant or _str_or_none(meta.get("tenant"))
+        details = dead_details(info)
+        reason = details.reason
+        error = error or details.error
+        tenant = tenant or details.tenant
         first = meta.get("enqueued")  # a dead item's time first pushed (s), kept there
         if isinstance(first, (int, float)) and not isinstance(first, bool) \
                 and 0 <= first < 1e12 and int(enqueued) < 0:

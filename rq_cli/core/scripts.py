@@ -37,6 +37,7 @@ from .keys import (
     FAIR_PENDING_FIELD,
     FAIR_TURN_FIELD,
     FIXED_KEYS,
+    HISTORY_FIELDS,
     ITEM,
     ITEM_KEY_HELPERS,
     OLD_SERVER_CHECK,
@@ -45,6 +46,8 @@ from .keys import (
 from .limits import (
     FRESH_ID_LEN,
     GENERATION_SAMPLE,
+    HISTORY_HOURS,
+    HISTORY_MINUTES,
     LEASE_LOOKAHEAD,
     PUSH_STAMP_SLACK_MS,
     SUSPECTS_KEPT,
@@ -157,6 +160,11 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
             ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
             ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
+            # history snapshots (keys.HISTORY_FIELDS, limits.HISTORY_MINUTES/HOURS)
+            ("HISTORY_FIELDS", "local HISTORY_FIELDS = {" +
+             ", ".join(f"'{f}'" for f in HISTORY_FIELDS) + "}"),
+            ("HISTORY_MINUTES", f"local HISTORY_MINUTES = {HISTORY_MINUTES}"),
+            ("HISTORY_HOURS", f"local HISTORY_HOURS = {HISTORY_HOURS}"),
             # bulk push as transactions (push_commit.lua)
             ("FRESH_ID_LEN", f"local FRESH_ID_LEN = {FRESH_ID_LEN}"),
             ("PUSH_STAMP_SLACK_MS", f"local PUSH_STAMP_SLACK_MS = {PUSH_STAMP_SLACK_MS}"),

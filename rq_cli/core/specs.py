@@ -97,6 +97,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("deep_clean", ("grace_ms", "max_attempts", "front", "dry_run"), ("id",),
                ("recovered", "dead", "suspects")),
     ScriptSpec("prune", ("dry_run", "what"), ("id",)),
+    ScriptSpec("history"),
     ScriptSpec("requeue_dead", ("target", "dry_run", "mode"), ("arg",),
                ("requeued", "skipped", "missing"), ("id",)),
     ScriptSpec("purge", ("state", "batch"), ("id",)),

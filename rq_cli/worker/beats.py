@@ -1,14 +1,18 @@
-"""The worker's timers: command timeouts, SIGKILL after the grace period, and the lease
-extensions (heartbeats), one call per queue; a lease that ran out is taken back."""
+"""The worker's timers: command timeouts, SIGKILL after the grace period, the lease
+extensions (heartbeats), one call per queue (a lease that ran out is taken back), and the
+queues' history snapshots (every HISTORY_EVERY seconds)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import signal
 import time
 
 from ..core.codes import DeadReason, Outcome
 from ..core.durable import follow_primary
+from ..core.history import snapshot
+from ..core.limits import HISTORY_EVERY
 from ..core.queue import WorkQueue
 from ..core.types import ItemOutcome
 from .guard import killpg
@@ -39,6 +43,12 @@ class Beating(Spawning):
             self.role_due = now + ROLE_CHECK
             for client in {id(wq.client): wq.client for wq in self.queues}.values():
                 follow_primary(client)
+        if now >= self.history_due and not self.outage.down:
+            # the queues' history (README "stats --history"): each minute's snapshot is
+            # written once, by the first of the workers and cleans that runs in it
+            self.history_due = now + HISTORY_EVERY
+            for wq in self.queues:
+                self._call(functools.partial(self._snapshot, wq), hold=False)
         if now >= self.beat_due and not self.outage.down:
             held = self._held()
             if any(h.next_beat <= now for h in held):
@@ -46,6 +56,10 @@ class Beating(Spawning):
                 soon = now + self.heartbeat / 2
                 self._beat([h for h in held if h.next_beat <= soon])
             self.beat_due = min((h.next_beat for h in self._held()), default=math.inf)
+
+    @staticmethod
+    def _snapshot(wq: WorkQueue) -> None:
+        snapshot(wq)
 
     def _beat(self, due: list[Held]) -> None:
         """Extend the leases of ``due`` (one call per queue); stop the commands of those

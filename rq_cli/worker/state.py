@@ -70,6 +70,7 @@ class WorkerBase:
         self.avg_duration: float | None = None
         self.role_due = 0.0  # monotonic: when to ask the sentinels where the primary is
         self.beat_due = math.inf  # monotonic: no held item needs an extension before
+        self.history_due = 0.0  # monotonic: when to snapshot the queues' history next
         lease = self.queues[0].options.lease_seconds if options.lease_seconds is None \
             else options.lease_seconds
         self.lease_seconds = lease

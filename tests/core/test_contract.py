@@ -131,6 +131,8 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # the Stats fields a sharded queue's totals sum
     "rq_cli.core.shardstats": {"pending": 1, "processing": 1, "leased": 1, "delayed": 1,
                                "dead": 1},
+    # an error group's state: a Literal type spells its values
+    "rq_cli.core.errgroups": {"dead": 1},
     # the Stats fields whose counts say that a queue exists on its server
     "rq_cli.core.reads": {"pending": 1, "processing": 1, "delayed": 1, "dead": 1},
     # the watch's column labels and --sort keys (Stats fields)

@@ -813,7 +813,7 @@ def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
     """rq-cli pushes (and leases some), the peer leases and completes: rq-cli's per-item
     bookkeeping of those ids stays behind. Each light clean drops that of a bounded random
     sample (PRUNE_SAMPLE ids per bookkeeping key) and leaves live and dead items' alone; a
-    few runs leave the drained queue with only P:counters."""
+    few runs leave the drained queue with only P:counters (and the history clean snapshots)."""
     from rq_cli.core.keys import META_HASHES, META_ZSETS
     from rq_cli.core.limits import PRUNE_SAMPLE
 
@@ -855,11 +855,12 @@ def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
     for key in meta:
         ids = set(r.hkeys(key) if r.type(key) == b"hash" else r.zrange(key, 0, -1))
         assert ids <= {b"live", b"dead-one"}, (key, sorted(ids)[:5])
-    # completed and purged: a drained queue keeps only P:counters
+    # completed and purged: a drained queue keeps only P:counters and the history clean took
     (live,) = q.lease(1)
     assert q.complete([ItemRef(live.id, live.session)])[0].outcome == "completed"
     q.purge("dead")
-    assert {k.decode() for k in r.scan_iter(match=f"{P}:*")} == {q.keys.counters}
+    assert {k.decode() for k in r.scan_iter(match=f"{P}:*")} == {
+        q.keys.counters, q.keys.history, q.keys.history_hourly}
 
 
 @pytest.mark.parametrize(("layout", "other"), [("v0.3", "v0.1"), ("v0.1", "v0.3")])

@@ -366,6 +366,26 @@ def test_filtered_requeue_purge_and_the_dedup_window(rc: Any) -> None:
     assert q.dedup_ids()[1] == 2
 
 
+def test_error_groups_and_history(rc: Any) -> None:
+    """Issue 32 on a cluster: error groups read with HSCAN and, for --match, the payloads
+    with one MGET (all in the queue's slot); the history's snapshots and reads."""
+    from rq_cli.core.errgroups import group_errors
+    from rq_cli.core.filtering import ItemFilter
+    from rq_cli.core.history import read_history, snapshot
+
+    q = WorkQueue(rc, JOBS)
+    q.push([NewItem(json.dumps({"k": k}).encode(), f"e{k}") for k in range(4)])
+    q.lease(4)
+    q.fail(["e0", "e1", "e2"], error="refused by 10.0.0.1:6379", dead=True)
+    q.fail(["e3"], error="refused by 10.0.0.2:6379", retry_in=600)
+    groups = group_errors(q, ItemFilter(match="k >= `1`")).groups
+    assert [(g.state, g.count) for g in groups] == [("dead", 2), ("retrying", 1)]
+    assert groups[0].key == groups[1].key
+    snapshot(q)
+    assert rc.keyslot(q.keys.history) == rc.keyslot(q.keys.queue)
+    assert [b.deltas["pushed"] for b in read_history(q, 60)] == [0]
+
+
 def test_requeue_dead_to_a_queue_with_the_same_tag(rc: Any) -> None:
     q = WorkQueue(rc, JOBS)
     retry = WorkQueue(rc, JOBS_RETRY)

@@ -310,6 +310,34 @@ local function prune_dedup(limit) --@lazy
   return #old, #old == limit
 end
 
+-- History: snapshot the counters of HISTORY_FIELDS into P:history (this minute's bucket)
+-- and P:history_hourly (this hour's), each only if the bucket has no snapshot yet (the
+-- first caller of a bucket writes it, however many run), dropping the snapshots past
+-- HISTORY_MINUTES / HISTORY_HOURS (each is dropped once: a call drops one, or after a
+-- pause in snapshots the few that fell out meanwhile, HISTORY_MINUTES at most).
+-- A queue that has counted nothing (no P:counters: a name typed wrong) gets no history.
+-- Returns 1 if it wrote this minute's bucket, else 0.
+local function snapshot_history() --@lazy
+  local values, counted = nil, false
+  local function snap(key, bucket, keep)
+    if redis.call('ZCOUNT', key, bucket, bucket) > 0 then return 0 end
+    if values == nil then
+      values = redis.call('HMGET', K_COUNTERS, unpack(HISTORY_FIELDS))
+      for i = 1, #HISTORY_FIELDS do
+        counted = counted or values[i] ~= false
+        values[i] = tonumber(values[i]) or 0
+      end
+    end
+    if not counted then return 0 end
+    redis.call('ZADD', key, bucket, bucket .. ':' .. table.concat(values, ':'))
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (bucket - keep))
+    return 1
+  end
+  local wrote = snap(K_HISTORY, math.floor(NOW / 60000), HISTORY_MINUTES)
+  snap(K_HISTORY_HOURLY, math.floor(NOW / 3600000), HISTORY_HOURS)
+  return wrote
+end
+
 -- complete_pairs for one pair, id and session ("" = any): the same outcomes, without its
 -- tables (a worker's loop one item at a time). Returns the outcome's character.
 local function complete_one(id, session)

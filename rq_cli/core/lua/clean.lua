@@ -9,7 +9,8 @@
 -- cleaner are recovered the same way, due delayed items are promoted, and sightings that
 -- this pass did not renew are forgotten: an id that left processing (a peer cleaner
 -- re-queued it) and came back later starts its grace period afresh.
--- A sighting is stored as "<first seen ms>:<last seen ms>".
+-- A sighting is stored as "<first seen ms>:<last seen ms>". The first call of a pass also
+-- snapshots the counters into the history (snapshot_history in _common.lua).
 -- A_LIMIT limit   A_LEFT how many processing ids are left to visit (-1 = start a pass)
 -- A_GRACE_MS grace ms   A_MAX_ATTEMPTS max_attempts   A_FRONT "1" = re-queue at the front
 -- A_DRY_RUN "1" = dry run: change nothing, report what would be done (A_LEFT = offset)
@@ -21,7 +22,7 @@
 -- of those may be left)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_letter drop drop_meta enqueue exhausted item_key lease_holder lease_pttl
---@uses promote_due prune_dedup wrong_type
+--@uses promote_due prune_dedup snapshot_history wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(A_LIMIT)
 local left = tonumber(A_LEFT)
@@ -37,6 +38,9 @@ local pruned = 0
 if left < 0 then
   pass_start = NOW
   left = dry and 0 or redis.call('LLEN', K_PROCESSING)
+  -- history: clean runs every minute from cron, so its first call of a pass snapshots the
+  -- counters (README "stats --history"), at no cost per item
+  if not dry then snapshot_history() end
 end
 
 -- Has `field`'s id been lease-less for the grace period? Notes (or renews) the sighting.

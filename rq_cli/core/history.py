@@ -1,0 +1,105 @@
+"""A queue's history: pushed, completed, failed and dead per minute (7 days) and per hour (90
+days), from snapshots of its counters (``P:counters``) that what already runs every minute
+takes: ``clean`` (each pass, inside its own script call), workers (:func:`snapshot` every
+HISTORY_EVERY seconds) and the consoles (:func:`snapshot`). Nothing is counted per item.
+
+Each bucket (``P:history`` per minute, ``P:history_hourly`` per hour; keys.py) holds at most
+one snapshot, written by the first caller in it; a bucket nobody snapshotted is missing, and
+the bucket before it then spans more than one minute (its ``seconds``). :func:`read_history`
+turns consecutive snapshots into deltas. This module imports neither Typer nor rich.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ParameterError
+from .keys import HISTORY_FIELDS
+from .limits import HISTORY_HOURS, HISTORY_MINUTES
+from .util import server_ms, text
+
+if TYPE_CHECKING:
+    from .queue import WorkQueue
+
+MINUTE_MS, HOUR_MS = 60_000, 3_600_000
+#: Longest history kept, and so the longest ``since`` (seconds): 90 days, in hours.
+MAX_SINCE = HISTORY_HOURS * 3600
+#: The longest ``since`` read per minute (7 days); longer is read per hour.
+MAX_MINUTES_SINCE = HISTORY_MINUTES * 60
+#: Snapshots read per call (ZRANGEBYSCORE ... LIMIT): well under a millisecond each.
+PAGE = 2000
+
+
+@dataclass
+class Bucket:
+    """What happened from one snapshot to the next (or, the last, to now)."""
+
+    at: float  #: the bucket's start, epoch s
+    seconds: float  #: the time it covers: to the next snapshot's bucket, or to now
+    deltas: dict[str, int]  #: HISTORY_FIELDS -> how much each counter grew
+
+
+def snapshot(wq: WorkQueue, now_ms: int | None = None) -> bool:
+    """Snapshot ``wq``'s counters into this minute's and this hour's buckets, if nobody has
+    yet (one script call, a few commands). True if this call wrote this minute's."""
+    return bool(int(wq.call("history", now_ms=now_ms)))
+
+
+def check_since(since: float) -> float:
+    """``since`` (seconds) if the history can go back that far, else ParameterError."""
+    if not 0 < since <= MAX_SINCE:
+        raise ParameterError("since", f"must be more than 0 and at most {HISTORY_HOURS // 24} "
+                                      "days (the history kept)")
+    return since
+
+
+def read_history(wq: WorkQueue, since: float, *, hourly: bool | None = None,
+                 now_ms: int | None = None) -> list[Bucket]:
+    """The buckets of the last ``since`` seconds, oldest first: per minute up to 7 days,
+    per hour beyond (or as ``hourly`` says). Empty before the first snapshot."""
+    check_since(since)
+    if hourly is None:
+        hourly = since > MAX_MINUTES_SINCE
+    size = HOUR_MS if hourly else MINUTE_MS
+    key = wq.keys.history_hourly if hourly else wq.keys.history
+    now = now_ms if now_ms is not None else server_ms(wq.client)
+    current = [int(v or 0) for v in wq.client.hmget(wq.keys.counters, list(HISTORY_FIELDS))]
+    first = (now - round(since * 1000)) // size
+    snaps: list[tuple[int, list[int]]] = []
+    offset = 0
+    while True:
+        members = wq.client.zrangebyscore(key, first, "+inf", start=offset, num=PAGE)
+        snaps.extend(_parse(m) for m in members)
+        if len(members) < PAGE:
+            break
+        offset += PAGE
+    snaps = [s for s in snaps if s[0] >= 0]
+    out = []
+    for i, (bucket, values) in enumerate(snaps):
+        if i + 1 < len(snaps):
+            end_ms, later = snaps[i + 1][0] * size, snaps[i + 1][1]
+        else:
+            end_ms, later = max(now, bucket * size), current
+        deltas = {f: _grew(a, b) for f, a, b in zip(HISTORY_FIELDS, values, later, strict=True)}
+        out.append(Bucket(at=bucket * size / 1000, seconds=(end_ms - bucket * size) / 1000,
+                          deltas=deltas))
+    return out
+
+
+def _parse(member: Any) -> tuple[int, list[int]]:
+    """A snapshot ``<bucket>:<v1>:<v2>...``: (bucket, values in HISTORY_FIELDS' order, 0
+    for a field it lacks); (-1, []) for a member it cannot read (skipped)."""
+    parts = (text(member) or "").split(":")
+    try:
+        numbers = [int(p) for p in parts]
+    except ValueError:
+        return -1, []
+    values = numbers[1:] + [0] * (len(HISTORY_FIELDS) - len(numbers) + 1)
+    return numbers[0], values[:len(HISTORY_FIELDS)]
+
+
+def _grew(before: int, after: int) -> int:
+    """How much a counter grew; after a reset (``purge --state all`` drops the counters),
+    what it counted since."""
+    return after - before if after >= before else after
