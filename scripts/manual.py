@@ -59,7 +59,8 @@ def command() -> Any:
     return _load_all(typer.main.get_command(app), PROG)
 
 
-def walk(cmd: Any | None = None, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+def walk(cmd: Any | None = None,
+         path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     """(path, command) for the root, each group and each command, in help order."""
     cmd = command() if cmd is None else cmd
     yield path, cmd
