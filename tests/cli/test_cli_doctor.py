@@ -14,7 +14,7 @@ from rq_cli.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ACL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "deployments.md"  # the ACL rule
 FIELDS = ["server", "queue", "check", "status", "detail", "fix"]
 SERVER_CHECKS = ["latency", "version", "functions", "persistence", "eviction", "replication"]
 
@@ -150,7 +150,7 @@ def test_a_table_on_a_terminal(cli, srv):
 
 # -- ACL -----------------------------------------------------------------------------------------
 def documented_rule() -> list[str]:
-    block = re.search(r"<!-- acl-rule -->\s*```\s*\n(.*?)\n```", README.read_text(), re.S)
+    block = re.search(r"<!-- acl-rule -->\s*```\s*\n(.*?)\n```", ACL_PAGE.read_text(), re.S)
     assert block
     return block.group(1).split()[3:]
 

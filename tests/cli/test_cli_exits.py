@@ -1,6 +1,6 @@
 """Exit codes: the same mistake, the same code (issue 19), against a real server.
 
-The rule for "nothing to do" (README "Exit codes"): exit 3 when something the user NAMED is
+The rule for "nothing to do" (the manual's "Exit codes"): exit 3 when something the user NAMED is
 not there (an id given as an argument or on stdin, a queue to pause, lease asking for an
 item); selecting by a rule (--all, --limit, --older-than, a filter, a --state, clean, purge)
 that matches nothing is success: exit 0 with zero counts.
@@ -296,23 +296,22 @@ def test_hung_server_write_says_outcome_unknown(cli, hung_url):
     assert run.exit_code == 69 and "outcome is unknown" in run.stderr, run
 
 
-# -- 9. password_env: the README example as copied; both levels behave the same -------------
-def readme_config_example() -> str:
+# -- 9. password_env: the manual's example as copied; both levels behave the same -------------
+def manual_config_example() -> str:
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text[text.index("\n## Configuration\n"):]
+    section = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     start = section.index("```toml\n") + len("```toml\n")
     return section[start:section.index("```", start)]
 
 
-def test_readme_config_example_works_as_copied(cli, tmp_path):
-    path = write_config(tmp_path, readme_config_example())
+def test_manual_config_example_works_as_copied(cli, tmp_path):
+    path = write_config(tmp_path, manual_config_example())
     run = cli("config", "show", url=None)
     assert run.exit_code == 0, run
     shown = run.one
     assert shown["path"] == str(path) and shown["queues"]["emails"]["password"] == "(not set)"
-    # as the README says to try it: empty variables, no password
+    # as the manual says to try it: empty variables, no password
     run = cli("config", "show", url=None,
               env={"REDIS_PASSWORD": "", "EMAILS_REDIS_PASSWORD": ""})
     assert run.exit_code == 0 and run.one["queues"]["emails"]["password"] == "(empty: no password)"

@@ -92,7 +92,7 @@ def test_prometheus_reports_an_unreachable_queue_as_down(cli, make_server, r):
 
 
 def test_prometheus_outage_in_discovery_mode_says_so(cli, make_server):
-    """No config, no QUEUE (the README's cron line): the server's queues cannot even be
+    """No config, no QUEUE (the manual's cron line): the server's queues cannot even be
     listed, and the file still says so, exit 0."""
     gone = make_server()
     url = gone.url
@@ -136,8 +136,8 @@ def test_prometheus_masks_the_password_in_the_server_label(cli, make_server):
                   server=f"redis://:***@127.0.0.1:{port}/0") == [1]
 
 
-def readme_cron_line() -> str:
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def manual_cron_line() -> str:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
     lines = [line for line in text.splitlines()
              if line.startswith("* * * * * rq-cli stats --format prometheus")]
     assert len(lines) == 1, lines
@@ -145,8 +145,8 @@ def readme_cron_line() -> str:
 
 
 @pytest.mark.parametrize("down", [True, False])
-def test_the_readme_cron_line_replaces_the_file(make_server, tmp_path, down):
-    """The README's exact line, run by sh as cron runs it, in discovery mode: an outage
+def test_the_manual_cron_line_replaces_the_file(make_server, tmp_path, down):
+    """The manual's exact line, run by sh as cron runs it, in discovery mode: an outage
     replaces the last good file with one that says so, and leaves no temporary file."""
     srv = make_server()
     url = srv.url
@@ -157,7 +157,7 @@ def test_the_readme_cron_line_replaces_the_file(make_server, tmp_path, down):
     textfile.mkdir()
     target = textfile / "rq-cli.prom"
     target.write_text('rq_cli_up{queue="jobs",prefix="jobs"} 1\n')  # the last good values
-    line = readme_cron_line().replace("/var/lib/node_exporter/textfile", str(textfile))
+    line = manual_cron_line().replace("/var/lib/node_exporter/textfile", str(textfile))
     work = tmp_path / "cwd"
     work.mkdir()
     env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "RQ_CLI_URL": url,

@@ -402,9 +402,10 @@ def test_the_wheel_and_the_sdist_ship_every_completion_script() -> None:
 
 
 def test_readme_documents_installing_completion() -> None:
-    """README "Shell completion": Typer's --install-completion and --show-completion, and
-    where the installed scripts live; not only from a checkout."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The manual's "Shell completion" (docs/getting-started.md): Typer's
+    --install-completion and --show-completion, and where the installed scripts live; not
+    only from a checkout."""
+    text = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
     part = text.split("### Shell completion", 1)[1].split("\n## ", 1)[0]
     for word in ("--install-completion", "--show-completion",
                  "share/bash-completion/completions/rq-cli"):
@@ -414,9 +415,9 @@ def test_readme_documents_installing_completion() -> None:
 
 
 def test_readme_claims_the_pythons_ci_tests() -> None:
-    """The README names the Pythons the classifiers claim as each tested in CI, and its CI
-    table runs each; no stale note says otherwise."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The manual names the Pythons the classifiers claim as each tested in CI, and its CI
+    table (docs/development.md) runs each; no stale note says otherwise."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "docs").glob("*.md")))
     claimed = sorted(c.rsplit(" ", 1)[1] for c in _pyproject()["project"]["classifiers"]
                      if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
     assert claimed == ["3.10", "3.11", "3.12", "3.13"]

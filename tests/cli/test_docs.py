@@ -3,11 +3,13 @@
 - Every command and group, found by walking the Click command tree Typer builds, has help
   text; every command's docstring has an example line that runs it (``rq-cli <command>``),
   and ``--help`` shows it.
-- README.md has a section ``### rq-cli <command>`` with an example for every command, and
-  no section for a command that does not exist.
-- README.md's "Exit codes" table lists exactly the codes of ``rq_cli.errors.ExitCode``.
+- The manual (docs/*.md, the site mkdocs.yml builds) has a section ``## rq-cli <command>``
+  with an example for every command, and no section for a command that does not exist;
+  README.md, the front door, names every command and links into the manual.
+- The manual's "Exit codes" table lists exactly the codes of ``rq_cli.errors.ExitCode`` (the
+  site's own table is generated from it: tests/cli/test_manual.py).
 - CHANGELOG.md follows Keep a Changelog: ``## [Unreleased]`` first, only its subsection names.
-- The test command README.md shows is the one .ci/run runs.
+- The test command the manual's Development page shows is the one .ci/run runs.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from rq_cli.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
 CHANGELOG = REPO / "CHANGELOG.md"
 CI_RUN = REPO / ".ci" / "run"
 KEEP_A_CHANGELOG = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
@@ -67,6 +70,23 @@ def readme() -> str:
     return README.read_text(encoding="utf-8")
 
 
+def manual_pages() -> dict[str, str]:
+    """The manual's pages (docs/**/*.md but the design notes), by path under docs/."""
+    return {str(p.relative_to(DOCS)): p.read_text(encoding="utf-8")
+            for p in sorted(DOCS.rglob("*.md")) if p.name != "DESIGN.md"}
+
+
+def manual() -> str:
+    """Every page of the manual, one after the other."""
+    return "\n\n".join(manual_pages().values())
+
+
+def page(name: str) -> str:
+    path = DOCS / name
+    assert path.exists(), f"the manual has no page docs/{name}"
+    return path.read_text(encoding="utf-8")
+
+
 def section(text: str, heading: re.Pattern[str]) -> str:
     """The body under the first heading matching ``heading``, up to the next heading of the
     same or a higher level."""
@@ -81,7 +101,7 @@ def section(text: str, heading: re.Pattern[str]) -> str:
                     break
                 body.append(following)
             return "\n".join(body)
-    raise AssertionError(f"README.md has no heading matching {heading.pattern!r}")
+    raise AssertionError(f"no heading matching {heading.pattern!r}")
 
 
 def outside_code(text: str) -> Iterator[str]:
@@ -162,45 +182,48 @@ def test_every_option_and_argument_has_help(path: tuple[str, ...], command: Any)
     assert not missing, f"rq-cli {' '.join(path)}: no help for {missing}"
 
 
-# -- README sections ------------------------------------------------------------------------------
+# -- the manual's command sections ------------------------------------------------------------
 def command_heading(name: str) -> re.Pattern[str]:
-    return re.compile(rf"### rq-cli {re.escape(name)}(\s.*)?")
+    return re.compile(rf"#{{2,3}} rq-cli {re.escape(name)}(\s.*)?")
 
 
 @pytest.mark.parametrize("name", COMMAND_NAMES)
-def test_readme_has_a_section_per_command(name: str) -> None:
-    text = readme()
-    headings = [line for line in outside_code(text) if command_heading(name).fullmatch(line)]
-    assert headings, f"README.md has no '### rq-cli {name}' section"
-    assert len(headings) == 1, f"README.md has {len(headings)} '### rq-cli {name}' sections"
+def test_manual_has_a_section_per_command(name: str) -> None:
+    headings = [(path, line) for path, text in manual_pages().items()
+                for line in outside_code(text) if command_heading(name).fullmatch(line)]
+    assert headings, f"the manual (docs/) has no '## rq-cli {name}' section"
+    assert len(headings) == 1, (
+        f"the manual has {len(headings)} 'rq-cli {name}' sections: {headings}")
 
 
 @pytest.mark.parametrize("name", COMMAND_NAMES)
-def test_readme_section_shows_the_command(name: str) -> None:
-    body = section(readme(), command_heading(name))
+def test_manual_section_shows_the_command(name: str) -> None:
+    (text,) = [t for t in manual_pages().values()
+               if any(command_heading(name).fullmatch(line) for line in outside_code(t))]
+    body = section(text, command_heading(name))
     runs = [line for line in code_lines(body)
             if re.search(rf"rq-cli( --?\S+( [^-\s]\S*)?)* {re.escape(name)}(\s|$)", line)]
-    assert runs, f"README.md's '### rq-cli {name}' section has no example running it"
+    assert runs, f"the manual's 'rq-cli {name}' section has no example running it"
 
 
-def test_readme_has_no_section_for_an_unknown_command() -> None:
-    for line in outside_code(readme()):
-        match = re.fullmatch(r"### rq-cli (.+)", line)
+def test_manual_has_no_section_for_an_unknown_command() -> None:
+    for line in outside_code(manual()):
+        match = re.fullmatch(r"#{2,3} rq-cli (.+)", line)
         if match:
             words = match.group(1).split()
             assert " ".join(words[:2]) in COMMAND_NAMES or words[0] in COMMAND_NAMES, (
-                f"README.md has a section for an unknown command: {line!r}")
+                f"the manual has a section for an unknown command: {line!r}")
 
 
 # -- exit codes -----------------------------------------------------------------------------------
 def exit_code_table() -> list[list[str]]:
-    body = section(readme(), re.compile(r"#{2,4} Exit codes"))
+    body = section(page("reference/exit-codes.md"), re.compile(r"#{2,4} When each code is used"))
     found = tables(body)
-    assert found, "README.md's 'Exit codes' section has no table"
+    assert found, "the manual's 'Exit codes' page has no table of when each code is used"
     return [cells(row) for row in found[0]]
 
 
-def test_readme_lists_every_exit_code() -> None:
+def test_manual_lists_every_exit_code() -> None:
     rows = exit_code_table()
     documented = {}
     for row in rows[2:]:  # after the header and the delimiter row
@@ -208,17 +231,19 @@ def test_readme_lists_every_exit_code() -> None:
         assert match, f"an Exit codes row does not start with a code: {row}"
         documented[int(match.group(1))] = row[1] if len(row) > 1 else ""
     codes = {int(code) for code in ExitCode}
-    assert sorted(codes - set(documented)) == [], "exit codes missing from README.md"
-    assert sorted(set(documented) - codes) == [], "README.md lists codes ExitCode lacks"
+    assert sorted(codes - set(documented)) == [], "exit codes missing from the manual"
+    assert sorted(set(documented) - codes) == [], "the manual lists codes ExitCode lacks"
     assert all(meaning.strip() for meaning in documented.values())
 
 
-def test_readme_tables_are_well_formed() -> None:
-    for table in tables(readme()):
+@pytest.mark.parametrize("name", ["README.md", *manual_pages()])
+def test_tables_are_well_formed(name: str) -> None:
+    text = readme() if name == "README.md" else page(name)
+    for table in tables(text):
         width = len(cells(table[0]))
         for row in table[1:]:
-            assert len(cells(row)) == width, f"row with {len(cells(row))} cells, not {width}: " \
-                                             f"{row!r}"
+            assert len(cells(row)) == width, f"{name}: row with {len(cells(row))} cells, " \
+                                             f"not {width}: {row!r}"
 
 
 def test_root_help_lists_every_exit_code() -> None:
@@ -263,11 +288,9 @@ def ci_test_command() -> str:
     return " ".join(shlex.split(match.group(1), comments=True))
 
 
-def test_readme_shows_the_ci_test_command() -> None:
+def test_manual_shows_the_ci_test_command() -> None:
     command = ci_test_command()
     assert command == "python -m pytest"
-    shown = [" ".join(line.split()) for line in code_lines(readme())]
-    assert command in shown, (
-        f"README.md shows no code line '{command}', the command .ci/run runs")
-    development = section(readme(), re.compile(r"## Development"))
-    assert command in [" ".join(line.split()) for line in code_lines(development)]
+    development = page("development.md")
+    assert command in [" ".join(line.split()) for line in code_lines(development)], (
+        f"docs/development.md shows no code line '{command}', the command .ci/run runs")

@@ -3,7 +3,8 @@
 The commands run against a real server with real data, in every state that changes the shape
 of a line; each test counts the lines it validated (zero lines would check nothing). The
 schema files themselves are checked against the Draft 2020-12 meta-schema, every command that
-prints JSON must have one, and the README's JSON examples must validate too.
+prints JSON must have one, and the JSON examples of the README and the manual (docs/) must
+validate too.
 """
 
 from __future__ import annotations
@@ -333,7 +334,7 @@ def test_work_log_lines_and_cancel(cli: Any, checked: Checked, server_url: str,
     checked("cancel", cli("cancel", "q", "c1", "nope", "--error", "stop"), codes=(3,))
 
 
-# -- the README's examples ---------------------------------------------------------------------
+# -- the examples of the README and the manual ------------------------------------------------
 
 _GLOBAL = {"--url": 1, "--config": 1, "--no-config": 0, "--prefix": 0, "--json": 0}
 
@@ -349,16 +350,19 @@ def _command_of(shell: str) -> str | None:
     return two if two in SCHEMAS else words[0]
 
 
-def readme_examples() -> list[tuple[int, str, str]]:
-    """(line number, command, JSON line) for each JSON line printed in a README example."""
+def readme_examples() -> list[tuple[str, str, str]]:
+    """(file:line, command, JSON line) for each JSON line printed in an example of the README
+    or of a page of the manual (docs/)."""
     found, block, command = [], False, None
-    for number, line in enumerate((ROOT / "README.md").read_text().splitlines(), 1):
-        if line.startswith("```"):
-            block, command = not block, None
-        elif block and line.startswith("$ "):
-            command = _command_of(line)
-        elif block and line.startswith("{") and command is not None:
-            found.append((number, command, line))
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for path in files:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                block, command = not block, None
+            elif block and line.startswith("$ "):
+                command = _command_of(line)
+            elif block and line.startswith("{") and command is not None:
+                found.append((f"{path.relative_to(ROOT)}:{number}", command, line))
     return found
 
 
@@ -371,11 +375,11 @@ def test_the_readme_shows_json_examples_of_most_commands() -> None:
 
 
 @pytest.mark.parametrize(("number", "command", "line"), readme_examples(),
-                         ids=lambda v: str(v) if isinstance(v, int) else None)
-def test_each_readme_json_example_validates(number: int, command: str, line: str) -> None:
+                         ids=lambda v: v if isinstance(v, str) and ".md:" in v else None)
+def test_each_readme_json_example_validates(number: str, command: str, line: str) -> None:
     row = json.loads(line)
     errors = [f"{list(e.path)}: {e.message}" for e in validator(command).iter_errors(row)]
-    assert not errors, f"README.md line {number} ({command}): {errors}"
+    assert not errors, f"{number} ({command}): {errors}"
 
 
 def _work(url: str, *args: str) -> subprocess.Popen[str]:

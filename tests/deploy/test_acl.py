@@ -1,8 +1,8 @@
-"""ACL: a user limited to one queue's keys and the commands README.md's rule lists runs every
+"""ACL: a user limited to one queue's keys and the commands the manual's rule lists runs every
 rq-cli command; a user without EVALSHA gets one line naming it.
 
-The rule is read from README.md (between the ``acl-rule`` markers), so the documented rule is
-the tested one.
+The rule is read from the manual (docs/deployments.md, between the ``acl-rule`` markers), so
+the documented rule is the tested one.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from rq_cli.core.scripts import SCRIPTS, source
 
 pytest_plugins = ["cli_helpers"]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ACL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "deployments.md"  # the manual's page
 PREFIX = "myapp:{emails}"
 SECRET = "worker-pw-51"
 
 
 def documented_rule() -> list[str]:
-    """The ACL SETUSER arguments after the user name, as README.md shows them."""
-    block = re.search(r"<!-- acl-rule -->\s*```\s*\n(.*?)\n```", README.read_text(), re.S)
-    assert block, "README.md has no acl-rule block"
+    """The ACL SETUSER arguments after the user name, as the manual shows them."""
+    block = re.search(r"<!-- acl-rule -->\s*```\s*\n(.*?)\n```", ACL_PAGE.read_text(), re.S)
+    assert block, "docs/deployments.md has no acl-rule block"
     words = block.group(1).split()
     assert words[:3] == ["ACL", "SETUSER", "emails-worker"], words[:3]
     return [w.replace(">PASSWORD", f">{SECRET}") for w in words[3:]]
