@@ -203,9 +203,13 @@ class SentinelSet:
 
 
 def _master_of(sentinel: ServerProcess) -> int:
+    """The primary's port as clients learn it (SENTINEL MASTER, which redis-py asks; 0
+    while a failover is in progress: it still names the old one)."""
     client = sentinel.client(protocol=2)
     try:
-        return int(client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)[1])
+        reply = client.execute_command("SENTINEL", "MASTER", SERVICE)
+        fields = dict(zip(reply[::2], reply[1::2], strict=True))
+        return 0 if b"failover_in_progress" in fields[b"flags"] else int(fields[b"port"])
     finally:
         client.close()
 
