@@ -1,0 +1,147 @@
+"""``rq-cli web``'s pages and actions through Starlette's TestClient, against a real server:
+the overview, a queue's tabs, an item, the confirmed actions, the token, CSRF, read-only and
+an outage."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from web_helpers import client, confirm_and_do, csrf_of, make_web, seed  # noqa: E402
+
+from rq_cli.queue import WorkQueue  # noqa: E402
+
+
+def test_the_overview_shows_every_queue_with_its_counts(server_url, r):
+    seed(r, "emails", dead=5, pending=3)
+    WorkQueue(r, "thumbs").pause()
+    c = client(make_web(server_url, "emails", "thumbs"))
+    page = c.get("/")
+    assert page.status_code == 200
+    assert 'data-queue="emails"' in page.text and 'data-queue="thumbs"' in page.text
+    assert '<td class="n dead">5</td>' in page.text
+    assert '<td class="n pending">3</td>' in page.text
+    assert "paused" in page.text.split('data-queue="thumbs"')[1]
+
+
+def test_a_queues_tabs_a_page_at_a_time_filters_and_an_item_escaped(server_url, r):
+    wq = seed(r, "emails", dead=60, pending=2)
+    from rq_cli.types import NewItem
+
+    wq.push([NewItem(b'{"html": "<script>alert(1)</script>"}', "evil")])
+    c = client(make_web(server_url, "emails"))
+    dead = c.get("/q/emails", params={"tab": "dead"})
+    assert dead.status_code == 200
+    assert dead.text.count("/q/emails/item/d-") == 50 and 'id="next"' in dead.text
+    second = c.get("/q/emails", params={"tab": "dead", "offset": 50})
+    assert second.text.count("/q/emails/item/d-") == 10 and "51–60 of 60" in second.text
+    timeouts = c.get("/q/emails", params={"tab": "dead", "filter": "--error timeout"})
+    assert timeouts.text.count("/q/emails/item/d-") == 20
+    assert c.get("/q/emails", params={"filter": "--nope x"}).status_code == 400
+    item = c.get("/q/emails/item/evil")
+    assert "<script>alert" not in item.text and "&lt;script&gt;alert(1)" in item.text
+    assert c.get("/q/emails/item/nothing").status_code == 404
+    for tab in ("holders", "errors", "history", "processing", "delayed"):
+        assert c.get("/q/emails", params={"tab": tab}).status_code == 200, tab
+    groups = c.get("/q/emails", params={"tab": "errors"}).text
+    assert "bad input" in groups and "timeout" in groups
+
+
+def test_requeue_through_the_confirmation_moves_exactly_the_matching_items(server_url, r):
+    wq = seed(r, "emails", dead=30)
+    web = make_web(server_url, "emails")
+    c = client(web)
+    confirm, done = confirm_and_do(c, "emails", action="requeue", filter="--error timeout")
+    assert "Requeue 10 dead items of emails" in confirm
+    assert "rq-cli --url redis://127.0.0.1:" in confirm and "requeue-dead emails --error timeout" in confirm
+    assert "requeued 10 of 10 matched" in done
+    s = wq.stats()
+    assert (s.pending, s.dead) == (10, 20)
+    assert "testclient asked: rq-cli" in web.log.getvalue()  # who asked, and what
+    # an error group: its key from the errors tab
+    key = wq.keys  # (unused: the key is read from the page)
+    page = c.get("/q/emails", params={"tab": "errors"}).text
+    import re
+
+    group = re.search(r"<td class=\"error\">bad input</td><td><code>(\w+)</code>", page)
+    assert group, page
+    confirm, done = confirm_and_do(c, "emails", action="requeue",
+                                   filter=f"--error-group {group.group(1)}")
+    assert "Requeue 20 dead items" in confirm and "requeued 20 of 20" in done
+    assert (wq.stats().pending, wq.stats().dead) == (30, 0)
+    del key
+
+
+def test_purge_and_pause_are_confirmed_with_their_counts(server_url, r):
+    wq = seed(r, "emails", dead=4, pending=7)
+    c = client(make_web(server_url, "emails"))
+    confirm, done = confirm_and_do(c, "emails", action="purge", state="pending")
+    assert "Delete all 7 pending items" in confirm and "purged 7 pending items" in done
+    assert wq.stats().pending == 0 and wq.stats().dead == 4
+    confirm, done = confirm_and_do(c, "emails", action="pause")
+    assert "rq-cli --url" in confirm and " pause emails" in confirm and "paused" in done
+    assert wq.stats().paused
+    confirm, done = confirm_and_do(c, "emails", action="pause")
+    assert "Resume emails" in confirm and not wq.stats().paused
+
+
+def test_an_action_without_its_csrf_token_is_refused(server_url, r):
+    wq = seed(r, "emails", dead=3)
+    c = client(make_web(server_url, "emails"))
+    c.get("/")  # (the session cookie)
+    assert c.post("/q/emails/do", data={"action": "requeue"}).status_code == 403
+    assert c.post("/q/emails/do", data={"action": "requeue", "csrf": "0" * 64}).status_code == 403
+    other = client(make_web(server_url, "emails"))
+    token = csrf_of(other.get("/q/emails/confirm", params={"action": "requeue"}).text)
+    assert c.post("/q/emails/do", data={"action": "requeue", "csrf": token}).status_code == 403
+    assert wq.stats().dead == 3
+
+
+def test_read_only_hides_and_refuses_every_action(server_url, r):
+    wq = seed(r, "emails", dead=3)
+    c = client(make_web(server_url, "emails", read_only=True))
+    page = c.get("/q/emails", params={"tab": "dead"})
+    assert page.status_code == 200 and 'id="requeue"' not in page.text
+    assert c.get("/q/emails/confirm", params={"action": "requeue"}).status_code == 403
+    writable = client(make_web(server_url, "emails"))
+    token = csrf_of(writable.get("/q/emails/confirm", params={"action": "requeue"}).text)
+    c.cookies.update(writable.cookies)
+    assert c.post("/q/emails/do", data={"action": "requeue", "csrf": token}).status_code == 403
+    assert wq.stats().dead == 3
+
+
+def test_a_token_is_required_on_every_request_bearer_or_basic(server_url, r):
+    seed(r, "emails", dead=1)
+    c = client(make_web(server_url, "emails", token="s3cret"))
+    refused = c.get("/")
+    assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
+    assert c.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert c.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    basic = base64.b64encode(b"alice:s3cret").decode()
+    page = c.get("/q/emails", headers={"Authorization": f"Basic {basic}"})
+    assert page.status_code == 200 and "alice@" in page.text and "s3cret" not in page.text
+    wrong = base64.b64encode(b"alice:nope").decode()
+    assert c.get("/", headers={"Authorization": f"Basic {wrong}"}).status_code == 401
+
+
+def test_an_outage_is_an_error_row_and_page_and_it_recovers(make_server):
+    srv = make_server()
+    import redis
+
+    seed(redis.Redis(port=srv.port), "emails", dead=2)
+    c = client(make_web(srv.url, "emails"))
+    assert c.get("/").status_code == 200
+    srv.stop()
+    down = c.get("/")
+    assert down.status_code == 200 and 'class="error"' in down.text
+    page = c.get("/q/emails")
+    assert page.status_code == 503 and 'id="reason"' in page.text
+    srv.start()
+    seed(redis.Redis(port=srv.port), "emails", dead=2)
+    back = c.get("/")
+    assert back.status_code == 200 and '<td class="n dead">2</td>' in back.text
+    assert c.get("/q/emails").status_code == 200
