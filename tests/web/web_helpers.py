@@ -17,7 +17,11 @@ import json
 
 import httpx
 import redis
-from starlette.testclient import TestClient
+import warnings
+
+with warnings.catch_warnings():  # (Starlette 1.x would rather have httpx2; httpx works)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from starlette.testclient import TestClient
 
 from rq_cli.cli.common import State
 from rq_cli.cli.dash import global_options
@@ -76,10 +80,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """``rq-cli web ARGS --bind 127.0.0.1:PORT`` running; yields its base URL."""
+def running(url: str, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``rq-cli --url URL --no-config web ARGS --bind 127.0.0.1:PORT`` running; yields its
+    base URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "web", *args, "--bind",
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", url, "--no-config", "web", *args, "--bind",
                              f"127.0.0.1:{port}"], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"

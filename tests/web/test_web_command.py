@@ -1,0 +1,64 @@
+"""``rq-cli web`` itself: a real Uvicorn server on a free port of loopback, the addresses it
+refuses without a token, the token from the environment, and the extra missing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+import httpx  # noqa: E402
+from web_helpers import running, seed  # noqa: E402
+
+from rq_cli.errors import ExitCode  # noqa: E402
+
+
+def rq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rq_cli", *args], capture_output=True,
+                          text=True, timeout=30, env={**os.environ, **(env or {})})
+
+
+def test_it_answers_on_loopback(server_url, r):
+    seed(r, "emails", dead=2)
+    with running(server_url, "emails") as base:
+        page = httpx.get(base + "/")
+        assert page.status_code == 200 and 'data-queue="emails"' in page.text
+        assert httpx.get(base + "/q/emails?tab=dead").text.count("/item/d-") == 2
+
+
+def test_a_token_from_the_environment_is_required_bearer_or_basic(server_url, r):
+    seed(r, "emails", dead=1)
+    env = {"RQ_CLI_WEB_TOKEN": "t0ken-xyz"}
+    with running(server_url, "emails", env=env) as base:
+        assert httpx.get(base + "/").status_code == 401
+        assert httpx.get(base + "/", headers={"Authorization": "Bearer t0ken-xyz"}
+                         ).status_code == 200
+        assert httpx.get(base + "/", auth=("bob", "t0ken-xyz")).status_code == 200
+        assert httpx.get(base + "/", auth=("bob", "wrong")).status_code == 401
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0:8999", "[::]:8999"])
+def test_a_non_loopback_address_is_refused_without_a_token(server_url, bind):
+    got = rq("--url", server_url, "web", "emails", "--bind", bind,
+             env={"RQ_CLI_WEB_TOKEN": ""})
+    assert got.returncode == ExitCode.USAGE
+    assert "without a token" in got.stderr and got.stderr.count("\n") == 1
+
+
+def test_a_bad_bind_is_a_usage_error(server_url):
+    got = rq("--url", server_url, "web", "--bind", "localhost")
+    assert got.returncode == ExitCode.USAGE and "HOST:PORT" in got.stderr
+
+
+def test_without_the_web_extra_it_says_what_to_install(server_url):
+    # starlette made unimportable, as on an install without the extra
+    code = ("import sys; sys.modules['starlette'] = None; sys.argv = ['rq-cli'] + sys.argv[1:];"
+            "from rq_cli.cli import run; run()")
+    got = subprocess.run([sys.executable, "-c", code, "--url", server_url, "web", "emails"],
+                         capture_output=True, text=True, timeout=30)
+    assert got.returncode == ExitCode.UNAVAILABLE
+    assert "pip install 'rqcli[web]'" in got.stderr
