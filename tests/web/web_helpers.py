@@ -20,7 +20,7 @@ import redis
 import warnings
 
 with warnings.catch_warnings():  # (Starlette 1.x would rather have httpx2; httpx works)
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
 from rq_cli.cli.common import State
