@@ -58,7 +58,6 @@ def web(
     read_only = read_only or st.config.web_read_only
     app = make_app(Web(targets, guard=Guard(token), cli_prefix=global_options(st), st=st,
                        read_only=read_only))
-    typer.echo(f"rq-cli web: http://{'[' + host + ']' if ':' in host else host}:{port}/ "
-               f"({len(targets)} queues{', read-only' if read_only else ''}; Ctrl-C stops)",
-               err=True)
-    serve(app, host, port)
+    shown = f"[{host}]" if ":" in host else host
+    serve(app, host, port, f"rq-cli web: http://{shown}:{port}/ ({len(targets)} queues"
+                           f"{', read-only' if read_only else ''}; Ctrl-C stops)")

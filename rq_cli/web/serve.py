@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
@@ -48,10 +49,21 @@ def check_bind(host: str, token: str | None) -> None:
                          "RQ_CLI_WEB_TOKEN (or [web] token in the config), or bind 127.0.0.1")
 
 
-def serve(app: Starlette, host: str, port: int) -> None:
+def serve(app: Starlette, host: str, port: int, banner: str = "") -> None:
     """Run ``app`` on ``host:port`` until Ctrl-C or SIGTERM (Uvicorn's access log off: the
-    actions are logged by the app, with who asked)."""
+    actions are logged by the app, with who asked); ``banner`` goes to stderr once the
+    address is known to be free."""
     import uvicorn
 
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:  # (Uvicorn would exit 1, the code of a bug, for an address in use)
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        raise UsageError(f"rq-cli web cannot listen on {host}:{port}: "
+                         f"{exc.strerror or exc}") from None
+    if banner:
+        print(banner, file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning",
                 server_header=False)

@@ -62,3 +62,37 @@ def test_without_the_web_extra_it_says_what_to_install(server_url):
                          capture_output=True, text=True, timeout=30)
     assert got.returncode == ExitCode.UNAVAILABLE
     assert "pip install 'rqcli[web]'" in got.stderr
+
+
+def test_the_config_web_table_token_and_read_only(tmp_path, server_url):
+    from rq_cli import config as configmod
+
+    path = tmp_path / "rq-cli.toml"
+    path.write_text('[web]\nread_only = true\ntoken = "from-config"\n')
+    cfg = configmod.load(str(path))
+    assert (cfg.web_read_only, cfg.web_token) == (True, "from-config")
+    assert configmod.load(None, no_config=True).web_token is None
+    path.write_text('[web]\nread_only = "yes"\n')
+    got = rq("--config", str(path), "--url", server_url, "web", "emails")
+    assert got.returncode == ExitCode.CONFIG and "read_only in [web]" in got.stderr
+    path.write_text('[web]\ntokn = "x"\n')
+    assert rq("--config", str(path), "--url", server_url, "web").returncode == ExitCode.CONFIG
+    # the config's token lets a non-loopback address through the check: it fails later, on
+    # an address this machine does not have, in one line
+    path.write_text('[web]\ntoken = "from-config"\n')
+    got = rq("--config", str(path), "--url", server_url, "web", "emails", "--bind",
+             "192.0.2.1:1", env={"RQ_CLI_WEB_TOKEN": ""})
+    assert "without a token" not in got.stderr
+    assert got.returncode == ExitCode.USAGE and "cannot listen on 192.0.2.1:1" in got.stderr
+
+
+def test_an_address_in_use_is_one_line_not_a_crash(server_url):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        got = rq("--url", server_url, "web", "emails", "--bind", f"127.0.0.1:{port}")
+    assert got.returncode == ExitCode.USAGE and "cannot listen on" in got.stderr
+    assert got.stderr.count("\n") == 1
