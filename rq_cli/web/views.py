@@ -65,8 +65,9 @@ def history_chart(buckets: Sequence[Bucket], width: int = 720,
     n = max(len(buckets) - 1, 1)
     lines = []
     for field, colour in zip(HISTORY_FIELDS, _COLOURS, strict=False):
-        points = " ".join(f"{i * width / n:.1f},{height - b.deltas.get(field, 0) * height / top:.1f}"
-                          for i, b in enumerate(buckets))
+        points = " ".join(
+            f"{i * width / n:.1f},{height - b.deltas.get(field, 0) * height / top:.1f}"
+            for i, b in enumerate(buckets))
         lines.append({"field": field, "colour": colour, "points": points})
     rows = [{"at": clock(b.at), **b.deltas} for b in reversed(buckets)]
     return {"width": width, "height": height, "top": top, "lines": lines, "rows": rows,

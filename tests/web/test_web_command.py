@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("uvicorn")
 
-import httpx  # noqa: E402
-from web_helpers import running, seed  # noqa: E402
+import httpx
+from web_helpers import running, seed
 
-from rq_cli.errors import ExitCode  # noqa: E402
+from rq_cli.errors import ExitCode
 
 
 def rq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -4,20 +4,19 @@ server, through Starlette's TestClient; and ``rq-cli web`` itself on a free port
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import json
-
 import httpx
 import redis
-import warnings
 
 with warnings.catch_warnings():  # (Starlette 1.x would rather have httpx2; httpx works)
     warnings.simplefilter("ignore")
@@ -84,8 +83,9 @@ def running(url: str, *args: str, env: dict[str, str] | None = None) -> Iterator
     """``rq-cli --url URL --no-config web ARGS --bind 127.0.0.1:PORT`` running; yields its
     base URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", url, "--no-config", "web", *args, "--bind",
-                             f"127.0.0.1:{port}"], env={**os.environ, **(env or {})},
+    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", url, "--no-config",
+                             "web", *args, "--bind", f"127.0.0.1:{port}"],
+                            env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
