@@ -29,7 +29,16 @@ from starlette.templating import Jinja2Templates
 from ..core.codes import STATES, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
-from ..dash.model import Action, Actions, Browser, Overview, data_view, failure, parse_filter
+from ..dash.model import (
+    Action,
+    Actions,
+    Browser,
+    Overview,
+    data_view,
+    failure,
+    parse_filter,
+    run_action,
+)
 from ..errors import RqError
 from ..ops.scrub import Secrets
 from ..ops.targets import Target
@@ -228,8 +237,6 @@ def do_page(web: Web, request: Request, form: dict[str, str],
     params = {k: form.get(k, "") for k in ("action", "filter", "state")}
     action = _action(web, name, params, count=False)
     target = web.target(name)
-    from ..dash.model import run_action
-
     done = run_action(action, target.url)
     print(f"rq-cli web: {ctx['who']} asked: {action.cli} -> {done}", file=web.log, flush=True)
     return _templates.TemplateResponse(request, "done.html", {
