@@ -55,7 +55,8 @@ _DEAD = ItemState.DEAD.value
 OVERVIEW_SLICE, OVERVIEW_THREADS = 20, 8
 
 _templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
-_templates.env.globals.update(age=views.age, clock=views.clock, snippet=views.snippet)
+_templates.env.globals.update(age=views.age, clock=views.clock, snippet=views.snippet,
+                              quoted=views.quoted)
 
 
 class Refused(Exception):
@@ -112,7 +113,7 @@ def make_app(web: Web) -> Starlette:
     return Starlette(routes=[
         route("/", overview_page),
         route("/q/{name}", queue_page),
-        route("/q/{name}/item/{item_id}", item_page),
+        route("/q/{name}/item/{item_id:path}", item_page),
         route("/q/{name}/confirm", confirm_page),
         route("/q/{name}/do", do_page, ("POST",)),
     ])

@@ -3,9 +3,11 @@ history as an inline SVG (no JavaScript), an item's fields."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from ..core.keys import HISTORY_FIELDS
 from ..shapes import peek_row
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
 PAGE_SIZE = 50
 #: The history a queue's history tab shows (seconds): the last 6 hours, per minute.
 HISTORY_SHOWN = 6 * 3600
+#: Control characters, shown as escapes in a row (and in an item's data: dash/model.py).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _COLOURS = ("#4878d0", "#6acc64", "#ee854a", "#d65f5f", "#956cb4")
 
 
@@ -33,11 +37,17 @@ def age(seconds: float | None) -> str:
 
 
 def snippet(data: bytes | None, size: int = 120) -> str:
-    """The start of an item's data as text, for a row (the item's page shows it all)."""
+    """The start of an item's data as text, for a row (the item's page shows it all),
+    control characters as escapes."""
     if data is None:
         return ""
-    text = data[:size].decode("utf-8", "replace")
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], data[:size].decode("utf-8", "replace"))
     return text + ("…" if len(data) > size else "")
+
+
+def quoted(text: str) -> str:
+    """``text`` as one segment of a URL's path (a ``/`` in an id escaped too)."""
+    return quote(text, safe="")
 
 
 def clock(at: float | None) -> str:

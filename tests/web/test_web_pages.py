@@ -33,7 +33,8 @@ def test_a_queues_tabs_a_page_at_a_time_filters_and_an_item_escaped(server_url, 
     wq = seed(r, "emails", dead=60, pending=2)
     from rq_cli.types import NewItem
 
-    wq.push([NewItem(b'{"html": "<script>alert(1)</script>"}', "evil")])
+    wq.push([NewItem(b'{"html": "<script>alert(1)</script>"}', "evil"),
+             NewItem(b"plain \x07 text", "a/b c")])
     c = client(make_web(server_url, "emails"))
     dead = c.get("/q/emails", params={"tab": "dead"})
     assert dead.status_code == 200
@@ -46,6 +47,10 @@ def test_a_queues_tabs_a_page_at_a_time_filters_and_an_item_escaped(server_url, 
     item = c.get("/q/emails/item/evil")
     assert "<script>alert" not in item.text and "&lt;script&gt;alert(1)" in item.text
     assert c.get("/q/emails/item/nothing").status_code == 404
+    odd = c.get("/q/emails").text
+    assert "/q/emails/item/a%2Fb%20c" in odd
+    plain = c.get("/q/emails/item/a%2Fb%20c")
+    assert plain.status_code == 200 and "plain \\x07 text" in plain.text
     for tab in ("holders", "errors", "history", "processing", "delayed"):
         assert c.get("/q/emails", params={"tab": tab}).status_code == 200, tab
     groups = c.get("/q/emails", params={"tab": "errors"}).text
