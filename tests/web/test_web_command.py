@@ -96,3 +96,23 @@ def test_an_address_in_use_is_one_line_not_a_crash(server_url):
         got = rq("--url", server_url, "web", "emails", "--bind", f"127.0.0.1:{port}")
     assert got.returncode == ExitCode.USAGE and "cannot listen on" in got.stderr
     assert got.stderr.count("\n") == 1
+
+
+def test_an_action_over_http_with_basic_auth_is_logged_with_who_asked(server_url, r):
+    import re
+
+    wq = seed(r, "emails", dead=6)
+    err: list[str] = []
+    env = {"RQ_CLI_WEB_TOKEN": "t0ken-xyz"}
+    with running(server_url, "emails", env=env, stderr=err) as base, \
+            httpx.Client(base_url=base, auth=("alice", "t0ken-xyz")) as c:
+        page = c.get("/q/emails/confirm", params={"action": "requeue"})
+        assert "Requeue 6 dead items of emails (every dead item)" in page.text
+        csrf = re.search(r'name="csrf" value="(\w+)"', page.text).group(1)
+        assert c.post("/q/emails/do", data={"action": "requeue"}).status_code == 403
+        done = c.post("/q/emails/do", data={"action": "requeue", "csrf": csrf})
+        assert done.status_code == 200 and "requeued 6" in done.text
+    assert (wq.stats().pending, wq.stats().dead) == (6, 0)
+    [log] = [line for line in err[0].splitlines() if "asked:" in line]
+    assert log.startswith("rq-cli web: alice@127.0.0.1 asked: rq-cli --url redis://")
+    assert "requeue-dead emails --all -> requeued 6" in log and "t0ken-xyz" not in err[0]

@@ -79,9 +79,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(url: str, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+def running(url: str, *args: str, env: dict[str, str] | None = None,
+            stderr: list[str] | None = None) -> Iterator[str]:
     """``rq-cli --url URL --no-config web ARGS --bind 127.0.0.1:PORT`` running; yields its
-    base URL."""
+    base URL; once stopped, what it wrote to stderr is appended to ``stderr``."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", url, "--no-config",
                              "web", *args, "--bind", f"127.0.0.1:{port}"],
@@ -101,4 +102,6 @@ def running(url: str, *args: str, env: dict[str, str] | None = None) -> Iterator
         yield base
     finally:
         proc.terminate()
-        proc.wait(10)
+        _, err = proc.communicate(timeout=10)
+        if stderr is not None:
+            stderr.append(err)
