@@ -115,7 +115,9 @@ def make_app(web: Web) -> Starlette:
         route("/q/{name}", queue_page),
         route("/q/{name}/item/{item_id:path}", item_page),
         route("/q/{name}/confirm", confirm_page),
-        route("/q/{name}/do", do_page, ("POST",)),
+        route("/q/{name}/do", do_page, ("GET", "POST")),  # (GET: the token, then 405)
+        # anything else: the token first (every request needs it), then 404
+        route("/{rest:path}", not_found, ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH")),
     ])
 
 
@@ -166,6 +168,11 @@ def _read(web: Web, target: Target, fn: Callable[[], Any]) -> Any:
 
 
 # -- the pages -------------------------------------------------------------------------------
+def not_found(web: Web, request: Request, form: dict[str, str],
+              ctx: dict[str, Any]) -> Response:
+    raise Refused(404, f"no such page: {request.url.path}")
+
+
 def overview_page(web: Web, request: Request, form: dict[str, str],
                   ctx: dict[str, Any]) -> Response:
     rows = web.poll()
@@ -234,6 +241,8 @@ def confirm_page(web: Web, request: Request, form: dict[str, str],
 
 def do_page(web: Web, request: Request, form: dict[str, str],
             ctx: dict[str, Any]) -> Response:
+    if request.method != "POST":
+        raise Refused(405, "an action is a POST of its confirmation's form")
     name = request.path_params["name"]
     params = {k: form.get(k, "") for k in ("action", "filter", "state")}
     action = _action(web, name, params, count=False)

@@ -123,6 +123,11 @@ def test_a_token_is_required_on_every_request_bearer_or_basic(server_url, r):
     refused = c.get("/")
     assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
     assert c.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert c.get("/no/such/page").status_code == 401  # every request, known or not
+    assert c.post("/q/emails/do").status_code == 401
+    assert c.get("/q/emails/do").status_code == 401
+    assert c.get("/q/emails/do", headers={"Authorization": "Bearer s3cret"}).status_code == 405
+    assert c.get("/nope", headers={"Authorization": "Bearer s3cret"}).status_code == 404
     assert c.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
     basic = base64.b64encode(b"alice:s3cret").decode()
     page = c.get("/q/emails", headers={"Authorization": f"Basic {basic}"})
