@@ -171,3 +171,19 @@ def test_passwords_never_reach_a_page(make_server):
     assert pages[-1].status_code == 503
     for page in pages:
         assert "pw-s3cret-9" not in page.text
+
+
+def test_the_history_tab_draws_the_snapshots(server_url, r):
+    from rq_cli.core.history import snapshot
+
+    wq = seed(r, "emails", pending=3)
+    c = client(make_web(server_url, "emails"))
+    empty = c.get("/q/emails", params={"tab": "history"}).text
+    assert "no history yet" in empty
+    assert snapshot(wq)
+    seed(r, "emails", dead=2)  # (pushed and dead since the snapshot)
+    page = c.get("/q/emails", params={"tab": "history"}).text
+    assert '<svg id="history"' in page and page.count("<polyline") == 4
+    assert "no history yet" not in page
+    row = page.split('id="history-table"')[1].split("</tr>")[1]
+    assert [int(n) for n in re.findall(r'<td class="n">(\d+)</td>', row)] == [2, 0, 2, 2]
