@@ -396,6 +396,13 @@ def test_the_command_line_reaches_the_web_view_only_through_its_entry_point():
     assert users == ["rq_cli.cli.web"]
 
 
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("rq_cli.web")))
+def test_only_the_web_view_imports_its_stack(module):
+    # the web extra's libraries load with `rq-cli web` only
+    for target, _ in imports_of(module, type_checking=True):
+        assert target.split(".")[0] not in ("starlette", "uvicorn", "jinja2"), (module, target)
+
+
 def test_the_command_line_reaches_the_console_only_through_its_entry_point():
     users = sorted(m for m in MODULES if m.startswith("rq_cli.cli") and any(
         t == "rq_cli.dash" or t.startswith("rq_cli.dash.")
