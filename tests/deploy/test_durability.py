@@ -192,8 +192,8 @@ class SentinelSet:
         self.link = Link(new.port)
         old.extra_args = ["--replicaof", "127.0.0.1", str(self.link.port)]
         old.start()
-        wait_for(lambda: _link_up(old), 20, "the old primary to sync as a replica")
-        wait_for(lambda: all(self._knows(s, old) for s in self.sentinels), 20,
+        wait_for(lambda: _link_up(old), 45, "the old primary to sync as a replica")
+        wait_for(lambda: all(self._knows(s, old) for s in self.sentinels), 45,
                  "the sentinels to see the new replica")
         self.primary, self.replica = new, old
         self.crashes += 1
