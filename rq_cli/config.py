@@ -133,9 +133,12 @@ _RULES = {**_OPTION_RULES, **_CHECK_RULES}
 TLS_FILE_KEYS = ("tls_ca_file", "tls_cert_file", "tls_key_file")
 TLS_KEYS = (*TLS_FILE_KEYS, "tls_insecure")
 _QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
-TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues", "dash")
+TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues", "dash", "web")
 #: Keys of the [dash] table (``rq-cli dash``): booleans.
 DASH_KEYS = ("read_only",)
+#: Keys of the [web] table (``rq-cli web``): read_only (a boolean), token (a string: the
+#: secret every request must carry; $RQ_CLI_WEB_TOKEN overrides it).
+WEB_KEYS = ("read_only", "token")
 QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, "shards", *TLS_KEYS, *_RULES)
 SECRET_HINT = "(hidden)"
 SECRET_IN_URL = "(hidden, in the url)"
@@ -217,6 +220,8 @@ class Config:
     defaults: dict[str, Any] = field(default_factory=dict)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     dash_read_only: bool = False  # [dash] read_only: the console hides every action
+    web_read_only: bool = False  # [web] read_only: the web view hides and refuses actions
+    web_token: str | None = None  # [web] token: required on every request of the web view
 
     # -- resolution -----------------------------------------------------------------------
     def resolve(self, name: str, *, url: str | None = None, raw_prefix: bool = False,
@@ -434,6 +439,14 @@ class _Validator:
             raise self.fail(("dash",), "read_only", "read_only in [dash] must be a boolean "
                                                     f"(true or false), not {toml_type(read_only)}")
         cfg.dash_read_only = read_only
+        web = self.table((), data, "web")
+        self.unknown(("web",), web, WEB_KEYS)
+        read_only = web.get("read_only", False)
+        if not isinstance(read_only, bool):
+            raise self.fail(("web",), "read_only", "read_only in [web] must be a boolean "
+                                                   f"(true or false), not {toml_type(read_only)}")
+        cfg.web_read_only = read_only
+        cfg.web_token = self.string(("web",), web, "token") or None
         queues = self.table((), data, "queues")
         for name, section in queues.items():
             table = ("queues", name)

@@ -27,7 +27,8 @@ NEEDED: dict[str, str] = {
     "hset": "K f v", "hdel": "K f", "hincrby": "K f 1", "hlen": "K", "hscan": "K 0",
     "hrandfield": "K", "zadd": "K 0 m", "zrem": "K m", "zcard": "K", "zcount": "K 0 0",
     "zscore": "K m", "zmscore": "K m", "zrank": "K m", "zrevrank": "K m", "zrange": "K 0 0",
-    "zrevrange": "K 0 0", "zrangebyscore": "K 0 0", "zpopmin": "K", "zscan": "K 0",
+    "zrevrange": "K 0 0", "zrangebyscore": "K 0 0",
+    "zremrangebyscore": "K 0 0", "zpopmin": "K", "zscan": "K 0",
     "zrandmember": "K",
 }
 #: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA; and the

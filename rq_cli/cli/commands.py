@@ -154,6 +154,12 @@ def load_dash() -> Any:
     return dash
 
 
+def load_web() -> Any:
+    from .web import web
+
+    return web
+
+
 def load_config() -> Any:
     from .config_cmd import config_app
 
@@ -188,6 +194,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("cancel", load_cancel),
     Command("reshard", load_reshard),
     Command("dash", load_dash),
+    Command("web", load_web),
     Command("config", load_config),
     Command("server", load_server),
 )

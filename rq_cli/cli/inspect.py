@@ -204,7 +204,7 @@ def stats(
 
             parts, _ = failed.run(t.url, t.queue.shard_stats, t.queue)
             shards = shard_rows(parts) if parts else []
-            if found:
+            if shards:  # (on the error row too: which shard is down, what the others hold)
                 rows[-1]["shards"] = shards
             if per_shard and not out.json:
                 rows.extend({**r, "queue": f"{t.name}/{r['prefix']}"} for r in shards)

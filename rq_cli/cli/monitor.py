@@ -70,9 +70,16 @@ def run_prometheus(st: State, out: Output, targets: list[Target],
             out.message(f"rq-cli: {absent(target.name, target.url)}")
         samples.append(Sample(target.name, target.queue.prefix,
                               None if isinstance(got, str) else got, mask_url(target.url)))
-        if hasattr(target.queue, "shard_stats") and not isinstance(got, str):
+        if hasattr(target.queue, "shard_stats"):  # a series per shard: a shard that is down
+            try:                                 # is rq_cli_up 0 beside those that answer
+                shards = target.queue.shard_stats()
+            except Exception as exc:  # (its record unreadable: the queue's own line says why)
+                if not isinstance(got, str):
+                    raise
+                shards = []
+                del exc
             samples += [Sample(target.name, target.queue.prefix, shard, mask_url(target.url),
-                               prefix) for prefix, _, shard, _ in target.queue.shard_stats()]
+                               prefix) for prefix, _, shard, _ in shards]
     for row in unlisted:
         out.message(f"rq-cli: stats: {row['error']}")
         samples.append(Sample("", "", None, row["url"]))

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from ..errors import ClusterError, ParameterError, Unconfirmed, UsageError
 from .calling import Caller
+from .codes import PURGE_STATES as _PURGE_STATES
 from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, RequeueEnd, outcomes
 from .codes import STATES as _STATES
 from .durable import Confirmer, confirms
@@ -48,7 +49,7 @@ STATES = _STATES  # (codes.ItemState)
 SCRIPT_OUTCOME_NAMES = cast("dict[str, dict[str, Outcome]]",
                  {script: outcomes(script) for script in SCRIPT_OUTCOMES})
 COMPLETE_OUTCOMES = SCRIPT_OUTCOME_NAMES["complete"]
-PURGE_STATES = (*STATES, "all")
+PURGE_STATES = _PURGE_STATES  # (codes.PurgeChoice)
 
 
 def as_ref(ref: str | ItemRef) -> ItemRef:

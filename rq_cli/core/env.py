@@ -30,6 +30,8 @@ ENV_FUNCTIONS = "RQ_CLI_FUNCTIONS"
 ENV_PLAIN_TYPER = "RQ_CLI_PLAIN_TYPER"
 #: the redis-server or valkey-server binary the embedded server runs.
 ENV_SERVER_BIN = "RQ_CLI_SERVER_BIN"
+#: the token every request of ``rq-cli web`` must carry (overrides the config's [web] token)
+ENV_WEB_TOKEN = "RQ_CLI_WEB_TOKEN"
 
 #: the values that turn a flag off (compared stripped and in lower case)
 _OFF = ("0", "false", "no", "off")

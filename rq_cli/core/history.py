@@ -42,7 +42,11 @@ class Bucket:
 
 def snapshot(wq: WorkQueue, now_ms: int | None = None) -> bool:
     """Snapshot ``wq``'s counters into this minute's and this hour's buckets, if nobody has
-    yet (one script call, a few commands). True if this call wrote this minute's."""
+    yet (one script call, a few commands). True if this call wrote this minute's. A sharded
+    queue (docs/DESIGN.md section 7) keeps a history per shard: each is snapshotted."""
+    shards = getattr(wq, "shards", None)
+    if shards is not None:
+        return any([snapshot(shard, now_ms) for shard in shards])
     return bool(int(wq.call("history", now_ms=now_ms)))
 
 
@@ -61,6 +65,10 @@ def read_history(wq: WorkQueue, since: float, *, hourly: bool | None = None,
     check_since(since)
     if hourly is None:
         hourly = since > MAX_MINUTES_SINCE
+    shards = getattr(wq, "shards", None)
+    if shards is not None:  # a sharded queue: its shards' buckets summed, bucket by bucket
+        return _summed([read_history(shard, since, hourly=hourly, now_ms=now_ms)
+                        for shard in shards])
     size = HOUR_MS if hourly else MINUTE_MS
     key = wq.keys.history_hourly if hourly else wq.keys.history
     now = now_ms if now_ms is not None else server_ms(wq.client)
@@ -103,3 +111,16 @@ def _grew(before: int, after: int) -> int:
     """How much a counter grew; after a reset (``purge --state all`` drops the counters),
     what it counted since."""
     return after - before if after >= before else after
+
+
+def _summed(parts: list[list[Bucket]]) -> list[Bucket]:
+    """One history from the shards' (a bucket's deltas summed over the shards that have it;
+    its time covered, the longest of theirs)."""
+    by_at: dict[float, Bucket] = {}
+    for buckets in parts:
+        for b in buckets:
+            seen = by_at.get(b.at)
+            by_at[b.at] = b if seen is None else Bucket(
+                at=b.at, seconds=max(seen.seconds, b.seconds),
+                deltas={f: seen.deltas[f] + b.deltas[f] for f in HISTORY_FIELDS})
+    return [by_at[at] for at in sorted(by_at)]

@@ -4,7 +4,8 @@
   one quiet line), not a usage error; the same for ``fail`` and ``extend``.
 - ``rq-cli push q - < big | head -2``: exit 141, one stderr line with exactly how many items
   were stored (the batches in flight are read, not printed).
-- a push stopped by Ctrl-C or SIGTERM at any moment says exactly what it stored.
+- a push stopped by Ctrl-C or SIGTERM at any moment says exactly what it stored; a Ctrl-C in
+  any command's start-up is one line, exit 130, never a traceback.
 - a push to a server that refuses the connection does not say a batch may have been stored.
 - ``rq-cli config path`` prints the bare path, piped or not (documented).
 """
@@ -178,3 +179,20 @@ def test_a_push_stopped_at_any_moment_says_exactly_what_was_stored(
     said = re.search(r"^rq-cli: interrupted: push: exactly (\d+) items? stored", err)
     assert said, err
     assert int(said.group(1)) == stored == printed
+
+
+@pytest.mark.parametrize("at", [0.05, 0.1, 0.2])
+def test_a_ctrl_c_in_start_up_of_any_command_is_one_line_never_a_traceback(
+        server_url: str, interpreter_start: float, at: float) -> None:
+    """Held from the console script's first line until the command is built: then one line,
+    exit 130 (it was a traceback of the import it cut short)."""
+    import time
+
+    proc = subprocess.Popen([*rq_cli_command(), "--no-config", "--url", server_url, "lease",
+                             "q", "--wait", "30"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env_without_rq_cli())
+    time.sleep(interpreter_start + at)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and err.count(b"\n") == 1, err

@@ -32,7 +32,8 @@ pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "rq_cli" / "schemas"
 #: commands that print no JSON at all (help, completion), by name as typed
-NO_JSON = {"help", "dash"}  # dash: a terminal console (it refuses to run without one)
+NO_JSON = {"help", "dash", "web"}  # dash: a terminal console (it refuses to run without
+# one); web: a web server (HTML pages, its log lines on stderr)
 
 
 def validator(name: str) -> Draft202012Validator:

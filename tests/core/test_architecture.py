@@ -382,6 +382,27 @@ def test_no_module_of_the_console_imports_the_command_line(module):
     assert offences == []
 
 
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.web")))
+def test_no_module_of_the_web_view_imports_the_command_line(module):
+    offences = [target for target, _ in imports_of(module, type_checking=True)
+                if target == "rq_cli.cli" or target.startswith("rq_cli.cli.")]
+    assert offences == []
+
+
+def test_the_command_line_reaches_the_web_view_only_through_its_entry_point():
+    users = sorted(m for m in MODULES if m.startswith("rq_cli.cli") and any(
+        t == "rq_cli.web" or t.startswith("rq_cli.web.")
+        for t, _ in imports_of(m, type_checking=True)))
+    assert users == ["rq_cli.cli.web"]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("rq_cli.web")))
+def test_only_the_web_view_imports_its_stack(module):
+    # the web extra's libraries load with `rq-cli web` only
+    for target, _ in imports_of(module, type_checking=True):
+        assert target.split(".")[0] not in ("starlette", "uvicorn", "jinja2"), (module, target)
+
+
 def test_the_command_line_reaches_the_console_only_through_its_entry_point():
     users = sorted(m for m in MODULES if m.startswith("rq_cli.cli") and any(
         t == "rq_cli.dash" or t.startswith("rq_cli.dash.")

@@ -333,6 +333,7 @@ def test_one_definition_of_states_layouts_and_ends() -> None:
     assert codes.STATES == ("pending", "processing", "delayed", "dead")
     assert get_args(State) == codes.STATES  # (the typing Literal, checked against the enum)
     assert get_args(PurgeState) == codes.PURGE_STATES == (*codes.STATES, "all")
+    assert queue.PURGE_STATES is codes.PURGE_STATES
     assert Outcome is codes.Outcome  # (the documented import: rq_cli.core.types)
     assert queue.STATES is codes.STATES and metrics.STATES is codes.STATES
     assert filtering.STATES is codes.STATES

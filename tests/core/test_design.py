@@ -64,7 +64,7 @@ def test_the_layer_list_names_every_package_and_module() -> None:
     assert packages <= dirs, packages - dirs
     assert top <= named, top - named
     core = {p.name for p in (PACKAGE / "core").glob("*.py")} - {"__init__.py"}
-    for package in ("core", "worker", "ops", "dash"):
+    for package in ("core", "worker", "ops", "dash", "web"):
         modules = {p.name for p in (PACKAGE / package).glob("*.py")} - {"__init__.py"}
         assert modules <= named, (package, modules - named)
     assert core <= named

@@ -155,8 +155,20 @@ def _sentinel_failover(sentinel: ServerProcess, to: ServerProcess) -> None:
 
         wait_for(start, 20, "SENTINEL FAILOVER to be accepted")
         wait_for(lambda: _master_port(sentinel) == to.port, 20, "the replica's promotion")
+        # GET-MASTER-ADDR-BY-NAME names the promoted replica while the failover is still in
+        # progress; SENTINEL MASTER(S), which clients ask (redis-py), names the old primary
+        # until the switch: a client connecting meanwhile writes to it, and loses that when
+        # it is demoted. Wait for the switch.
+        wait_for(lambda: _switched(client, to.port), 20, "the sentinel's switch")
     finally:
         client.close()
+
+
+def _switched(client: redis.Redis, port: int) -> bool:
+    reply = client.execute_command("SENTINEL", "MASTER", "mymaster")
+    fields = dict(zip(reply[::2], reply[1::2], strict=True))
+    return fields[b"port"] == str(port).encode() and b"failover_in_progress" not in \
+        fields[b"flags"]
 
 
 def test_sentinel_failover_loses_no_item(sentinel_group, tmp_path: Path) -> None:

@@ -239,3 +239,22 @@ def test_dedup_window_and_tenants_over_every_shard(rc: Any) -> None:
     q.push([b"a"] * 30, tenant="acme")
     default, depths = q.tenants()
     assert (default, depths) == (1, {"acme": 30})
+
+
+def test_history_of_a_sharded_queue_sums_its_shards(r: redis.Redis, server_url: str) -> None:
+    """A worker's or a console's snapshot of a sharded queue snapshots every shard, and its
+    history sums theirs bucket by bucket (README "stats --history")."""
+    from rq_cli.core.history import read_history, snapshot
+
+    client = connect(server_url)
+    reshard(client, "hist", 3)
+    q = ShardedQueue(client, "hist", OPTS, shards=3)
+    q.push([b"1"] * 90)
+    assert snapshot(q) is True  # every shard's first snapshot of this minute
+    assert all(r.exists(shard.keys.history) for shard in q.shards)
+    got = q.lease(30)
+    q.complete([ItemRef(i.id, i.session) for i in got])
+    buckets = read_history(q, 3600)
+    assert len(buckets) == 1, buckets
+    assert buckets[0].deltas["completed"] == 30  # since the snapshot, over every shard
+    assert sum(read_history(s, 3600)[0].deltas["completed"] for s in q.shards) == 30

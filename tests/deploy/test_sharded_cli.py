@@ -93,12 +93,13 @@ def test_two_workers_drain_it_each_item_once(cli: Any, cluster: Cluster,  # noqa
            str(tmp_path / "rq-cli.toml")}
     job = f"printf '%s\\n' \"$RQ_ITEM_ID\" >> {out}"
     cpu0 = _cpu(cluster)
-    workers = [subprocess.Popen(
-        [sys.executable, "-m", "rq_cli", "work", "jobs", "--concurrency", "4",
-         "--idle-exit", "2", "--", "sh", "-c", job], env=env, cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
-    for w in workers:
-        assert w.wait(timeout=240) == 0
+    with (tmp_path / "worker.err").open("ab") as errors:
+        workers = [subprocess.Popen(
+            [sys.executable, "-m", "rq_cli", "work", "jobs", "--concurrency", "4",
+             "--idle-exit", "2", "--", "sh", "-c", job], env=env, cwd=tmp_path,
+            stdout=subprocess.DEVNULL, stderr=errors) for _ in range(2)]
+        for w in workers:
+            assert w.wait(timeout=240) == 0, (tmp_path / "worker.err").read_text()[-3000:]
     spent = [b - a for a, b in zip(cpu0, _cpu(cluster), strict=True)]
     print("server CPU per primary while the workers ran:", spent)
     assert max(spent) <= 0.45 * sum(spent), spent  # one slot: the busiest does ~all of it
@@ -159,3 +160,53 @@ def _cpu(cluster: Cluster) -> list[float]:  # noqa: F811
         out.append(float(info["used_cpu_user"]) + float(info["used_cpu_sys"]))
         client.close()
     return out
+
+
+def test_a_shard_whose_primary_is_down_is_an_error_in_stats_and_check(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Cluster of its own (cluster-require-full-coverage no, so the other primaries keep
+    serving), one primary SIGKILLed: `stats --shards` reads the other shards and shows the
+    dead one's row with its error, the queue's totals are unreadable, `--check` exits 6 and
+    Prometheus says rq_cli_up 0 for that shard (issue 30)."""
+    from servers import ServerProcess
+    from test_cluster import _form_cluster
+
+    servers = []
+    try:
+        for i in range(3):
+            directory = tmp_path_factory.mktemp(f"down-node{i}")
+            servers.append(ServerProcess(directory, config={
+                "cluster-enabled": "yes", "cluster-config-file": str(directory / "nodes.conf"),
+                "cluster-node-timeout": 2000, "cluster-require-full-coverage": "no"}).start())
+        _form_cluster(servers)
+        down = Cluster(servers)
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "rq-cli.toml").write_text(CONFIG.format(url=down.url, n=3))
+
+        def cli(*args: str, **kwargs: Any) -> Run:
+            return run_cli(args, url=None, home=tmp_path, **kwargs)
+
+        assert cli("reshard", "jobs", "3").exit_code == 0
+        assert cli("push", "jobs", "-", input="{}\n" * 90).exit_code == 0
+        before = cli("stats", "jobs").one
+        assert before["pending"] == 90 and len(before["shards"]) == 3, before
+        victim = next(s["prefix"] for s in before["shards"]
+                      if down.node_of(s["prefix"] + ":queue") == 2)
+        servers[2].kill()
+        run = cli("stats", "jobs", "--check", "--max-pending", "1000")
+        assert run.exit_code == ExitCode.UNKNOWN, run
+        assert run.one["queue"] == "jobs" and "Connection refused" in run.one["error"], run
+        assert run.stderr.startswith("rq-cli: 1 of 1 could not be checked"), run
+        rows = cli("stats", "jobs", "--shards").json
+        assert rows[0]["queue"] == "jobs" and rows[0]["error"], rows  # the totals: unreadable
+        by_prefix = {s["prefix"]: s for row in rows for s in row.get("shards") or []}
+        assert by_prefix[victim].get("error"), rows
+        assert all(s.get("error") is None and s["pending"] > 0
+                   for p, s in by_prefix.items() if p != victim), rows
+        prom = cli("stats", "jobs", "--format", "prometheus").stdout
+        assert f'rq_cli_up{{queue="jobs",prefix="app:{{jobs}}",shard="{victim}"}} 0' in prom
+        assert prom.count(",shard=") >= 3
+    finally:
+        for node in servers:
+            node.close()

@@ -263,7 +263,8 @@ def test_wait_for_name_starts_once_the_holder_exits(server_url: str, r: redis.Re
     wq.push([NewItem(b"{}", "job")])
     w1 = unique("w1")
     first = start(server_url, "nw", "--name", w1, "--max-items", "1", "--", "sh", "-c",
-                  f"touch {tmp_path}/go; sleep 1")
+                  f"touch {tmp_path}/go; sleep 3")  # (the second's start-up, on a loaded
+    # machine over a second, must end while the first still holds the name)
     wait_for(lambda: (tmp_path / "go").exists())
     second = start(server_url, "nw", "--name", w1, "--wait-for-name", "--idle-exit", "0.3",
                    "--", "true")

@@ -1,0 +1,303 @@
+"""The pages of ``rq-cli web``: the overview, a queue's tabs, an item, and the confirmed
+actions (requeue dead items, purge, pause and resume), over the terminal console's model
+(:mod:`rq_cli.dash.model`): the same bounded reads, the same actions and command lines.
+
+Every page is server-rendered HTML (Jinja2, escaped); actions are a GET that shows what will
+be done (the exact count and the equivalent command line) and a form that POSTs it with the
+CSRF token (:mod:`.guard`). Read-only, the actions are neither shown nor done (403). Each
+action is logged to stderr with who asked: the basic-auth user or the client's address.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from ..core.codes import STATES, ItemState
+from ..core.errgroups import group_errors
+from ..core.history import read_history
+from ..dash.model import (
+    Action,
+    Actions,
+    Browser,
+    Overview,
+    data_view,
+    failure,
+    parse_filter,
+    run_action,
+)
+from ..errors import RqError
+from ..ops.scrub import Secrets
+from ..ops.targets import Target
+from . import views
+from .guard import CSRF_FIELD, REALM, SESSION_COOKIE, Guard, new_session
+
+#: A queue's tabs: its states, who holds its leases, its error groups, its history.
+HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
+TABS = (*STATES, HOLDERS, GROUPS, HISTORY)
+#: The actions, by the name their forms carry.
+REQUEUE, PURGE, PAUSE = "requeue", "purge", "pause"
+_DEAD = ItemState.DEAD.value
+#: The overview reads its queues in slices of this many, up to OVERVIEW_THREADS at a time.
+OVERVIEW_SLICE, OVERVIEW_THREADS = 20, 8
+
+_templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
+_templates.env.globals.update(age=views.age, clock=views.clock, snippet=views.snippet,
+                              quoted=views.quoted)
+
+
+class Refused(Exception):
+    """A request answered with ``status`` and a one-line reason."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+@dataclass
+class Web:
+    """What every page needs: the queues, the guard, whether actions are off, the global
+    options of the command lines shown, where actions are logged."""
+
+    targets: Sequence[Target]
+    guard: Guard = field(default_factory=Guard)
+    read_only: bool = False
+    cli_prefix: Sequence[str] = ()
+    st: Secrets | None = None
+    log: TextIO = field(default_factory=lambda: sys.stderr)
+
+    def __post_init__(self) -> None:
+        # the overview read in slices side by side: 200 queues are 200 round trips
+        self.slices = [Overview(self.st, self.targets[i:i + OVERVIEW_SLICE])
+                       for i in range(0, len(self.targets), OVERVIEW_SLICE)]
+        self.locks = [threading.Lock() for _ in self.slices]  # (each keeps its last read)
+        self.by_name = {t.name: t for t in self.targets}
+
+    def poll(self) -> list[dict[str, Any]]:
+        """Every queue's overview row, in the order given."""
+        def one(i: int) -> list[dict[str, Any]]:
+            with self.locks[i]:
+                return self.slices[i].poll()
+        if len(self.slices) <= 1:
+            return one(0) if self.slices else []
+        with ThreadPoolExecutor(min(len(self.slices), OVERVIEW_THREADS)) as pool:
+            return [row for rows in pool.map(one, range(len(self.slices))) for row in rows]
+
+    def target(self, name: str) -> Target:
+        found = self.by_name.get(name)
+        if found is None:
+            raise Refused(404, f"no such queue: {name}")
+        return found
+
+
+Page = Callable[[Web, Request, dict[str, str], dict[str, Any]], Response]
+
+
+def make_app(web: Web) -> Starlette:
+    """The app: each route guarded (token, session cookie, CSRF for POSTs)."""
+    def route(path: str, page: Page, methods: tuple[str, ...] = ("GET",)) -> Route:
+        return Route(path, _guarded(web, page), methods=list(methods))
+    return Starlette(routes=[
+        route("/", overview_page),
+        route("/q/{name}", queue_page),
+        route("/q/{name}/item/{item_id:path}", item_page),
+        route("/q/{name}/confirm", confirm_page),
+        route("/q/{name}/do", do_page, ("GET", "POST")),  # (GET: the token, then 405)
+        # anything else: the token first (every request needs it), then 404
+        route("/{rest:path}", not_found, ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH")),
+    ])
+
+
+def _guarded(web: Web, page: Page) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        who = web.guard.user(request.headers.get("authorization"))
+        if who is None:
+            return PlainTextResponse("401: this rq-cli web needs its token (bearer, or as "
+                                     "the password of basic auth)\n", 401,
+                                     {"WWW-Authenticate": REALM})
+        session = request.cookies.get(SESSION_COOKIE)
+        fresh = session is None
+        session = session or new_session()
+        form: dict[str, str] = {}
+        if request.method == "POST":
+            form = {k: str(v) for k, v in (await request.form()).items()}
+            if not web.guard.csrf_ok(None if fresh else session, form.get(CSRF_FIELD)):
+                return PlainTextResponse("403: no valid CSRF token (reload the page and "
+                                         "confirm again)\n", 403)
+        client = request.client.host if request.client else "?"
+        ctx = {"csrf": web.guard.csrf(session), "read_only": web.read_only,
+               "who": f"{who}@{client}" if who else client, "csrf_field": CSRF_FIELD}
+        try:
+            response = await run_in_threadpool(page, web, request, form, ctx)
+        except Refused as exc:
+            response = _error(request, ctx, exc.status, str(exc))
+        if fresh:
+            response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict")
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["X-Frame-Options"] = "DENY"
+        return response
+    return endpoint
+
+
+def _error(request: Request, ctx: dict[str, Any], status: int, reason: str) -> Response:
+    return _templates.TemplateResponse(request, "error.html", {**ctx, "reason": reason},
+                                       status_code=status)
+
+
+def _read(web: Web, target: Target, fn: Callable[[], Any]) -> Any:
+    """``fn()``; a server's failure (an outage) as a 503 page with its reason, masked."""
+    try:
+        return fn()
+    except RqError as exc:
+        raise Refused(400, failure(exc, target.url)) from None
+    except Exception as exc:  # the server gone: said, and the next request tries again
+        raise Refused(503, failure(exc, target.url)) from None
+
+
+# -- the pages -------------------------------------------------------------------------------
+def not_found(web: Web, request: Request, form: dict[str, str],
+              ctx: dict[str, Any]) -> Response:
+    raise Refused(404, f"no such page: {request.url.path}")
+
+
+def overview_page(web: Web, request: Request, form: dict[str, str],
+                  ctx: dict[str, Any]) -> Response:
+    rows = web.poll()
+    return _templates.TemplateResponse(request, "overview.html", {
+        **ctx, "rows": rows, "states": STATES})
+
+
+def queue_page(web: Web, request: Request, form: dict[str, str],
+               ctx: dict[str, Any]) -> Response:
+    q = request.query_params
+    name = request.path_params["name"]
+    target = web.target(name)
+    tab = q.get("tab") or ItemState.PENDING.value
+    if tab not in TABS:
+        raise Refused(404, f"no such tab: {tab} (one of {', '.join(TABS)})")
+    text = q.get("filter", "")
+    try:
+        offset = max(0, int(q.get("offset") or 0))
+    except ValueError:
+        raise Refused(400, "offset must be a number") from None
+    browser = Browser(name, target.queue)
+    flt, argv = _filter(text)
+    counts = _read(web, target, browser.counts)
+    page: dict[str, Any] = {}
+    if tab in STATES:
+        got = _read(web, target, lambda: browser.page(
+            tab, offset, views.PAGE_SIZE, total=browser.total(tab, counts), flt=flt))
+        page = {"items": got.rows, "offset": offset, "total": got.total, "more": got.more,
+                "next": offset + views.PAGE_SIZE, "prev": max(0, offset - views.PAGE_SIZE)}
+    elif tab == HOLDERS:
+        page = {"holders": _read(web, target, target.queue.holders)}
+    elif tab == GROUPS:
+        report = _read(web, target, lambda: group_errors(target.queue, flt))
+        page = {"groups": report.groups, "scanned": report.scanned}
+    else:
+        buckets = _read(web, target, lambda: read_history(target.queue, views.HISTORY_SHOWN))
+        page = {"chart": views.history_chart(buckets)}
+    return _templates.TemplateResponse(request, "queue.html", {
+        **ctx, "name": name, "tab": tab, "tabs": TABS, "counts": counts, "filter": text,
+        "argv": argv, "dead": _DEAD, "states": STATES, "link": _link, **page})
+
+
+def item_page(web: Web, request: Request, form: dict[str, str],
+              ctx: dict[str, Any]) -> Response:
+    name, item_id = request.path_params["name"], request.path_params["item_id"]
+    target = web.target(name)
+    item = _read(web, target, lambda: Browser(name, target.queue).item(item_id))
+    if item is None:
+        raise Refused(404, f"no item {item_id} in {name}")
+    kind, text = data_view(item.data)
+    return _templates.TemplateResponse(request, "item.html", {
+        **ctx, "name": name, "item": item, "fields": views.item_fields(item), "kind": kind,
+        "text": text})
+
+
+def confirm_page(web: Web, request: Request, form: dict[str, str],
+                 ctx: dict[str, Any]) -> Response:
+    """What an action will do, with its exact count and command line, and the form that
+    does it."""
+    name = request.path_params["name"]
+    params = {k: request.query_params.get(k, "") for k in ("action", "filter", "state")}
+    action = _action(web, name, params, count=True)
+    return _templates.TemplateResponse(request, "confirm.html", {
+        **ctx, "name": name, "action": action, "params": params})
+
+
+def do_page(web: Web, request: Request, form: dict[str, str],
+            ctx: dict[str, Any]) -> Response:
+    if request.method != "POST":
+        raise Refused(405, "an action is a POST of its confirmation's form")
+    name = request.path_params["name"]
+    params = {k: form.get(k, "") for k in ("action", "filter", "state")}
+    action = _action(web, name, params, count=False)
+    target = web.target(name)
+    done = run_action(action, target.url)
+    print(f"rq-cli web: {ctx['who']} asked: {action.cli} -> {done}", file=web.log, flush=True)
+    return _templates.TemplateResponse(request, "done.html", {
+        **ctx, "name": name, "action": action, "done": done,
+        "failed": done.startswith("failed:")})
+
+
+def _filter(text: str) -> tuple[Any, list[str]]:
+    try:
+        return parse_filter(text)
+    except RqError as exc:
+        raise Refused(400, str(exc)) from None
+
+
+def _action(web: Web, name: str, params: dict[str, str], *, count: bool) -> Action:
+    """The action a form names; ``count``: with its exact count (read now), for the
+    confirmation (doing it needs none)."""
+    if web.read_only:
+        raise Refused(403, "this rq-cli web is read-only: it takes no actions")
+    target = web.target(name)
+    actions = Actions(name, target.queue, web.cli_prefix)
+    browser = Browser(name, target.queue)
+    flt, argv = _filter(params["filter"])
+    kind = params["action"]
+    if kind == PAUSE:
+        paused = bool(_read(web, target, browser.counts)["paused"])
+        return actions.pause(paused)
+    if kind == REQUEUE:
+        matched = _count(web, target, actions, browser, _DEAD, flt) if count else 0
+        return actions.requeue_matching(flt, argv, matched)
+    if kind == PURGE:
+        state = params["state"]
+        if state not in STATES:
+            raise Refused(400, f"purge needs a state: one of {', '.join(STATES)}")
+        n = _count(web, target, actions, browser, state, flt) if count else 0
+        if flt is None:
+            return actions.purge_state(state, n)
+        return actions.purge_matching(state, flt, argv, n)
+    raise Refused(400, f"no such action: {kind!r} (one of {REQUEUE}, {PURGE}, {PAUSE})")
+
+
+def _count(web: Web, target: Target, actions: Actions, browser: Browser, state: str,
+           flt: Any) -> int:
+    if flt is None:
+        return int(_read(web, target, browser.counts)[state])
+    return int(_read(web, target, lambda: actions.count_matching(state, flt)))
+
+
+def _link(name: str, **params: Any) -> str:
+    """The URL of a queue's page with ``params`` (empty ones left out)."""
+    from urllib.parse import quote
+
+    query = urlencode({k: v for k, v in params.items() if v not in (None, "", 0)})
+    return f"/q/{quote(name, safe='')}" + (f"?{query}" if query else "")

@@ -1,0 +1,189 @@
+"""``rq-cli web``'s pages and actions through Starlette's TestClient, against a real server:
+the overview, a queue's tabs, an item, the confirmed actions, the token, CSRF, read-only and
+an outage."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from web_helpers import client, confirm_and_do, csrf_of, make_web, seed
+
+from rq_cli.queue import WorkQueue
+
+
+def test_the_overview_shows_every_queue_with_its_counts(server_url, r):
+    seed(r, "emails", dead=5, pending=3)
+    WorkQueue(r, "thumbs").pause()
+    c = client(make_web(server_url, "emails", "thumbs"))
+    page = c.get("/")
+    assert page.status_code == 200
+    assert 'data-queue="emails"' in page.text and 'data-queue="thumbs"' in page.text
+    assert '<td class="n dead">5</td>' in page.text
+    assert '<td class="n pending">3</td>' in page.text
+    assert "paused" in page.text.split('data-queue="thumbs"')[1]
+
+
+def test_a_queues_tabs_a_page_at_a_time_filters_and_an_item_escaped(server_url, r):
+    wq = seed(r, "emails", dead=60, pending=2)
+    from rq_cli.types import NewItem
+
+    wq.push([NewItem(b'{"html": "<script>alert(1)</script>"}', "evil"),
+             NewItem(b"plain \x07 text", "a/b c")])
+    c = client(make_web(server_url, "emails"))
+    dead = c.get("/q/emails", params={"tab": "dead"})
+    assert dead.status_code == 200
+    assert dead.text.count("/q/emails/item/d-") == 50 and 'id="next"' in dead.text
+    second = c.get("/q/emails", params={"tab": "dead", "offset": 50})
+    assert second.text.count("/q/emails/item/d-") == 10 and "51\u201360 of 60" in second.text
+    timeouts = c.get("/q/emails", params={"tab": "dead", "filter": "--error timeout"})
+    assert timeouts.text.count("/q/emails/item/d-") == 20
+    assert c.get("/q/emails", params={"filter": "--nope x"}).status_code == 400
+    item = c.get("/q/emails/item/evil")
+    assert "<script>alert" not in item.text and "&lt;script&gt;alert(1)" in item.text
+    assert c.get("/q/emails/item/nothing").status_code == 404
+    odd = c.get("/q/emails").text
+    assert "/q/emails/item/a%2Fb%20c" in odd
+    plain = c.get("/q/emails/item/a%2Fb%20c")
+    assert plain.status_code == 200 and "plain \\x07 text" in plain.text
+    for tab in ("holders", "errors", "history", "processing", "delayed"):
+        assert c.get("/q/emails", params={"tab": tab}).status_code == 200, tab
+    groups = c.get("/q/emails", params={"tab": "errors"}).text
+    assert "bad input" in groups and "timeout" in groups
+
+
+def test_requeue_through_the_confirmation_moves_exactly_the_matching_items(server_url, r):
+    wq = seed(r, "emails", dead=30)
+    web = make_web(server_url, "emails")
+    c = client(web)
+    confirm, done = confirm_and_do(c, "emails", action="requeue", filter="--error timeout")
+    assert "Requeue 10 dead items of emails" in confirm
+    assert "rq-cli --url redis://127.0.0.1:" in confirm
+    assert "requeue-dead emails --error timeout" in confirm
+    assert "requeued 10 of 10 matched" in done
+    s = wq.stats()
+    assert (s.pending, s.dead) == (10, 20)
+    assert "testclient asked: rq-cli" in web.log.getvalue()  # who asked, and what
+    # an error group: its key read from the errors tab
+    page = c.get("/q/emails", params={"tab": "errors"}).text
+    group = re.search(r"<td class=\"error\">bad input</td><td><code>(\w+)</code>", page)
+    assert group, page
+    confirm, done = confirm_and_do(c, "emails", action="requeue",
+                                   filter=f"--error-group {group.group(1)}")
+    assert "Requeue 20 dead items" in confirm and "requeued 20 of 20" in done
+    assert (wq.stats().pending, wq.stats().dead) == (30, 0)
+
+
+def test_purge_and_pause_are_confirmed_with_their_counts(server_url, r):
+    wq = seed(r, "emails", dead=4, pending=7)
+    c = client(make_web(server_url, "emails"))
+    confirm, done = confirm_and_do(c, "emails", action="purge", state="pending")
+    assert "Delete all 7 pending items" in confirm and "purged 7 pending items" in done
+    assert wq.stats().pending == 0 and wq.stats().dead == 4
+    confirm, done = confirm_and_do(c, "emails", action="pause")
+    assert "rq-cli --url" in confirm and " pause emails" in confirm and "paused" in done
+    assert wq.stats().paused
+    confirm, done = confirm_and_do(c, "emails", action="pause")
+    assert "Resume emails" in confirm and not wq.stats().paused
+
+
+def test_an_action_without_its_csrf_token_is_refused(server_url, r):
+    wq = seed(r, "emails", dead=3)
+    c = client(make_web(server_url, "emails"))
+    c.get("/")  # (the session cookie)
+    assert c.post("/q/emails/do", data={"action": "requeue"}).status_code == 403
+    assert c.post("/q/emails/do", data={"action": "requeue", "csrf": "0" * 64}).status_code == 403
+    other = client(make_web(server_url, "emails"))
+    token = csrf_of(other.get("/q/emails/confirm", params={"action": "requeue"}).text)
+    assert c.post("/q/emails/do", data={"action": "requeue", "csrf": token}).status_code == 403
+    assert wq.stats().dead == 3
+
+
+def test_read_only_hides_and_refuses_every_action(server_url, r):
+    wq = seed(r, "emails", dead=3)
+    c = client(make_web(server_url, "emails", read_only=True))
+    page = c.get("/q/emails", params={"tab": "dead"})
+    assert page.status_code == 200 and 'id="requeue"' not in page.text
+    assert c.get("/q/emails/confirm", params={"action": "requeue"}).status_code == 403
+    writable = client(make_web(server_url, "emails"))
+    token = csrf_of(writable.get("/q/emails/confirm", params={"action": "requeue"}).text)
+    c.cookies.update(writable.cookies)
+    assert c.post("/q/emails/do", data={"action": "requeue", "csrf": token}).status_code == 403
+    assert wq.stats().dead == 3
+
+
+def test_a_token_is_required_on_every_request_bearer_or_basic(server_url, r):
+    seed(r, "emails", dead=1)
+    c = client(make_web(server_url, "emails", token="s3cret"))
+    refused = c.get("/")
+    assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
+    assert c.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert c.get("/no/such/page").status_code == 401  # every request, known or not
+    assert c.post("/q/emails/do").status_code == 401
+    assert c.get("/q/emails/do").status_code == 401
+    assert c.get("/q/emails/do", headers={"Authorization": "Bearer s3cret"}).status_code == 405
+    assert c.get("/nope", headers={"Authorization": "Bearer s3cret"}).status_code == 404
+    assert c.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    basic = base64.b64encode(b"alice:s3cret").decode()
+    page = c.get("/q/emails", headers={"Authorization": f"Basic {basic}"})
+    assert page.status_code == 200 and "alice@" in page.text and "s3cret" not in page.text
+    wrong = base64.b64encode(b"alice:nope").decode()
+    assert c.get("/", headers={"Authorization": f"Basic {wrong}"}).status_code == 401
+
+
+def test_an_outage_is_an_error_row_and_page_and_it_recovers(make_server):
+    srv = make_server()
+    import redis
+
+    seed(redis.Redis(port=srv.port), "emails", dead=2)
+    c = client(make_web(srv.url, "emails"))
+    assert c.get("/").status_code == 200
+    srv.stop()
+    down = c.get("/")
+    assert down.status_code == 200 and 'class="error"' in down.text
+    page = c.get("/q/emails")
+    assert page.status_code == 503 and 'id="reason"' in page.text
+    srv.start()
+    seed(redis.Redis(port=srv.port), "emails", dead=2)
+    back = c.get("/")
+    assert back.status_code == 200 and '<td class="n dead">2</td>' in back.text
+    assert c.get("/q/emails").status_code == 200
+
+
+def test_passwords_never_reach_a_page(make_server):
+    import redis
+
+    srv = make_server(requirepass="pw-s3cret-9")
+    seed(redis.Redis(port=srv.port, password="pw-s3cret-9"), "emails", dead=2)
+    url = f"redis://:pw-s3cret-9@127.0.0.1:{srv.port}/0"
+    c = client(make_web(url, "emails"))
+    pages = [c.get("/"), c.get("/q/emails", params={"tab": "dead"}),
+             c.get("/q/emails/confirm", params={"action": "requeue"})]
+    assert all(p.status_code == 200 for p in pages)
+    assert "rq-cli --url 'redis://:***@127.0.0.1:" in pages[2].text.replace("&#39;", "'")
+    srv.stop()
+    pages += [c.get("/"), c.get("/q/emails")]
+    assert pages[-1].status_code == 503
+    for page in pages:
+        assert "pw-s3cret-9" not in page.text
+
+
+def test_the_history_tab_draws_the_snapshots(server_url, r):
+    from rq_cli.core.history import snapshot
+
+    wq = seed(r, "emails", pending=3)
+    c = client(make_web(server_url, "emails"))
+    empty = c.get("/q/emails", params={"tab": "history"}).text
+    assert "no history yet" in empty
+    assert snapshot(wq)
+    seed(r, "emails", dead=2)  # (pushed and dead since the snapshot)
+    page = c.get("/q/emails", params={"tab": "history"}).text
+    assert '<svg id="history"' in page and page.count("<polyline") == 4
+    assert "no history yet" not in page
+    row = page.split('id="history-table"')[1].split("</tr>")[1]
+    assert [int(n) for n in re.findall(r'<td class="n">(\d+)</td>', row)] == [2, 0, 2, 2]
