@@ -215,6 +215,95 @@ def test_manual_has_no_section_for_an_unknown_command() -> None:
                 f"the manual has a section for an unknown command: {line!r}")
 
 
+def test_readme_names_every_command_and_links_into_the_manual() -> None:
+    """The front door: each command by name, the exit codes, the config, links to the pages."""
+    text = readme()
+    for name in COMMAND_NAMES:
+        assert re.search(rf"rq-cli {re.escape(name)}(?![\w-])", text), f"README.md lacks {name}"
+    for code in ExitCode:
+        assert re.search(rf"(?<![\w.]){int(code)}(?![\w.])", text), f"README.md lacks exit {code}"
+    linked = set(re.findall(r"\]\(docs/([\w/.-]+\.md)", text))
+    assert linked <= set(manual_pages()), linked - set(manual_pages())
+    assert {"getting-started.md", "reference/commands.md", "reference/exit-codes.md",
+            "configuration.md"} <= linked
+
+
+def test_readme_is_a_front_door() -> None:
+    assert len(readme().splitlines()) <= 250
+
+
+# -- every example's command line ---------------------------------------------------------------
+_RUNS = re.compile(r"(?:^|[|;&(]\s*|\$\(\s*|\bexec\s+|=\S*\s+)rq-cli\s+([^|;&)#]*)")
+_GLOBAL_FLAGS = {"--prefix", "--json", "--no-config", "--version", "-h", "--help"}
+
+
+def option_names() -> dict[tuple[str, ...], set[str]]:
+    return {path: {name for param in cmd.params
+                   for name in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))}
+            for path, cmd in TREE}
+
+
+def example_runs() -> list[tuple[str, int, list[str]]]:
+    """(file, line number, the words after ``rq-cli``) of each rq-cli run in a code block of
+    the README or the manual (after ``$ ``, in a pipe, a ``$(...)``, a cron or unit line)."""
+    found = []
+    for name, text in [("README.md", readme()), *manual_pages().items()]:
+        fenced = False
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif fenced:
+                for match in _RUNS.finditer(line.strip().removeprefix("$ ")):
+                    try:
+                        found.append((name, number, shlex.split(match.group(1))))
+                    except ValueError:  # (a quote that the shell line continues)
+                        continue
+    return found
+
+
+def test_every_example_runs_a_real_command_with_real_options() -> None:
+    """Each ``rq-cli ...`` in the README's and the manual's examples names a command that
+    exists and only options it (or rq-cli itself) has: a renamed flag fails here."""
+    options = option_names()
+    runs = example_runs()
+    assert len(runs) > 60
+    wrong = []
+    for name, number, words in runs:
+        path: tuple[str, ...] = ()
+        i = 0
+        while i < len(words) and words[i].startswith("-"):  # global options first
+            flag = words[i].split("=")[0]
+            if flag not in options[()]:
+                wrong.append(f"{name}:{number}: rq-cli has no {flag}")
+            i += 1 if flag in _GLOBAL_FLAGS or "=" in words[i] else 2
+        while i < len(words) and (*path, words[i]) in options:
+            path, i = (*path, words[i]), i + 1
+        if not path:
+            if i < len(words):
+                wrong.append(f"{name}:{number}: no command {words[i]!r}")
+            continue
+        for word in words[i:]:
+            if word == "--":  # (work's command follows)
+                break
+            flag = word.split("=")[0]
+            if (flag.startswith("--") or re.fullmatch(r"-[a-zA-Z]", flag)) and \
+                    flag not in options[path] | options[()]:
+                wrong.append(f"{name}:{number}: rq-cli {' '.join(path)} has no {flag}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_readme_links_into_the_manual_resolve() -> None:
+    """Each link of the README to a page of the manual names a page and a heading it has."""
+    pages = manual_pages()
+    for target, anchor in re.findall(r"\]\(docs/([\w/.-]+\.md)(?:#([\w-]+))?\)", readme()):
+        assert target in pages, f"README.md links to docs/{target}: no such page"
+        if anchor:
+            slugs = {re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", line.lstrip("#")
+                                                   .replace("`", "")).strip().lower())
+                     for line in outside_code(pages[target]) if line.startswith("#")}
+            assert anchor in slugs, f"README.md links to docs/{target}#{anchor}: no such heading"
+
+
 # -- exit codes -----------------------------------------------------------------------------------
 def exit_code_table() -> list[list[str]]:
     body = section(page("reference/exit-codes.md"), re.compile(r"#{2,4} When each code is used"))
