@@ -12,7 +12,9 @@ from collections.abc import Mapping
 
 
 class ExitCode(enum.IntEnum):
-    """Process exit codes, documented in README.md ("Exit codes")."""
+    """Process exit codes. The manual's Exit codes page (docs/reference/exit-codes.md) and
+    ``man rq-cli`` list them, generated from this enum: each code's comment here is its
+    one-line meaning there (scripts/manual.py)."""
 
     OK = 0
     INTERNAL = 1  # a bug: please report it (RQ_CLI_DEBUG=1 shows the traceback)

@@ -333,7 +333,8 @@ def generations(client: Any, prefix: str, sample: int = GENERATION_SAMPLE) -> Ch
         if is_connection_error(exc):
             raise
         return Check("peers", WARN, f"could not look at the lease keys: {reason(exc)}",
-                     "allow LRANGE and EXISTS on the queue's keys (README 'ACL')")
+                     "allow LRANGE and EXISTS on the queue's keys "
+                     "(the manual's 'ACL', in Deployments)")
 
 
 def _generations(client: Any, keys: Keys, sample: int) -> Check:

@@ -1,6 +1,6 @@
 """The ACL rights a queue needs, checked for the user a client logs in as (``rq-cli doctor``).
 
-With ``ACL DRYRUN`` (Redis >= 7, Valkey), every command README "ACL" lists, on one of the
+With ``ACL DRYRUN`` (Redis >= 7, Valkey), every command the manual's "ACL" lists, on one of the
 queue's keys, in one round trip; a user not allowed DRYRUN gets harmless probes of the
 commands a client sends itself. No Typer, no rich.
 """
@@ -14,7 +14,7 @@ from .core.scripts import FUNCTION_PREFIX
 from .health import FAIL, OK, WARN, Check, as_text, read_all, reason
 
 #: every command a queue needs, with arguments for ``ACL DRYRUN`` (K: a key of the queue,
-#: SHA: a script digest): what README "ACL" lists (a test checks they agree)
+#: SHA: a script digest): what the manual's "ACL" lists (a test checks they agree)
 NEEDED: dict[str, str] = {
     "ping": "", "evalsha": "SHA 1 K", "script|load": "return", "scan": "0",
     "blmove": "K K RIGHT RIGHT 0", "blpop": "K 0", "time": "", "type": "K", "exists": "K",
@@ -32,7 +32,7 @@ NEEDED: dict[str, str] = {
     "zrandmember": "K",
 }
 #: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA; and the
-#: transactions of a bulk push: without them, push.lua calls (README "ACL")
+#: transactions of a bulk push: without them, push.lua calls (the manual's "ACL")
 FASTER: dict[str, str] = {"fcall": "F 1 K", "function|load": "CODE", "multi": "", "exec": ""}
 _EVALSHA = "the hot scripts run as EVALSHA, after one refused FCALL per process"
 _PUSH_LUA = ("a bulk push runs as push.lua calls (more server time per item), after one "
@@ -54,7 +54,7 @@ def queue_checks(client: Any, prefix: str) -> list[Check]:
     """The ACL rights the queue of ``prefix`` needs, for the user the client logs in as.
 
     With ``ACL DRYRUN`` (Redis >= 7, Valkey; the user may need to be allowed it): every
-    command of README "ACL" on one of the queue's keys, in one round trip. Without it:
+    command of the manual's "ACL" on one of the queue's keys, in one round trip. Without it:
     probes that change nothing (EXISTS and UNLINK of a key no queue uses, EVALSHA of a
     script that does not exist, SCAN of one key): the commands inside the scripts are then
     not checked.
@@ -79,7 +79,8 @@ def _rights(user: str, prefix: str, denied: Mapping[str, str], how: str) -> Chec
     if missing:
         return Check("acl", FAIL, f"user {user} may not run {', '.join(missing)} on "
                      f"{prefix}:* ({how}: {denied[missing[0]]})",
-                     f"ACL SETUSER {user} ~{prefix}:* {plus} (README 'ACL' lists the rule)")
+                     f"ACL SETUSER {user} ~{prefix}:* {plus} "
+                     "(the manual's Deployments page, 'ACL', lists the rule)")
     if slower:
         instead = "; ".join(dict.fromkeys(_INSTEAD[name] for name in slower))
         return Check("acl", WARN, f"user {user} may run what the queue needs, but not "
@@ -107,7 +108,7 @@ def _probe(client: Any, user: str, key: str, why: str) -> Check:
                      f"{prefix}:* are allowed; ACL DRYRUN {why}, so the commands inside the "
                      "scripts were not checked",
                      "run rq-cli doctor as a user allowed ACL DRYRUN, or compare the user's "
-                     "rule with README 'ACL'")
+                     "rule in the manual's Deployments page ('ACL')")
     return check
 
 

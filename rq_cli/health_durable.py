@@ -1,5 +1,5 @@
 """``doctor``'s durability check of one queue: can its setting be met, and is it on where
-a failover would otherwise lose acknowledged writes (README "Guarantees").
+a failover would otherwise lose acknowledged writes (the manual's "Guarantees").
 
 - ``wait_replicas = N``: the queue's primary has N replicas connected and in sync (state
   online, acknowledged within ``wait_timeout`` or a second), else every write waits out

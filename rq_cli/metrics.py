@@ -127,7 +127,7 @@ STATES = ITEM_STATES  # (codes.ItemState)
 
 
 def metric_names() -> list[str]:
-    """Every metric name :func:`prometheus_text` may print (the README lists them)."""
+    """Every metric name :func:`prometheus_text` may print (docs/commands.md lists them)."""
     return ["rq_cli_up", "rq_cli_queue_exists", "rq_cli_scrape_error", "rq_cli_items",
             "rq_cli_abandoned_leases", "rq_cli_oldest_pending_age_seconds", "rq_cli_paused",
             *(f"rq_cli_{name}_total" for name in COUNTER_FIELDS)]

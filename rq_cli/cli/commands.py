@@ -8,9 +8,11 @@ commands: the tests take their lists from the app, and tests/core/test_architect
 reads the imports inside these loaders as it reads any other import.
 
 A new command: its module in rq_cli/cli/ (help text with an ``Example:``), a loader and one
-line here, its README entry (tests/cli/test_docs.py), the completions regenerated (``python
-scripts/gen_completions.py``), its tests, and, if it prints JSON, its schema (``SCHEMAS`` in
-rq_cli/shapes.py, rq_cli/schemas/) with a ``checked(...)`` call in tests/cli/test_schemas.py.
+line here, its section with an example in the manual (docs/commands.md;
+tests/cli/test_docs.py), the completions and man pages regenerated (``python
+scripts/gen_completions.py``, ``python scripts/gen_man.py``), its tests, and, if it prints
+JSON, its schema (``SCHEMAS`` in rq_cli/shapes.py, rq_cli/schemas/) with a ``checked(...)``
+call in tests/cli/test_schemas.py.
 """
 
 from collections.abc import Callable

@@ -38,7 +38,7 @@ def dedup(
         forgotten = wq.clear_dedup(ids or [])
         out.record({"queue": queue, "cleared": forgotten})
         named = len(set(ids or []))
-        if forgotten < named:  # any id named that was not there: 3 (README "Exit codes")
+        if forgotten < named:  # any id named that was not there: 3 (the manual's "Exit codes")
             unknown = named - forgotten
             some = (f"none of the {named} ids is" if unknown == named else
                     f"{unknown} of the {named} ids {'is' if unknown == 1 else 'are'} not")

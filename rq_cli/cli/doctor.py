@@ -156,7 +156,8 @@ def presence(server: Server, name: str, prefix: str) -> Check:
         if is_connection_error(exc):
             raise
         return Check("queue", WARN, f"could not read the queue's counts: {reason(exc)}",
-                     "allow the commands README 'ACL' lists (the acl check says which)")
+                     "allow the commands the manual's 'ACL' (Deployments) lists "
+                     "(the acl check says which)")
     if not found.exists:
         return Check("queue", FAIL, absent(name, server.url),
                      "check the URL, database and prefix (rq-cli queues lists the queues on "

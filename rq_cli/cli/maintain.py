@@ -190,7 +190,7 @@ def requeue_dead(
 
 def _named_not_moved(queue: str, to: str | None, named: int, skipped: int,
                      missing: int) -> None:
-    """Exit 3 (the rule of README "Exit codes"): an id named that was not moved."""
+    """Exit 3 (the rule of the manual's "Exit codes"): an id named that was not moved."""
     parts = []
     if missing == named:
         parts.append(f"none of the {named} ids is a dead item of {queue}")

@@ -1,5 +1,5 @@
 """``rq-cli reshard``: make a queue sharded, or change its shard count, on a live server
-(docs/DESIGN.md section 7, README "Sharded queues")."""
+(docs/DESIGN.md section 7, the manual's "Sharded queues")."""
 
 from __future__ import annotations
 

@@ -189,7 +189,7 @@ def cancel(
     outcomes = st.queue(queue).cancel(ids, error=error)
     out.rows([outcome_row(queue, o) for o in outcomes], CANCEL_COLUMNS)
     missing = [o.id for o in outcomes if o.outcome != Outcome.DEAD]
-    if missing:  # any id named that was not cancelled: 3 (README "Exit codes")
+    if missing:  # any id named that was not cancelled: 3 (the manual's "Exit codes")
         some = (f"none of the {len(outcomes)} ids is a live item" if len(missing) == len(outcomes)
                 else f"{len(missing)} of the {len(outcomes)} ids "
                      f"{'is not a live item' if len(missing) == 1 else 'are not live items'}")

@@ -309,7 +309,7 @@ class _Transactions:
               now_ms: int | None) -> _Transactions | None:
         """The transactions of this stream, or None where they cannot be used: a delay or
         expiry (push.lua's work), or a server or user that refuses a transaction that loads
-        a script (an ACL without MULTI and EXEC: README "ACL"). One round trip: TIME, and a
+        a script (an ACL without MULTI and EXEC: the manual's "ACL"). One round trip: TIME, and a
         transaction that loads push_commit.lua."""
         if flags["delay_ms"] != "0" or flags["expire_ms"] != "0":
             return None

@@ -1,7 +1,7 @@
 """Durability: a write is acknowledged only once replicas (and disks) hold it.
 
 Replication is asynchronous: a write the primary made and answered may not have reached any
-replica when the primary dies, and a failover then throws it away (README "Guarantees").
+replica when the primary dies, and a failover then throws it away (the manual's "Guarantees").
 With ``QueueOptions.wait_replicas = N`` (or ``wait_fsync``) every script call that changes
 what a failover could lose (:data:`CONFIRMED`) is sent in one pipeline with
 

@@ -18,7 +18,7 @@ ENV_JSON = "RQ_CLI_JSON"  # 1: JSON output even on a terminal
 ENV_DEBUG = "RQ_CLI_DEBUG"  # 1: show tracebacks
 ENV_REDIS_URL = "REDIS_URL"  # the conventional fallback server
 ENV_XDG_CONFIG_HOME = "XDG_CONFIG_HOME"
-#: durability (README "Guarantees"): replicas that must confirm every write, and how long
+#: durability (the manual's "Guarantees"): replicas that must confirm every write, and how long
 #: to wait for them (seconds); override every queue's wait_replicas and wait_timeout
 ENV_WAIT_REPLICAS = "RQ_CLI_WAIT_REPLICAS"
 ENV_WAIT_TIMEOUT = "RQ_CLI_WAIT_TIMEOUT"

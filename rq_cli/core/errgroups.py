@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 GroupState = Literal["dead", "retrying"]
 GROUP_STATES: tuple[GroupState, ...] = (ItemState.DEAD.value, "retrying")
 #: Fields one HSCAN call asks for (a hint to the server): on a hash of 1,000,000 fields a call
-#: took 0.3 ms (median) and 0.85 ms (p99); 250 had a p99 of 6.7 ms (README "rq-cli errors").
+#: took 0.3 ms (median) and 0.85 ms (p99); 250 had a p99 of 6.7 ms (the manual's "rq-cli errors").
 SCAN_COUNT = 100
 
 

@@ -74,7 +74,7 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("paused", "string", "other", rare=True),
     # clean's sightings, id -> first seen; fields are "p:<id>", "c:<id>" or "d:<id>"
     FixedKey("suspects", "hash", "other", rare=True),
-    # fair queues (README "Fair queues"): the ring of tenants with work (a LIST rotated with
+    # fair queues (the manual's "Fair queues"): the ring of tenants with work (a LIST rotated with
     # LMOVE, its right end the tenant whose turn it is; "" stands for the default tenant,
     # P:queue), the ring's state (fields "turn": items the head tenant has had this turn,
     # "pending": items in the tenants' sub-queues), the weights, and each tenanted item's
@@ -91,7 +91,7 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # the de-dup window: completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)
     FixedKey("dedup", "zset", "other", rare=True),
-    # history (README "stats --history"): snapshots of P:counters, one per minute (kept
+    # history (the manual's "stats --history"): snapshots of P:counters, one per minute (kept
     # HISTORY_MINUTES) and one per hour (kept HISTORY_HOURS), score = the bucket (minutes
     # or hours since the epoch), member "<bucket>:<HISTORY_FIELDS' values, ':'-joined>";
     # written by clean and history.lua, the first call of each bucket only

@@ -75,7 +75,7 @@ class Stats:
     other_generation: str | None = None
     #: False: the queue has no key and no counter on its server: never used there (a wrong
     #: URL, database or prefix, a new empty server), or purged with ``--state all`` since
-    #: (a queue only peer clients use leaves no key once drained: README "stats")
+    #: (a queue only peer clients use leaves no key once drained: the manual's "stats")
     exists: bool = True
 
 

@@ -114,7 +114,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     # "list" (rest: offset, count) with these fields and rows
     ScriptSpec("dedup", ("mode",), ("arg",), ("window_ms", "now_ms", "remembered"),
                ("id", "until_ms")),
-    # fair queues: a page of the ring of tenants with work (README "Fair queues")
+    # fair queues: a page of the ring of tenants with work (the manual's "Fair queues")
     ScriptSpec("tenants", ("offset", "size"), (), ("tenants", "default_depth"),
                ("tenant", "depth")),
 )}

@@ -35,7 +35,7 @@ class QueueOptions:
     #: seconds completed ids are remembered and refused by push (None: the queue's setting
     #: is left as it is; 0: no window). Set on the server by ``set_dedup_window``.
     dedup_window: float | None = None
-    #: durability (README "Guarantees"): replicas that must hold a write before it is
+    #: durability (the manual's "Guarantees"): replicas that must hold a write before it is
     #: acknowledged (WAIT; 0: off), seconds to wait for them, and whether it must also be
     #: on disk (WAITAOF: the primary's and each such replica's append-only file)
     wait_replicas: int = 0
@@ -71,7 +71,7 @@ class NewItem:
 
     data: bytes
     id: str | None = None
-    #: the tenant whose sub-queue it joins (README "Fair queues"); None: the push's tenant
+    #: the tenant whose sub-queue it joins (the manual's "Fair queues"); None: the push's tenant
     tenant: str | None = None
 
 

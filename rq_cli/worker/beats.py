@@ -44,7 +44,7 @@ class Beating(Spawning):
             for client in {id(wq.client): wq.client for wq in self.queues}.values():
                 follow_primary(client)
         if now >= self.history_due and not self.outage.down:
-            # the queues' history (README "stats --history"): each minute's snapshot is
+            # the queues' history (the manual's "stats --history"): each minute's snapshot is
             # written once, by the first of the workers and cleans that runs in it
             self.history_due = now + HISTORY_EVERY
             for wq in self.queues:
