@@ -510,3 +510,22 @@ def test_the_pending_tab_of_a_fair_queue_steps_through_its_tenants(r, server_url
     (shown, said), (tenant_shown, tenant_said) = drive(make_app(server_url, "jobs"), script)
     assert shown == ["plain"] and "tenant (default)" in said and " of " not in said
     assert tenant_shown == ["a-1", "a-2"] and "tenant acme" in tenant_said
+
+
+def test_sorting_keeps_the_cursor_on_the_same_queue(r, server_url):
+    seed(r, "a-small", pending=1)
+    seed(r, "b-big", pending=5)
+    seed(r, "c-other", dead=2)
+
+    async def script(pilot):
+        await press(pilot, "down")  # a-small (given order: c-other, a-small, b-big)
+        on = [pilot.app.screen.selected()]
+        for _ in range(4):  # name, pending, dead, age
+            await press(pilot, "s")
+            on.append(pilot.app.screen.selected())
+        await press(pilot, "enter")
+        on.append(pilot.app.screen.target.name)
+        return on
+
+    on = drive(make_app(server_url, "c-other", "a-small", "b-big"), script)
+    assert on == ["a-small"] * 6
