@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from ..render import human
 from .model import Actions, Overview, run_action, sparkline
 from .queue import QueueScreen
-from .widgets import CommandBar, ConfirmScreen, HelpScreen
+from .widgets import FOOTER_FIRST, CommandBar, ConfirmScreen, HelpScreen
 
 if TYPE_CHECKING:
     from ..ops.scrub import Secrets
@@ -45,6 +45,7 @@ class OverviewScreen(Screen[None]):
     queue's throughput and depth as sparklines under the table."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        *FOOTER_FIRST,
         Binding("enter", "open", "Open"),
         Binding("s", "sort", "Sort"),
         Binding("slash", "search", "Find"),

@@ -21,8 +21,9 @@ from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
 from ..core.codes import ItemState
 from ..render import human, human_duration, human_time
 from .item import ItemScreen
+from .layout import Fit, cut, fit_columns
 from .model import TABS, Action, Actions, Browser, Page, failure, parse_filter
-from .widgets import CommandBar
+from .widgets import FOOTER_FIRST, CommandBar
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
@@ -38,11 +39,20 @@ TAB_COLUMNS: dict[str, tuple[str, ...]] = {
     "holders": ("", "session", "host", "pid", "items", "live", "abandoned", "next deadline"),
     "dedup": ("", "id", "forgotten in"),
 }
-PREVIEW = 48
-
-
-def _cut(text: str, width: int = PREVIEW) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+#: How each tab's columns give way on a narrow terminal: the error and the data get the
+#: room; attempts, reasons and the like are dropped first, a long id is cut.
+TAB_FITS: dict[str, Fit] = {
+    "pending": Fit({"data": (20, 1)}, ("attempts", "tenant", ("id", 14), "waiting")),
+    "processing": Fit({"holder": (12, 1), "data": (20, 2)}, ("attempts", ("id", 14))),
+    "delayed": Fit({"data": (20, 1)}, ("attempts", ("id", 14))),
+    "dead": Fit({"error": (30, 3), "data": (20, 2)},
+                ("attempts", "reason", ("id", 14), "dead for")),
+    "holders": Fit({"session": (12, 1)}, ("pid", "live", "host")),
+    "dedup": Fit({"id": (12, 1)}),
+}
+#: A cell's text is kept to this many characters before it is fitted (the item view shows
+#: the whole of it).
+CELL_CHARS = 300
 
 
 def item_cells(tab: str, row: Any, now: float) -> list[Any]:
@@ -56,7 +66,7 @@ def item_cells(tab: str, row: Any, now: float) -> list[Any]:
         item_id, _, left = row
         return [item_id, human_duration(left)]
     it: PeekedItem = row
-    data = _cut(human(it.data, "data"))
+    data = human(it.data, "data")[:CELL_CHARS]
     if tab == ItemState.PENDING:
         waited = None if it.enqueued_at is None else now - it.enqueued_at
         return [it.id, it.attempts, human_duration(waited), it.tenant or "-", data]
@@ -69,7 +79,22 @@ def item_cells(tab: str, row: Any, now: float) -> list[Any]:
         return [it.id, it.attempts, human_time(it.due_at, now), data]
     dead_for = None if it.dead_at is None else now - it.dead_at
     return [it.id, it.attempts, human_duration(dead_for), it.dead_reason or "-",
-            _cut(human(it.error), 30), data]
+            human(it.error)[:CELL_CHARS], data]
+
+
+def _width(cell: Any) -> int:
+    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
+
+
+def _fitted(cell: Any, width: int) -> Any:
+    """``cell`` cut to ``width`` columns, an ellipsis where cut."""
+    if isinstance(cell, Text):
+        if cell.cell_len <= width:
+            return cell
+        out = cell.copy()
+        out.truncate(width, overflow="ellipsis")
+        return out
+    return cut(str(cell), width)
 
 
 def row_key(tab: str, row: Any) -> str:
@@ -84,6 +109,7 @@ class QueueScreen(Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        *FOOTER_FIRST,
         *(Binding(str(i + 1), f"tab('{tab}')", tab, show=False) for i, tab in enumerate(TABS)),
         Binding("right_square_bracket,tab", "step_tab(1)", "Next tab", show=False),
         Binding("left_square_bracket,shift+tab", "step_tab(-1)", "Prev tab", show=False),
@@ -116,6 +142,7 @@ class QueueScreen(Screen[None]):
         self.tenant_list: list[str] = []
         self.selected: set[str] = set()
         self.error = ""
+        self.widths: dict[str, int] | None = None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action not in self.ACTIONS:
@@ -152,10 +179,20 @@ class QueueScreen(Screen[None]):
     def page_size(self) -> int:
         return max(5, self.app.size.height - 7)
 
-    def set_columns(self) -> None:
+    def set_columns(self, widths: dict[str, int] | None = None) -> None:
+        """The tab's columns: those ``widths`` keeps, that wide (None: all, sized by
+        their cells)."""
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        table.add_columns(*TAB_COLUMNS[self.tab])
+        self.widths = widths
+        for i, title in enumerate(TAB_COLUMNS[self.tab]):
+            if widths is None or title in widths:
+                table.add_column(title, key=f"c{i}",
+                                 width=None if widths is None else widths[title])
+
+    def on_resize(self) -> None:
+        if self.page_ is not None:
+            self.draw_rows()
 
     # -- reading --------------------------------------------------------------------------
     def action_refresh(self) -> None:
@@ -188,17 +225,37 @@ class QueueScreen(Screen[None]):
         tab = self.tab
         self.error = ""
         self.counts, self.tenant_list, self.page_ = counts, tenants, page
+        self.draw_rows()
+        self.draw_status()
+
+    def draw_rows(self) -> None:
+        """The page's rows, the columns fitted to the terminal's width (errors and data get
+        the room; the less useful columns go first)."""
+        page, tab = self.page_, self.tab
+        if page is None:
+            return
         table = self.query_one(DataTable)
         cursor = table.cursor_row
-        table.clear()
         now = self.app.clock()  # type: ignore[attr-defined]
+        titles = TAB_COLUMNS[tab]
+        rows = []
         for row in page.rows:
             key = row_key(tab, row)
             mark = Text("●", style="bold yellow") if key in self.selected else " "
-            table.add_row(mark, *item_cells(tab, row, now), key=key)
+            rows.append((key, [mark, *item_cells(tab, row, now)]))
+        natural = {t: max([len(t), *(_width(cells[i]) for _, cells in rows)])
+                   for i, t in enumerate(titles)}
+        # (the table's width less its vertical scroll bar)
+        widths = fit_columns(titles, natural, self.app.size.width - 2, TAB_FITS[tab])
+        if widths != self.widths:
+            self.set_columns(widths)
+        else:
+            table.clear()
+        for key, cells in rows:
+            table.add_row(*(_fitted(cell, widths[t]) for t, cell in zip(titles, cells)
+                            if t in widths), key=key)
         if page.rows:
             table.move_cursor(row=min(cursor, len(page.rows) - 1))
-        self.draw_status()
 
     def draw_status(self) -> None:
         c = self.counts

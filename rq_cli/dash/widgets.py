@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from .model import Action
 
 
+#: The app's ``q`` and ``?`` again, first in a screen's bindings: the footer lists a screen's
+#: keys before the app's, so these stay on screen however narrow the terminal.
+FOOTER_FIRST: tuple[BindingType, ...] = (
+    Binding("q", "app.quit_or_back", "Quit/back"),
+    Binding("question_mark", "app.help", "Help"))
+
+
 class CommandBar(Input):
     """A one-line input under the table, hidden until ``/`` (search or filter) or ``:`` (a
     command) opens it; Enter sends :class:`CommandBar.Done`, Esc closes it."""

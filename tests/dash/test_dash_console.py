@@ -9,7 +9,7 @@ import time
 
 import pytest
 import redis
-from dash_helpers import drive, make_app, press, seed, settle, type_in
+from dash_helpers import drive, make_app, press, screen_text, seed, settle, type_in
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
@@ -529,3 +529,24 @@ def test_sorting_keeps_the_cursor_on_the_same_queue(r, server_url):
 
     on = drive(make_app(server_url, "c-other", "a-small", "b-big"), script)
     assert on == ["a-small"] * 6
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_errors_and_data_get_the_room_and_the_footer_keeps_q_and_help(r, server_url, width):
+    wq = WorkQueue(r, "billing-sync")
+    wq.push([NewItem(b'{"invoice": "inv-000001", "customer": "acme-corporation"}',
+                     "0f3c9a7e-0000-4b1e-9d2f-6a7c1e0b9d00")])
+    [item] = wq.lease(1, lease_seconds=60)
+    wq.fail([item.id], error="connection refused: billing.internal:5432 (ECONNREFUSED)",
+            dead=True)
+
+    async def script(pilot):
+        await open_queue(pilot, "4")
+        return screen_text(pilot.app)
+
+    lines = drive(make_app(server_url, "billing-sync"), script, size=(width, 24))
+    [row] = [line for line in lines if "0f3c9a7e" in line]
+    assert "connection refused: billing.int" in row  # not "connection ref"
+    assert '{"invoice": "inv-' in row  # not '{"'
+    footer = lines[-1]
+    assert "q Quit/back" in footer and "? Help" in footer
