@@ -207,6 +207,22 @@ class Browser:
                 index += 1
         return seen[:count]
 
+    def count_matches(self, state: str, flt: ItemFilter, tenant: str | None = None, *,
+                      stop: Callable[[], bool] = lambda: False,
+                      progress: Callable[[int, int], None] | None = None) -> tuple[int, bool]:
+        """How many items of ``state`` match ``flt``: the filtered scan run to its end, a
+        page (bounded read) at a time, nothing kept but the count. ``progress(matched,
+        scanned)`` after each page; ``stop()`` True ends it early. Returns (matched,
+        finished): not finished, the count is a lower bound ("N+ so far")."""
+        report = FilterReport(queue=self.name, state=state, action="peek")
+        for _ in scan(self.wq, state, flt, report, action="peek",  # type: ignore[arg-type]
+                      tenant=tenant):
+            if progress is not None:
+                progress(report.matched, report.scanned)
+            if stop():
+                return report.matched, False
+        return report.matched, True
+
     def item(self, item_id: str) -> PeekedItem | None:
         return self.wq.item(item_id)
 

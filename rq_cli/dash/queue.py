@@ -8,6 +8,7 @@ line in red, then the page comes back).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,93 +18,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
+from textual.worker import get_current_worker
 
 from ..core.codes import ItemState
-from ..render import human, human_duration, human_time
 from .item import ItemScreen
-from .layout import Fit, cut, fit_columns
+from .layout import fit_columns
 from .model import TABS, Action, Actions, Browser, Page, failure, parse_filter
+from .rows import TAB_COLUMNS, TAB_FITS, cell_width, fitted, item_cells, row_key
 from .widgets import FOOTER_FIRST, CommandBar
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
-    from ..core.reports import Holder, PeekedItem
     from ..ops.targets import Target
-
-#: The columns of each tab (the first: the selection mark).
-TAB_COLUMNS: dict[str, tuple[str, ...]] = {
-    "pending": ("", "id", "attempts", "waiting", "tenant", "data"),
-    "processing": ("", "id", "attempts", "lease", "holder", "data"),
-    "delayed": ("", "id", "attempts", "due", "data"),
-    "dead": ("", "id", "attempts", "dead for", "reason", "error", "data"),
-    "holders": ("", "session", "host", "pid", "items", "live", "abandoned", "next deadline"),
-    "dedup": ("", "id", "forgotten in"),
-}
-#: How each tab's columns give way on a narrow terminal: the error and the data get the
-#: room; attempts, reasons and the like are dropped first, a long id is cut.
-TAB_FITS: dict[str, Fit] = {
-    "pending": Fit({"data": (20, 1)}, ("attempts", "tenant", ("id", 14), "waiting")),
-    "processing": Fit({"holder": (12, 1), "data": (20, 2)}, ("attempts", ("id", 14))),
-    "delayed": Fit({"data": (20, 1)}, ("attempts", ("id", 14))),
-    "dead": Fit({"error": (30, 3), "data": (20, 2)},
-                ("attempts", "reason", ("id", 14), "dead for")),
-    "holders": Fit({"session": (12, 1)}, ("pid", "live", "host")),
-    "dedup": Fit({"id": (12, 1)}),
-}
-#: A cell's text is kept to this many characters before it is fitted (the item view shows
-#: the whole of it).
-CELL_CHARS = 300
-
-
-def item_cells(tab: str, row: Any, now: float) -> list[Any]:
-    """The cells of one row of ``tab`` (after the selection mark)."""
-    if tab == "holders":
-        h: Holder = row
-        return [h.session or "(nobody known)", h.host or "-", h.pid or "-", h.items, h.live,
-                Text(str(h.abandoned), style="bold red" if h.abandoned else ""),
-                human_time(h.nearest_deadline, now)]
-    if tab == "dedup":
-        item_id, _, left = row
-        return [item_id, human_duration(left)]
-    it: PeekedItem = row
-    data = human(it.data, "data")[:CELL_CHARS]
-    if tab == ItemState.PENDING:
-        waited = None if it.enqueued_at is None else now - it.enqueued_at
-        return [it.id, it.attempts, human_duration(waited), it.tenant or "-", data]
-    if tab == ItemState.PROCESSING:
-        lease = (Text("abandoned", style="bold red") if it.abandoned else
-                 human_duration(None if it.lease_expires_at is None
-                                else it.lease_expires_at - now))
-        return [it.id, it.attempts, lease, it.lease_session or "-", data]
-    if tab == ItemState.DELAYED:
-        return [it.id, it.attempts, human_time(it.due_at, now), data]
-    dead_for = None if it.dead_at is None else now - it.dead_at
-    return [it.id, it.attempts, human_duration(dead_for), it.dead_reason or "-",
-            human(it.error)[:CELL_CHARS], data]
-
-
-def _width(cell: Any) -> int:
-    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
-
-
-def _fitted(cell: Any, width: int) -> Any:
-    """``cell`` cut to ``width`` columns, an ellipsis where cut."""
-    if isinstance(cell, Text):
-        if cell.cell_len <= width:
-            return cell
-        out = cell.copy()
-        out.truncate(width, overflow="ellipsis")
-        return out
-    return cut(str(cell), width)
-
-
-def row_key(tab: str, row: Any) -> str:
-    if tab == "holders":
-        return str(row.session)
-    if tab == "dedup":
-        return str(row[0])
-    return str(row.id)
-
 
 class QueueScreen(Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
@@ -143,6 +69,8 @@ class QueueScreen(Screen[None]):
         self.selected: set[str] = set()
         self.error = ""
         self.widths: dict[str, int] | None = None
+        # the filtered view's match count: (tab, filter, tenant), matched, finished
+        self.matches: tuple[tuple[Any, ...], int, bool] | None = None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action not in self.ACTIONS:
@@ -171,7 +99,7 @@ class QueueScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_columns()
-        self.set_interval(self.app.interval, self.action_refresh)  # type: ignore[attr-defined]
+        self.set_interval(self.app.interval, self.reload)  # type: ignore[attr-defined]
         self.query_one(DataTable).focus()
         self.action_refresh()
 
@@ -196,7 +124,41 @@ class QueueScreen(Screen[None]):
 
     # -- reading --------------------------------------------------------------------------
     def action_refresh(self) -> None:
+        """Read the page again, and count a filter's matches again (``r``, after an
+        action)."""
+        self.matches = None
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the page again (each interval)."""
         self.load(self.tab, self.start, self.page_size, self.flt, self.tenant)
+
+    @work(thread=True, exclusive=True, group="matches")
+    def count_matches(self, view: tuple[Any, ...]) -> None:
+        """Count the filtered view's matches as the scan goes (a bounded read a page),
+        shown as "N+ so far" until done; left when the view changes."""
+        tab, flt, tenant = view
+        worker = get_current_worker()
+        shown = [0.0]
+
+        def progress(matched: int, _scanned: int) -> None:
+            if time.monotonic() - shown[0] > 0.2:
+                shown[0] = time.monotonic()
+                self.app.call_from_thread(self.show_matches, view, matched, False)
+        try:
+            matched, done = self.browser.count_matches(
+                tab, flt, tenant, progress=progress,
+                stop=lambda: worker.is_cancelled or self.matches is None
+                or self.matches[0] != view)
+        except Exception:  # (the page's own read says what is wrong)
+            return
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self.show_matches, view, matched, done)
+
+    def show_matches(self, view: tuple[Any, ...], matched: int, done: bool) -> None:
+        if self.matches is not None and self.matches[0] == view:
+            self.matches = (view, matched, done)
+            self.draw_status()
 
     @work(thread=True, exclusive=True, group="queue")
     def load(self, tab: str, offset: int, count: int, flt: ItemFilter | None,
@@ -225,6 +187,10 @@ class QueueScreen(Screen[None]):
         tab = self.tab
         self.error = ""
         self.counts, self.tenant_list, self.page_ = counts, tenants, page
+        view = (tab, self.flt, self.tenant)
+        if self.flt is not None and (self.matches is None or self.matches[0] != view):
+            self.matches = (view, 0, False)
+            self.count_matches(view)
         self.draw_rows()
         self.draw_status()
 
@@ -243,7 +209,7 @@ class QueueScreen(Screen[None]):
             key = row_key(tab, row)
             mark = Text("●", style="bold yellow") if key in self.selected else " "
             rows.append((key, [mark, *item_cells(tab, row, now)]))
-        natural = {t: max([len(t), *(_width(cells[i]) for _, cells in rows)])
+        natural = {t: max([len(t), *(cell_width(cells[i]) for _, cells in rows)])
                    for i, t in enumerate(titles)}
         # (the table's width less its vertical scroll bar)
         widths = fit_columns(titles, natural, self.app.size.width - 2, TAB_FITS[tab])
@@ -252,8 +218,9 @@ class QueueScreen(Screen[None]):
         else:
             table.clear()
         for key, cells in rows:
-            table.add_row(*(_fitted(cell, widths[t]) for t, cell in zip(titles, cells)
-                            if t in widths), key=key)
+            table.add_row(*(fitted(cell, widths[t])
+                            for t, cell in zip(titles, cells, strict=True) if t in widths),
+                          key=key)
         if page.rows:
             table.move_cursor(row=min(cursor, len(page.rows) - 1))
 
@@ -274,6 +241,11 @@ class QueueScreen(Screen[None]):
             where = (f"{page.offset + 1:,}-{page.offset + shown:,}" if shown else "none")
             of = f" of {page.total:,}" if page.total is not None else (
                 " (more)" if page.more else "")
+            matches = self.matches
+            if self.flt is not None and matches is not None \
+                    and matches[0] == (self.tab, self.flt, self.tenant):
+                _, n, done = matches
+                of = f" of {n:,} matching" if done else f" of {n:,}+ matching so far"
             line = f"{self.tab}: {where}{of}"
             if self.flt is not None:
                 line += " · filter " + " ".join(self.flt_argv)
@@ -297,7 +269,7 @@ class QueueScreen(Screen[None]):
             self.refresh_bindings()
         if start is not None:
             self.start = max(0, start)
-        self.action_refresh()
+        self.reload()
 
     @on(Tabs.TabActivated)
     def tab_clicked(self, event: Tabs.TabActivated) -> None:

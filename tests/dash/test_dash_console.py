@@ -550,3 +550,31 @@ def test_errors_and_data_get_the_room_and_the_footer_keeps_q_and_help(r, server_
     assert '{"invoice": "inv-' in row  # not '{"'
     footer = lines[-1]
     assert "q Quit/back" in footer and "? Help" in footer
+
+
+def test_a_filtered_list_says_how_many_items_match(r, server_url):
+    seed(r, "jobs", dead=60)  # every third (20) failed with "timeout"
+
+    async def script(pilot):
+        await open_queue(pilot, "4")
+        await press(pilot, "slash")
+        await type_in(pilot, "--error timeout")
+        first = status(pilot.app)
+        await press(pilot, "n")
+        return first, status(pilot.app)
+
+    first, second = drive(make_app(server_url, "jobs"), script, size=(100, 24))
+    assert "of 20 matching" in first and "(more)" not in first
+    assert "of 20 matching" in second
+
+
+def test_the_match_count_is_a_lower_bound_when_stopped_early(r):
+    from rq_cli.dash.model import Browser, parse_filter
+    wq = seed(r, "jobs", dead=250)
+    flt, _ = parse_filter("--error timeout")
+    seen = []
+    browser = Browser("jobs", wq)
+    assert browser.count_matches("dead", flt, stop=lambda: True,
+                                 progress=lambda m, s: seen.append((m, s))) == (34, False)
+    assert seen == [(34, 100)]
+    assert browser.count_matches("dead", flt) == (84, True)

@@ -4,7 +4,7 @@ get the room, the less useful columns go first."""
 from __future__ import annotations
 
 from rq_cli.dash.layout import PADDING, Fit, cut, fit_columns
-from rq_cli.dash.queue import TAB_COLUMNS, TAB_FITS
+from rq_cli.dash.rows import TAB_COLUMNS, TAB_FITS
 
 NATURAL = {"": 1, "id": 36, "attempts": 8, "dead for": 8, "reason": 6, "error": 70, "data": 80}
 
