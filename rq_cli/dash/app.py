@@ -121,9 +121,8 @@ class OverviewScreen(Screen[None]):
                 if str(row.get("queue")) == selected:
                     table.move_cursor(row=i)
         paused = [str(r["queue"]) for r in rows if r.get("paused")]
-        errors = [f"{r.get('queue') or r.get('url')}: {r['error']}" for r in rows
-                  if "error" in r]
-        notes = [Text("error: " + e, style="bold red") for e in errors]
+        notes = [Text("error: " + outage.said(), style="bold red")
+                 for outage in self.overview.outages(rows)]
         if paused:
             notes.append(Text("paused: " + ", ".join(paused), style="yellow"))
         if not rows:

@@ -28,6 +28,7 @@ from ..ops.filters import FILTER_FLAGS, FLAG_OF, make_filter
 from ..ops.polling import Poller
 from ..ops.scrub import Secrets, scrub
 from ..server_errors import translate_error
+from ..urls import mask_url
 
 if TYPE_CHECKING:
     from ..core.queue import WorkQueue
@@ -77,6 +78,37 @@ class Overview:
 
     def target(self, name: str) -> Target | None:
         return next((t for t in self.targets if t.name == name), None)
+
+    def outages(self, rows: Sequence[dict[str, Any]]) -> list[Outage]:
+        """The rows that could not be read, one per server and error (an outage is one
+        line, not one per queue), in the order first seen."""
+        found: dict[tuple[str, str], Outage] = {}
+        for row in rows:
+            if "error" not in row:
+                continue
+            name = str(row.get("queue"))
+            target = self.target(name)
+            server = mask_url(target.url) if target is not None else ""
+            got = found.setdefault((server, str(row["error"])),
+                                   Outage(server, str(row["error"]), []))
+            got.queues.append(name)
+        return list(found.values())
+
+
+@dataclass
+class Outage:
+    """A server's error, and the queues it affects."""
+
+    server: str  # its URL, masked
+    error: str
+    queues: list[str]
+
+    def said(self, shown: int = 5) -> str:
+        names = ", ".join(self.queues[:shown])
+        if len(self.queues) > shown:
+            names += f" and {len(self.queues) - shown:,} more"
+        what = "queue" if len(self.queues) == 1 else f"{len(self.queues):,} queues"
+        return f"{self.server}: {self.error} ({what}: {names})"
 
 
 # -- filters ---------------------------------------------------------------------------------

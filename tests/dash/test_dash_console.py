@@ -578,3 +578,22 @@ def test_the_match_count_is_a_lower_bound_when_stopped_early(r):
                                  progress=lambda m, s: seen.append((m, s))) == (34, False)
     assert seen == [(34, 100)]
     assert browser.count_matches("dead", flt) == (84, True)
+
+
+def test_an_outage_is_one_error_for_the_server_with_the_queues_it_affects(make_server):
+    srv = make_server()
+    client = redis.Redis.from_url(srv.url)
+    for name in ("jobs", "mail", "thumbs"):
+        seed(client, name, pending=1)
+    client.close()
+
+    async def script(pilot):
+        srv.stop()
+        await press(pilot, "r")
+        return notes(pilot.app)
+
+    said = drive(make_app(srv.url, "jobs", "mail", "thumbs"), script)
+    errors = [line for line in said.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, said
+    assert "cannot connect" in errors[0] and "(3 queues: jobs, mail, thumbs)" in errors[0]
+    assert f"127.0.0.1:{srv.port}" in errors[0]
