@@ -129,9 +129,11 @@ class OverviewScreen(Screen[None]):
             notes.append(Text("no queues: name some, configure some, or push to one"))
         self.query_one("#notes", Static).update(Text("\n").join(notes))
         ro = " · read-only" if self.app.read_only else ""  # type: ignore[attr-defined]
+        top = self.overview.trend_top(TREND_WIDTH)
         self.query_one("#title", Label).update(
             f"rq-cli dash · {len(rows)} queues · sort {self.sort}"
-            f"{' · find ' + repr(self.find) if self.find else ''}{ro} · ? help")
+            f"{' · find ' + repr(self.find) if self.find else ''}{ro}"
+            f" · {f'trend 0-{int(top):,} (one scale)' if top else 'trends empty'} · ? help")
         self.draw_sparks()
 
     def cells(self, row: dict[str, Any]) -> list[Any]:
@@ -139,7 +141,8 @@ class OverviewScreen(Screen[None]):
         if "error" in row:
             return [Text(name, style="bold red"), Text("error", style="bold red"),
                     *["-"] * (len(COLUMNS) - 3),
-                    sparkline(self.overview.depth.get(name, []), TREND_WIDTH)]
+                    sparkline(self.overview.depth.get(name, []), TREND_WIDTH,
+                              self.overview.trend_top(TREND_WIDTH))]
         out: list[Any] = []
         for key, _, kind in COLUMNS:
             if key == "queue":
@@ -149,7 +152,8 @@ class OverviewScreen(Screen[None]):
                 rate = (row.get("rates") or {}).get("completed")
                 out.append("-" if rate is None else f"{rate:.1f}")
             elif key == "trend":
-                out.append(sparkline(self.overview.depth.get(name, []), TREND_WIDTH))
+                out.append(sparkline(self.overview.depth.get(name, []), TREND_WIDTH,
+                                     self.overview.trend_top(TREND_WIDTH)))
             else:
                 value = human(row.get(key), kind)
                 out.append(Text(value, justify="right",

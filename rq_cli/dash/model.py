@@ -43,11 +43,13 @@ HISTORY = 120
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
-def sparkline(values: Sequence[float | None], width: int) -> str:
-    """The last ``width`` values as block characters, scaled to their maximum; a missing
-    value (the queue could not be read) is a space."""
+def sparkline(values: Sequence[float | None], width: int, top: float | None = None) -> str:
+    """The last ``width`` values as block characters, scaled to ``top`` (None: their
+    maximum); a missing value (the queue could not be read) is a space."""
     shown = list(values)[-width:] if width > 0 else []
-    top = max((v for v in shown if v is not None), default=0) or 1
+    if top is None:
+        top = max((v for v in shown if v is not None), default=0)
+    top = top or 1
     return "".join(" " if v is None else _BLOCKS[min(7, int(v / top * 7.999))]
                    for v in shown)
 
@@ -78,6 +80,12 @@ class Overview:
 
     def target(self, name: str) -> Target | None:
         return next((t for t in self.targets if t.name == name), None)
+
+    def trend_top(self, width: int) -> float:
+        """The largest depth in the last ``width`` readings of any queue: the one scale of
+        every queue's trend, so 2 items and 5,000 do not look alike."""
+        return max((v for depth in self.depth.values() for v in list(depth)[-width:]
+                    if v is not None), default=0.0)
 
     def outages(self, rows: Sequence[dict[str, Any]]) -> list[Outage]:
         """The rows that could not be read, one per server and error (an outage is one

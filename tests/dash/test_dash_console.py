@@ -597,3 +597,16 @@ def test_an_outage_is_one_error_for_the_server_with_the_queues_it_affects(make_s
     assert len(errors) == 1, said
     assert "cannot connect" in errors[0] and "(3 queues: jobs, mail, thumbs)" in errors[0]
     assert f"127.0.0.1:{srv.port}" in errors[0]
+
+
+def test_the_trend_bars_share_one_scale_across_queues(r, server_url):
+    seed(r, "small", pending=2)
+    WorkQueue(r, "big").push([NewItem(b"x", f"b-{i}") for i in range(5000)])
+
+    async def script(pilot):
+        title = text_of(pilot.app.screen.query_one("#title"))
+        return {row[0]: row[-1] for row in cells(pilot.app)}, title
+
+    trend, title = drive(make_app(server_url, "small", "big"), script)
+    assert trend == {"small": "▁", "big": "█"}
+    assert "trend 0-5,000 (one scale)" in title
