@@ -49,7 +49,7 @@ class OverviewScreen(Screen[None]):
         Binding("enter", "open", "Open"),
         Binding("s", "sort", "Sort"),
         Binding("slash", "search", "Find"),
-        Binding("p", "pause", "Pause/resume"),
+        Binding("p,P", "pause", "Pause/resume"),  # (the same keys as in a queue)
         Binding("c", "clean", "Clean"),
         Binding("r", "refresh", "Refresh", show=False),
     ]

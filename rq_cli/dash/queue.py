@@ -48,7 +48,9 @@ class QueueScreen(Screen[None]):
         Binding("R", "requeue", "Requeue"), Binding("A", "requeue_all", "Requeue all"),
         Binding("X", "purge", "Purge"), Binding("x", "cancel", "Cancel"),
         Binding("e", "extend", "Extend", show=False),
-        Binding("P", "pause", "Pause", show=False), Binding("C", "clean", "Clean", show=False),
+        # p pauses/resumes everywhere (P, this screen's old key, too)
+        Binding("p,P", "pause", "Pause/resume", show=False),
+        Binding("C", "clean", "Clean", show=False),
     ]
     ACTIONS = frozenset({"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
                          "clean"})

@@ -91,7 +91,7 @@ HELP: tuple[tuple[str, str, bool], ...] = (
                    "bar · the mouse clicks rows and tabs", False),
     ("Overview", "enter open the queue · s sort (given, name, pending, dead, age) · / find "
                  "· r refresh", False),
-    ("", "p pause/resume · c clean now", True),
+    ("", "p pause/resume (here and in a queue; P too) · c clean now", True),
     ("A queue", "1-6 or [ ] tabs: pending, processing, delayed, dead, holders, dedup", False),
     ("", "n / b next / previous page · g / G first / last page · enter the item · "
          "space select · r refresh · t next tenant (pending of a fair queue)", False),
@@ -101,7 +101,7 @@ HELP: tuple[tuple[str, str, bool], ...] = (
     ("", "A requeue every dead item matching the filter (every dead item without one)", True),
     ("", "X purge every item of the tab matching the filter (all of them without one)", True),
     ("", "x cancel the selected items (else the one under the cursor) · e extend the lease "
-         "under the cursor · P pause/resume · C clean now", True),
+         "under the cursor · p pause/resume · C clean now", True),
     ("An item", "R requeue · x cancel · e extend", True),
     ("Commands", ":open QUEUE · :sort KEY · :filter ... · :pending (any tab) · :q", False),
     ("", ":requeue [FILTER] · :purge · :pause · :resume · :clean · :extend SECONDS", True),

@@ -610,3 +610,26 @@ def test_the_trend_bars_share_one_scale_across_queues(r, server_url):
     trend, title = drive(make_app(server_url, "small", "big"), script)
     assert trend == {"small": "▁", "big": "█"}
     assert "trend 0-5,000 (one scale)" in title
+
+
+def test_p_pauses_and_resumes_in_a_queue_as_on_the_overview_and_P_still_works(r, server_url):
+    wq = seed(r, "jobs", pending=1)
+
+    async def script(pilot):
+        await open_queue(pilot, "1")
+        await press(pilot, "p")
+        asked = question(pilot.app)
+        await press(pilot, "y")
+        paused = wq.stats().paused
+        await press(pilot, "P")
+        asked_again = question(pilot.app)
+        await press(pilot, "y", "q")
+        await press(pilot, "P")  # the overview takes P too
+        on_overview = question(pilot.app)
+        await press(pilot, "n")
+        return asked, paused, asked_again, on_overview
+
+    asked, paused, asked_again, on_overview = drive(make_app(server_url, "jobs"), script)
+    assert asked.startswith("Pause jobs") and paused is True
+    assert asked_again.startswith("Resume jobs") and wq.stats().paused is False
+    assert on_overview.startswith("Pause jobs")
