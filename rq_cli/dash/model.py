@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.codes import STATES, ItemState, Outcome
+from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
 from ..core.types import ItemRef
 from ..core.util import json_too_deep
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
     from ..ops.targets import Target
 
 #: The tabs of a queue: its four states, then who holds the processing items, then the
-#: de-dup window.
-TABS = (*STATES, "holders", "dedup")
+#: de-dup window, then the dead and retrying items grouped by their error.
+TABS = (*STATES, "holders", "dedup", "errors")
+#: The tab of error groups (``rq-cli errors``).
+ERRORS_TAB = "errors"
 #: Readings kept per queue for the sparklines (at the default 2 s: four minutes).
 HISTORY = 120
 _BLOCKS = "▁▂▃▄▅▆▇█"
@@ -215,6 +218,10 @@ class Browser:
             _, remembered, ids = self.wq.dedup_ids(offset + count)
             return Page(ids[offset:offset + count], offset, remembered,
                         offset + count < remembered)
+        if tab == ERRORS_TAB:  # (every dead and retrying item read: see group_errors)
+            groups = group_errors(self.wq).groups
+            return Page(groups[offset:offset + count], offset, len(groups),
+                        offset + count < len(groups))
         if tab not in STATES:
             raise UsageError(f"no such tab: {tab}")
         state: Any = tab
@@ -344,6 +351,23 @@ class Actions:
         return Action(f"Delete all {_items(count, state + ' item')} of {self.name}: their data "
                       "is gone for good", self._cli("purge", "--state", state, "--yes"), run,
                       destructive=True)
+
+    def requeue_group(self, key: str, matched: int) -> Action:
+        """The dead items of error group ``key`` (``matched``: how many a dry run found)."""
+        flt = make_filter(error_group=key)
+        return Action(f"Requeue {_items(matched, 'dead item')} of {self.name} in error group "
+                      f"{key} into its pending list", self._cli("requeue-dead", "--error-group",
+                                                                key),
+                      lambda: self._scan("requeue", ItemState.DEAD.value, flt))  # type: ignore[arg-type]
+
+    def purge_group(self, key: str, matched: int) -> Action:
+        """Delete the dead items of error group ``key``."""
+        flt = make_filter(error_group=key)
+        state = ItemState.DEAD.value
+        return Action(f"Delete {_items(matched, state + ' item')} of {self.name} in error group "
+                      f"{key}: their data is gone for good",
+                      self._cli("purge", "--state", state, "--error-group", key, "--yes"),
+                      lambda: self._scan("purge", state, flt), destructive=True)  # type: ignore[arg-type]
 
     def purge_matching(self, state: str, flt: ItemFilter, argv: Sequence[str],
                        matched: int) -> Action:

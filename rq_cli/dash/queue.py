@@ -2,8 +2,7 @@
 time, with the filters of the CLI and the actions by key.
 
 Reads run in worker threads and are drawn on the UI thread; a read that fails shows its
-reason in the status line and is tried again at the next refresh (a server restart is a
-line in red, then the page comes back).
+reason in the status line and is tried again at the next refresh.
 """
 
 from __future__ import annotations
@@ -21,10 +20,10 @@ from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
 from textual.worker import get_current_worker
 
 from ..core.codes import ItemState
+from ..ops.filters import make_filter
 from .item import ItemScreen
-from .layout import fit_columns
-from .model import TABS, Action, Actions, Browser, Page, failure, parse_filter
-from .rows import TAB_COLUMNS, TAB_FITS, cell_width, fitted, item_cells, row_key
+from .model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
+from .rows import TAB_COLUMNS, fit_rows, row_key
 from .widgets import FOOTER_FIRST, CommandBar
 
 if TYPE_CHECKING:
@@ -79,14 +78,16 @@ class QueueScreen(Screen[None]):
             return True
         if self.read_only:
             return False
-        if action in ("requeue", "requeue_all"):
+        if action == "requeue":
+            return self.tab in (ItemState.DEAD, ERRORS_TAB)
+        if action == "requeue_all":
             return self.tab == ItemState.DEAD
         if action == "cancel":
             return self.tab in (ItemState.PENDING, ItemState.PROCESSING, ItemState.DELAYED)
         if action == "extend":
             return self.tab == ItemState.PROCESSING
         if action == "purge":
-            return self.tab in TABS[:4]
+            return self.tab in (*TABS[:4], ERRORS_TAB)
         return True
 
     def compose(self) -> ComposeResult:
@@ -101,7 +102,7 @@ class QueueScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_columns()
-        self.set_interval(self.app.interval, self.reload)  # type: ignore[attr-defined]
+        self.set_interval(self.app.interval, self.tick)  # type: ignore[attr-defined]
         self.query_one(DataTable).focus()
         self.action_refresh()
 
@@ -130,6 +131,12 @@ class QueueScreen(Screen[None]):
         action)."""
         self.matches = None
         self.reload()
+
+    def tick(self) -> None:
+        """Each interval: the page again, but the error groups only on ``r``, when opened
+        and after an action (grouping reads every dead and retrying item)."""
+        if self.tab != ERRORS_TAB or self.page_ is None:
+            self.reload()
 
     def reload(self) -> None:
         """Read the page again (each interval)."""
@@ -205,24 +212,14 @@ class QueueScreen(Screen[None]):
         table = self.query_one(DataTable)
         cursor = table.cursor_row
         now = self.app.clock()  # type: ignore[attr-defined]
-        titles = TAB_COLUMNS[tab]
-        rows = []
-        for row in page.rows:
-            key = row_key(tab, row)
-            mark = Text("●", style="bold yellow") if key in self.selected else " "
-            rows.append((key, [mark, *item_cells(tab, row, now)]))
-        natural = {t: max([len(t), *(cell_width(cells[i]) for _, cells in rows)])
-                   for i, t in enumerate(titles)}
         # (the table's width less its vertical scroll bar)
-        widths = fit_columns(titles, natural, self.app.size.width - 2, TAB_FITS[tab])
+        widths, rows = fit_rows(tab, page.rows, self.selected, now, self.app.size.width - 2)
         if widths != self.widths:
             self.set_columns(widths)
         else:
             table.clear()
         for key, cells in rows:
-            table.add_row(*(fitted(cell, widths[t])
-                            for t, cell in zip(titles, cells, strict=True) if t in widths),
-                          key=key)
+            table.add_row(*cells, key=key)
         if page.rows:
             table.move_cursor(row=min(cursor, len(page.rows) - 1))
 
@@ -263,7 +260,7 @@ class QueueScreen(Screen[None]):
         if tab is not None and tab != self.tab:
             self.tab, self.start, self.page_ = tab, 0, None
             self.selected.clear()
-            if tab in ("holders", "dedup"):
+            if tab in ("holders", "dedup", ERRORS_TAB):
                 self.flt, self.flt_argv = None, []
             self.query_one(Tabs).active = tab
             self.set_columns()
@@ -309,8 +306,8 @@ class QueueScreen(Screen[None]):
         self.go(start=0)
 
     def action_filter(self) -> None:
-        if self.tab in ("holders", "dedup"):
-            self.app.notify("holders and dedup have no filter", severity="warning")
+        if self.tab in ("holders", "dedup", ERRORS_TAB):
+            self.app.notify("holders, dedup and errors have no filter", severity="warning")
             return
         self.query_one(CommandBar).open("/", " ".join(self.flt_argv))
 
@@ -357,6 +354,11 @@ class QueueScreen(Screen[None]):
             return
         if self.tab == "holders":
             return
+        if self.tab == ERRORS_TAB:  # the group's dead items
+            if row.state == ItemState.DEAD:
+                self.go(tab=ItemState.DEAD.value)
+                self.set_filter(f"--error-group {row.key}")
+            return
         item_id = row_key(self.tab, row)
         if self.tab == "dedup":
             self.app.notify(f"{item_id} is remembered, not stored: push refuses it until "
@@ -382,7 +384,21 @@ class QueueScreen(Screen[None]):
                             severity="warning")
         return self.tab == ItemState.DEAD
 
+    def group_action(self, make: Callable[[str, int], Action]) -> None:
+        """Requeue or purge the dead error group under the cursor, counted first."""
+        row = self.current()
+        if row is None or row.state != ItemState.DEAD:
+            self.app.notify("requeue and purge act on a dead group (retrying items are live)",
+                            severity="warning")
+            return
+        key = row.key
+        self.counted(ItemState.DEAD.value, lambda n: make(key, n),
+                     make_filter(error_group=key))
+
     def action_requeue(self) -> None:
+        if self.tab == ERRORS_TAB:
+            self.group_action(self.actions.requeue_group)
+            return
         ids = self.chosen() if self.on_dead_tab() else []
         if ids:
             self.ask(self.actions.requeue_ids(ids))
@@ -394,6 +410,9 @@ class QueueScreen(Screen[None]):
             self.flt, self.flt_argv, n))
 
     def action_purge(self) -> None:
+        if self.tab == ERRORS_TAB:
+            self.group_action(self.actions.purge_group)
+            return
         if self.tab not in TABS[:4]:
             return
         tab, flt, argv = self.tab, self.flt, self.flt_argv
@@ -403,11 +422,14 @@ class QueueScreen(Screen[None]):
             self.counted(tab, lambda n: self.actions.purge_matching(tab, flt, argv, n))
 
     @work(thread=True, group="count")
-    def counted(self, state: str, make: Callable[[int], Action]) -> None:
-        """Count the items an action will touch (a dry run), then ask."""
+    def counted(self, state: str, make: Callable[[int], Action],
+                flt: ItemFilter | None = None) -> None:
+        """Count the items an action will touch (a dry run: ``flt``, else the view's
+        filter), then ask."""
+        flt = flt or self.flt
         try:
-            n = (self.browser.counts()[state] if self.flt is None else
-                 self.actions.count_matching(state, self.flt))
+            n = (self.browser.counts()[state] if flt is None else
+                 self.actions.count_matching(state, flt))
         except Exception as exc:
             self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
                                       severity="error")

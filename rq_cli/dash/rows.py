@@ -3,15 +3,17 @@ one item, holder or remembered id, and how the columns give way on a narrow term
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from ..core.codes import ItemState
 from ..render import human, human_duration, human_time
-from .layout import Fit, cut
+from .layout import Fit, cut, fit_columns
 
 if TYPE_CHECKING:
+    from ..core.errgroups import ErrorGroup
     from ..core.reports import Holder, PeekedItem
 
 #: The columns of each tab (the first: the selection mark).
@@ -22,6 +24,7 @@ TAB_COLUMNS: dict[str, tuple[str, ...]] = {
     "dead": ("", "id", "attempts", "dead for", "reason", "error", "data"),
     "holders": ("", "session", "host", "pid", "items", "live", "abandoned", "next deadline"),
     "dedup": ("", "id", "forgotten in"),
+    "errors": ("", "group", "state", "items", "last", "error"),
 }
 #: How each tab's columns give way on a narrow terminal: the error and the data get the
 #: room; attempts, reasons and the like are dropped first, a long id is cut.
@@ -33,6 +36,7 @@ TAB_FITS: dict[str, Fit] = {
                 ("attempts", "reason", ("id", 14), "dead for")),
     "holders": Fit({"session": (12, 1)}, ("pid", "live", "host")),
     "dedup": Fit({"id": (12, 1)}),
+    "errors": Fit({"error": (30, 1)}, ("last", "state")),
 }
 #: A cell's text is kept to this many characters before it is fitted (the item view shows
 #: the whole of it).
@@ -49,6 +53,11 @@ def item_cells(tab: str, row: Any, now: float) -> list[Any]:
     if tab == "dedup":
         item_id, _, left = row
         return [item_id, human_duration(left)]
+    if tab == "errors":
+        g: ErrorGroup = row
+        return [g.key, g.state, Text(f"{g.count:,}", justify="right"),
+                human_time(g.last_at, now) if g.last_at is not None else "-",
+                human(g.error)[:CELL_CHARS]]
     it: PeekedItem = row
     data = human(it.data, "data")[:CELL_CHARS]
     if tab == ItemState.PENDING:
@@ -86,4 +95,24 @@ def row_key(tab: str, row: Any) -> str:
         return str(row.session)
     if tab == "dedup":
         return str(row[0])
+    if tab == "errors":
+        return f"{row.state}:{row.key}"
     return str(row.id)
+
+
+def fit_rows(tab: str, rows: Sequence[Any], selected: Collection[str], now: float,
+             width: int) -> tuple[dict[str, int], list[tuple[str, list[Any]]]]:
+    """The columns of ``tab`` fitted to ``width`` (title -> width, the dropped ones absent)
+    and each row's key and cells in those columns (a selected row marked)."""
+    titles = TAB_COLUMNS[tab]
+    full = []
+    for row in rows:
+        key = row_key(tab, row)
+        mark = Text("●", style="bold yellow") if key in selected else " "
+        full.append((key, [mark, *item_cells(tab, row, now)]))
+    natural = {t: max([len(t), *(cell_width(cells[i]) for _, cells in full)])
+               for i, t in enumerate(titles)}
+    widths = fit_columns(titles, natural, width, TAB_FITS[tab])
+    return widths, [(key, [fitted(cell, widths[t])
+                           for t, cell in zip(titles, cells, strict=True) if t in widths])
+                    for key, cells in full]

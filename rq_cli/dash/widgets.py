@@ -92,7 +92,9 @@ HELP: tuple[tuple[str, str, bool], ...] = (
     ("Overview", "enter open the queue · s sort (given, name, pending, dead, age) · / find "
                  "· r refresh", False),
     ("", "p pause/resume (here and in a queue; P too) · c clean now", True),
-    ("A queue", "1-6 or [ ] tabs: pending, processing, delayed, dead, holders, dedup", False),
+    ("A queue", "1-7 or [ ] tabs: pending, processing, delayed, dead, holders, dedup, errors "
+                "(dead and retrying items grouped by error; enter: the group's dead items)",
+     False),
     ("", "n / b next / previous page · g / G first / last page · enter the item · "
          "space select · r refresh · t next tenant (pending of a fair queue)", False),
     ("", "/ filter: the CLI's --match EXPR --error REGEX --reason R --older-than S "
@@ -100,6 +102,7 @@ HELP: tuple[tuple[str, str, bool], ...] = (
     ("", "R requeue the selected dead items (else the one under the cursor)", True),
     ("", "A requeue every dead item matching the filter (every dead item without one)", True),
     ("", "X purge every item of the tab matching the filter (all of them without one)", True),
+    ("", "R / X on the errors tab: requeue / purge the dead group under the cursor", True),
     ("", "x cancel the selected items (else the one under the cursor) · e extend the lease "
          "under the cursor · p pause/resume · C clean now", True),
     ("An item", "R requeue · x cancel · e extend", True),

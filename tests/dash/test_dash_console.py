@@ -633,3 +633,42 @@ def test_p_pauses_and_resumes_in_a_queue_as_on_the_overview_and_P_still_works(r,
     assert asked.startswith("Pause jobs") and paused is True
     assert asked_again.startswith("Resume jobs") and wq.stats().paused is False
     assert on_overview.startswith("Pause jobs")
+
+
+def test_the_errors_tab_groups_dead_items_and_requeues_or_purges_a_group(r, server_url):
+    wq = seed(r, "jobs", dead=12)  # 4 "timeout", 8 "bad input"
+
+    async def script(pilot):
+        await open_queue(pilot, "7")
+        groups = [(row[2], row[3], row[5]) for row in cells(pilot.app)]
+        keys = {row[5]: row[1] for row in cells(pilot.app)}
+        await press(pilot, "down", "R")  # the second group: timeout
+        asked = question(pilot.app)
+        await press(pilot, "y")
+        after_requeue = wq.stats()
+        await press(pilot, "up", "X")  # bad input, now the only dead group
+        deleted = question(pilot.app)
+        await press(pilot, "y")
+        return groups, keys, asked, after_requeue, deleted
+
+    groups, keys, asked, after, deleted = drive(make_app(server_url, "jobs"), script)
+    assert groups == [("dead", "8", "bad input"), ("dead", "4", "timeout")]
+    assert asked.startswith("Requeue 4 dead items of jobs in error group")
+    assert f"requeue-dead jobs --error-group {keys['timeout']}" in asked
+    assert (after.dead, after.pending) == (8, 4)
+    assert deleted.startswith("Delete 8 dead items of jobs in error group")
+    assert f"purge jobs --state dead --error-group {keys['bad input']} --yes" in deleted
+    assert wq.stats().dead == 0 and wq.stats().pending == 4
+
+
+def test_enter_on_an_error_group_shows_its_dead_items(r, server_url):
+    seed(r, "jobs", dead=12)
+
+    async def script(pilot):
+        await open_queue(pilot, "7")
+        await press(pilot, "down", "enter")
+        return pilot.app.screen.tab, ids_shown(pilot.app), status(pilot.app)
+
+    tab, shown, said = drive(make_app(server_url, "jobs"), script)
+    assert tab == "dead" and shown == ["d-000", "d-003", "d-006", "d-009"]
+    assert "filter --error-group" in said and "of 4 matching" in said
