@@ -18,9 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core import history
 from ..core.codes import STATES, ItemState, Outcome
 from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
+from ..core.keys import HISTORY_FIELDS
 from ..core.types import ItemRef
 from ..core.util import json_too_deep
 from ..errors import ParameterError, RqError, UsageError
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 TABS = (*STATES, "holders", "dedup", "errors")
 #: The tab of error groups (``rq-cli errors``).
 ERRORS_TAB = "errors"
+#: Seconds between the console's history snapshots (the history is per minute).
+HISTORY_EVERY = 60.0
 #: Readings kept per queue for the sparklines (at the default 2 s: four minutes).
 HISTORY = 120
 _BLOCKS = "▁▂▃▄▅▆▇█"
@@ -61,14 +65,18 @@ class Overview:
     """Every queue's stats, read each poll, with rates and a short history of each queue's
     depth (pending + delayed) and throughput (completions per second)."""
 
-    def __init__(self, st: Secrets | None, targets: Sequence[Target]) -> None:
+    def __init__(self, st: Secrets | None, targets: Sequence[Target],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.targets = list(targets)
         self.poller = Poller(st, self.targets)
+        self.clock = clock
+        self.snapshot_at: float | None = None  # (clock) when the history was last snapshotted
         self.depth: dict[str, deque[float | None]] = {}
         self.done: dict[str, deque[float | None]] = {}
 
     def poll(self) -> list[dict[str, Any]]:
         rows = self.poller.poll()
+        self.snapshot_history()
         for row in rows:
             name = str(row["queue"])
             depth = self.depth.setdefault(name, deque(maxlen=HISTORY))
@@ -80,6 +88,24 @@ class Overview:
                 depth.append(float(row.get("pending") or 0) + float(row.get("delayed") or 0))
                 done.append((row.get("rates") or {}).get("completed"))
         return rows
+
+    def snapshot_history(self) -> int:
+        """Snapshot each queue's counters into its history (``stats --history``), at most
+        once a minute however often the console refreshes (one script call a queue; the
+        first writer of a minute wins, so other consoles, workers and ``clean`` add
+        nothing). How many queues were snapshotted; a queue that cannot be read is left."""
+        now = self.clock()
+        if self.snapshot_at is not None and now - self.snapshot_at < HISTORY_EVERY:
+            return 0
+        self.snapshot_at = now
+        done = 0
+        for target in self.targets:
+            try:
+                history.snapshot(target.queue)
+                done += 1
+            except Exception:
+                continue
+        return done
 
     def target(self, name: str) -> Target | None:
         return next((t for t in self.targets if t.name == name), None)
@@ -269,6 +295,18 @@ class Browser:
             if stop():
                 return report.matched, False
         return report.matched, True
+
+    def history(self, minutes: int = 60) -> dict[str, list[float]]:
+        """Pushed, completed, failed and dead per minute over the last ``minutes`` (the
+        history's buckets, a bucket spanning several minutes spread over them), oldest
+        first; empty lists before the first snapshot."""
+        buckets = history.read_history(self.wq, minutes * 60, hourly=False)
+        out: dict[str, list[float]] = {f: [] for f in HISTORY_FIELDS}
+        for bucket in buckets:
+            per = max(bucket.seconds / 60, 1.0)
+            for field in HISTORY_FIELDS:
+                out[field].append(bucket.deltas.get(field, 0) / per)
+        return out
 
     def item(self, item_id: str) -> PeekedItem | None:
         return self.wq.item(item_id)

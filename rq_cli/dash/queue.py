@@ -23,7 +23,7 @@ from ..core.codes import ItemState
 from ..ops.filters import make_filter
 from .item import ItemScreen
 from .model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
-from .rows import TAB_COLUMNS, fit_rows, row_key
+from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
 from .widgets import FOOTER_FIRST, CommandBar
 
 if TYPE_CHECKING:
@@ -96,6 +96,7 @@ class QueueScreen(Screen[None]):
         tabs.can_focus = False  # (keys go to the table; 1-6 and [ ] switch tabs)
         yield tabs
         yield DataTable(id="items", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="history")
         yield Static("", id="status")
         yield CommandBar()
         yield Footer()
@@ -108,7 +109,7 @@ class QueueScreen(Screen[None]):
 
     @property
     def page_size(self) -> int:
-        return max(5, self.app.size.height - 7)
+        return max(5, self.app.size.height - 10)  # (less the head, tabs, history, footer)
 
     def set_columns(self, widths: dict[str, int] | None = None) -> None:
         """The tab's columns: those ``widths`` keeps, that wide (None: all, sized by
@@ -177,10 +178,15 @@ class QueueScreen(Screen[None]):
             tenants = self.browser.tenants() if counts.get("tenants") else []
             page = self.browser.page(tab, offset, count, total=self.browser.total(tab, counts),
                                      flt=flt, tenant=tenant)
+            per_minute = self.browser.history()
         except Exception as exc:  # the server went away, a bad key: shown, tried again
             self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
             return
+        self.app.call_from_thread(self.show_history, per_minute)
         self.app.call_from_thread(self.show, (tab, offset, flt, tenant), counts, tenants, page)
+
+    def show_history(self, per_minute: dict[str, list[float]]) -> None:
+        self.query_one("#history", Static).update(history_text(per_minute, self.app.size.width))
 
     def show_error(self, reason: str) -> None:
         self.error = reason

@@ -456,7 +456,7 @@ def test_it_fits_small_and_large_terminals(r, server_url, size):
         return pilot.app.screen.page_size, len(ids_shown(pilot.app))
 
     page, shown = drive(make_app(server_url, "jobs"), script, size=size)
-    assert shown == min(page, 40) and page == size[1] - 7
+    assert shown == min(page, 40) and page == size[1] - 10  # (the history: 3 lines)
 
 
 def test_the_mouse_switches_tabs_and_opens_an_item(r, server_url):
@@ -672,3 +672,29 @@ def test_enter_on_an_error_group_shows_its_dead_items(r, server_url):
     tab, shown, said = drive(make_app(server_url, "jobs"), script)
     assert tab == "dead" and shown == ["d-000", "d-003", "d-006", "d-009"]
     assert "filter --error-group" in said and "of 4 matching" in said
+
+
+def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_minute(
+        r, server_url):
+    from rq_cli.core.history import read_history
+    from rq_cli.core.util import server_ms
+
+    wq = seed(r, "jobs", pending=3)
+    now = server_ms(r)
+    # two snapshots a minute apart, 30 more pushed between them: 30 a minute in the graph
+    wq.call("history", now_ms=now - 120_000)
+    wq.push([NewItem(b"x", f"h-{i}") for i in range(30)])
+    wq.call("history", now_ms=now - 60_000)
+    app = make_app(server_url, "jobs")
+
+    async def script(pilot):
+        await open_queue(pilot, "1")
+        graph = text_of(pilot.app.screen.query_one("#history", Static))
+        taken = pilot.app.overview.snapshot_history()  # a second refresh within the minute
+        return graph, taken
+
+    graph, taken = drive(app, script, size=(100, 30))
+    assert "history per minute" in graph and "0-30 a minute (one scale)" in graph
+    assert "pushed" in graph and "completed" in graph and "failed" in graph and "dead" in graph
+    assert taken == 0  # at most once a minute
+    assert len(read_history(wq, 600, hourly=False)) == 3  # the console's own snapshot too
