@@ -123,6 +123,9 @@ class OverviewScreen(Screen[None]):
         paused = [str(r["queue"]) for r in rows if r.get("paused")]
         notes = [Text("error: " + outage.said(), style="bold red")
                  for outage in self.overview.outages(rows)]
+        for memory in self.overview.memory:
+            notes.append(Text("memory: " + memory.said(),
+                              style="bold red" if memory.low else ""))
         if paused:
             notes.append(Text("paused: " + ", ".join(paused), style="yellow"))
         if not rows:

@@ -71,12 +71,14 @@ class Overview:
         self.poller = Poller(st, self.targets)
         self.clock = clock
         self.snapshot_at: float | None = None  # (clock) when the history was last snapshotted
+        self.memory: list[Memory] = []  # each server's memory, read each poll
         self.depth: dict[str, deque[float | None]] = {}
         self.done: dict[str, deque[float | None]] = {}
 
     def poll(self) -> list[dict[str, Any]]:
         rows = self.poller.poll()
         self.snapshot_history()
+        self.memory = self.read_memory()
         for row in rows:
             name = str(row["queue"])
             depth = self.depth.setdefault(name, deque(maxlen=HISTORY))
@@ -107,6 +109,25 @@ class Overview:
                 continue
         return done
 
+    def read_memory(self) -> list[Memory]:
+        """Each server's memory and ``maxmemory`` (``INFO memory``, one call a server); a
+        server that cannot be read (or a cluster) is left out."""
+        out: list[Memory] = []
+        seen: set[str] = set()
+        for target in self.targets:
+            server = mask_url(target.url)
+            client = getattr(target.queue, "client", None)
+            if server in seen or client is None:
+                continue
+            seen.add(server)
+            try:
+                info = client.info("memory")
+                out.append(Memory(server, int(info["used_memory"]),
+                                  int(info.get("maxmemory") or 0)))
+            except Exception:
+                continue
+        return out
+
     def target(self, name: str) -> Target | None:
         return next((t for t in self.targets if t.name == name), None)
 
@@ -130,6 +151,33 @@ class Overview:
                                    Outage(server, str(row["error"]), []))
             got.queues.append(name)
         return list(found.values())
+
+
+@dataclass
+class Memory:
+    """A server's memory in use and its ``maxmemory`` (0: none set)."""
+
+    server: str  # its URL, masked
+    used: int
+    maxmemory: int
+
+    def said(self) -> str:
+        if not self.maxmemory:
+            return f"{self.server}: {mib(self.used)} used, no maxmemory (no limit)"
+        left = self.maxmemory - self.used
+        return (f"{self.server}: {mib(self.used)} of maxmemory {mib(self.maxmemory)} "
+                f"({max(0, left) / self.maxmemory:.0%} headroom)")
+
+    @property
+    def low(self) -> bool:
+        """Under a tenth of ``maxmemory`` left: writes may soon be refused or evicted."""
+        return bool(self.maxmemory) and self.maxmemory - self.used < self.maxmemory / 10
+
+
+def mib(n: int) -> str:
+    """``n`` bytes in MiB (a decimal under 10)."""
+    value = n / 1048576
+    return f"{value:,.1f} MiB" if value < 10 else f"{value:,.0f} MiB"
 
 
 @dataclass

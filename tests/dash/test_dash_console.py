@@ -698,3 +698,29 @@ def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_m
     assert "pushed" in graph and "completed" in graph and "failed" in graph and "dead" in graph
     assert taken == 0  # at most once a minute
     assert len(read_history(wq, 600, hourly=False)) == 3  # the console's own snapshot too
+
+
+def test_the_overview_shows_each_servers_memory_and_maxmemory_headroom(make_server):
+    srv = make_server(maxmemory="100mb")
+    client = redis.Redis.from_url(srv.url)
+    seed(client, "jobs", pending=1)
+    used = int(client.info("memory")["used_memory"])
+    client.close()
+
+    async def script(pilot):
+        return notes(pilot.app), pilot.app.overview.memory
+
+    said, [memory] = drive(make_app(srv.url, "jobs"), script)
+    line = next(x for x in said.splitlines() if x.startswith("memory:"))
+    assert f"127.0.0.1:{srv.port}" in line and "of maxmemory 100 MiB" in line
+    assert "headroom" in line and memory.maxmemory == 100 * 1048576
+    assert abs(memory.used - used) < 1048576 and not memory.low
+
+
+def test_a_server_without_maxmemory_says_so(r, server_url):
+    seed(r, "jobs", pending=1)
+
+    async def script(pilot):
+        return notes(pilot.app)
+
+    assert "no maxmemory (no limit)" in drive(make_app(server_url, "jobs"), script)
