@@ -10,7 +10,6 @@ memory stays flat however long the queue. Errors of the server are the caller's 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import time
 from collections import deque
@@ -24,14 +23,16 @@ from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
 from ..core.keys import HISTORY_FIELDS
 from ..core.types import ItemRef
-from ..core.util import json_too_deep
 from ..errors import ParameterError, RqError, UsageError
-from ..jsonlines import data_json
 from ..ops.filters import FILTER_FLAGS, FLAG_OF, make_filter
 from ..ops.polling import Poller
 from ..ops.scrub import Secrets, scrub
 from ..server_errors import translate_error
 from ..urls import mask_url
+from .dataview import DATA_SHOWN as DATA_SHOWN  # (re-exported: model.py's public names)
+from .dataview import data_view as data_view
+from .servers import Memory, Outage
+from .servers import mib as mib
 
 if TYPE_CHECKING:
     from ..core.queue import WorkQueue
@@ -151,49 +152,6 @@ class Overview:
                                    Outage(server, str(row["error"]), []))
             got.queues.append(name)
         return list(found.values())
-
-
-@dataclass
-class Memory:
-    """A server's memory in use and its ``maxmemory`` (0: none set)."""
-
-    server: str  # its URL, masked
-    used: int
-    maxmemory: int
-
-    def said(self) -> str:
-        if not self.maxmemory:
-            return f"{self.server}: {mib(self.used)} used, no maxmemory (no limit)"
-        left = self.maxmemory - self.used
-        return (f"{self.server}: {mib(self.used)} of maxmemory {mib(self.maxmemory)} "
-                f"({max(0, left) / self.maxmemory:.0%} headroom)")
-
-    @property
-    def low(self) -> bool:
-        """Under a tenth of ``maxmemory`` left: writes may soon be refused or evicted."""
-        return bool(self.maxmemory) and self.maxmemory - self.used < self.maxmemory / 10
-
-
-def mib(n: int) -> str:
-    """``n`` bytes in MiB (a decimal under 10)."""
-    value = n / 1048576
-    return f"{value:,.1f} MiB" if value < 10 else f"{value:,.0f} MiB"
-
-
-@dataclass
-class Outage:
-    """A server's error, and the queues it affects."""
-
-    server: str  # its URL, masked
-    error: str
-    queues: list[str]
-
-    def said(self, shown: int = 5) -> str:
-        names = ", ".join(self.queues[:shown])
-        if len(self.queues) > shown:
-            names += f" and {len(self.queues) - shown:,} more"
-        what = "queue" if len(self.queues) == 1 else f"{len(self.queues):,} queues"
-        return f"{self.server}: {self.error} ({what}: {names})"
 
 
 # -- filters ---------------------------------------------------------------------------------
@@ -327,6 +285,17 @@ class Browser:
                     seen.append(item)
                 index += 1
         return seen[:count]
+
+    def matching_ids(self, state: str, flt: ItemFilter, tenant: str | None = None, *,
+                     limit: int) -> tuple[list[str], bool]:
+        """The ids of the first ``limit`` items of ``state`` matching ``flt`` (the filtered
+        scan, bounded pages), and whether more match."""
+        report = FilterReport(queue=self.name, state=state, action="peek")
+        ids: list[str] = []
+        for step in scan(self.wq, state, flt, report, action="peek",  # type: ignore[arg-type]
+                         limit=limit + 1, tenant=tenant):
+            ids.extend(item.id for item in step.items)
+        return ids[:limit], len(ids) > limit
 
     def count_matches(self, state: str, flt: ItemFilter, tenant: str | None = None, *,
                       stop: Callable[[], bool] = lambda: False,
@@ -529,32 +498,3 @@ def failure(exc: BaseException, url: str) -> str:
         return " ".join(scrub(f"internal error: {type(exc).__name__}: {exc}", None).split())
     text = err.worded(FLAG_OF) if isinstance(err, ParameterError) else str(err)
     return " ".join(scrub(text, None).split())
-
-
-#: Data shown in full up to this many bytes; beyond, the start and a note.
-DATA_SHOWN = 64 * 1024
-#: Control characters shown as escapes in the item view: render's set less tab and line feed,
-#: which the view keeps (a multi-line text or indented JSON stays readable).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def data_view(data: bytes | None) -> tuple[str, str]:
-    """(kind, text) to show an item's data: ``json`` (indented), ``text`` (control
-    characters made visible), ``binary`` (base64) or ``no data``."""
-    if data is None:
-        return "no data", "(no data: an id without its data)"
-    note = ""
-    if len(data) > DATA_SHOWN:
-        note = f"\n… {len(data) - DATA_SHOWN:,} more bytes (rq-cli peek --id shows them all)"
-        data = data[:DATA_SHOWN]
-    suffix, body, _ = data_json(data)
-    if suffix == "_b64":
-        return "binary", "base64: " + json.loads(body) + note
-    text = data.decode("utf-8")
-    if not note and not json_too_deep(text, 100):
-        try:
-            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-            return "json", _CONTROL.sub(lambda m: repr(m.group())[1:-1], pretty)
-        except (ValueError, RecursionError):
-            pass
-    return "text", _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) + note

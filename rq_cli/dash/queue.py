@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 from ..core.codes import ItemState
 from ..ops.filters import make_filter
 from .item import ItemScreen
+from .marks import Marking
 from .model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
 from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
 from .widgets import FOOTER_FIRST, CommandBar
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
     from ..ops.targets import Target
 
-class QueueScreen(Screen[None]):
+class QueueScreen(Marking, Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -43,6 +44,9 @@ class QueueScreen(Screen[None]):
         Binding("slash,F", "filter", "Filter"),
         Binding("t", "tenant", "Tenant", show=False),
         Binding("space", "select", "Select", show=False),
+        Binding("v", "mark_range", "Mark range", show=False),
+        Binding("asterisk", "mark_matching", "Mark matching", show=False),
+        Binding("u", "unmark", "Unmark", show=False),
         Binding("r", "refresh", "Refresh", show=False),
         Binding("R", "requeue", "Requeue"), Binding("A", "requeue_all", "Requeue all"),
         Binding("X", "purge", "Purge"), Binding("x", "cancel", "Cancel"),
@@ -67,7 +71,8 @@ class QueueScreen(Screen[None]):
         self.flt_argv: list[str] = []
         self.tenant: str | None = None
         self.tenant_list: list[str] = []
-        self.selected: set[str] = set()
+        self.selected: set[str] = set()  # the marked rows' keys (marks.py)
+        self.mark_anchor: str | None = None  # the last row marked: where a range starts
         self.error = ""
         self.widths: dict[str, int] | None = None
         # the filtered view's match count: (tab, filter, tenant), matched, finished
@@ -340,18 +345,6 @@ class QueueScreen(Screen[None]):
         if page is None or not page.rows or table.cursor_row >= len(page.rows):
             return None
         return page.rows[table.cursor_row]
-
-    def action_select(self) -> None:
-        row = self.current()
-        if row is None or self.tab in ("holders", "dedup"):
-            return
-        key = row_key(self.tab, row)
-        self.selected.symmetric_difference_update({key})
-        table = self.query_one(DataTable)
-        mark = Text("●", style="bold yellow") if key in self.selected else " "
-        table.update_cell(key, table.ordered_columns[0].key, mark)
-        table.move_cursor(row=table.cursor_row + 1)
-        self.draw_status()
 
     @on(DataTable.RowSelected)
     def open_item(self) -> None:

@@ -96,14 +96,16 @@ HELP: tuple[tuple[str, str, bool], ...] = (
                 "(dead and retrying items grouped by error; enter: the group's dead items)",
      False),
     ("", "n / b next / previous page · g / G first / last page · enter the item · "
-         "space select · r refresh · t next tenant (pending of a fair queue)", False),
+         "r refresh · t next tenant (pending of a fair queue)", False),
+    ("", "space mark a row · v mark a range (from the last mark to the cursor) · * mark "
+         "every item matching the filter (up to 10,000) · u unmark all", False),
     ("", "/ filter: the CLI's --match EXPR --error REGEX --reason R --older-than S "
          "--min-attempts N, or a bare JMESPath expression (empty: no filter)", False),
-    ("", "R requeue the selected dead items (else the one under the cursor)", True),
+    ("", "R requeue the marked dead items (else the one under the cursor)", True),
     ("", "A requeue every dead item matching the filter (every dead item without one)", True),
     ("", "X purge every item of the tab matching the filter (all of them without one)", True),
     ("", "R / X on the errors tab: requeue / purge the dead group under the cursor", True),
-    ("", "x cancel the selected items (else the one under the cursor) · e extend the lease "
+    ("", "x cancel the marked items (else the one under the cursor) · e extend the lease "
          "under the cursor · p pause/resume · C clean now", True),
     ("An item", "R requeue · x cancel · e extend", True),
     ("Commands", ":open QUEUE · :sort KEY · :filter ... · :pending (any tab) · :q", False),

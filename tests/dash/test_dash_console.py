@@ -724,3 +724,39 @@ def test_a_server_without_maxmemory_says_so(r, server_url):
         return notes(pilot.app)
 
     assert "no maxmemory (no limit)" in drive(make_app(server_url, "jobs"), script)
+
+
+def test_marks_one_a_range_and_all_matching_then_acting_on_the_marks(r, server_url):
+    wq = seed(r, "jobs", dead=12)  # d-000, d-003, d-006, d-009 failed with "timeout"
+
+    async def script(pilot):
+        await open_queue(pilot, "4")
+        await press(pilot, "down", "space")  # d-001 marked, the cursor on d-002
+        await press(pilot, "down", "down", "v")  # d-001..d-004
+        ranged = sorted(pilot.app.screen.selected)
+        await press(pilot, "R")
+        asked = question(pilot.app)
+        await press(pilot, "n", "u")
+        await press(pilot, "slash")
+        await type_in(pilot, "--error timeout")
+        await press(pilot, "slash", "ctrl+u", "enter")  # the filter off; * needs one
+        await press(pilot, "asterisk")
+        said = list(pilot.app.said)
+        await press(pilot, "slash")
+        await type_in(pilot, "--error timeout")
+        await press(pilot, "asterisk")
+        await press(pilot, "slash", "ctrl+u", "enter")  # the marks stay
+        matching = sorted(pilot.app.screen.selected)
+        await press(pilot, "R")
+        asked_all = question(pilot.app)
+        await press(pilot, "y")
+        return ranged, asked, said, matching, asked_all, status(pilot.app)
+
+    ranged, asked, said, matching, asked_all, shown = drive(make_app(server_url, "jobs"),
+                                                            script)
+    assert ranged == ["d-001", "d-002", "d-003", "d-004"]
+    assert asked.startswith("Requeue 4 dead items") and "d-001 d-002 d-003 d-004" in asked
+    assert any("* marks the items matching a filter" in s for s in said)
+    assert matching == ["d-000", "d-003", "d-006", "d-009"]
+    assert asked_all.startswith("Requeue 4 dead items")
+    assert sorted(i.id for i in wq.peek("pending", count=10)) == matching
