@@ -183,12 +183,20 @@ class QueueScreen(Marking, Screen[None]):
             tenants = self.browser.tenants() if counts.get("tenants") else []
             page = self.browser.page(tab, offset, count, total=self.browser.total(tab, counts),
                                      flt=flt, tenant=tenant)
-            per_minute = self.browser.history()
+            per_minute = self.history_or_none()
         except Exception as exc:  # the server went away, a bad key: shown, tried again
             self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
             return
         self.app.call_from_thread(self.show_history, per_minute)
         self.app.call_from_thread(self.show, (tab, offset, flt, tenant), counts, tenants, page)
+
+    def history_or_none(self) -> dict[str, list[float]]:
+        """The history graph's figures; none where they cannot be read (a sharded queue's
+        history is per shard): the page shows without them."""
+        try:
+            return self.browser.history()
+        except Exception:
+            return {}
 
     def show_history(self, per_minute: dict[str, list[float]]) -> None:
         self.query_one("#history", Static).update(history_text(per_minute, self.app.size.width))

@@ -126,6 +126,8 @@ def history_text(per_minute: dict[str, list[float]], width: int) -> Text:
     from .model import sparkline
 
     top = max((v for values in per_minute.values() for v in values), default=0.0)
+    if not per_minute:
+        return Text("history: not readable for this queue", style="dim")
     if not any(per_minute.values()):
         return Text("history: none yet (it starts with the first snapshot: this console, "
                     "clean or a worker takes one a minute)", style="dim")
