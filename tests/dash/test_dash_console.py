@@ -752,7 +752,7 @@ def test_marks_one_a_range_and_all_matching_then_acting_on_the_marks(r, server_u
         await press(pilot, "y")
         return ranged, asked, said, matching, asked_all, status(pilot.app)
 
-    ranged, asked, said, matching, asked_all, shown = drive(make_app(server_url, "jobs"),
+    ranged, asked, said, matching, asked_all, _shown = drive(make_app(server_url, "jobs"),
                                                             script)
     assert ranged == ["d-001", "d-002", "d-003", "d-004"]
     assert asked.startswith("Requeue 4 dead items") and "d-001 d-002 d-003 d-004" in asked
