@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from ..render import human
 from .model import Actions, Overview, run_action, sparkline
 from .queue import QueueScreen
-from .widgets import CommandBar, ConfirmScreen, HelpScreen
+from .widgets import FOOTER_FIRST, CommandBar, ConfirmScreen, HelpScreen
 
 if TYPE_CHECKING:
     from ..ops.scrub import Secrets
@@ -45,10 +45,11 @@ class OverviewScreen(Screen[None]):
     queue's throughput and depth as sparklines under the table."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        *FOOTER_FIRST,
         Binding("enter", "open", "Open"),
         Binding("s", "sort", "Sort"),
         Binding("slash", "search", "Find"),
-        Binding("p", "pause", "Pause/resume"),
+        Binding("p,P", "pause", "Pause/resume"),  # (the same keys as in a queue)
         Binding("c", "clean", "Clean"),
         Binding("r", "refresh", "Refresh", show=False),
     ]
@@ -120,18 +121,22 @@ class OverviewScreen(Screen[None]):
                 if str(row.get("queue")) == selected:
                     table.move_cursor(row=i)
         paused = [str(r["queue"]) for r in rows if r.get("paused")]
-        errors = [f"{r.get('queue') or r.get('url')}: {r['error']}" for r in rows
-                  if "error" in r]
-        notes = [Text("error: " + e, style="bold red") for e in errors]
+        notes = [Text("error: " + outage.said(), style="bold red")
+                 for outage in self.overview.outages(rows)]
+        for memory in self.overview.memory:
+            notes.append(Text("memory: " + memory.said(),
+                              style="bold red" if memory.low else ""))
         if paused:
             notes.append(Text("paused: " + ", ".join(paused), style="yellow"))
         if not rows:
             notes.append(Text("no queues: name some, configure some, or push to one"))
         self.query_one("#notes", Static).update(Text("\n").join(notes))
         ro = " · read-only" if self.app.read_only else ""  # type: ignore[attr-defined]
+        top = self.overview.trend_top(TREND_WIDTH)
         self.query_one("#title", Label).update(
             f"rq-cli dash · {len(rows)} queues · sort {self.sort}"
-            f"{' · find ' + repr(self.find) if self.find else ''}{ro} · ? help")
+            f"{' · find ' + repr(self.find) if self.find else ''}{ro}"
+            f" · {f'trend 0-{int(top):,} (one scale)' if top else 'trends empty'} · ? help")
         self.draw_sparks()
 
     def cells(self, row: dict[str, Any]) -> list[Any]:
@@ -139,7 +144,8 @@ class OverviewScreen(Screen[None]):
         if "error" in row:
             return [Text(name, style="bold red"), Text("error", style="bold red"),
                     *["-"] * (len(COLUMNS) - 3),
-                    sparkline(self.overview.depth.get(name, []), TREND_WIDTH)]
+                    sparkline(self.overview.depth.get(name, []), TREND_WIDTH,
+                              self.overview.trend_top(TREND_WIDTH))]
         out: list[Any] = []
         for key, _, kind in COLUMNS:
             if key == "queue":
@@ -149,7 +155,8 @@ class OverviewScreen(Screen[None]):
                 rate = (row.get("rates") or {}).get("completed")
                 out.append("-" if rate is None else f"{rate:.1f}")
             elif key == "trend":
-                out.append(sparkline(self.overview.depth.get(name, []), TREND_WIDTH))
+                out.append(sparkline(self.overview.depth.get(name, []), TREND_WIDTH,
+                                     self.overview.trend_top(TREND_WIDTH)))
             else:
                 value = human(row.get(key), kind)
                 out.append(Text(value, justify="right",

@@ -10,7 +10,6 @@ memory stays flat however long the queue. Errors of the server are the caller's 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import time
 from collections import deque
@@ -18,16 +17,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core import history
 from ..core.codes import STATES, ItemState, Outcome
+from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
+from ..core.keys import HISTORY_FIELDS
 from ..core.types import ItemRef
-from ..core.util import json_too_deep
 from ..errors import ParameterError, RqError, UsageError
-from ..jsonlines import data_json
 from ..ops.filters import FILTER_FLAGS, FLAG_OF, make_filter
 from ..ops.polling import Poller
 from ..ops.scrub import Secrets, scrub
 from ..server_errors import translate_error
+from ..urls import mask_url
+from .dataview import DATA_SHOWN as DATA_SHOWN  # (re-exported: model.py's public names)
+from .dataview import data_view as data_view
+from .servers import Memory, Outage
+from .servers import mib as mib
 
 if TYPE_CHECKING:
     from ..core.queue import WorkQueue
@@ -35,18 +40,24 @@ if TYPE_CHECKING:
     from ..ops.targets import Target
 
 #: The tabs of a queue: its four states, then who holds the processing items, then the
-#: de-dup window.
-TABS = (*STATES, "holders", "dedup")
+#: de-dup window, then the dead and retrying items grouped by their error.
+TABS = (*STATES, "holders", "dedup", "errors")
+#: The tab of error groups (``rq-cli errors``).
+ERRORS_TAB = "errors"
+#: Seconds between the console's history snapshots (the history is per minute).
+HISTORY_EVERY = 60.0
 #: Readings kept per queue for the sparklines (at the default 2 s: four minutes).
 HISTORY = 120
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
-def sparkline(values: Sequence[float | None], width: int) -> str:
-    """The last ``width`` values as block characters, scaled to their maximum; a missing
-    value (the queue could not be read) is a space."""
+def sparkline(values: Sequence[float | None], width: int, top: float | None = None) -> str:
+    """The last ``width`` values as block characters, scaled to ``top`` (None: their
+    maximum); a missing value (the queue could not be read) is a space."""
     shown = list(values)[-width:] if width > 0 else []
-    top = max((v for v in shown if v is not None), default=0) or 1
+    if top is None:
+        top = max((v for v in shown if v is not None), default=0)
+    top = top or 1
     return "".join(" " if v is None else _BLOCKS[min(7, int(v / top * 7.999))]
                    for v in shown)
 
@@ -55,14 +66,20 @@ class Overview:
     """Every queue's stats, read each poll, with rates and a short history of each queue's
     depth (pending + delayed) and throughput (completions per second)."""
 
-    def __init__(self, st: Secrets | None, targets: Sequence[Target]) -> None:
+    def __init__(self, st: Secrets | None, targets: Sequence[Target],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.targets = list(targets)
         self.poller = Poller(st, self.targets)
+        self.clock = clock
+        self.snapshot_at: float | None = None  # (clock) when the history was last snapshotted
+        self.memory: list[Memory] = []  # each server's memory, read each poll
         self.depth: dict[str, deque[float | None]] = {}
         self.done: dict[str, deque[float | None]] = {}
 
     def poll(self) -> list[dict[str, Any]]:
         rows = self.poller.poll()
+        self.snapshot_history()
+        self.memory = self.read_memory()
         for row in rows:
             name = str(row["queue"])
             depth = self.depth.setdefault(name, deque(maxlen=HISTORY))
@@ -75,8 +92,66 @@ class Overview:
                 done.append((row.get("rates") or {}).get("completed"))
         return rows
 
+    def snapshot_history(self) -> int:
+        """Snapshot each queue's counters into its history (``stats --history``), at most
+        once a minute however often the console refreshes (one script call a queue; the
+        first writer of a minute wins, so other consoles, workers and ``clean`` add
+        nothing). How many queues were snapshotted; a queue that cannot be read is left."""
+        now = self.clock()
+        if self.snapshot_at is not None and now - self.snapshot_at < HISTORY_EVERY:
+            return 0
+        self.snapshot_at = now
+        done = 0
+        for target in self.targets:
+            try:
+                history.snapshot(target.queue)
+                done += 1
+            except Exception:
+                continue
+        return done
+
+    def read_memory(self) -> list[Memory]:
+        """Each server's memory and ``maxmemory`` (``INFO memory``, one call a server); a
+        server that cannot be read (or a cluster) is left out."""
+        out: list[Memory] = []
+        seen: set[str] = set()
+        for target in self.targets:
+            server = mask_url(target.url)
+            client = getattr(target.queue, "client", None)
+            if server in seen or client is None:
+                continue
+            seen.add(server)
+            try:
+                info = client.info("memory")
+                out.append(Memory(server, int(info["used_memory"]),
+                                  int(info.get("maxmemory") or 0)))
+            except Exception:
+                continue
+        return out
+
     def target(self, name: str) -> Target | None:
         return next((t for t in self.targets if t.name == name), None)
+
+    def trend_top(self, width: int) -> float:
+        """The largest depth in the last ``width`` readings of any queue: the one scale of
+        every queue's trend, so 2 items and 5,000 do not look alike."""
+        return max((v for depth in self.depth.values() for v in list(depth)[-width:]
+                    if v is not None), default=0.0)
+
+    def outages(self, rows: Sequence[dict[str, Any]]) -> list[Outage]:
+        """The rows that could not be read, one per server and error (an outage is one
+        line, not one per queue), in the order first seen."""
+        found: dict[tuple[str, str], Outage] = {}
+        for row in rows:
+            if "error" not in row:
+                continue
+            name = str(row.get("queue"))
+            target = self.target(name)
+            server = mask_url(target.url) if target is not None else ""
+            got = found.setdefault((server, str(row["error"])),
+                                   Outage(server, str(row["error"]), []))
+            got.queues.append(name)
+        return list(found.values())
 
 
 # -- filters ---------------------------------------------------------------------------------
@@ -175,6 +250,10 @@ class Browser:
             _, remembered, ids = self.wq.dedup_ids(offset + count)
             return Page(ids[offset:offset + count], offset, remembered,
                         offset + count < remembered)
+        if tab == ERRORS_TAB:  # (every dead and retrying item read: see group_errors)
+            groups = group_errors(self.wq).groups
+            return Page(groups[offset:offset + count], offset, len(groups),
+                        offset + count < len(groups))
         if tab not in STATES:
             raise UsageError(f"no such tab: {tab}")
         state: Any = tab
@@ -206,6 +285,45 @@ class Browser:
                     seen.append(item)
                 index += 1
         return seen[:count]
+
+    def matching_ids(self, state: str, flt: ItemFilter, tenant: str | None = None, *,
+                     limit: int) -> tuple[list[str], bool]:
+        """The ids of the first ``limit`` items of ``state`` matching ``flt`` (the filtered
+        scan, bounded pages), and whether more match."""
+        report = FilterReport(queue=self.name, state=state, action="peek")
+        ids: list[str] = []
+        for step in scan(self.wq, state, flt, report, action="peek",  # type: ignore[arg-type]
+                         limit=limit + 1, tenant=tenant):
+            ids.extend(item.id for item in step.items)
+        return ids[:limit], len(ids) > limit
+
+    def count_matches(self, state: str, flt: ItemFilter, tenant: str | None = None, *,
+                      stop: Callable[[], bool] = lambda: False,
+                      progress: Callable[[int, int], None] | None = None) -> tuple[int, bool]:
+        """How many items of ``state`` match ``flt``: the filtered scan run to its end, a
+        page (bounded read) at a time, nothing kept but the count. ``progress(matched,
+        scanned)`` after each page; ``stop()`` True ends it early. Returns (matched,
+        finished): not finished, the count is a lower bound ("N+ so far")."""
+        report = FilterReport(queue=self.name, state=state, action="peek")
+        for _ in scan(self.wq, state, flt, report, action="peek",  # type: ignore[arg-type]
+                      tenant=tenant):
+            if progress is not None:
+                progress(report.matched, report.scanned)
+            if stop():
+                return report.matched, False
+        return report.matched, True
+
+    def history(self, minutes: int = 60) -> dict[str, list[float]]:
+        """Pushed, completed, failed and dead per minute over the last ``minutes`` (the
+        history's buckets, a bucket spanning several minutes spread over them), oldest
+        first; empty lists before the first snapshot."""
+        buckets = history.read_history(self.wq, minutes * 60, hourly=False)
+        out: dict[str, list[float]] = {f: [] for f in HISTORY_FIELDS}
+        for bucket in buckets:
+            per = max(bucket.seconds / 60, 1.0)
+            for field in HISTORY_FIELDS:
+                out[field].append(bucket.deltas.get(field, 0) / per)
+        return out
 
     def item(self, item_id: str) -> PeekedItem | None:
         return self.wq.item(item_id)
@@ -289,6 +407,23 @@ class Actions:
                       "is gone for good", self._cli("purge", "--state", state, "--yes"), run,
                       destructive=True)
 
+    def requeue_group(self, key: str, matched: int) -> Action:
+        """The dead items of error group ``key`` (``matched``: how many a dry run found)."""
+        flt = make_filter(error_group=key)
+        return Action(f"Requeue {_items(matched, 'dead item')} of {self.name} in error group "
+                      f"{key} into its pending list", self._cli("requeue-dead", "--error-group",
+                                                                key),
+                      lambda: self._scan("requeue", ItemState.DEAD.value, flt))  # type: ignore[arg-type]
+
+    def purge_group(self, key: str, matched: int) -> Action:
+        """Delete the dead items of error group ``key``."""
+        flt = make_filter(error_group=key)
+        state = ItemState.DEAD.value
+        return Action(f"Delete {_items(matched, state + ' item')} of {self.name} in error group "
+                      f"{key}: their data is gone for good",
+                      self._cli("purge", "--state", state, "--error-group", key, "--yes"),
+                      lambda: self._scan("purge", state, flt), destructive=True)  # type: ignore[arg-type]
+
     def purge_matching(self, state: str, flt: ItemFilter, argv: Sequence[str],
                        matched: int) -> Action:
         return Action(f"Delete {_items(matched, state + ' item')} of {self.name} matching "
@@ -363,32 +498,3 @@ def failure(exc: BaseException, url: str) -> str:
         return " ".join(scrub(f"internal error: {type(exc).__name__}: {exc}", None).split())
     text = err.worded(FLAG_OF) if isinstance(err, ParameterError) else str(err)
     return " ".join(scrub(text, None).split())
-
-
-#: Data shown in full up to this many bytes; beyond, the start and a note.
-DATA_SHOWN = 64 * 1024
-#: Control characters shown as escapes in the item view: render's set less tab and line feed,
-#: which the view keeps (a multi-line text or indented JSON stays readable).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def data_view(data: bytes | None) -> tuple[str, str]:
-    """(kind, text) to show an item's data: ``json`` (indented), ``text`` (control
-    characters made visible), ``binary`` (base64) or ``no data``."""
-    if data is None:
-        return "no data", "(no data: an id without its data)"
-    note = ""
-    if len(data) > DATA_SHOWN:
-        note = f"\n… {len(data) - DATA_SHOWN:,} more bytes (rq-cli peek --id shows them all)"
-        data = data[:DATA_SHOWN]
-    suffix, body, _ = data_json(data)
-    if suffix == "_b64":
-        return "binary", "base64: " + json.loads(body) + note
-    text = data.decode("utf-8")
-    if not note and not json_too_deep(text, 100):
-        try:
-            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-            return "json", _CONTROL.sub(lambda m: repr(m.group())[1:-1], pretty)
-        except (ValueError, RecursionError):
-            pass
-    return "text", _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) + note

@@ -2,12 +2,12 @@
 time, with the filters of the CLI and the actions by key.
 
 Reads run in worker threads and are drawn on the UI thread; a read that fails shows its
-reason in the status line and is tried again at the next refresh (a server restart is a
-line in red, then the page comes back).
+reason in the status line and is tried again at the next refresh.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,73 +17,25 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
+from textual.worker import get_current_worker
 
 from ..core.codes import ItemState
-from ..render import human, human_duration, human_time
+from ..ops.filters import make_filter
 from .item import ItemScreen
-from .model import TABS, Action, Actions, Browser, Page, failure, parse_filter
-from .widgets import CommandBar
+from .marks import Marking
+from .model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
+from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
+from .widgets import FOOTER_FIRST, CommandBar
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
-    from ..core.reports import Holder, PeekedItem
     from ..ops.targets import Target
 
-#: The columns of each tab (the first: the selection mark).
-TAB_COLUMNS: dict[str, tuple[str, ...]] = {
-    "pending": ("", "id", "attempts", "waiting", "tenant", "data"),
-    "processing": ("", "id", "attempts", "lease", "holder", "data"),
-    "delayed": ("", "id", "attempts", "due", "data"),
-    "dead": ("", "id", "attempts", "dead for", "reason", "error", "data"),
-    "holders": ("", "session", "host", "pid", "items", "live", "abandoned", "next deadline"),
-    "dedup": ("", "id", "forgotten in"),
-}
-PREVIEW = 48
-
-
-def _cut(text: str, width: int = PREVIEW) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def item_cells(tab: str, row: Any, now: float) -> list[Any]:
-    """The cells of one row of ``tab`` (after the selection mark)."""
-    if tab == "holders":
-        h: Holder = row
-        return [h.session or "(nobody known)", h.host or "-", h.pid or "-", h.items, h.live,
-                Text(str(h.abandoned), style="bold red" if h.abandoned else ""),
-                human_time(h.nearest_deadline, now)]
-    if tab == "dedup":
-        item_id, _, left = row
-        return [item_id, human_duration(left)]
-    it: PeekedItem = row
-    data = _cut(human(it.data, "data"))
-    if tab == ItemState.PENDING:
-        waited = None if it.enqueued_at is None else now - it.enqueued_at
-        return [it.id, it.attempts, human_duration(waited), it.tenant or "-", data]
-    if tab == ItemState.PROCESSING:
-        lease = (Text("abandoned", style="bold red") if it.abandoned else
-                 human_duration(None if it.lease_expires_at is None
-                                else it.lease_expires_at - now))
-        return [it.id, it.attempts, lease, it.lease_session or "-", data]
-    if tab == ItemState.DELAYED:
-        return [it.id, it.attempts, human_time(it.due_at, now), data]
-    dead_for = None if it.dead_at is None else now - it.dead_at
-    return [it.id, it.attempts, human_duration(dead_for), it.dead_reason or "-",
-            _cut(human(it.error), 30), data]
-
-
-def row_key(tab: str, row: Any) -> str:
-    if tab == "holders":
-        return str(row.session)
-    if tab == "dedup":
-        return str(row[0])
-    return str(row.id)
-
-
-class QueueScreen(Screen[None]):
+class QueueScreen(Marking, Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        *FOOTER_FIRST,
         *(Binding(str(i + 1), f"tab('{tab}')", tab, show=False) for i, tab in enumerate(TABS)),
         Binding("right_square_bracket,tab", "step_tab(1)", "Next tab", show=False),
         Binding("left_square_bracket,shift+tab", "step_tab(-1)", "Prev tab", show=False),
@@ -92,11 +44,16 @@ class QueueScreen(Screen[None]):
         Binding("slash,F", "filter", "Filter"),
         Binding("t", "tenant", "Tenant", show=False),
         Binding("space", "select", "Select", show=False),
+        Binding("v", "mark_range", "Mark range", show=False),
+        Binding("asterisk", "mark_matching", "Mark matching", show=False),
+        Binding("u", "unmark", "Unmark", show=False),
         Binding("r", "refresh", "Refresh", show=False),
         Binding("R", "requeue", "Requeue"), Binding("A", "requeue_all", "Requeue all"),
         Binding("X", "purge", "Purge"), Binding("x", "cancel", "Cancel"),
         Binding("e", "extend", "Extend", show=False),
-        Binding("P", "pause", "Pause", show=False), Binding("C", "clean", "Clean", show=False),
+        # p pauses/resumes everywhere (P, this screen's old key, too)
+        Binding("p,P", "pause", "Pause/resume", show=False),
+        Binding("C", "clean", "Clean", show=False),
     ]
     ACTIONS = frozenset({"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
                          "clean"})
@@ -114,22 +71,28 @@ class QueueScreen(Screen[None]):
         self.flt_argv: list[str] = []
         self.tenant: str | None = None
         self.tenant_list: list[str] = []
-        self.selected: set[str] = set()
+        self.selected: set[str] = set()  # the marked rows' keys (marks.py)
+        self.mark_anchor: str | None = None  # the last row marked: where a range starts
         self.error = ""
+        self.widths: dict[str, int] | None = None
+        # the filtered view's match count: (tab, filter, tenant), matched, finished
+        self.matches: tuple[tuple[Any, ...], int, bool] | None = None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action not in self.ACTIONS:
             return True
         if self.read_only:
             return False
-        if action in ("requeue", "requeue_all"):
+        if action == "requeue":
+            return self.tab in (ItemState.DEAD, ERRORS_TAB)
+        if action == "requeue_all":
             return self.tab == ItemState.DEAD
         if action == "cancel":
             return self.tab in (ItemState.PENDING, ItemState.PROCESSING, ItemState.DELAYED)
         if action == "extend":
             return self.tab == ItemState.PROCESSING
         if action == "purge":
-            return self.tab in TABS[:4]
+            return self.tab in (*TABS[:4], ERRORS_TAB)
         return True
 
     def compose(self) -> ComposeResult:
@@ -138,28 +101,79 @@ class QueueScreen(Screen[None]):
         tabs.can_focus = False  # (keys go to the table; 1-6 and [ ] switch tabs)
         yield tabs
         yield DataTable(id="items", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="history")
         yield Static("", id="status")
         yield CommandBar()
         yield Footer()
 
     def on_mount(self) -> None:
         self.set_columns()
-        self.set_interval(self.app.interval, self.action_refresh)  # type: ignore[attr-defined]
+        self.set_interval(self.app.interval, self.tick)  # type: ignore[attr-defined]
         self.query_one(DataTable).focus()
         self.action_refresh()
 
     @property
     def page_size(self) -> int:
-        return max(5, self.app.size.height - 7)
+        return max(5, self.app.size.height - 10)  # (less the head, tabs, history, footer)
 
-    def set_columns(self) -> None:
+    def set_columns(self, widths: dict[str, int] | None = None) -> None:
+        """The tab's columns: those ``widths`` keeps, that wide (None: all, sized by
+        their cells)."""
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        table.add_columns(*TAB_COLUMNS[self.tab])
+        self.widths = widths
+        for i, title in enumerate(TAB_COLUMNS[self.tab]):
+            if widths is None or title in widths:
+                table.add_column(title, key=f"c{i}",
+                                 width=None if widths is None else widths[title])
+
+    def on_resize(self) -> None:
+        if self.page_ is not None:
+            self.draw_rows()
 
     # -- reading --------------------------------------------------------------------------
     def action_refresh(self) -> None:
+        """Read the page again, and count a filter's matches again (``r``, after an
+        action)."""
+        self.matches = None
+        self.reload()
+
+    def tick(self) -> None:
+        """Each interval: the page again, but the error groups only on ``r``, when opened
+        and after an action (grouping reads every dead and retrying item)."""
+        if self.tab != ERRORS_TAB or self.page_ is None:
+            self.reload()
+
+    def reload(self) -> None:
+        """Read the page again (each interval)."""
         self.load(self.tab, self.start, self.page_size, self.flt, self.tenant)
+
+    @work(thread=True, exclusive=True, group="matches")
+    def count_matches(self, view: tuple[Any, ...]) -> None:
+        """Count the filtered view's matches as the scan goes (a bounded read a page),
+        shown as "N+ so far" until done; left when the view changes."""
+        tab, flt, tenant = view
+        worker = get_current_worker()
+        shown = [0.0]
+
+        def progress(matched: int, _scanned: int) -> None:
+            if time.monotonic() - shown[0] > 0.2:
+                shown[0] = time.monotonic()
+                self.app.call_from_thread(self.show_matches, view, matched, False)
+        try:
+            matched, done = self.browser.count_matches(
+                tab, flt, tenant, progress=progress,
+                stop=lambda: worker.is_cancelled or self.matches is None
+                or self.matches[0] != view)
+        except Exception:  # (the page's own read says what is wrong)
+            return
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self.show_matches, view, matched, done)
+
+    def show_matches(self, view: tuple[Any, ...], matched: int, done: bool) -> None:
+        if self.matches is not None and self.matches[0] == view:
+            self.matches = (view, matched, done)
+            self.draw_status()
 
     @work(thread=True, exclusive=True, group="queue")
     def load(self, tab: str, offset: int, count: int, flt: ItemFilter | None,
@@ -169,10 +183,23 @@ class QueueScreen(Screen[None]):
             tenants = self.browser.tenants() if counts.get("tenants") else []
             page = self.browser.page(tab, offset, count, total=self.browser.total(tab, counts),
                                      flt=flt, tenant=tenant)
+            per_minute = self.history_or_none()
         except Exception as exc:  # the server went away, a bad key: shown, tried again
             self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
             return
+        self.app.call_from_thread(self.show_history, per_minute)
         self.app.call_from_thread(self.show, (tab, offset, flt, tenant), counts, tenants, page)
+
+    def history_or_none(self) -> dict[str, list[float]]:
+        """The history graph's figures; none where they cannot be read (a sharded queue's
+        history is per shard): the page shows without them."""
+        try:
+            return self.browser.history()
+        except Exception:
+            return {}
+
+    def show_history(self, per_minute: dict[str, list[float]]) -> None:
+        self.query_one("#history", Static).update(history_text(per_minute, self.app.size.width))
 
     def show_error(self, reason: str) -> None:
         self.error = reason
@@ -188,17 +215,32 @@ class QueueScreen(Screen[None]):
         tab = self.tab
         self.error = ""
         self.counts, self.tenant_list, self.page_ = counts, tenants, page
+        view = (tab, self.flt, self.tenant)
+        if self.flt is not None and (self.matches is None or self.matches[0] != view):
+            self.matches = (view, 0, False)
+            self.count_matches(view)
+        self.draw_rows()
+        self.draw_status()
+
+    def draw_rows(self) -> None:
+        """The page's rows, the columns fitted to the terminal's width (errors and data get
+        the room; the less useful columns go first)."""
+        page, tab = self.page_, self.tab
+        if page is None:
+            return
         table = self.query_one(DataTable)
         cursor = table.cursor_row
-        table.clear()
         now = self.app.clock()  # type: ignore[attr-defined]
-        for row in page.rows:
-            key = row_key(tab, row)
-            mark = Text("●", style="bold yellow") if key in self.selected else " "
-            table.add_row(mark, *item_cells(tab, row, now), key=key)
+        # (the table's width less its vertical scroll bar)
+        widths, rows = fit_rows(tab, page.rows, self.selected, now, self.app.size.width - 2)
+        if widths != self.widths:
+            self.set_columns(widths)
+        else:
+            table.clear()
+        for key, cells in rows:
+            table.add_row(*cells, key=key)
         if page.rows:
             table.move_cursor(row=min(cursor, len(page.rows) - 1))
-        self.draw_status()
 
     def draw_status(self) -> None:
         c = self.counts
@@ -217,6 +259,11 @@ class QueueScreen(Screen[None]):
             where = (f"{page.offset + 1:,}-{page.offset + shown:,}" if shown else "none")
             of = f" of {page.total:,}" if page.total is not None else (
                 " (more)" if page.more else "")
+            matches = self.matches
+            if self.flt is not None and matches is not None \
+                    and matches[0] == (self.tab, self.flt, self.tenant):
+                _, n, done = matches
+                of = f" of {n:,} matching" if done else f" of {n:,}+ matching so far"
             line = f"{self.tab}: {where}{of}"
             if self.flt is not None:
                 line += " · filter " + " ".join(self.flt_argv)
@@ -232,7 +279,7 @@ class QueueScreen(Screen[None]):
         if tab is not None and tab != self.tab:
             self.tab, self.start, self.page_ = tab, 0, None
             self.selected.clear()
-            if tab in ("holders", "dedup"):
+            if tab in ("holders", "dedup", ERRORS_TAB):
                 self.flt, self.flt_argv = None, []
             self.query_one(Tabs).active = tab
             self.set_columns()
@@ -240,7 +287,7 @@ class QueueScreen(Screen[None]):
             self.refresh_bindings()
         if start is not None:
             self.start = max(0, start)
-        self.action_refresh()
+        self.reload()
 
     @on(Tabs.TabActivated)
     def tab_clicked(self, event: Tabs.TabActivated) -> None:
@@ -278,8 +325,8 @@ class QueueScreen(Screen[None]):
         self.go(start=0)
 
     def action_filter(self) -> None:
-        if self.tab in ("holders", "dedup"):
-            self.app.notify("holders and dedup have no filter", severity="warning")
+        if self.tab in ("holders", "dedup", ERRORS_TAB):
+            self.app.notify("holders, dedup and errors have no filter", severity="warning")
             return
         self.query_one(CommandBar).open("/", " ".join(self.flt_argv))
 
@@ -307,24 +354,17 @@ class QueueScreen(Screen[None]):
             return None
         return page.rows[table.cursor_row]
 
-    def action_select(self) -> None:
-        row = self.current()
-        if row is None or self.tab in ("holders", "dedup"):
-            return
-        key = row_key(self.tab, row)
-        self.selected.symmetric_difference_update({key})
-        table = self.query_one(DataTable)
-        mark = Text("●", style="bold yellow") if key in self.selected else " "
-        table.update_cell(key, table.ordered_columns[0].key, mark)
-        table.move_cursor(row=table.cursor_row + 1)
-        self.draw_status()
-
     @on(DataTable.RowSelected)
     def open_item(self) -> None:
         row = self.current()
         if row is None:
             return
         if self.tab == "holders":
+            return
+        if self.tab == ERRORS_TAB:  # the group's dead items
+            if row.state == ItemState.DEAD:
+                self.go(tab=ItemState.DEAD.value)
+                self.set_filter(f"--error-group {row.key}")
             return
         item_id = row_key(self.tab, row)
         if self.tab == "dedup":
@@ -351,7 +391,21 @@ class QueueScreen(Screen[None]):
                             severity="warning")
         return self.tab == ItemState.DEAD
 
+    def group_action(self, make: Callable[[str, int], Action]) -> None:
+        """Requeue or purge the dead error group under the cursor, counted first."""
+        row = self.current()
+        if row is None or row.state != ItemState.DEAD:
+            self.app.notify("requeue and purge act on a dead group (retrying items are live)",
+                            severity="warning")
+            return
+        key = row.key
+        self.counted(ItemState.DEAD.value, lambda n: make(key, n),
+                     make_filter(error_group=key))
+
     def action_requeue(self) -> None:
+        if self.tab == ERRORS_TAB:
+            self.group_action(self.actions.requeue_group)
+            return
         ids = self.chosen() if self.on_dead_tab() else []
         if ids:
             self.ask(self.actions.requeue_ids(ids))
@@ -363,6 +417,9 @@ class QueueScreen(Screen[None]):
             self.flt, self.flt_argv, n))
 
     def action_purge(self) -> None:
+        if self.tab == ERRORS_TAB:
+            self.group_action(self.actions.purge_group)
+            return
         if self.tab not in TABS[:4]:
             return
         tab, flt, argv = self.tab, self.flt, self.flt_argv
@@ -372,11 +429,14 @@ class QueueScreen(Screen[None]):
             self.counted(tab, lambda n: self.actions.purge_matching(tab, flt, argv, n))
 
     @work(thread=True, group="count")
-    def counted(self, state: str, make: Callable[[int], Action]) -> None:
-        """Count the items an action will touch (a dry run), then ask."""
+    def counted(self, state: str, make: Callable[[int], Action],
+                flt: ItemFilter | None = None) -> None:
+        """Count the items an action will touch (a dry run: ``flt``, else the view's
+        filter), then ask."""
+        flt = flt or self.flt
         try:
-            n = (self.browser.counts()[state] if self.flt is None else
-                 self.actions.count_matching(state, self.flt))
+            n = (self.browser.counts()[state] if flt is None else
+                 self.actions.count_matching(state, flt))
         except Exception as exc:
             self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
                                       severity="error")

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from .model import Action
 
 
+#: The app's ``q`` and ``?`` again, first in a screen's bindings: the footer lists a screen's
+#: keys before the app's, so these stay on screen however narrow the terminal.
+FOOTER_FIRST: tuple[BindingType, ...] = (
+    Binding("q", "app.quit_or_back", "Quit/back"),
+    Binding("question_mark", "app.help", "Help"))
+
+
 class CommandBar(Input):
     """A one-line input under the table, hidden until ``/`` (search or filter) or ``:`` (a
     command) opens it; Enter sends :class:`CommandBar.Done`, Esc closes it."""
@@ -84,17 +91,22 @@ HELP: tuple[tuple[str, str, bool], ...] = (
                    "bar · the mouse clicks rows and tabs", False),
     ("Overview", "enter open the queue · s sort (given, name, pending, dead, age) · / find "
                  "· r refresh", False),
-    ("", "p pause/resume · c clean now", True),
-    ("A queue", "1-6 or [ ] tabs: pending, processing, delayed, dead, holders, dedup", False),
+    ("", "p pause/resume (here and in a queue; P too) · c clean now", True),
+    ("A queue", "1-7 or [ ] tabs: pending, processing, delayed, dead, holders, dedup, errors "
+                "(dead and retrying items grouped by error; enter: the group's dead items)",
+     False),
     ("", "n / b next / previous page · g / G first / last page · enter the item · "
-         "space select · r refresh · t next tenant (pending of a fair queue)", False),
+         "r refresh · t next tenant (pending of a fair queue)", False),
+    ("", "space mark a row · v mark a range (from the last mark to the cursor) · * mark "
+         "every item matching the filter (up to 10,000) · u unmark all", False),
     ("", "/ filter: the CLI's --match EXPR --error REGEX --reason R --older-than S "
          "--min-attempts N, or a bare JMESPath expression (empty: no filter)", False),
-    ("", "R requeue the selected dead items (else the one under the cursor)", True),
+    ("", "R requeue the marked dead items (else the one under the cursor)", True),
     ("", "A requeue every dead item matching the filter (every dead item without one)", True),
     ("", "X purge every item of the tab matching the filter (all of them without one)", True),
-    ("", "x cancel the selected items (else the one under the cursor) · e extend the lease "
-         "under the cursor · P pause/resume · C clean now", True),
+    ("", "R / X on the errors tab: requeue / purge the dead group under the cursor", True),
+    ("", "x cancel the marked items (else the one under the cursor) · e extend the lease "
+         "under the cursor · p pause/resume · C clean now", True),
     ("An item", "R requeue · x cancel · e extend", True),
     ("Commands", ":open QUEUE · :sort KEY · :filter ... · :pending (any tab) · :q", False),
     ("", ":requeue [FILTER] · :purge · :pause · :resume · :clean · :extend SECONDS", True),

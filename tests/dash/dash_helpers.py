@@ -95,3 +95,9 @@ def seed(r: redis.Redis, name: str, *, dead: int = 0, pending: int = 0,
     if pending:
         wq.push([NewItem(json.dumps({"n": i}).encode(), f"p-{i:03d}") for i in range(pending)])
     return wq
+
+
+def screen_text(app: DashApp) -> list[str]:
+    """The terminal's lines as the user reads them (plain text, as drawn)."""
+    strips = app.screen._compositor.render_strips()
+    return ["".join(segment.text for segment in strip) for strip in strips]

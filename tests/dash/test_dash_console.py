@@ -9,7 +9,7 @@ import time
 
 import pytest
 import redis
-from dash_helpers import drive, make_app, press, seed, settle, type_in
+from dash_helpers import drive, make_app, press, screen_text, seed, settle, type_in
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
@@ -456,7 +456,7 @@ def test_it_fits_small_and_large_terminals(r, server_url, size):
         return pilot.app.screen.page_size, len(ids_shown(pilot.app))
 
     page, shown = drive(make_app(server_url, "jobs"), script, size=size)
-    assert shown == min(page, 40) and page == size[1] - 7
+    assert shown == min(page, 40) and page == size[1] - 10  # (the history: 3 lines)
 
 
 def test_the_mouse_switches_tabs_and_opens_an_item(r, server_url):
@@ -510,3 +510,253 @@ def test_the_pending_tab_of_a_fair_queue_steps_through_its_tenants(r, server_url
     (shown, said), (tenant_shown, tenant_said) = drive(make_app(server_url, "jobs"), script)
     assert shown == ["plain"] and "tenant (default)" in said and " of " not in said
     assert tenant_shown == ["a-1", "a-2"] and "tenant acme" in tenant_said
+
+
+def test_sorting_keeps_the_cursor_on_the_same_queue(r, server_url):
+    seed(r, "a-small", pending=1)
+    seed(r, "b-big", pending=5)
+    seed(r, "c-other", dead=2)
+
+    async def script(pilot):
+        await press(pilot, "down")  # a-small (given order: c-other, a-small, b-big)
+        on = [pilot.app.screen.selected()]
+        for _ in range(4):  # name, pending, dead, age
+            await press(pilot, "s")
+            on.append(pilot.app.screen.selected())
+        await press(pilot, "enter")
+        on.append(pilot.app.screen.target.name)
+        return on
+
+    on = drive(make_app(server_url, "c-other", "a-small", "b-big"), script)
+    assert on == ["a-small"] * 6
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_errors_and_data_get_the_room_and_the_footer_keeps_q_and_help(r, server_url, width):
+    wq = WorkQueue(r, "billing-sync")
+    wq.push([NewItem(b'{"invoice": "inv-000001", "customer": "acme-corporation"}',
+                     "0f3c9a7e-0000-4b1e-9d2f-6a7c1e0b9d00")])
+    [item] = wq.lease(1, lease_seconds=60)
+    wq.fail([item.id], error="connection refused: billing.internal:5432 (ECONNREFUSED)",
+            dead=True)
+
+    async def script(pilot):
+        await open_queue(pilot, "4")
+        return screen_text(pilot.app)
+
+    lines = drive(make_app(server_url, "billing-sync"), script, size=(width, 24))
+    [row] = [line for line in lines if "0f3c9a7e" in line]
+    assert "connection refused: billing.int" in row  # not "connection ref"
+    assert '{"invoice": "inv-' in row  # not '{"'
+    footer = lines[-1]
+    assert "q Quit/back" in footer and "? Help" in footer
+
+
+def test_a_filtered_list_says_how_many_items_match(r, server_url):
+    seed(r, "jobs", dead=60)  # every third (20) failed with "timeout"
+
+    async def script(pilot):
+        await open_queue(pilot, "4")
+        await press(pilot, "slash")
+        await type_in(pilot, "--error timeout")
+        first = status(pilot.app)
+        await press(pilot, "n")
+        return first, status(pilot.app)
+
+    first, second = drive(make_app(server_url, "jobs"), script, size=(100, 24))
+    assert "of 20 matching" in first and "(more)" not in first
+    assert "of 20 matching" in second
+
+
+def test_the_match_count_is_a_lower_bound_when_stopped_early(r):
+    from rq_cli.dash.model import Browser, parse_filter
+    wq = seed(r, "jobs", dead=250)
+    flt, _ = parse_filter("--error timeout")
+    seen = []
+    browser = Browser("jobs", wq)
+    assert browser.count_matches("dead", flt, stop=lambda: True,
+                                 progress=lambda m, s: seen.append((m, s))) == (34, False)
+    assert seen == [(34, 100)]
+    assert browser.count_matches("dead", flt) == (84, True)
+
+
+def test_an_outage_is_one_error_for_the_server_with_the_queues_it_affects(make_server):
+    srv = make_server()
+    client = redis.Redis.from_url(srv.url)
+    for name in ("jobs", "mail", "thumbs"):
+        seed(client, name, pending=1)
+    client.close()
+
+    async def script(pilot):
+        srv.stop()
+        await press(pilot, "r")
+        return notes(pilot.app)
+
+    said = drive(make_app(srv.url, "jobs", "mail", "thumbs"), script)
+    errors = [line for line in said.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, said
+    assert "cannot connect" in errors[0] and "(3 queues: jobs, mail, thumbs)" in errors[0]
+    assert f"127.0.0.1:{srv.port}" in errors[0]
+
+
+def test_the_trend_bars_share_one_scale_across_queues(r, server_url):
+    seed(r, "small", pending=2)
+    WorkQueue(r, "big").push([NewItem(b"x", f"b-{i}") for i in range(5000)])
+
+    async def script(pilot):
+        title = text_of(pilot.app.screen.query_one("#title"))
+        return {row[0]: row[-1] for row in cells(pilot.app)}, title
+
+    trend, title = drive(make_app(server_url, "small", "big"), script)
+    assert trend == {"small": "▁", "big": "█"}
+    assert "trend 0-5,000 (one scale)" in title
+
+
+def test_p_pauses_and_resumes_in_a_queue_as_on_the_overview_and_P_still_works(r, server_url):
+    wq = seed(r, "jobs", pending=1)
+
+    async def script(pilot):
+        await open_queue(pilot, "1")
+        await press(pilot, "p")
+        asked = question(pilot.app)
+        await press(pilot, "y")
+        paused = wq.stats().paused
+        await press(pilot, "P")
+        asked_again = question(pilot.app)
+        await press(pilot, "y", "q")
+        await press(pilot, "P")  # the overview takes P too
+        on_overview = question(pilot.app)
+        await press(pilot, "n")
+        return asked, paused, asked_again, on_overview
+
+    asked, paused, asked_again, on_overview = drive(make_app(server_url, "jobs"), script)
+    assert asked.startswith("Pause jobs") and paused is True
+    assert asked_again.startswith("Resume jobs") and wq.stats().paused is False
+    assert on_overview.startswith("Pause jobs")
+
+
+def test_the_errors_tab_groups_dead_items_and_requeues_or_purges_a_group(r, server_url):
+    wq = seed(r, "jobs", dead=12)  # 4 "timeout", 8 "bad input"
+
+    async def script(pilot):
+        await open_queue(pilot, "7")
+        groups = [(row[2], row[3], row[5]) for row in cells(pilot.app)]
+        keys = {row[5]: row[1] for row in cells(pilot.app)}
+        await press(pilot, "down", "R")  # the second group: timeout
+        asked = question(pilot.app)
+        await press(pilot, "y")
+        after_requeue = wq.stats()
+        await press(pilot, "up", "X")  # bad input, now the only dead group
+        deleted = question(pilot.app)
+        await press(pilot, "y")
+        return groups, keys, asked, after_requeue, deleted
+
+    groups, keys, asked, after, deleted = drive(make_app(server_url, "jobs"), script)
+    assert groups == [("dead", "8", "bad input"), ("dead", "4", "timeout")]
+    assert asked.startswith("Requeue 4 dead items of jobs in error group")
+    assert f"requeue-dead jobs --error-group {keys['timeout']}" in asked
+    assert (after.dead, after.pending) == (8, 4)
+    assert deleted.startswith("Delete 8 dead items of jobs in error group")
+    assert f"purge jobs --state dead --error-group {keys['bad input']} --yes" in deleted
+    assert wq.stats().dead == 0 and wq.stats().pending == 4
+
+
+def test_enter_on_an_error_group_shows_its_dead_items(r, server_url):
+    seed(r, "jobs", dead=12)
+
+    async def script(pilot):
+        await open_queue(pilot, "7")
+        await press(pilot, "down", "enter")
+        return pilot.app.screen.tab, ids_shown(pilot.app), status(pilot.app)
+
+    tab, shown, said = drive(make_app(server_url, "jobs"), script)
+    assert tab == "dead" and shown == ["d-000", "d-003", "d-006", "d-009"]
+    assert "filter --error-group" in said and "of 4 matching" in said
+
+
+def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_minute(
+        r, server_url):
+    from rq_cli.core.history import read_history
+    from rq_cli.core.util import server_ms
+
+    wq = seed(r, "jobs", pending=3)
+    now = server_ms(r)
+    # two snapshots a minute apart, 30 more pushed between them: 30 a minute in the graph
+    wq.call("history", now_ms=now - 120_000)
+    wq.push([NewItem(b"x", f"h-{i}") for i in range(30)])
+    wq.call("history", now_ms=now - 60_000)
+    app = make_app(server_url, "jobs")
+
+    async def script(pilot):
+        await open_queue(pilot, "1")
+        graph = text_of(pilot.app.screen.query_one("#history", Static))
+        taken = pilot.app.overview.snapshot_history()  # a second refresh within the minute
+        return graph, taken
+
+    graph, taken = drive(app, script, size=(100, 30))
+    assert "history per minute" in graph and "0-30 a minute (one scale)" in graph
+    assert "pushed" in graph and "completed" in graph and "failed" in graph and "dead" in graph
+    assert taken == 0  # at most once a minute
+    assert len(read_history(wq, 600, hourly=False)) == 3  # the console's own snapshot too
+
+
+def test_the_overview_shows_each_servers_memory_and_maxmemory_headroom(make_server):
+    srv = make_server(maxmemory="100mb")
+    client = redis.Redis.from_url(srv.url)
+    seed(client, "jobs", pending=1)
+    used = int(client.info("memory")["used_memory"])
+    client.close()
+
+    async def script(pilot):
+        return notes(pilot.app), pilot.app.overview.memory
+
+    said, [memory] = drive(make_app(srv.url, "jobs"), script)
+    line = next(x for x in said.splitlines() if x.startswith("memory:"))
+    assert f"127.0.0.1:{srv.port}" in line and "of maxmemory 100 MiB" in line
+    assert "headroom" in line and memory.maxmemory == 100 * 1048576
+    assert abs(memory.used - used) < 1048576 and not memory.low
+
+
+def test_a_server_without_maxmemory_says_so(r, server_url):
+    seed(r, "jobs", pending=1)
+
+    async def script(pilot):
+        return notes(pilot.app)
+
+    assert "no maxmemory (no limit)" in drive(make_app(server_url, "jobs"), script)
+
+
+def test_marks_one_a_range_and_all_matching_then_acting_on_the_marks(r, server_url):
+    wq = seed(r, "jobs", dead=12)  # d-000, d-003, d-006, d-009 failed with "timeout"
+
+    async def script(pilot):
+        await open_queue(pilot, "4")
+        await press(pilot, "down", "space")  # d-001 marked, the cursor on d-002
+        await press(pilot, "down", "down", "v")  # d-001..d-004
+        ranged = sorted(pilot.app.screen.selected)
+        await press(pilot, "R")
+        asked = question(pilot.app)
+        await press(pilot, "n", "u")
+        await press(pilot, "slash")
+        await type_in(pilot, "--error timeout")
+        await press(pilot, "slash", "ctrl+u", "enter")  # the filter off; * needs one
+        await press(pilot, "asterisk")
+        said = list(pilot.app.said)
+        await press(pilot, "slash")
+        await type_in(pilot, "--error timeout")
+        await press(pilot, "asterisk")
+        await press(pilot, "slash", "ctrl+u", "enter")  # the marks stay
+        matching = sorted(pilot.app.screen.selected)
+        await press(pilot, "R")
+        asked_all = question(pilot.app)
+        await press(pilot, "y")
+        return ranged, asked, said, matching, asked_all, status(pilot.app)
+
+    ranged, asked, said, matching, asked_all, _shown = drive(make_app(server_url, "jobs"),
+                                                            script)
+    assert ranged == ["d-001", "d-002", "d-003", "d-004"]
+    assert asked.startswith("Requeue 4 dead items") and "d-001 d-002 d-003 d-004" in asked
+    assert any("* marks the items matching a filter" in s for s in said)
+    assert matching == ["d-000", "d-003", "d-006", "d-009"]
+    assert asked_all.startswith("Requeue 4 dead items")
+    assert sorted(i.id for i in wq.peek("pending", count=10)) == matching

@@ -4,12 +4,16 @@ them after a reviewed change: open the SVGs, or the HTML report a failure writes
 
 What is on screen is made the same every run: fixed ids and data, no pending items (no
 ages read from the server's clock), the console's clock fixed at 90.5 s after the first
-death, no refresh after the first read, and no URL (a random port) in the command lines."""
+death, no refresh after the first read, and no URL (a random port) in the command lines;
+the server's memory line is pinned to fixed figures (the real reading is tested in
+test_dash_console.py), as the clock is."""
 
 from __future__ import annotations
 
 import pytest
 from dash_helpers import make_app, press, seed, settle, steady, type_in
+
+from rq_cli.dash.model import Memory
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -23,8 +27,11 @@ def jobs(r):
 
 
 def app_for(server_url, first_death, **kwargs):
-    return make_app(server_url, "jobs", "mail", clock=lambda: first_death + 90.5,
-                    cli_prefix=[], **kwargs)
+    app = make_app(server_url, "jobs", "mail", clock=lambda: first_death + 90.5,
+                   cli_prefix=[], **kwargs)
+    pinned = [Memory("redis://127.0.0.1:6379/0", 3 * 1048576, 100 * 1048576)]
+    app.overview.read_memory = lambda: pinned
+    return app
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

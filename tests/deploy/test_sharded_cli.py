@@ -85,7 +85,7 @@ def test_reshard_then_every_command_sees_one_queue(cli: Any, cluster: Cluster) -
 def test_two_workers_drain_it_each_item_once(cli: Any, cluster: Cluster,  # noqa: F811
                                              tmp_path: Path) -> None:
     assert cli("reshard", "jobs", "3").exit_code == 0
-    total = 1200
+    total = 6000  # (issue 30: 6,000 items through two `rq-cli work --concurrency 4`)
     run = cli("push", "jobs", "-", input="".join(f'{{"n": {n}}}\n' for n in range(total)))
     assert run.exit_code == 0
     out = tmp_path / "done.txt"
