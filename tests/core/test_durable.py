@@ -39,6 +39,9 @@ def pair(make_server) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     primary = make_server(repl_diskless_sync_delay=0)
     replica = make_server(extra_args=("--replicaof", "127.0.0.1", str(primary.port)))
     wait_for(lambda: replica.client().info("replication").get("master_link_status") == "up")
+    # the replica acknowledges the primary's offset (its first ACK can take a moment on a
+    # loaded machine, longer than the 0.1 s of SHORT)
+    assert primary.client().execute_command("WAIT", 1, 10_000) == 1
     yield primary, replica
 
 
