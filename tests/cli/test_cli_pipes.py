@@ -162,6 +162,14 @@ def interpreter_start() -> float:
     return min(took)
 
 
+def before_our_first_line(code: int, err: str, sig: int) -> bool:
+    """Whether ``sig`` ended the process by Python's own default before the console script
+    reached rq-cli's first line (its ``import re``, say, on a loaded machine): no program can
+    handle that, so such a moment is tried again a little later. A signal that reached rq-cli
+    is never ended so: it is held, then one line and exit 130."""
+    return code == -sig and "rq_cli" not in err
+
+
 @pytest.mark.parametrize(("sig", "at"), MOMENTS,
                          ids=[f"{signal.Signals(s).name}-{at}" for s, at in MOMENTS])
 def test_a_push_stopped_at_any_moment_says_exactly_what_was_stored(
@@ -172,7 +180,12 @@ def test_a_push_stopped_at_any_moment_says_exactly_what_was_stored(
     could run rq-cli's first line): one line, never a traceback, and the count it says (0
     included) is what the server holds and what was printed; exit 130."""
     at += interpreter_start
-    code, err, printed = _push_stopped_at(server_url, lines_300k, at, sig)
+    for _ in range(4):
+        code, err, printed = _push_stopped_at(server_url, lines_300k, at, sig)
+        if not before_our_first_line(code, err, sig):
+            break
+        r.delete("q:queue")  # (nothing was stored: the signal ended Python's start-up)
+        at += 0.05
     stored = r.llen("q:queue")
     assert "Traceback" not in err and err.count("\n") == 1, err
     assert code == 130, err
@@ -188,11 +201,15 @@ def test_a_ctrl_c_in_start_up_of_any_command_is_one_line_never_a_traceback(
     exit 130 (it was a traceback of the import it cut short)."""
     import time
 
-    proc = subprocess.Popen([*rq_cli_command(), "--no-config", "--url", server_url, "lease",
-                             "q", "--wait", "30"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env_without_rq_cli())
-    time.sleep(interpreter_start + at)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    for _ in range(4):
+        proc = subprocess.Popen([*rq_cli_command(), "--no-config", "--url", server_url,
+                                 "lease", "q", "--wait", "30"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env_without_rq_cli())
+        time.sleep(interpreter_start + at)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        if not before_our_first_line(proc.returncode, err.decode(), signal.SIGINT):
+            break
+        at += 0.05
     assert proc.returncode == 130, err
     assert b"Traceback" not in err and err.count(b"\n") == 1, err
