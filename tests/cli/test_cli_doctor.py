@@ -266,6 +266,9 @@ def test_durability_is_checked_against_the_replicas(cli, aof_srv, make_server):
     replica = make_server()
     replica.client().replicaof("127.0.0.1", aof_srv.port)
     wait_for(lambda: replica.client().info("replication").get("master_link_status") == "up")
+    # in sync: the replica has acknowledged the primary's offset (its first ACK can take a
+    # moment on a loaded machine)
+    assert aof_srv.client().execute_command("WAIT", 1, 10_000) == 1
     run = cli("doctor", "q", url=aof_srv.url, env={"RQ_CLI_WAIT_REPLICAS": "1"})
     assert by_check(run.json)["durability"]["status"] == "ok", run.json
     off = by_check(cli("doctor", "q", url=aof_srv.url).json)["durability"]
