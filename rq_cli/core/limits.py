@@ -27,6 +27,12 @@ UNPACK_CHUNK = 4000
 LEASE_LOOKAHEAD = 1000
 #: Most sightings (P:suspects fields) clean keeps without pruning the stale ones.
 SUSPECTS_KEPT = 5000
+#: Least time (ms) an id must sit in the v0.1 cleaning journal, lease-less and in no list,
+#: before clean recovers it, whatever the grace period: a live peer cleaner holds an id
+#: there for four round trips, with the id in no list between its LREM and its LPUSH; an
+#: id recovered while that cleaner is only slow (a stalled thread) is then pushed by both,
+#: and two peer workers each complete one copy. A minute there means the cleaner crashed.
+JOURNAL_GRACE_MS = 60_000
 
 #: Most items or ids one script call handles: keeps every call short, so the server goes on
 #: serving other clients during bulk work.

@@ -48,6 +48,7 @@ from .limits import (
     GENERATION_SAMPLE,
     HISTORY_HOURS,
     HISTORY_MINUTES,
+    JOURNAL_GRACE_MS,
     LEASE_LOOKAHEAD,
     PUSH_STAMP_SLACK_MS,
     SUSPECTS_KEPT,
@@ -160,6 +161,7 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
             ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
             ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
+            ("JOURNAL_GRACE_MS", f"local JOURNAL_GRACE_MS = {JOURNAL_GRACE_MS}"),
             # history snapshots (keys.HISTORY_FIELDS, limits.HISTORY_MINUTES/HOURS)
             ("HISTORY_FIELDS", "local HISTORY_FIELDS = {" +
              ", ".join(f"'{f}'" for f in HISTORY_FIELDS) + "}"),

@@ -29,6 +29,7 @@ from peer_v03 import V03Queue
 from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
+from rq_cli.core.limits import JOURNAL_GRACE_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 
@@ -481,11 +482,16 @@ def test_clean_recovers_an_id_left_in_the_cleaning_journal_once(r: redis.Redis) 
     assert (first.recovered, first.suspects) == (0, 1)
     assert q.clean(grace_seconds=5, now_ms=T0 + 4999).recovered == 0
     assert where(r)["cleaning"][x] == 1  # left alone within the grace period
+    # ... and within JOURNAL_GRACE_MS, whatever the grace: a live but slow peer cleaner may
+    # still be between its LREM and its LPUSH, and would queue it a second time
+    assert q.clean(grace_seconds=5, now_ms=T0 + JOURNAL_GRACE_MS - 1).recovered == 0
+    assert q.clean(grace_seconds=0, now_ms=T0 + JOURNAL_GRACE_MS - 1).recovered == 0
+    assert where(r)["cleaning"][x] == 1
 
-    assert q.clean(grace_seconds=5, now_ms=T0 + 5000).recovered == 1
+    assert q.clean(grace_seconds=5, now_ms=T0 + JOURNAL_GRACE_MS).recovered == 1
     assert_each_once(r, [x])
     assert where(r)["queue"][x] == 1
-    for later in (6000, 60_000, 3_600_000):  # and only once
+    for later in (61_000, 120_000, 3_600_000):  # and only once
         assert q.clean(grace_seconds=5, now_ms=T0 + later).recovered == 0
     p.light_clean(r)
     assert_each_once(r, [x])

@@ -51,7 +51,9 @@ from pathlib import Path
 import pytest
 import redis
 
+from rq_cli.core.codes import SIGHTINGS
 from rq_cli.core.keys import Keys
+from rq_cli.core.limits import JOURNAL_GRACE_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 
@@ -470,9 +472,14 @@ def test_concurrent_light_and_deep_cleaners_never_duplicate_or_lose(
     for item in make("s", STRAYS):
         r.set(k.item(item.id), item.data)
         unlisted.add(item.id.encode())
+    # (the v0.1 cleaners died over a minute ago, an earlier cron run saw their journal then:
+    # clean recovers a journal entry only after JOURNAL_GRACE_MS, whatever the grace)
+    seconds, micros = r.time()
+    then = seconds * 1000 + micros // 1000 - JOURNAL_GRACE_MS - 1000
     for item in make("j", JOURNALED):
         r.set(k.item(item.id), item.data)
         r.lpush(k.cleaning, item.id)
+        r.hset(k.suspects, SIGHTINGS["cleaning"] + item.id, f"{then}:{then}")
         unlisted.add(item.id.encode())
     ghosts = {f"g{i:03d}".encode() for i in range(GHOSTS)}
     for g in ghosts:

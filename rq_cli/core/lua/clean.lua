@@ -43,16 +43,17 @@ if left < 0 then
   if not dry then snapshot_history() end
 end
 
--- Has `field`'s id been lease-less for the grace period? Notes (or renews) the sighting.
+-- Has `field`'s id been lease-less for the grace period (and at least `least` ms, if given)?
+-- Notes (or renews) the sighting.
 -- An id that left processing (a peer cleaner re-queued it) is not seen by the next pass,
 -- which then forgets its sighting (below): when it comes back it is a new suspect.
-local function overdue(field)
+local function overdue(field, least)
   local first
   local seen = redis.call('HGET', K_SUSPECTS, field)
   if seen then first = tonumber(string.match(seen, '^(%d+):')) end
   first = first or NOW
   if not dry then redis.call('HSET', K_SUSPECTS, field, first .. ':' .. NOW) end
-  return NOW - first >= grace
+  return NOW - first >= math.max(grace, least or 0)
 end
 
 -- A peer client that completes an item knows nothing of rq-cli's per-item bookkeeping, which
@@ -135,24 +136,26 @@ end
 
 if left <= 0 then
   -- The v0.1 journal: a peer cleaner LPUSHes an id here, LREMs it from processing, LPUSHes
-  -- it to the queue, then LREMs it from here. An id still here after the grace period, with
-  -- no lease and in neither list, was dropped by a crashed cleaner. (Rare; LPOS is O(N).)
+  -- it to the queue, then LREMs it from here. An id still here after the grace period is
+  -- dropped from here when it is in either list (that cleaner got that far); with no lease
+  -- and in neither list, it is recovered once JOURNAL_GRACE_MS has passed too: a slow (not
+  -- crashed) cleaner between its LREM and its LPUSH would push it as well. (Rare; LPOS is
+  -- O(N).)
   local ids = redis.call('LRANGE', K_CLEANING, -100, -1)
   for _, id in ipairs(ids) do
     local field = SEEN_CLEANING .. id
-    if redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id) then
+    local done = redis.call('EXISTS', item_key(id)) == 0 or lease_holder(id)
+    local lost = false
+    if not done and overdue(field) then
+      done = redis.call('LPOS', K_QUEUE, id) or redis.call('LPOS', K_PROCESSING, id)
+      lost = not done and overdue(field, JOURNAL_GRACE_MS)
+    end
+    if done or lost then
       if not dry then
         redis.call('LREM', K_CLEANING, 0, id)
         redis.call('HDEL', K_SUSPECTS, field)
       end
-    elseif overdue(field) then
-      if not dry then
-        redis.call('LREM', K_CLEANING, 0, id)
-        redis.call('HDEL', K_SUSPECTS, field)
-      end
-      if not redis.call('LPOS', K_QUEUE, id) and not redis.call('LPOS', K_PROCESSING, id) then
-        recover(id)
-      end
+      if lost then recover(id) end
     else
       suspects = suspects + 1
     end
