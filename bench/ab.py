@@ -19,7 +19,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
 from tests.servers import ServerProcess, find_server_binary
 
 from .nested import drain_batched, drain_one_at_a_time, measure

@@ -14,7 +14,7 @@ import time
 import redis
 
 from rq_cli.core.errgroups import SCAN_COUNT, group_errors
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
 
 P = "errbench"
 FILL = r"""

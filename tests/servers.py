@@ -1,6 +1,7 @@
 """Start and stop private Redis/Valkey server processes, for the tests and bench/.
 
-Not shipped in the wheel: rq_cli/servers.py holds what the embedded server needs (finding a
+Not shipped in the wheel: rq_cli/connection/servers.py holds what the embedded server needs
+(finding a
 binary, its arguments, its version), and this module builds the test harness on it. Test
 modules import it as ``servers`` (pytest puts tests/ on ``sys.path``); bench/ as
 ``tests.servers``.
@@ -31,7 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rq_cli.servers import (
+from rq_cli.connection.servers import (
     ENV_SERVER_BIN,
     ConfigValue,
     ServerStartError,

@@ -27,7 +27,7 @@ def _matching(n: int) -> int:
 
 def run(ctx: Ctx) -> CaseResult:
     from rq_cli.core.filtering import FilterReport, ItemFilter, scan
-    from rq_cli.queue import WorkQueue
+    from rq_cli.core.queue import WorkQueue
 
     res = CaseResult("filter")
     n = ctx.scale(1_000_000, 100_000)

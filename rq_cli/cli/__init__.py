@@ -1,4 +1,4 @@
-"""The ``rq-cli`` command line: a Typer app over :mod:`rq_cli.queue`.
+"""The ``rq-cli`` command line: a Typer app over :mod:`rq_cli.core.queue`.
 
 ``app`` is the Typer app; ``main`` runs it (ending in ``SystemExit``); ``run`` is the console
 script (``rq-cli = "rq_cli.cli:run"``): ``main``, then an exit without the interpreter's teardown.

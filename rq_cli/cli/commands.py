@@ -11,7 +11,7 @@ A new command: its module in rq_cli/cli/ (help text with an ``Example:``), a loa
 line here, its section with an example in the manual (docs/commands.md;
 tests/cli/test_docs.py), the completions and man pages regenerated (``python
 scripts/gen_completions.py``, ``python scripts/gen_man.py``), its tests, and, if it prints
-JSON, its schema (``SCHEMAS`` in rq_cli/shapes.py, rq_cli/schemas/) with a ``checked(...)``
+JSON, its schema (``SCHEMAS`` in rq_cli/output/shapes.py, rq_cli/schemas/) with a ``checked(...)``
 call in tests/cli/test_schemas.py.
 """
 

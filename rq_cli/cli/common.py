@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar, cast
 
 import typer
 
-from .. import config as configmod
 from ..core.codes import Outcome
+from ..core.env import ENV_JSON
 from ..core.limits import MAX_LEASE_SECONDS
 from ..core.types import NO_TLS, QueueOptions, TlsOptions
 from ..errors import (
@@ -27,7 +27,8 @@ from ..errors import (
     UsageError,
     WrongTypeError,
 )
-from ..render import Output, Terminal, message
+from ..output.render import Output, Terminal, message
+from ..settings import config as configmod
 from .reading import check_utf8
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class State:
             tls = spec.tls if spec is not None else NO_TLS
         key = (url, password, tls)
         if key not in self._clients:
-            from ..connect import connect, mask_url, tls_unverified
+            from ..connection.connect import connect, mask_url, tls_unverified
 
             self.urls_used.append(url)
             try:
@@ -166,7 +167,7 @@ class State:
         """
         targets = [(name, self.queue(name)) for name in (names or list(self.config.queues))]
         if discover or not targets:
-            from ..connect import mask_url
+            from ..connection.connect import mask_url
             from ..core.discover import discover_queues
 
             seen = {(id(wq.client), wq.prefix) for _, wq in targets}
@@ -238,7 +239,7 @@ class Failures:
             queue: WorkQueue | None = None) -> tuple[T | None, str | None]:
         """``(call(), None)``, or ``(None, message)`` if the server failed (exit 69 errors:
         unreachable, refusing, wrong key type: of ``queue``, named). Anything else is raised."""
-        from ..connect import translate_error
+        from ..connection.connect import translate_error
 
         self.tried += 1
         try:
@@ -323,7 +324,7 @@ IdsArg = Annotated[list[str] | None, typer.Argument(
     help="Item ids; '-' (or no ids with stdin not a terminal) reads ids, or the JSON lines "
          "lease/peek print, from stdin.", show_default=False, metavar="ID")]
 JsonOpt = Annotated[bool, typer.Option(
-    "--json", help="Print JSON lines even on a terminal.", envvar=configmod.ENV_JSON,
+    "--json", help="Print JSON lines even on a terminal.", envvar=ENV_JSON,
     show_envvar=True)]
 RawOpt = Annotated[bool, typer.Option(
     "--raw", help="Print only the bare data of each item, one per line.")]
@@ -346,7 +347,7 @@ def read_stdin(args: list[str] | None, terminal: Terminal) -> bool:
 
 
 def outcome_rows(name: str, outcomes: list[ItemOutcome]) -> list[dict[str, Any]]:
-    from ..shapes import outcome_row
+    from ..output.shapes import outcome_row
 
     return [outcome_row(name, o) for o in outcomes]
 

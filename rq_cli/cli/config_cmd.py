@@ -4,9 +4,9 @@ from typing import Any
 
 import typer
 
-from .. import config as configmod
 from ..errors import NothingToDo
-from ..render import Column
+from ..output.render import Column
+from ..settings import config as configmod
 from .common import JsonOpt, state
 
 config_app = typer.Typer(name="config", help="Show which config file is used, and what it says.",
@@ -50,7 +50,7 @@ def show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """
     st = state(ctx)
     out = st.output(as_json)
-    from ..connect import mask_url, url_password
+    from ..connection.connect import mask_url, url_password
 
     shown = st.config.show(url=st.url, mask=mask_url, password_of=url_password)
     if out.json:

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
+from ..connection.urls import mask_url
 from ..errors import ServerError, UsageError
-from ..urls import mask_url
 from .common import OptQueuesArg, State, state
 from .inspect import DiscoverOpt, stats_targets
 

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from ..errors import NothingToDo, UsageError
-from ..render import Column
+from ..output.render import Column
 from .common import JsonOpt, QueueArg, state
 
 DEDUP_COLUMNS = [Column("id"), Column("forgotten_at", "forgotten at", kind="time"),

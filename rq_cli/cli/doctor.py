@@ -1,6 +1,6 @@
 """``rq-cli doctor``: what the queues' promises depend on, checked on their servers.
 
-The checks live in :mod:`rq_cli.health` and :mod:`rq_cli.health_acl`; this command finds
+The checks live in :mod:`rq_cli.health.doctor` and :mod:`rq_cli.health.acl`; this command finds
 the servers (as ``stats`` does: the named queues, else the configured ones, else the default
 server and the queues found on it; a cluster: each primary), prints one row per check, and
 picks the exit code for cron.
@@ -15,11 +15,11 @@ import typer
 
 from ..core.types import QueueOptions
 from ..errors import CheckFailed, CheckUnknown, CheckWarned, RqError, ServerError
-from ..render import Column, Output
+from ..output.render import Column, Output
 from .common import JsonOpt, OptQueuesArg, State, state
 
 if TYPE_CHECKING:
-    from ..health import Check
+    from ..health.doctor import Check
 
 COLUMNS = [Column("server", optional=True), Column("queue", optional=True), Column("check"),
            Column("status"), Column("detail"), Column("fix", optional=True)]
@@ -101,11 +101,11 @@ def _discover(server: Server) -> list[str]:
 def examine(st: State, server: Server) -> list[dict[str, Any]]:
     """The rows of one server: its checks, then each queue's; a server that cannot be
     reached is one ``connect`` fail saying why."""
-    from .. import health
-    from ..connect import mask_url
+    from ..connection.connect import mask_url
     from ..core.calling import functions_allowed
-    from ..health_acl import queue_checks
-    from ..health_durable import durability
+    from ..health import doctor as health
+    from ..health.acl import queue_checks
+    from ..health.durable import durability
 
     where = mask_url(server.url)
     checks: list[tuple[str, str | None, Check]] = []  # (node, queue, check)
@@ -123,7 +123,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
             checks += [("", name, c) for c in queue_checks(client, prefix)]
             checks.append(("", name, durability(client, server.options[name])))
             if name in st.config.queues and st.spec(name).shards is not None:
-                from ..health_shards import shard_checks
+                from ..health.shards import shard_checks
 
                 checks += [("", name, c) for c in shard_checks(server.client, prefix)]
     except Exception as exc:
@@ -140,7 +140,7 @@ def presence(server: Server, name: str, prefix: str) -> Check:
     """``queue``: a fail when the queue has no key and no counter on its server (a wrong URL,
     database or prefix, a new empty server): no check of it can be green (exit 6)."""
     from ..core.queue import WorkQueue
-    from ..health import FAIL, OK, WARN, Check, is_connection_error, reason
+    from ..health.doctor import FAIL, OK, WARN, Check, is_connection_error, reason
     from .monitor import absent
 
     try:
@@ -169,7 +169,7 @@ def presence(server: Server, name: str, prefix: str) -> Check:
 def _unreachable(st: State, url: str, exc: Exception) -> str:
     """Why the server could not be reached (one line, secrets scrubbed); anything that is
     not the server's doing is raised (a bug)."""
-    from ..connect import translate_error
+    from ..connection.connect import translate_error
     from ..ops.scrub import scrub
 
     err = exc if isinstance(exc, RqError) else translate_error(exc, url, read_only=True)
@@ -204,8 +204,8 @@ def warn_risks(out: Output, clients: Mapping[str, Any]) -> None:
     the output is JSON: a script gets ``doctor`` for that, and no extra round trip."""
     if out.json:
         return
-    from ..connect import mask_url
-    from ..health import nodes, risks
+    from ..connection.connect import mask_url
+    from ..health.doctor import nodes, risks
 
     for url, client in clients.items():
         found = [risk for _, node in nodes(client) for risk in risks(node)]

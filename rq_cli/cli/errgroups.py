@@ -8,8 +8,8 @@ import typer
 from ..core.codes import ItemState
 from ..errors import Interrupted, UsageError
 from ..ops.filters import make_filter
-from ..render import Column
-from ..shapes import group_row
+from ..output.render import Column
+from ..output.shapes import group_row
 from .common import JsonOpt, QueueArg, state
 from .filtered import ErrorOpt, MatchOpt, MinAttemptsOpt, OlderThanOpt, ReasonOpt
 

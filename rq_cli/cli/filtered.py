@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import Interrupted, NothingToDo
-from ..jsonlines import json_line
 from ..ops.filters import FLAG_OF
-from ..render import Column, Output
-from ..shapes import moved_row, summary_row
+from ..output.jsonlines import json_line
+from ..output.render import Column, Output
+from ..output.shapes import moved_row, summary_row
 from .signals import interrupt_deferred, interruptible_sleep
 
 if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
@@ -94,7 +94,7 @@ def skipped_note(label: str, queue: str, to: str, skipped: int, ids: list[str]) 
     """The stderr line for dead items that stay dead because a live item of ``to`` has
     their id (a peer pushed it again since it died), naming the first few."""
     from ..core.filtering import SAMPLE
-    from ..render import human
+    from ..output.render import human
 
     one = skipped == 1
     named = human(ids[:SAMPLE])

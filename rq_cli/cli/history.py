@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.keys import HISTORY_FIELDS
 from ..errors import UsageError
-from ..render import Column
-from ..shapes import history_row
+from ..output.render import Column
+from ..output.shapes import history_row
 
 if TYPE_CHECKING:
-    from ..render import Output
+    from ..output.render import Output
     from .common import State
 
 HISTORY_COLUMNS = [Column("queue"), Column("at", kind="time"),

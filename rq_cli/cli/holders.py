@@ -4,8 +4,8 @@ from typing import Annotated
 
 import typer
 
-from ..render import Column
-from ..shapes import holder_row
+from ..output.render import Column
+from ..output.shapes import holder_row
 from .common import JsonOpt, QueuesArg, state
 
 HOLDER_COLUMNS = [

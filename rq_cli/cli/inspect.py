@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from ..connect import mask_url
+from ..connection.connect import mask_url
 from ..core.codes import ItemState, PurgeChoice
 from ..core.queue import STATES
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..ops.filters import make_filter
 from ..ops.targets import Target
-from ..render import Column, Output, RowStream
-from ..shapes import peek_row, stats_row, tenant_rows
+from ..output.render import Column, Output, RowStream
+from ..output.shapes import peek_row, stats_row, tenant_rows
 from .common import (
     End,
     Failures,
@@ -160,7 +160,7 @@ def stats(
         return
     limits = (max_pending, max_age, max_dead, max_abandoned)
     if watch or check or prometheus or any(limit is not None for limit in limits):
-        from ..metrics import Thresholds
+        from ..output.metrics import Thresholds
         from . import monitor
 
         thresholds = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
@@ -200,7 +200,7 @@ def stats(
         found, error = failed.run(t.url, t.queue.stats, t.queue)
         rows.append(stats_row(t.name, found) if found else {"queue": t.name, "error": error})
         if hasattr(t.queue, "shard_stats"):  # a sharded queue: its shards, even when one
-            from ..shapes import shard_rows  # is down (its row then carries the error)
+            from ..output.shapes import shard_rows  # is down (its row then carries the error)
 
             parts, _ = failed.run(t.url, t.queue.shard_stats, t.queue)
             shards = shard_rows(parts) if parts else []

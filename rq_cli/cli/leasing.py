@@ -15,8 +15,8 @@ import typer
 from ..core.limits import MAX_COUNT
 from ..core.types import ItemOutcome, ItemRef
 from ..errors import BadInputError, NothingToDo, UsageError
-from ..render import Column
-from ..shapes import lease_row
+from ..output.render import Column
+from ..output.shapes import lease_row
 from . import reading
 from .common import (
     IdsArg,
@@ -108,7 +108,7 @@ def _delayed(wqs: "list[WorkQueue]", names: list[str]) -> str:
     ``3 items delayed, the next due 12:04:05 (in 42s)``, per queue when there are several."""
     import time
 
-    from ..render import human_time
+    from ..output.render import human_time
 
     parts = []
     for wq, name in zip(wqs, names, strict=True):

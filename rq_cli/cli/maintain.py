@@ -14,9 +14,9 @@ from ..core.reports import PurgeReport
 from ..core.types import QueueOptions
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..ops.filters import make_filter
-from ..progress import Progress
-from ..render import Column
-from ..shapes import clean_row, purge_row, requeue_row
+from ..output.progress import Progress
+from ..output.render import Column
+from ..output.shapes import clean_row, purge_row, requeue_row
 from . import reading
 from .common import (
     DryRunOpt,

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckUnknown, ThresholdBreached, UsageError
-from ..metrics import Sample, Thresholds, breaches, prometheus_text
 from ..ops.polling import read_stats
-from ..render import Column, Output
+from ..output.metrics import Sample, Thresholds, breaches, prometheus_text
+from ..output.render import Column, Output
 
 if TYPE_CHECKING:
     from ..ops.targets import Target
@@ -49,7 +49,7 @@ def run(st: State, out: Output, targets: list[Target], *, check: bool, limits: T
 
 def absent(name: str, url: str) -> str:
     """Why a queue that has no key and no counter on its server cannot be vouched for."""
-    from ..connect import mask_url
+    from ..connection.connect import mask_url
 
     return (f"queue {name} has no keys and no counters on {mask_url(url)}: it has never been "
             "used there (a wrong URL, database or prefix, or a new, empty server?)")
@@ -59,7 +59,7 @@ def run_prometheus(st: State, out: Output, targets: list[Target],
                    unlisted: list[dict[str, Any]]) -> None:
     """Every queue's samples; an outage is ``rq_cli_up 0`` and ``rq_cli_scrape_error 1``
     (never an empty file, never an exit code that keeps cron from replacing the file)."""
-    from ..connect import mask_url
+    from ..connection.connect import mask_url
 
     samples = []
     for target in targets:

@@ -13,8 +13,8 @@ from ..core import bulk
 from ..core.types import NewItem, PushResult
 from ..core.util import check_new_id, check_tenant
 from ..errors import BadInputError, Interrupted, RqError, ServerError, Unconfirmed, UsageError
-from ..progress import Progress
-from ..render import Column, Output, message
+from ..output.progress import Progress
+from ..output.render import Column, Output, message
 from . import reading, signals
 from .common import JsonOpt, QueueArg, State, read_stdin, state
 from .signals import interrupt_deferred
@@ -193,7 +193,7 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
         raise BadInputError(f"{exc}; push: {tally.describe()} before it, nothing after "
                             f"it") from None
     except Exception as exc:
-        from ..connect import translate_error
+        from ..connection.connect import translate_error
 
         err = exc if isinstance(exc, RqError) else \
             translate_error(exc, st.urls_used[-1]) if st.urls_used else None

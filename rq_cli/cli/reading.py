@@ -26,7 +26,7 @@ from ..core.limits import MAX_JSON_DEPTH
 from ..core.types import ItemRef, NewItem
 from ..core.util import TOO_DEEP, check_tenant, id_problem, json_int, json_too_deep
 from ..errors import BadInputError, UsageError
-from ..jsonlines import check_json
+from ..output.jsonlines import check_json
 
 
 def stdin_binary() -> BinaryIO:

@@ -23,9 +23,9 @@ def reshard(
 
     Example: rq-cli reshard jobs 3
     """
-    from ..connect import mask_url
+    from ..connection.connect import mask_url
     from ..core.resharding import reshard as do_reshard
-    from ..render import message
+    from ..output.render import message
 
     st = state(ctx)
     spec = st.spec(queue)

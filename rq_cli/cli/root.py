@@ -3,9 +3,10 @@
 Errors: every exception a command raises ends in :func:`report`, which prints one line on
 stderr (``rq-cli: <message>``, URLs masked, secrets scrubbed) and picks the exit code:
 an :class:`~rq_cli.errors.RqError` carries its own; a redis-py error is translated first
-(:func:`rq_cli.connect.translate_error`, exit 69); Ctrl-C is 130; a closed stdout (``| head``)
-is 141 (128 + SIGPIPE, like any Unix tool killed by it) and silent; anything else is a bug:
-exit 1, and ``RQ_CLI_DEBUG=1`` shows its traceback. Commands never call ``sys.exit``.
+(:func:`rq_cli.connection.connect.translate_error`, exit 69); Ctrl-C is 130; a closed
+stdout (``| head``) is 141 (128 + SIGPIPE, like any Unix tool killed by it) and silent;
+anything else is a bug: exit 1, and ``RQ_CLI_DEBUG=1`` shows its traceback. Commands never
+call ``sys.exit``.
 
 It runs inside :class:`RqGroup.invoke`, so ``rq-cli`` and ``CliRunner`` behave the same.
 """
@@ -20,7 +21,15 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from .. import config as configmod
+from ..core.env import (
+    ENV_CONFIG,
+    ENV_DEBUG,
+    ENV_NO_CONFIG,
+    ENV_REDIS_URL,
+    ENV_URL,
+    ENV_WAIT_REPLICAS,
+    ENV_WAIT_TIMEOUT,
+)
 from ..errors import (
     BadInputError,
     ExitCode,
@@ -31,7 +40,9 @@ from ..errors import (
 )
 from ..ops.filters import FLAG_OF
 from ..ops.scrub import scrub
-from ..render import Output, Terminal, debug_enabled, message
+from ..output.render import Output, Terminal, debug_enabled, message
+from ..settings import config as configmod
+from ..settings.rules import wait_replicas_verdict, wait_timeout_verdict
 from . import internals, signals
 from .commands import BY_NAME, COMMANDS
 from .common import READ_ONLY, JsonOpt, State
@@ -122,7 +133,7 @@ def report(exc: BaseException, st: State | None = None) -> int:
         err = BadInputError("an argument is not valid UTF-8 (the shell passed bytes that are "
                             "not UTF-8 text); only push --raw DATA may be any bytes")
     elif not isinstance(exc, RqError) and st is not None and st.urls_used:
-        from ..connect import translate_error
+        from ..connection.connect import translate_error
 
         err = translate_error(exc, st.urls_used[-1], read_only=st.read_only) or exc
     if isinstance(err, WrongTypeError) and st is not None:
@@ -135,7 +146,7 @@ def report(exc: BaseException, st: State | None = None) -> int:
         text, code = str(err), int(err.exit_code)
     else:
         text = (f"internal error: {type(exc).__name__}: {exc} "
-                f"(set {configmod.ENV_DEBUG}=1 to see the traceback)")
+                f"(set {ENV_DEBUG}=1 to see the traceback)")
         code = ExitCode.INTERNAL
     if debug_enabled():
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
@@ -198,16 +209,16 @@ def _version(ctx: typer.Context, value: bool) -> None:
 def root(
     ctx: typer.Context,
     url: Annotated[str | None, typer.Option(
-        "--url", envvar=configmod.ENV_URL, show_envvar=True, metavar="URL",
+        "--url", envvar=ENV_URL, show_envvar=True, metavar="URL",
         help="Server for every queue, overriding the config: redis://, rediss://, unix://, "
              "redis+cluster://, redis+sentinel://, embedded:[DIR]. Default: the config, "
-             f"${configmod.ENV_REDIS_URL}, {configmod.DEFAULT_URL}.")] = None,
+             f"${ENV_REDIS_URL}, {configmod.DEFAULT_URL}.")] = None,
     config: Annotated[str | None, typer.Option(
-        "--config", envvar=configmod.ENV_CONFIG, show_envvar=True, metavar="PATH",
+        "--config", envvar=ENV_CONFIG, show_envvar=True, metavar="PATH",
         help="Config file. Default: ./rq-cli.toml, then "
              "$XDG_CONFIG_HOME/rq-cli/config.toml (~/.config/...).")] = None,
     no_config: Annotated[bool, typer.Option(
-        "--no-config", envvar=configmod.ENV_NO_CONFIG, show_envvar=True,
+        "--no-config", envvar=ENV_NO_CONFIG, show_envvar=True,
         help="Read no config file. A flag beats a variable: --config beats "
              "$RQ_CLI_NO_CONFIG, --no-config beats $RQ_CLI_CONFIG.")] = False,
     prefix: Annotated[bool, typer.Option(
@@ -215,12 +226,12 @@ def root(
                          "file defines.")] = False,
     as_json: JsonOpt = False,
     wait_replicas: Annotated[int | None, typer.Option(
-        "--wait-replicas", envvar=configmod.ENV_WAIT_REPLICAS, show_envvar=True, metavar="N",
+        "--wait-replicas", envvar=ENV_WAIT_REPLICAS, show_envvar=True, metavar="N",
         help="Durability: acknowledge a write (push, complete, fail, requeue-dead, purge, "
              "work's outcomes) only once N replicas hold it (WAIT); unconfirmed in time: "
              "exit 8. Overrides the config's wait_replicas; 0: off.")] = None,
     wait_timeout: Annotated[float | None, typer.Option(
-        "--wait-timeout", envvar=configmod.ENV_WAIT_TIMEOUT, show_envvar=True,
+        "--wait-timeout", envvar=ENV_WAIT_TIMEOUT, show_envvar=True,
         metavar="SECONDS", help="How long a write waits for its replicas (default: the "
                                 "config's wait_timeout, else 1).")] = None,
     version: Annotated[bool, typer.Option(
@@ -234,8 +245,8 @@ def root(
         return
     given = {name: getattr(ctx.get_parameter_source(name), "name", "")
              for name in ("url", "config", "no_config")}
-    for name, value, var in (("url", url, configmod.ENV_URL),
-                             ("config", config, configmod.ENV_CONFIG)):
+    for name, value, var in (("url", url, ENV_URL),
+                             ("config", config, ENV_CONFIG)):
         if value == "":
             raise UsageError(f"--{name} cannot be empty (leave it out for the default)")
         if given[name] != "COMMANDLINE" and os.environ.get(var) == "":
@@ -263,7 +274,7 @@ def _config_choice(config: str | None, no_config: bool,
         if flags == (True, True):
             raise UsageError("--config and --no-config contradict each other: give one")
         if flags == (False, False):
-            raise UsageError(f"${configmod.ENV_CONFIG} and ${configmod.ENV_NO_CONFIG} "
+            raise UsageError(f"${ENV_CONFIG} and ${ENV_NO_CONFIG} "
                              "contradict each other: unset one")
         no_config = not flags[0]  # (the flag given wins)
     return (None if from_env else config), no_config
@@ -274,12 +285,12 @@ def _durability(replicas: int | None, timeout: float | None) -> dict[str, Any]:
     the config file's are; a bad value is a usage error."""
     out: dict[str, Any] = {}
     if replicas is not None:
-        verdict = configmod.wait_replicas_verdict(replicas)
+        verdict = wait_replicas_verdict(replicas)
         if verdict is not True:
             raise UsageError(f"--wait-replicas {verdict} (got {replicas})")
         out["wait_replicas"] = replicas
     if timeout is not None:
-        verdict = configmod.wait_timeout_verdict(timeout)
+        verdict = wait_timeout_verdict(timeout)
         if verdict is not True:
             raise UsageError(f"--wait-timeout {verdict} (got {timeout:g})")
         out["wait_timeout"] = float(timeout)

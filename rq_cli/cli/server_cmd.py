@@ -20,7 +20,7 @@ DirArg = Annotated[str | None, typer.Argument(
 def _directory(st: State, directory: str | None) -> str:
     if directory:
         return directory
-    from ..connect import DEFAULT_EMBEDDED_DIR, scheme_of
+    from ..connection.connect import DEFAULT_EMBEDDED_DIR, scheme_of
 
     url = st.default_url()
     if scheme_of(url) == "embedded":
@@ -35,7 +35,7 @@ def status(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = Fals
     Example: rq-cli server status ./.rq-cli
     """
     st = state(ctx)
-    from .. import embedded
+    from ..connection import embedded
 
     info = embedded.status(_directory(st, directory))
     out = st.output(as_json)
@@ -56,7 +56,7 @@ def stop(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = False)
     Example: rq-cli server stop
     """
     st = state(ctx)
-    from .. import embedded
+    from ..connection import embedded
 
     where = str(Path(_directory(st, directory)).resolve())
     stopped = embedded.stop(where)

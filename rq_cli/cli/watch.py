@@ -16,11 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..jsonlines import json_line
-from ..metrics import RATE_COUNTERS
 from ..ops.polling import Poller
-from ..render import Column, Output, human
-from ..tables import draw_table, fit_table
+from ..output.jsonlines import json_line
+from ..output.metrics import RATE_COUNTERS
+from ..output.render import Column, Output, human
+from ..output.tables import draw_table, fit_table
 
 if TYPE_CHECKING:
     from ..ops.targets import Target

@@ -14,8 +14,8 @@ import typer
 
 from ..core.codes import Outcome
 from ..errors import NothingToDo, ServerError, UsageError
-from ..render import Column
-from ..shapes import outcome_row
+from ..output.render import Column
+from ..output.shapes import outcome_row
 from ..worker import DEAD_EXIT, Worker, WorkerOptions
 from ..worker.env import child_environ, masked_title, set_process_title
 from ..worker.streams import log_line
@@ -112,7 +112,7 @@ def work(
     def log(entry: dict[str, Any]) -> None:
         print(log_line(entry, json_log), file=sys.stderr, flush=True)
 
-    from ..connect import url_password
+    from ..connection.connect import url_password
 
     secrets = [*st.secrets, *(url_password(u) or "" for u in st.urls_used)]
     env = child_environ(os.environ, secrets, secret_vars(st), pass_secrets)
@@ -154,7 +154,7 @@ def secret_vars(st: Any) -> list[str]:
 
 def describe_error(urls: list[str]) -> Callable[[BaseException], str]:
     """One line for a server error, with the URLs' passwords masked (the worker's log)."""
-    from ..connect import mask_urls_in, translate_error
+    from ..connection.connect import mask_urls_in, translate_error
 
     def describe(err: BaseException) -> str:
         for url in urls:

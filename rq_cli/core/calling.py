@@ -37,7 +37,7 @@ def _refusal(error: Exception) -> str:
     "exists" (the library is there already), "unsupported" (the server, or the user's ACL,
     offers no Functions), or "" (anything else: the script's own error reply, a lost
     connection). (redis is imported here, not at the top: ``rq-cli --help`` loads this
-    module and must not load redis, as in rq_cli/connect.py.)"""
+    module and must not load redis, as in rq_cli/connection/connect.py.)"""
     from redis.exceptions import NoPermissionError, ResponseError
 
     if not isinstance(error, ResponseError):

@@ -1,6 +1,7 @@
 """Every environment variable rq-cli reads, named here once, and the one way a flag is read.
 
-The core reads :data:`ENV_FUNCTIONS`; ``rq_cli.config`` the server and config file ones; the
+The core reads :data:`ENV_FUNCTIONS`; ``rq_cli.settings.config`` the server and config file
+ones; the
 CLI the output and debugging ones; the embedded server's harness :data:`ENV_SERVER_BIN`.
 This module imports nothing but ``os``.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-# -- rq_cli.config ---------------------------------------------------------------------------
+# -- rq_cli.settings.config -----------------------------------------------------------------
 ENV_URL = "RQ_CLI_URL"  # server for every queue; overrides the config file
 ENV_CONFIG = "RQ_CLI_CONFIG"  # path of the config file
 ENV_NO_CONFIG = "RQ_CLI_NO_CONFIG"  # 1: read no config file

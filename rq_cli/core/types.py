@@ -1,4 +1,4 @@
-"""Plain dataclasses returned by :class:`rq_cli.queue.WorkQueue`. No Redis, no Typer, no rich.
+"""Plain dataclasses returned by :class:`rq_cli.core.queue.WorkQueue`. No Redis, no Typer, no rich.
 
 The reports of maintenance and inspection (:class:`CleanReport`, :class:`RequeueReport`,
 :class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`) are defined in
@@ -130,7 +130,7 @@ _REPORTS = frozenset({"CleanReport", "Holder", "PeekedItem", "PurgeReport", "Req
 
 
 def __getattr__(name: str) -> Any:
-    """``from rq_cli.types import Stats`` and the like load :mod:`rq_cli.core.reports`."""
+    """``from rq_cli.core.types import Stats`` and the like load :mod:`rq_cli.core.reports`."""
     if name in _REPORTS:
         from . import reports
 

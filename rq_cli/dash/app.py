@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
-from ..render import human
+from ..output.render import human
 from .model import Actions, Overview, run_action, sparkline
 from .queue import QueueScreen
 from .widgets import FOOTER_FIRST, CommandBar, ConfirmScreen, HelpScreen

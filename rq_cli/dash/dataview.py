@@ -6,7 +6,7 @@ import json
 import re
 
 from ..core.util import json_too_deep
-from ..jsonlines import data_json
+from ..output.jsonlines import data_json
 
 #: Data shown in full up to this many bytes; beyond, the start and a note.
 DATA_SHOWN = 64 * 1024

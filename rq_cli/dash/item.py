@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.codes import ItemState
-from ..render import human, human_time
+from ..output.render import human, human_time
 from .model import Action, Actions, Browser, data_view, failure
 
 if TYPE_CHECKING:

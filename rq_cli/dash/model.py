@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..connection.server_errors import translate_error
+from ..connection.urls import mask_url
 from ..core import history
 from ..core.codes import STATES, ItemState, Outcome
 from ..core.errgroups import group_errors
@@ -27,8 +29,6 @@ from ..errors import ParameterError, RqError, UsageError
 from ..ops.filters import FILTER_FLAGS, FLAG_OF, make_filter
 from ..ops.polling import Poller
 from ..ops.scrub import Secrets, scrub
-from ..server_errors import translate_error
-from ..urls import mask_url
 from .dataview import DATA_SHOWN as DATA_SHOWN  # (re-exported: model.py's public names)
 from .dataview import data_view as data_view
 from .servers import Memory, Outage

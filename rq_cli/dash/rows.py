@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from ..core.codes import Counter, ItemState
-from ..render import human, human_duration, human_time
+from ..output.render import human, human_duration, human_time
 from .layout import Fit, cut, fit_columns
 
 if TYPE_CHECKING:

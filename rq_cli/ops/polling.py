@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RqError
-from ..metrics import rates
-from ..shapes import watch_row
+from ..output.metrics import rates
+from ..output.shapes import watch_row
 from .scrub import Secrets, scrub
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def read_stats(st: Secrets | None, target: Target) -> Stats | str:
     except Exception as exc:  # a server gone, a key of the wrong type: shown, not fatal
         err: BaseException | None = exc
         if not isinstance(exc, RqError):
-            from ..connect import translate_error
+            from ..connection.connect import translate_error
 
             err = translate_error(exc, target.url, read_only=True)  # (it only reads)
         if err is None:

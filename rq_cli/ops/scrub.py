@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
-from .. import config as configmod
+from ..core.env import ENV_REDIS_URL, ENV_URL
 
 
 class Secrets(Protocol):
@@ -23,10 +23,10 @@ class Secrets(Protocol):
 
 def scrub(text: str, st: Secrets | None) -> str:
     """Mask every URL in ``text`` and blank out every password we know of."""
-    from ..connect import mask_urls_in, url_password
+    from ..connection.connect import mask_urls_in, url_password
 
     secrets = list(st.secrets) if st else []
-    urls = [os.environ.get(configmod.ENV_URL, ""), os.environ.get(configmod.ENV_REDIS_URL, "")]
+    urls = [os.environ.get(ENV_URL, ""), os.environ.get(ENV_REDIS_URL, "")]
     urls += [*st.urls_used, st.url or ""] if st else []
     for url in urls:
         secrets.append(url_password(url) or "" if url else "")

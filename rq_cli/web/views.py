@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..core.keys import HISTORY_FIELDS
-from ..shapes import peek_row
+from ..output.shapes import peek_row
 
 if TYPE_CHECKING:
     from ..core.history import Bucket

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from ..connect import mask_url, mask_urls_in, url_password
+from ..connection.connect import mask_url, mask_urls_in, url_password
 from ..core.codes import DeadReason, outcomes
 from ..core.queue import WorkQueue
 from ..core.scripts import SPECS

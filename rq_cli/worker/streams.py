@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..render import escape_control
+from ..output.render import escape_control
 from .poll import Poller
 
 #: Bytes of a command's stderr kept as the item's error.

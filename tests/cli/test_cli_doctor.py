@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rq_cli import health_acl
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
+from rq_cli.health import acl as health_acl
 
 pytest_plugins = ["cli_helpers"]
 

@@ -259,8 +259,8 @@ def hung_url(monkeypatch):
     import socket
     import threading
 
-    from rq_cli import connect
     from rq_cli.cli import common
+    from rq_cli.connection import connect
 
     monkeypatch.setattr(common, "SOCKET_TIMEOUT", 0.3)
     monkeypatch.setattr(connect, "BLOCKING_HEADROOM", 0.1)
@@ -343,7 +343,7 @@ def embedded_dir():
     import tempfile
     from pathlib import Path
 
-    from rq_cli import embedded
+    from rq_cli.connection import embedded
 
     base = Path(tempfile.mkdtemp(prefix="rqx-"))
     directory = base / "data"

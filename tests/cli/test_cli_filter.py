@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]
 
@@ -156,7 +156,7 @@ def test_ctrl_c_then_rerun_moves_each_item_once(server_url, r, tmp_path: Path):
     """A real process interrupted by SIGINT mid-run: exit 130, each line it printed is an
     item that moved, and a re-run moves exactly the rest."""
     q = WorkQueue(r, "q")
-    from rq_cli.types import NewItem
+    from rq_cli.core.types import NewItem
 
     n = 120
     q.push([NewItem(json.dumps({"k": k}).encode(), f"i{k:03d}") for k in range(n)])

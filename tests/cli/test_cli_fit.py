@@ -15,8 +15,8 @@ import redis
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.render import Output, Terminal
-from rq_cli.tables import Column, fit_table
+from rq_cli.output.render import Output, Terminal
+from rq_cli.output.tables import Column, fit_table
 
 pytest_plugins = ["cli_helpers"]
 
@@ -164,7 +164,7 @@ def test_rows_drawn_without_rich_line_up_with_rich_s_header(width) -> None:
     row that fits on one line reads exactly as rich draws it."""
     from rich.console import Console
 
-    from rq_cli.tables import draw_table, plain_rows
+    from rq_cli.output.tables import draw_table, plain_rows
 
     columns = [Column("id"), Column("data", kind="data"), Column("n", kind="number"),
                Column("error", kind="words")]

@@ -9,8 +9,8 @@ import sys
 import time
 
 from rq_cli.core.limits import HOLDERS_PAGE
+from rq_cli.core.queue import WorkQueue
 from rq_cli.core.util import session_origin
-from rq_cli.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

@@ -14,8 +14,8 @@ from cli_helpers import write_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from rq_cli.core.keys import COUNTER_FIELDS
-from rq_cli.metrics import Thresholds, metric_names
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
+from rq_cli.output.metrics import Thresholds, metric_names
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

@@ -164,10 +164,15 @@ def interpreter_start() -> float:
 
 def before_our_first_line(code: int, err: str, sig: int) -> bool:
     """Whether ``sig`` ended the process by Python's own default before the console script
-    reached rq-cli's first line (its ``import re``, say, on a loaded machine): no program can
-    handle that, so such a moment is tried again a little later. A signal that reached rq-cli
-    is never ended so: it is held, then one line and exit 130."""
-    return code == -sig and "rq_cli" not in err
+    reached rq-cli's first line (its imports, say, on a loaded machine): killed by the signal
+    (before Python's own SIGINT handler, or any SIGTERM), or Python's KeyboardInterrupt
+    traceback (after it, while the console script imports rq_cli, before rq-cli holds the
+    signal). No program can handle that, so such a moment is tried again a little later. A
+    signal that reached rq-cli is never ended so: it is held, then one line and exit 130."""
+    if code == -sig:
+        return "rq_cli" not in err
+    return (sig == signal.SIGINT and code == 1
+            and err.rstrip().endswith("KeyboardInterrupt") and "rq-cli:" not in err)
 
 
 @pytest.mark.parametrize(("sig", "at"), MOMENTS,

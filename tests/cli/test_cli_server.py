@@ -12,7 +12,7 @@ def data_dir(tmp_path_factory):
     # unix socket paths are short: keep the directory name small
     directory = tmp_path_factory.mktemp("emb")
     yield directory
-    from rq_cli import embedded
+    from rq_cli.connection import embedded
 
     embedded.stop(directory)
 

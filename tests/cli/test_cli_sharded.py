@@ -52,7 +52,7 @@ def test_filters_walk_every_shard_with_one_limit(cli: Any, tmp_path: Path) -> No
 
 def test_the_dash_model_reads_a_sharded_queue_as_one(cli: Any, tmp_path: Path,
                                                     server_url: str) -> None:
-    from rq_cli.connect import connect
+    from rq_cli.connection.connect import connect
     from rq_cli.core.sharded import ShardedQueue
     from rq_cli.dash.model import Browser
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 import pyte
 import pytest
 
-from rq_cli.metrics import rates
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
+from rq_cli.output.metrics import rates
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

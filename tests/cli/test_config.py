@@ -1,4 +1,5 @@
-"""rq_cli.config: discovery order, URL precedence, options, and errors naming file and line."""
+"""rq_cli.settings.config: discovery order, URL precedence, options, and errors naming file and
+line."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rq_cli import config
 from rq_cli.core.types import QueueOptions
 from rq_cli.errors import ConfigError, ExitCode
+from rq_cli.settings import config
 
 
 def write(path: Path, text: str) -> Path:

@@ -28,7 +28,7 @@ import redis
 from cli_helpers import rq_cli_command
 
 import rq_cli
-from rq_cli import embedded
+from rq_cli.connection import embedded
 from rq_cli.errors import ExitCode
 
 TIMEOUT = 90

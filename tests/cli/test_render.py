@@ -1,4 +1,4 @@
-"""rq_cli.render: the JSON encoding of payloads, the format decision, human formats."""
+"""rq_cli.output.render: the JSON encoding of payloads, the format decision, human formats."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rq_cli import jsonlines, render
-from rq_cli.render import Column, Output, Terminal
+from rq_cli.output import jsonlines, render
+from rq_cli.output.render import Column, Output, Terminal
 
 
 @pytest.mark.parametrize("data, expected", [

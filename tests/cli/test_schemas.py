@@ -25,7 +25,7 @@ import pytest
 import redis
 from jsonschema import Draft202012Validator
 
-from rq_cli.shapes import SCHEMAS, schema
+from rq_cli.output.shapes import SCHEMAS, schema
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
@@ -124,7 +124,7 @@ def test_every_command_has_a_schema() -> None:
     commands = set(_commands())
     assert commands, "no commands found in the app"
     missing = sorted(commands - set(SCHEMAS) - NO_JSON)
-    assert not missing, f"commands without a schema in rq_cli.shapes.SCHEMAS: {missing}"
+    assert not missing, f"commands without a schema in rq_cli.output.shapes.SCHEMAS: {missing}"
     assert not set(SCHEMAS) - commands, "schemas for commands that do not exist"
 
 
@@ -292,7 +292,7 @@ def test_stats_watch_lines_and_check(cli: Any, checked: Checked) -> None:
 
 
 def test_server_status_and_stop(cli: Any, checked: Checked, tmp_path_factory: Any) -> None:
-    from rq_cli import embedded
+    from rq_cli.connection import embedded
 
     directory = tmp_path_factory.mktemp("emb")
     try:

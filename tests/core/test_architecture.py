@@ -224,16 +224,21 @@ def test_the_core_imports_no_cli_library(module):
     for target, _ in imports_of(module):
         root = target.split(".")[0]
         assert root not in ("typer", "click", "rich"), (module, target)
-        assert not target.startswith(("rq_cli.cli", "rq_cli.render", "rq_cli.config")), \
-            (module, target)
+        assert not target.startswith(
+            ("rq_cli.cli", "rq_cli.output.render", "rq_cli.settings.config")), (module, target)
 
 
 def test_documented_library_imports_work_and_load_no_cli_library():
     code = ("import sys\n"
-            "from rq_cli.queue import WorkQueue, lease_many\n"
-            "from rq_cli.types import ItemRef, NewItem, Stats, PeekedItem\n"
-            "from rq_cli.core import WorkQueue as W\n"
-            "assert W is WorkQueue and Stats.__module__ == 'rq_cli.core.reports'\n"
+            "from rq_cli.core.queue import WorkQueue, lease_many\n"
+            "from rq_cli.core.types import ItemRef, NewItem, Stats, PeekedItem\n"
+            "assert WorkQueue.__module__ == 'rq_cli.core.queue'\n"
+            "assert Stats.__module__ == 'rq_cli.core.reports'\n"
+            "import rq_cli.core\n"
+            "assert not hasattr(rq_cli.core, 'WorkQueue')  # one import path per name\n"
+            "import importlib.util\n"
+            "assert importlib.util.find_spec('rq_cli.queue') is None  # no re-export shims\n"
+            "assert importlib.util.find_spec('rq_cli.types') is None\n"
             "bad = [m for m in ('typer', 'click', 'rich') if m in sys.modules]\n"
             "print(bad)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

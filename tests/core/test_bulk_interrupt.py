@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from rq_cli.core import bulk
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 
 ITEMS = {
     "transactions": lambda n: b'{"n":%d}' % n,  # new random ids: one MULTI/EXEC per batch

@@ -14,8 +14,8 @@ import redis
 
 from rq_cli.core.bulk import _Transactions
 from rq_cli.core.limits import PUSH_STAMP_SLACK_MS, WAKE_TOKENS
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 
 
 def calls(r: redis.Redis, command: str) -> int:

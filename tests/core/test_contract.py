@@ -122,9 +122,9 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # a getattr default that tells a missing attribute from None (Typer's internals)
     "rq_cli.cli.internals": {"missing": 1},
     # the config key max_attempts
-    "rq_cli.config": {"max_attempts": 1},
+    "rq_cli.settings.rules": {"max_attempts": 1},
     # stats --check's measures (--max-pending, --max-dead), named after Stats fields
-    "rq_cli.metrics": {"pending": 1, "dead": 1},
+    "rq_cli.output.metrics": {"pending": 1, "dead": 1},
     # report fields as table columns, and the verb of requeue-dead's lines
     "rq_cli.cli.maintain": {"dead": 2, "missing": 1, "requeued": 4, "pending": 1,
                             "processing": 1, "delayed": 1},
@@ -325,10 +325,11 @@ def test_one_id_rule_and_one_session_format() -> None:
 def test_one_definition_of_states_layouts_and_ends() -> None:
     from typing import get_args
 
-    from rq_cli import config, metrics
     from rq_cli.core import codes, filtering, queue
     from rq_cli.core.codes import PurgeChoice
     from rq_cli.core.types import Outcome, PurgeState, QueueOptions, State
+    from rq_cli.output import metrics
+    from rq_cli.settings import rules
 
     assert codes.STATES == ("pending", "processing", "delayed", "dead")
     assert get_args(State) == codes.STATES  # (the typing Literal, checked against the enum)
@@ -338,8 +339,8 @@ def test_one_definition_of_states_layouts_and_ends() -> None:
     assert queue.STATES is codes.STATES and metrics.STATES is codes.STATES
     assert filtering.STATES is codes.STATES
     assert [c.value for c in PurgeChoice] == [*codes.STATES, "all"]
-    assert keys.LAYOUTS is codes.LAYOUTS is config.LAYOUTS
-    assert config.REQUEUE_ENDS is codes.REQUEUE_ENDS
+    assert keys.LAYOUTS is codes.LAYOUTS is rules.LAYOUTS
+    assert rules.REQUEUE_ENDS is codes.REQUEUE_ENDS
     assert QueueOptions().layout in codes.LAYOUTS and QueueOptions().requeue in codes.REQUEUE_ENDS
 
 

@@ -11,8 +11,8 @@ import pytest
 from redis.crc import key_slot
 
 from rq_cli.core.keys import DEDUP_WINDOW_FIELD, Keys
+from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]
 

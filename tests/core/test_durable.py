@@ -17,11 +17,11 @@ import pytest
 import redis
 from servers import ServerProcess
 
-from rq_cli.config import parse_text
 from rq_cli.core.durable import Confirmer
+from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ConfigError, ExitCode, Unconfirmed
-from rq_cli.queue import WorkQueue
+from rq_cli.settings.config import parse_text
 
 ON = QueueOptions(wait_replicas=1, wait_timeout=2.0)
 SHORT = QueueOptions(wait_replicas=1, wait_timeout=0.1)

@@ -12,9 +12,9 @@ from rq_cli.core import errgroups, errnorm
 from rq_cli.core.errgroups import group_errors
 from rq_cli.core.errnorm import check_group_key, group_key, normalise
 from rq_cli.core.filtering import ItemFilter
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.errors import UsageError
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
 
 NOW = 1_800_000_000_000
 

@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from rq_cli.core.limits import BLOCK_CHUNK, WAKE_TOKENS, WAKE_TTL_MS
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 
 
 def script_calls(r: redis.Redis) -> int:

@@ -11,8 +11,8 @@ import pytest
 
 from rq_cli.core import filtering
 from rq_cli.core.filtering import FilterReport, ItemFilter, scan, truthy
+from rq_cli.core.queue import WorkQueue
 from rq_cli.errors import UsageError
-from rq_cli.queue import WorkQueue
 
 NOW = 1_800_000_000_000
 
@@ -20,7 +20,7 @@ NOW = 1_800_000_000_000
 def dead_letters(q: WorkQueue, n: int, *, error: str = "boom", prefix: str = "d") -> list[str]:
     """n dead items {"i": k, "user": "u-<k % 3>"}, ids d000..; dead in id order."""
     ids = [f"{prefix}{k:03d}" for k in range(n)]
-    from rq_cli.types import NewItem
+    from rq_cli.core.types import NewItem
 
     q.push([NewItem(json.dumps({"i": k, "user": f"u-{k % 3}"}).encode(), i)
             for k, i in enumerate(ids)])
@@ -77,7 +77,7 @@ def test_each_condition(r):
     q = WorkQueue(r, "q")
     dead_letters(q, 6, error="timeout after 30s")
     # two more, cancelled (reason cancelled), with another error
-    from rq_cli.types import NewItem
+    from rq_cli.core.types import NewItem
 
     q.push([NewItem(b'{"user": "u-9"}', "c1"), NewItem(b'{"user": "u-9"}', "c2")])
     q.cancel(["c1", "c2"], error="operator", now_ms=NOW + 100)
@@ -175,7 +175,7 @@ def test_rate_limits_items_per_second(r):
 def test_requeue_into_another_queue_and_skips_a_live_id(r):
     q, other = WorkQueue(r, "q"), WorkQueue(r, "other")
     dead_letters(q, 3)
-    from rq_cli.types import NewItem
+    from rq_cli.core.types import NewItem
 
     other.push([NewItem(b"{}", "d001")])  # a live item of the target has the id
     report, steps = run(q, "dead", ItemFilter(), action="requeue", to=other)
@@ -189,7 +189,7 @@ def test_requeue_into_another_queue_and_skips_a_live_id(r):
 def test_purge_matching_each_state(r, monkeypatch, state):
     monkeypatch.setattr(filtering, "PAGE", 3)
     q = WorkQueue(r, "q")
-    from rq_cli.types import NewItem
+    from rq_cli.core.types import NewItem
 
     items = [NewItem(json.dumps({"k": k, "bad": k % 2 == 0}).encode(), f"i{k}")
              for k in range(10)]

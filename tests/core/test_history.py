@@ -12,9 +12,9 @@ import pytest
 from rq_cli.core import history
 from rq_cli.core.history import read_history, snapshot
 from rq_cli.core.limits import HISTORY_HOURS, HISTORY_MINUTES
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.errors import UsageError
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
 
 MIN = 60_000
 T0 = 1_800_000_000_000 - 1_800_000_000_000 % 3_600_000  # an hour's start (2027)

@@ -14,9 +14,9 @@ import redis
 from rq_cli.cli.common import State
 from rq_cli.cli.dash import global_options
 from rq_cli.cli.inspect import stats_targets
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.dash.app import DashApp
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
 
 
 def make_app(url: str, *queues: str, read_only: bool = False,

@@ -8,7 +8,7 @@ import sys
 
 from cli_helpers import write_config
 
-from rq_cli import config as configmod
+from rq_cli.settings import config as configmod
 
 pytest_plugins = ["cli_helpers"]
 

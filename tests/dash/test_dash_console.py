@@ -13,12 +13,12 @@ from dash_helpers import drive, make_app, press, screen_text, seed, settle, type
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.dash.app import OverviewScreen
 from rq_cli.dash.item import ItemScreen
 from rq_cli.dash.queue import QueueScreen
 from rq_cli.dash.widgets import ConfirmScreen, HelpScreen
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
 
 
 def cells(app) -> list[list[str]]:

@@ -33,7 +33,7 @@ from cli_helpers import Run, run_cli
 from redis.cluster import RedisCluster
 from servers import ServerProcess
 
-from rq_cli.connect import connect
+from rq_cli.connection.connect import connect
 from rq_cli.core.queue import BATCH, WorkQueue, lease_many
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 from rq_cli.errors import ClusterError, ExitCode, UsageError
@@ -153,7 +153,8 @@ def _rq_connect(cluster: Cluster) -> Any:
 @pytest.fixture(params=[_redis_py, _rq_connect], ids=["RedisCluster", "connect-url"])
 def rc(request: pytest.FixtureRequest, cluster: Cluster,
        nodes: list[redis.Redis]) -> Iterator[Any]:
-    """A cluster client on flushed nodes: made by redis-py directly, or by rq_cli.connect."""
+    """A cluster client on flushed nodes: made by redis-py directly, or by
+    rq_cli.connection.connect."""
     client = request.param(cluster)
     assert isinstance(client, RedisCluster)
     yield client

@@ -1,4 +1,5 @@
-"""rq_cli.connect against real servers: URL forms, passwords, masking, error translation."""
+"""rq_cli.connection.connect against real servers: URL forms, passwords, masking, error
+translation."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 import redis
 from servers import ServerProcess, free_port
 
-from rq_cli import connect as conn
-from rq_cli.connect import connect, mask_url, server_errors, translate_error
+from rq_cli.connection import connect as conn
+from rq_cli.connection.connect import connect, mask_url, server_errors, translate_error
 from rq_cli.errors import ClusterError, ExitCode, ServerError, UsageError, WrongTypeError
 
 MakeServer = Callable[..., ServerProcess]
@@ -365,7 +366,8 @@ def test_parse_sentinel() -> None:
 
 
 def test_import_does_not_load_redis() -> None:
-    code = "import sys, rq_cli.connect, rq_cli.servers; print('redis' in sys.modules)"
+    code = ("import sys, rq_cli.connection.connect, rq_cli.connection.servers; "
+            "print('redis' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

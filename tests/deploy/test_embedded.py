@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from rq_cli import embedded
-from rq_cli.connect import connect
+from rq_cli.connection import embedded
+from rq_cli.connection.connect import connect
 from rq_cli.errors import ServerError
 
 
@@ -67,7 +67,7 @@ def test_existing_open_directory_is_tightened(data_dir: Path) -> None:
 
 
 def test_outlives_the_starting_process(data_dir: Path) -> None:
-    code = f"from rq_cli import embedded; print(embedded.ensure_running({str(data_dir)!r}))"
+    code = f"from rq_cli.connection import embedded; print(embedded.ensure_running({str(data_dir)!r}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     sock = Path(out.stdout.strip())
@@ -119,7 +119,7 @@ def test_stop_when_not_running(data_dir: Path) -> None:
 
 def test_concurrent_first_calls_start_one_server(data_dir: Path) -> None:
     code = (
-        "import sys; from rq_cli import embedded; "
+        "import sys; from rq_cli.connection import embedded; "
         "embedded.ensure_running(sys.argv[1]); print(embedded.status(sys.argv[1])['pid'])"
     )
     procs = [

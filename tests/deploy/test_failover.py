@@ -22,10 +22,10 @@ import redis
 from servers import ServerProcess
 from test_cluster import SLOT_RANGES, _form_cluster
 
-from rq_cli.connect import connect, translate_error
+from rq_cli.connection.connect import connect, translate_error
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 from rq_cli.errors import ExitCode, RqError
-from rq_cli.queue import WorkQueue
-from rq_cli.types import ItemRef, NewItem, QueueOptions
 
 ITEMS = 300
 OPTIONS = QueueOptions(lease_seconds=2.0, grace_seconds=0.5)

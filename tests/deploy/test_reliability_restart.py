@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 from servers import ServerProcess
 
-from rq_cli.connect import connect
+from rq_cli.connection.connect import connect
 from rq_cli.core.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem

@@ -13,7 +13,7 @@ import redis
 import servers
 from servers import ServerProcess, ServerStartError, config_args, find_server_binary
 
-from rq_cli import servers as shipped
+from rq_cli.connection import servers as shipped
 
 MakeServer = Callable[..., ServerProcess]
 

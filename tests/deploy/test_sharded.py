@@ -14,7 +14,7 @@ import redis
 from redis.crc import key_slot
 from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
 
-from rq_cli.connect import connect
+from rq_cli.connection.connect import connect
 from rq_cli.core.resharding import reshard, settle
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.shardmeta import read, shard_of

@@ -35,7 +35,7 @@ import redis
 from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
 from test_failover import replicated_cluster, wait_for  # noqa: F401 (fixtures)
 
-from rq_cli.connect import connect
+from rq_cli.connection.connect import connect
 from rq_cli.core.resharding import reshard
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
@@ -46,7 +46,7 @@ OPTS = QueueOptions(lease_seconds=3.0, grace_seconds=0.5)
 
 WORKER = r"""
 import os, sys
-from rq_cli.connect import connect
+from rq_cli.connection.connect import connect
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.types import ItemRef, QueueOptions
 

@@ -19,9 +19,9 @@ import pytest
 from cli_helpers import write_config
 from servers import ServerProcess, ServerStartError, find_server_binary, free_port
 
-from rq_cli import connect as conn
+from rq_cli.connection import connect as conn
+from rq_cli.core.types import TlsOptions
 from rq_cli.errors import ConfigError
-from rq_cli.types import TlsOptions
 
 pytest_plugins = ["cli_helpers"]
 
@@ -246,7 +246,7 @@ def test_a_missing_certificate_file_is_a_config_error(cli, tmp_path, tls_url):
 
 
 def test_queue_keys_override_the_top_level(tmp_path, certs):
-    from rq_cli import config
+    from rq_cli.settings import config
 
     cfg = config.parse_text(
         'url = "rediss://a:1/0"\ntls_ca_file = "/top/ca.crt"\ntls_insecure = true\n'
@@ -267,7 +267,7 @@ def test_queue_keys_override_the_top_level(tmp_path, certs):
     ('tls_ca_flie = "x"\n', "did you mean 'tls_ca_file'?"),
 ])
 def test_bad_tls_keys(text, message):
-    from rq_cli import config
+    from rq_cli.settings import config
 
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("?", r"\?")):
         config.parse_text(text)

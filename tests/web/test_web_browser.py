@@ -18,7 +18,7 @@ if not shutil.which("chromium"):
 import redis  # noqa: E402
 from web_helpers import running, seed  # noqa: E402
 
-from rq_cli.queue import WorkQueue  # noqa: E402
+from rq_cli.core.queue import WorkQueue  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,7 @@ def test_without_the_web_extra_it_says_what_to_install(server_url):
 
 
 def test_the_config_web_table_token_and_read_only(tmp_path, server_url):
-    from rq_cli import config as configmod
+    from rq_cli.settings import config as configmod
 
     path = tmp_path / "rq-cli.toml"
     path.write_text('[web]\nread_only = true\ntoken = "from-config"\n')

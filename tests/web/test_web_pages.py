@@ -14,7 +14,7 @@ pytest.importorskip("httpx")
 
 from web_helpers import client, confirm_and_do, csrf_of, make_web, seed
 
-from rq_cli.queue import WorkQueue
+from rq_cli.core.queue import WorkQueue
 
 
 def test_the_overview_shows_every_queue_with_its_counts(server_url, r):
@@ -31,7 +31,7 @@ def test_the_overview_shows_every_queue_with_its_counts(server_url, r):
 
 def test_a_queues_tabs_a_page_at_a_time_filters_and_an_item_escaped(server_url, r):
     wq = seed(r, "emails", dead=60, pending=2)
-    from rq_cli.types import NewItem
+    from rq_cli.core.types import NewItem
 
     wq.push([NewItem(b'{"html": "<script>alert(1)</script>"}', "evil"),
              NewItem(b"plain \x07 text", "a/b c")])

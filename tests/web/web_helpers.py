@@ -25,8 +25,8 @@ with warnings.catch_warnings():  # (Starlette 1.x would rather have httpx2; http
 from rq_cli.cli.common import State
 from rq_cli.cli.dash import global_options
 from rq_cli.cli.inspect import stats_targets
-from rq_cli.queue import WorkQueue
-from rq_cli.types import NewItem
+from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.web.guard import Guard
 from rq_cli.web.pages import Web, make_app
 

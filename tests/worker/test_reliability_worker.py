@@ -39,7 +39,7 @@ from servers import ServerProcess
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.shapes import SCHEMAS, schema
+from rq_cli.output.shapes import SCHEMAS, schema
 
 MakeServer = Callable[..., ServerProcess]
 pytestmark = pytest.mark.timeout(90)
@@ -438,7 +438,7 @@ def test_a_paused_queue_is_said_to_be_paused(server_url: str, r: redis.Redis) ->
     ("redis://host:6379/0", "redis://host:6379/0"),
 ])
 def test_commands_get_the_url_without_its_password(url: str, bare: str) -> None:
-    from rq_cli.connect import url_password
+    from rq_cli.connection.connect import url_password
     from rq_cli.worker.env import child_environ
 
     env = child_environ({"RQ_CLI_URL": url, "PW": "pw", "KEEP": "x"}, ["pw"], [], False)

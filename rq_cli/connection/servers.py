@@ -1,7 +1,8 @@
 """Finding a Redis/Valkey server binary, and what starting one needs (the embedded server).
 
 A library module: no Typer or rich, and redis-py is imported only by :func:`no_retry`.
-:mod:`rq_cli.embedded` (behind ``embedded:`` URLs and ``rq-cli server``) starts its server
+:mod:`rq_cli.connection.embedded` (behind ``embedded:`` URLs and ``rq-cli server``) starts its
+server
 with :func:`find_server_binary`, :func:`config_args`, :func:`log_tail` and
 :func:`version_from_info`. The test-server harness (``ServerProcess``, free ports, clusters)
 is not shipped: it lives in tests/servers.py, on these.
@@ -32,7 +33,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from .core.env import ENV_SERVER_BIN as ENV_SERVER_BIN
+from ..core.env import ENV_SERVER_BIN as ENV_SERVER_BIN
 
 _PATH_NAMES = ("valkey-server", "redis-server")
 

@@ -5,7 +5,8 @@ prints it, so that two commands (``stats`` and ``stats --watch``, ``complete`` a
 Each shape is documented by a JSON Schema file in ``rq_cli/schemas/`` (one per command,
 ``<command>.schema.json``, listed in :data:`SCHEMAS`); tests/cli/test_schemas.py runs every
 command against a real server and validates each line it prints. ``bytes`` values are
-payload data, written by :func:`rq_cli.jsonlines.json_line` (``data``, ``data_b64``, ``raw``).
+payload data, written by :func:`rq_cli.output.jsonlines.json_line` (``data``, ``data_b64``,
+``raw``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core.errgroups import ErrorGroup
-    from .core.filtering import FilterReport
-    from .core.history import Bucket
-    from .core.reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
-    from .core.types import ItemOutcome, LeasedItem
+    from ..core.errgroups import ErrorGroup
+    from ..core.filtering import FilterReport
+    from ..core.history import Bucket
+    from ..core.reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
+    from ..core.types import ItemOutcome, LeasedItem
 
 #: Every command that prints JSON on stdout (``work``: on stderr, its log), by its name as
 #: typed (``config show``), and the schema file that documents its lines.

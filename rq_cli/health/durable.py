@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core.durable import WAITAOF_SERVERS
-from .core.types import QueueOptions
-from .health import FAIL, OK, WARN, Check, as_text
+from ..core.durable import WAITAOF_SERVERS
+from ..core.types import QueueOptions
+from .doctor import FAIL, OK, WARN, Check, as_text
 
 CHECK = "durability"
 

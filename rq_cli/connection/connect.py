@@ -1,5 +1,5 @@
-"""From a URL to a Redis client. (Masking URLs: :mod:`rq_cli.urls`; redis-py errors as rq-cli
-errors: :mod:`rq_cli.server_errors`.)
+"""From a URL to a Redis client. (Masking URLs: :mod:`rq_cli.connection.urls`; redis-py errors
+as rq-cli errors: :mod:`rq_cli.connection.server_errors`.)
 
 A library module: no Typer or rich, and redis-py is imported only inside the functions that
 need it, so ``rq-cli --help`` never loads it.
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from .core.types import TlsOptions
-from .errors import ConfigError, UsageError
+from ..core.types import TlsOptions
+from ..errors import ConfigError, UsageError
 from .server_errors import TLS_HANDSHAKE_TIMEOUT as TLS_HANDSHAKE_TIMEOUT
 from .server_errors import server_errors as server_errors
 from .server_errors import translate_error as translate_error

@@ -2,7 +2,7 @@
 
 Payload data (``bytes``) is embedded verbatim when it is a JSON text a reader gets back byte for
 byte, else written as a JSON string with ``"raw": true``, or as base64 under ``data_b64`` (the
-rules: :mod:`rq_cli.render`'s docstring). Rows are encoded with orjson where that gives the
+rules: :mod:`rq_cli.output.render`'s docstring). Rows are encoded with orjson where that gives the
 same bytes as the standard library, else by :func:`json_line_text`.
 """
 
@@ -13,7 +13,7 @@ import json
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
-from .core.util import TOO_DEEP, json_too_deep
+from ..core.util import TOO_DEEP, json_too_deep
 
 
 def _reject_constant(name: str) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core.shardmeta import placement, read
-from .core.util import is_cluster
-from .health import OK, WARN, Check
+from ..core.shardmeta import placement, read
+from ..core.util import is_cluster
+from .doctor import OK, WARN, Check
 
 
 def shard_checks(client: Any, prefix: str) -> list[Check]:

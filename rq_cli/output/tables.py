@@ -4,10 +4,10 @@ One rule for every table: ids, queue names, sessions, times and numbers never
 wrap and are never shortened; headers never split; data wraps anywhere, ``words`` columns
 (errors, lists of ids) between words. What still does not fit is dropped, least important
 first (:attr:`Column.drop`), and named (:func:`dropped_note`). :func:`fit_table` decides a
-:class:`Layout` from the cells (strings, as :func:`rq_cli.render.human` makes them);
+:class:`Layout` from the cells (strings, as :func:`rq_cli.output.render.human` makes them);
 :func:`draw_table` makes the rich Table of it (headers, live views) and :func:`plain_rows`
 draws rows without rich, fast, where they are plain ASCII. rich is imported only when a
-table is measured or drawn. :mod:`rq_cli.render` uses it; commands name columns with
+table is measured or drawn. :mod:`rq_cli.output.render` uses it; commands name columns with
 :class:`Column` (also importable from there).
 """
 

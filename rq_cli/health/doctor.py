@@ -8,7 +8,7 @@ what it saw, and what to change.
 
 - :func:`server_checks`: round-trip latency, version and Functions, persistence (AOF/RDB),
   eviction and memory, replication: two round trips in all (the PINGs, then one pipeline).
-- :func:`rq_cli.health_acl.queue_checks`: the ACL rights one queue needs.
+- :func:`rq_cli.health.acl.queue_checks`: the ACL rights one queue needs.
 - :func:`risks`: the one-line warnings ``stats`` prints on a terminal (one round trip).
 
 A setting the server will not show (``CONFIG`` renamed, or denied by the ACL) is a ``warn``
@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .core.keys import MIN_REDIS_VERSION, Keys
-from .core.limits import GENERATION_SAMPLE
-from .core.scripts import library
+from ..core.keys import MIN_REDIS_VERSION, Keys
+from ..core.limits import GENERATION_SAMPLE
+from ..core.scripts import library
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: round trips slower than this (median, ms) are a warn: each queue operation is one

@@ -12,7 +12,6 @@ imports neither redis nor rich, and tomllib only when a file is actually read.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -20,126 +19,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .core.codes import LAYOUTS as LAYOUTS  # (codes.Layout)
-from .core.codes import REQUEUE_ENDS as REQUEUE_ENDS  # (codes.RequeueEnd)
-
-# environment variables: named once, in core/env.py (re-exported here, as the CLI reads them)
-from .core.env import ENV_CONFIG as ENV_CONFIG
-from .core.env import ENV_DEBUG as ENV_DEBUG
-from .core.env import ENV_JSON as ENV_JSON
-from .core.env import ENV_NO_CONFIG as ENV_NO_CONFIG
-from .core.env import ENV_REDIS_URL as ENV_REDIS_URL
-from .core.env import ENV_URL as ENV_URL
-from .core.env import ENV_WAIT_REPLICAS as ENV_WAIT_REPLICAS
-from .core.env import ENV_WAIT_TIMEOUT as ENV_WAIT_TIMEOUT
-from .core.env import ENV_XDG_CONFIG_HOME as ENV_XDG_CONFIG_HOME
-from .core.keys import prefix_collision
-from .core.limits import (
-    MAX_ATTEMPTS,
-    MAX_DELAY,
-    MAX_DELAY_TEXT,
-    MAX_LEASE_SECONDS,
-    MAX_LEASE_TEXT,
-    MAX_WAIT_REPLICAS,
-    MAX_WAIT_TIMEOUT,
-)
-from .core.types import NO_TLS, QueueOptions, TlsOptions
-from .core.util import check_tenant, check_weight
-from .errors import ConfigError, UsageError
-from .tomlspots import Locator, quote, table_name, toml_type
+from ..core.env import ENV_CONFIG, ENV_REDIS_URL, ENV_URL, ENV_XDG_CONFIG_HOME
+from ..core.types import NO_TLS, QueueOptions, TlsOptions
+from ..errors import ConfigError, UsageError
+from .rules import CHECK_RULES, INTEGER_KEYS, OPTION_RULES, TLS_KEYS, Validator
+from .tomlspots import Locator, table_name
 
 DEFAULT_URL = "redis://localhost:6379/0"
 LOCAL_FILE = "rq-cli.toml"
 
 
-# Bounds of the durations (seconds) and counts a config file may set: rq_cli.core.limits, the
-# same bounds as the CLI's options and the engine's checks. nan and inf are refused (tomllib
-# reads both as floats).
-
-
-def _between(lo: float, hi: float, hi_name: str, *,
-             low_open: bool = False) -> Callable[[float], Any]:
-    """A check: ``lo <= v <= hi`` (``lo < v`` with ``low_open``), else why it fails."""
-    def check(value: float) -> Any:
-        if not math.isfinite(value):
-            return "must be a finite number"
-        if value < lo or (low_open and value == lo):
-            return f"must be greater than {lo:g}" if low_open else f"must be {lo:g} or more"
-        if value > hi:
-            return f"must be at most {hi:.0f} seconds ({hi_name})"
-        return True
-    return check
-
-
-# Option keys allowed in [defaults] and [queues.NAME], with their checks.
-_NUMBER = "a number"
-_DELAY = _between(0, MAX_DELAY, MAX_DELAY_TEXT)
-_OPTION_RULES: dict[str, tuple[str, Any]] = {
-    "lease_seconds": (_NUMBER, _between(0, MAX_LEASE_SECONDS, MAX_LEASE_TEXT, low_open=True)),
-    "max_attempts": ("an integer", lambda v: (0 <= v <= MAX_ATTEMPTS) or
-                     f"must be 0 (unlimited) or more, and at most {MAX_ATTEMPTS}"),
-    "grace_seconds": (_NUMBER, _DELAY),
-    "retry_backoff": (_NUMBER, _DELAY),
-    "retry_backoff_max": (_NUMBER, _DELAY),
-    "layout": ("a string", lambda v: v in LAYOUTS or f"must be one of {', '.join(LAYOUTS)}"),
-    "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
-    "tenant_weights": ("a table", lambda v: _weights_verdict(v)),
-    "dedup_window": (_NUMBER, _DELAY),
-    # durability: how many replicas (and whether their disks) confirm each write
-    "wait_replicas": ("an integer", lambda v: wait_replicas_verdict(v)),
-    "wait_timeout": (_NUMBER, lambda v: wait_timeout_verdict(v)),
-    "wait_fsync": ("a boolean", lambda v: True),
-}
-#: Option keys whose integer values stay integers (the others' are read as seconds).
-_INTEGER_KEYS = ("max_attempts", "wait_replicas")
-
-
-def wait_replicas_verdict(value: int) -> Any:
-    """``wait_replicas``: True, or why the number cannot be used (the config file's check,
-    and the flag's and the environment's)."""
-    return (0 <= value <= MAX_WAIT_REPLICAS) or \
-        f"must be 0 (off) or more, and at most {MAX_WAIT_REPLICAS}"
-
-
-def wait_timeout_verdict(value: float) -> Any:
-    """``wait_timeout``: True, or why the seconds cannot be used (WAIT's 0 waits forever)."""
-    if not math.isfinite(value) or not 0 < value <= MAX_WAIT_TIMEOUT:
-        return (f"must be more than 0 and at most {MAX_WAIT_TIMEOUT:g} seconds (the "
-                "connection's timeout is longer)")
-    return True
-
-
-def _weights_verdict(weights: dict[str, Any]) -> Any:
-    """tenant_weights = {T = 3}: valid tenant names, whole-number weights in range."""
-    for tenant, weight in weights.items():
-        try:
-            check_tenant(tenant)
-            check_weight(tenant, weight)
-        except UsageError as exc:
-            return f"is wrong: {exc}"
-    return True
-
-
-# The thresholds of ``stats --check`` (rq_cli.metrics.MEASURES), also per queue: not engine
-# options (QueueOptions), read by Config.thresholds.
-_CHECK_RULES: dict[str, tuple[str, Any]] = {
-    "max_pending": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
-    "max_age": (_NUMBER, _DELAY),
-    "max_dead": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
-    "max_abandoned": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
-}
-_RULES = {**_OPTION_RULES, **_CHECK_RULES}
-# The server's TLS settings: paths (strings), and tls_insecure (a boolean).
-TLS_FILE_KEYS = ("tls_ca_file", "tls_cert_file", "tls_key_file")
-TLS_KEYS = (*TLS_FILE_KEYS, "tls_insecure")
-_QUEUE_ONLY_KEYS = ("prefix", "url", "password_env")
-TOP_LEVEL_KEYS = ("url", "password_env", *TLS_KEYS, "defaults", "queues", "dash", "web")
-#: Keys of the [dash] table (``rq-cli dash``): booleans.
-DASH_KEYS = ("read_only",)
-#: Keys of the [web] table (``rq-cli web``): read_only (a boolean), token (a string: the
-#: secret every request must carry; $RQ_CLI_WEB_TOKEN overrides it).
-WEB_KEYS = ("read_only", "token")
-QUEUE_KEYS = (*_QUEUE_ONLY_KEYS, "shards", *TLS_KEYS, *_RULES)
 SECRET_HINT = "(hidden)"
 SECRET_IN_URL = "(hidden, in the url)"
 
@@ -296,10 +185,10 @@ class Config:
         """Built-in defaults < ``[defaults]`` < ``[queues.NAME]``."""
         merged: dict[str, Any] = dict(self.defaults)
         if name is not None:
-            merged.update({k: v for k, v in self.queues[name].items() if k in _OPTION_RULES})
+            merged.update({k: v for k, v in self.queues[name].items() if k in OPTION_RULES})
         known = {f.name for f in fields(QueueOptions)}
         kwargs: dict[str, Any] = {
-            k: (float(v) if type(v) is int and k not in _INTEGER_KEYS else v)
+            k: (float(v) if type(v) is int and k not in INTEGER_KEYS else v)
             for k, v in merged.items() if k in known}
         if "tenant_weights" in kwargs:  # (a frozen dataclass holds pairs, not a dict)
             kwargs["tenant_weights"] = tuple(sorted(kwargs["tenant_weights"].items()))
@@ -324,9 +213,9 @@ class Config:
     def thresholds(self, name: str | None = None) -> dict[str, float]:
         """The ``stats --check`` limits set in the file: ``[defaults]`` < ``[queues.NAME]``
         (keys ``max_pending``, ``max_age``, ``max_dead``, ``max_abandoned``)."""
-        merged = {k: v for k, v in self.defaults.items() if k in _CHECK_RULES}
+        merged = {k: v for k, v in self.defaults.items() if k in CHECK_RULES}
         if name is not None and name in self.queues:
-            merged.update({k: v for k, v in self.queues[name].items() if k in _CHECK_RULES})
+            merged.update({k: v for k, v in self.queues[name].items() if k in CHECK_RULES})
         return merged
 
     # -- display --------------------------------------------------------------------------
@@ -338,8 +227,9 @@ class Config:
              password_of: Callable[[str], str | None] = lambda url: None) -> dict[str, Any]:
         """The effective configuration, secrets hidden (``rq-cli config show``).
 
-        ``mask`` masks passwords in URLs (``rq_cli.connect.mask_url``); ``password_of`` finds
-        the password a URL carries (``rq_cli.connect.url_password``), shown as set, hidden.
+        ``mask`` masks passwords in URLs (``rq_cli.connection.connect.mask_url``);
+        ``password_of`` finds the password a URL carries
+        (``rq_cli.connection.connect.url_password``), shown as set, hidden.
         """
         env = os.environ if env is None else env
         queues = {}
@@ -410,142 +300,6 @@ def parse_text(text: str, path: Path | None = None) -> Config:
     except RecursionError:  # (the parser recurses per level of nested arrays or tables)
         raise ConfigError(f"{where}: invalid TOML: arrays or inline tables nested too deep "
                           "(over about 1000 levels)") from None
-    return _Validator(text, where).config(data, path)
+    return Config(path=path, **Validator(text, where).fields(data))
 
 
-class _Validator:
-    def __init__(self, text: str, where: str) -> None:
-        self.where = where
-        self.locate = Locator(text)
-
-    def fail(self, table: tuple[str, ...], key: str | None, message: str) -> ConfigError:
-        line = self.locate(table, key)
-        at = f" line {line}" if line else ""
-        return ConfigError(f"{self.where}{at}: {message}")
-
-    def config(self, data: dict[str, Any], path: Path | None) -> Config:
-        self.unknown((), data, TOP_LEVEL_KEYS)
-        cfg = Config(path=path)
-        cfg.url = self.string((), data, "url")
-        cfg.password_env = self.string((), data, "password_env")
-        cfg.tls = self.tls((), data)
-        defaults = self.table((), data, "defaults")
-        self.unknown(("defaults",), defaults, tuple(_RULES))
-        cfg.defaults = self.options(("defaults",), defaults)
-        dash = self.table((), data, "dash")
-        self.unknown(("dash",), dash, DASH_KEYS)
-        read_only = dash.get("read_only", False)
-        if not isinstance(read_only, bool):
-            raise self.fail(("dash",), "read_only", "read_only in [dash] must be a boolean "
-                                                    f"(true or false), not {toml_type(read_only)}")
-        cfg.dash_read_only = read_only
-        web = self.table((), data, "web")
-        self.unknown(("web",), web, WEB_KEYS)
-        read_only = web.get("read_only", False)
-        if not isinstance(read_only, bool):
-            raise self.fail(("web",), "read_only", "read_only in [web] must be a boolean "
-                                                   f"(true or false), not {toml_type(read_only)}")
-        cfg.web_read_only = read_only
-        cfg.web_token = self.string(("web",), web, "token") or None
-        queues = self.table((), data, "queues")
-        for name, section in queues.items():
-            table = ("queues", name)
-            if not isinstance(section, dict):
-                raise self.fail(("queues",), name, f"queues.{name} must be a table "
-                                                   f"([queues.{quote(name)}])")
-            self.unknown(table, section, QUEUE_KEYS)
-            entry = self.options(table, section)
-            for key in _QUEUE_ONLY_KEYS:
-                value = self.string(table, section, key)
-                if value is not None:
-                    entry[key] = value
-            entry.update(self.tls(table, section))
-            if "shards" in section:
-                entry["shards"] = self.shards(table, section["shards"])
-            if entry.get("prefix") == "":
-                raise self.fail(table, "prefix", "prefix cannot be empty")
-            why = prefix_collision(entry.get("prefix", name))
-            if why:
-                raise self.fail(table, "prefix" if "prefix" in entry else None,
-                                f"queue prefix {entry.get('prefix', name)!r} cannot be used: "
-                                f"{why}")
-            cfg.queues[name] = entry
-        return cfg
-
-    def unknown(self, table: tuple[str, ...], data: Mapping[str, Any],
-                allowed: tuple[str, ...]) -> None:
-        for key in data:
-            if key not in allowed:
-                import difflib
-
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else \
-                    f"; valid keys: {', '.join(allowed)}"
-                raise self.fail(table, key, f"unknown key {key!r} in {table_name(table)}{hint}")
-
-    def shards(self, table: tuple[str, ...], value: Any) -> int:
-        from .core.shardmeta import MAX_SHARDS
-
-        if isinstance(value, bool) or not isinstance(value, int) or \
-                not 1 <= value <= MAX_SHARDS:
-            raise self.fail(table, "shards", f"shards in {table_name(table)} must be a whole "
-                                              f"number from 1 to {MAX_SHARDS}")
-        return value
-
-    def string(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> str | None:
-        value = data.get(key)
-        if value is not None and not isinstance(value, str):
-            raise self.fail(table, key, f"{key} in {table_name(table)} must be a string, "
-                                        f"not {toml_type(value)}")
-        return value
-
-    def tls(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
-        """The ``tls_*`` keys of a table: file paths (non-empty strings), tls_insecure a boolean."""
-        out: dict[str, Any] = {}
-        for key in TLS_FILE_KEYS:
-            value = self.string(table, data, key)
-            if value == "":
-                raise self.fail(table, key, f"{key} cannot be empty")
-            if value is not None:
-                out[key] = os.path.expanduser(value)
-        insecure = data.get("tls_insecure")
-        if insecure is not None:
-            if not isinstance(insecure, bool):
-                raise self.fail(table, "tls_insecure",
-                                f"tls_insecure in {table_name(table)} must be a boolean "
-                                f"(true or false), not {toml_type(insecure)}")
-            out["tls_insecure"] = insecure
-        return out
-
-    def table(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> dict[str, Any]:
-        value = data.get(key, {})
-        if not isinstance(value, dict):
-            raise self.fail(table, key, f"{key} must be a table ([{key}]), "
-                                        f"not {toml_type(value)}")
-        return value
-
-    def options(self, table: tuple[str, ...], data: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, (kind, check) in _RULES.items():
-            if key not in data:
-                continue
-            value = data[key]
-            if kind == "a boolean":
-                if not isinstance(value, bool):
-                    raise self.fail(table, key, f"{key} in {table_name(table)} must be a "
-                                                f"boolean (true or false), not {toml_type(value)}")
-                out[key] = value
-                continue
-            ok_type = (isinstance(value, str) if kind == "a string" else
-                       isinstance(value, int) if kind == "an integer" else
-                       isinstance(value, dict) if kind == "a table" else
-                       isinstance(value, (int, float)))
-            if isinstance(value, bool) or not ok_type:
-                raise self.fail(table, key, f"{key} in {table_name(table)} must be {kind}, "
-                                            f"not {toml_type(value)}")
-            verdict = check(value)
-            if verdict is not True:
-                raise self.fail(table, key, f"{key} in {table_name(table)} {verdict} "
-                                            f"(got {value!r})")
-            out[key] = value
-        return out

@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .core.codes import STATES as ITEM_STATES
-from .core.codes import Counter
-from .core.keys import COUNTER_FIELDS
+from ..core.codes import STATES as ITEM_STATES
+from ..core.codes import Counter
+from ..core.keys import COUNTER_FIELDS
 
 if TYPE_CHECKING:
-    from .core.reports import Stats
+    from ..core.reports import Stats
 
 # -- thresholds ----------------------------------------------------------------------------------
 #: measure -> (the Stats field it reads, what it means): the names ``--max-<measure>`` and the
