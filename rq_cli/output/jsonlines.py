@@ -149,7 +149,8 @@ def json_line_text(row: dict[str, Any]) -> str:
     for key, value in row.items():
         if isinstance(value, bytes):
             suffix, text, raw = data_json(value)
-            parts.append(f'"{key}{suffix}":{text}' + (',"raw":true' if raw else ""))
+            parts.append(encode_basestring_ascii(key + suffix) + ":" + text +
+                         (',"raw":true' if raw else ""))
         else:
             parts.append(encode_basestring_ascii(key) + ":" + _value(value))
     return "{" + ",".join(parts) + "}"

@@ -128,6 +128,7 @@ def test_json_line_is_byte_for_byte_its_pure_python_twin(row):
     {"id": "x", "data": b"\xff", "error": None, "ok": True},
     {"k\u00e9y": 1}, {"data": b'"\\ud800"'}, {"id": "\ud800"},
     {"data": b"hi", "raw": 5}, {"data": b"\xff", "data_b64": 1},
+    {"\x1f": b""}, {'"': b"{}"},  # a key JSON escapes, beside payload data
 ])
 def test_json_line_edge_rows_take_the_same_bytes(row):
     assert jsonlines.json_line(row) == jsonlines.json_line_text(row)

@@ -197,7 +197,9 @@ def test_commands_fail_fast_while_the_server_is_down(make_server: MakeServer) ->
             assert "cannot connect" in row["error"], row
         else:
             assert proc.stdout == b"", (args, proc.stdout)
-        assert took < 5.0, f"{args} took {took:.1f} s to report a dead server"
+        # (a refused connection is reported at once: the rest is start-up, seconds on a
+        # loaded machine; a hung server's timeout is the next test's)
+        assert took < 8.0, f"{args} took {took:.1f} s to report a dead server"
 
     srv.start()
     assert rq(srv.url, "stats", "q").returncode == 0

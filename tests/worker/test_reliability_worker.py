@@ -262,14 +262,24 @@ def test_wait_for_name_starts_once_the_holder_exits(server_url: str, r: redis.Re
     wq = WorkQueue(r, "nw")
     wq.push([NewItem(b"{}", "job")])
     w1 = unique("w1")
+    # (the first holds the name until the second says it waits for it: however slow the
+    # second's start-up on a loaded machine)
     first = start(server_url, "nw", "--name", w1, "--max-items", "1", "--", "sh", "-c",
-                  f"touch {tmp_path}/go; sleep 3")  # (the second's start-up, on a loaded
-    # machine over a second, must end while the first still holds the name)
+                  f"touch {tmp_path}/go; while [ ! -e {tmp_path}/release ]; do sleep 0.05; "
+                  "done")
     wait_for(lambda: (tmp_path / "go").exists())
     second = start(server_url, "nw", "--name", w1, "--wait-for-name", "--idle-exit", "0.3",
                    "--", "true")
+    assert second.stderr is not None
+    seen = []
+    for line in second.stderr:  # (until it says it waits, or ends)
+        seen.append(line)
+        if "waiting_for_name" in line:
+            break
+    (tmp_path / "release").touch()
     _, err1 = first.communicate(timeout=30)
-    _, err2 = second.communicate(timeout=30)
+    _, rest = second.communicate(timeout=30)
+    err2 = "".join(seen) + rest
     assert first.returncode == 0 and second.returncode == 0, (err1, err2)
     (waited,) = events(err2, "waiting_for_name")
     assert waited["holder"] == f"pid {first.pid}"
