@@ -20,6 +20,7 @@ from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
 from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
 from .base import STATES as STATES
 from .codes import LEASE_FAIR, LEASE_PAUSED, DeadReason
+from .fields import LEASE, decoded
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -123,8 +124,8 @@ class WorkQueue(Reads, Repairs):
                 completions, complete = text(fields["completions"]) or "", ()
             prefix, session = self.prefix, self.session
             expires = secs(int(fields["deadline_ms"]))
-            got = [LeasedItem(prefix, text(r.id) or "", r.data, int(r.attempt), expires, session)
-                   for r in rows]
+            got = [LeasedItem(prefix, text(r.id) or "", r.data, int(r.attempt), expires, session,
+                              **decoded(LEASE, r)) for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
                 if unconfirmed is not None:  # (only the first call carries completes)
@@ -284,7 +285,7 @@ class WorkQueue(Reads, Repairs):
                                                     "session": self.session}, pairs, now_ms)
             deadline = secs(int(fields["deadline_ms"]))
             items.extend(LeasedItem(self.prefix, text(r.id) or "", r.data, int(r.attempt),
-                                    deadline, self.session)
+                                    deadline, self.session, **decoded(LEASE, r))
                          for r in rows)
         return items
 
