@@ -77,3 +77,20 @@ def test_lease_rows_carry_the_declared_fields() -> None:
     row = lease_row("jobs", item)
     assert set(row) == {"queue", "id", "data", "attempt", "lease_expires_at", "session",
                         *(f.name for f in fields.carried(fields.LEASE) if f.always)}
+
+
+def test_the_tables_have_a_column_per_declared_column() -> None:
+    """lease's and peek's tables (every state) show each field they carry that has a column,
+    under its header."""
+    from rq_cli.cli.inspect import _peek_columns
+    from rq_cli.cli.leasing import LEASE_COLUMNS
+
+    tables = {fields.LEASE: [LEASE_COLUMNS],
+              fields.PEEK: [_peek_columns(s) for s in
+                            ("pending", "processing", "delayed", "dead", "all")]}
+    for reply, columns in tables.items():
+        for field in fields.carried(reply):
+            for cols in columns:
+                headers = {c.key: c.header for c in cols}
+                assert headers.get(field.name) == field.column or \
+                    (field.column is None and field.name not in headers)
