@@ -755,4 +755,5 @@ def test_scripts_take_named_arguments_and_give_named_replies(q):
     assert dict(rows)[b"pushed"] == b"1"
     fields, rows = q.decoded("lease", {"count": 5, "lease_ms": 1000, "session": "s",
                                        "max_attempts": 0, "at_most_once": "0"})
-    assert int(fields["status"]) == 0 and rows == [(b"a", b"d", 1)]
+    assert int(fields["status"]) == 0 and [r[:3] for r in rows] == [(b"a", b"d", 1)]
+    assert rows[0]._fields == SPECS["lease"].rows  # (then the per-item fields: fields.py)
