@@ -66,6 +66,11 @@ ITEM_FIELDS: tuple[ItemField, ...] = (
               column_kind="words", drop=0),
     ItemField("tenant", "text", "item_tenant", (PEEK,),
               "Fair queues: the tenant's sub-queue.", dead="tenant"),
+    # (peek's `error` is the same stored value: a lease line names it for what it is there)
+    ItemField("last_error", "text", "errors", (LEASE,),
+              "The error its last attempt failed with (fail --error, cancel --error; peek "
+              "shows it as error); present only when it has one.", column="last error",
+              column_kind="words", drop=2),
 )
 
 

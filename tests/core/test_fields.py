@@ -94,3 +94,41 @@ def test_the_tables_have_a_column_per_declared_column() -> None:
                 headers = {c.key: c.header for c in cols}
                 assert headers.get(field.name) == field.column or \
                     (field.column is None and field.name not in headers)
+
+
+# -- last_error: a lease carries the error its last attempt failed with -------------------
+def test_lease_carries_the_last_error_on_every_path(r) -> None:
+    """The one-item path of a quiet queue, the batch loop, reclaim: each lease reads the
+    item's stored error (P:errors, written by fail), none on a first attempt; it goes when
+    the item is completed."""
+    q = WorkQueue(r, "jobs", session="w")
+    q.push(["a", "b", "c"])
+    [first] = q.lease(1)  # (a quiet queue: nothing failed yet)
+    assert first.attempt == 1 and first.last_error is None
+    assert q.fail([first.id], error="smtp timeout", retry_in=0)[0].ok
+    got = {i.id: i.last_error for i in q.lease(3)}  # (the batch loop)
+    assert got == {first.id: "smtp timeout", **{i: None for i in got if i != first.id}}
+    assert len(got) == 3
+    assert q.fail([first.id], error="bad address", retry_in=0)[0].ok
+    [again] = [i for i in q.lease(1) if i.id == first.id]
+    assert again.attempt == 3 and again.last_error == "bad address"
+    # a restarted worker reclaims it: the same error comes with it
+    [back] = WorkQueue(r, "jobs", session="w2").reclaim(lambda s: s == "w")[-1:]
+    assert back.id == first.id and back.last_error == "bad address"
+    # peek's error is the same stored value; completed, the error goes with the item
+    [peeked] = [i for i in q.peek("processing", count=5) if i.id == first.id]
+    assert peeked.error == "bad address" and not hasattr(peeked, "last_error")
+    assert q.complete([first.id])[0].ok
+    assert r.hget(q.keys.errors, first.id) is None
+
+
+def test_lease_reads_no_error_hash_on_a_quiet_queue(r) -> None:
+    """No item ever failed (P:errors absent): the lease of one item reads no error."""
+    q = WorkQueue(r, "jobs", session="w")
+    q.push(["a"])
+    r.config_resetstat()
+    [item] = q.lease(1)
+    assert item.last_error is None
+    stats = r.info("commandstats")
+    assert "cmdstat_hget" in stats and "cmdstat_hmget" not in stats  # (only P:attempts)
+    assert stats["cmdstat_hget"]["calls"] == 1
