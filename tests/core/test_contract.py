@@ -367,3 +367,11 @@ def test_the_engine_names_parameters_and_the_cli_words_flags() -> None:
 
     for path in pathlib.Path(scripts.__file__).parent.glob("*.py"):
         assert not re.search(r"Error\(f?\"--", path.read_text()), path  # no flag in the core
+
+
+def test_no_script_cites_the_readme() -> None:
+    """The README is the front door: the scripts' comments cite the manual (docs/...)."""
+    from pathlib import Path
+
+    cites = [p.name for p in Path(scripts.LUA_DIR).glob("*.lua") if "README" in p.read_text()]
+    assert cites == []
