@@ -15,7 +15,8 @@ that carry items. From its one :class:`ItemField` line follow:
 - the JSON lines of ``lease`` and ``peek`` (shapes.py ``lease_row``, ``peek_row``) and
   their schemas' properties (shapes.py ``schema`` adds them to the shipped files), and so
   the manual's field list (docs/reference/json.md is built from the schemas);
-- the table columns of ``peek`` and ``item`` (cli/inspect.py).
+- the table columns of ``lease``, ``peek`` and ``item`` (cli/leasing.py, cli/inspect.py),
+  the console's item panel (dash/item.py) and the web view's tables (web/views.py).
 
 **Adding a field** stored in an existing hash: one line here, the attribute on the item
 types it is carried by, its test and its CHANGELOG entry. A field in a new hash also needs the

@@ -40,6 +40,17 @@ def test_each_field_is_declared_completely(field: fields.ItemField) -> None:
         assert rows[len(rows) - len(carried):] == carried
 
 
+def test_the_shipped_schema_files_leave_the_declared_fields_to_the_declaration() -> None:
+    """Each per-item field is said once: the schema files of the lines that carry items
+    do not list them (rq_cli.shapes.schema adds them)."""
+    from pathlib import Path
+
+    folder = Path(fields.__file__).parents[1] / "schemas"
+    for name, reply in ITEM_SCHEMAS.items():
+        listed = json.loads((folder / f"{name}.schema.json").read_text())["properties"]
+        assert not set(listed) & set(fields.names(reply)), name
+
+
 def test_the_scripts_read_the_declared_hashes_in_order() -> None:
     """The generated Lua tables name each reply's hashes in declaration order."""
     peek = scripts.source("peek")
