@@ -396,7 +396,7 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "StateNa
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
     # the per-item fields with a column (core/fields.py): those always there lead, the others
-    # follow the state's own columns (and are left out when no row has one)
+    # follow the state's own columns (left out when no row has one, if optional or --state all)
     declared = [f for f in carried(PEEK) if f.column]
     cols = [Column("id"), *([Column("state", drop=0)] if one or item_state == "all" else []),
             Column("data", kind="data", drop=0),
@@ -416,7 +416,7 @@ def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
     }
     return [*cols, *extra.get(item_state, []),
             *(Column(f.name, f.column or "", kind=f.column_kind, drop=f.drop,
-                     optional=True)
+                     optional=f.column_optional or item_state == "all")
               for f in declared if not f.always)]
 
 

@@ -39,7 +39,7 @@ LEASE_COLUMNS = [Column("queue", drop=2), Column("id"), Column("data", kind="dat
                  Column("session", drop=0),
                  # the per-item fields lease carries that have a column (core/fields.py)
                  *(Column(f.name, f.column or "", kind=f.column_kind, drop=f.drop,
-                          optional=True) for f in carried(LEASE) if f.column)]
+                          optional=f.column_optional) for f in carried(LEASE) if f.column)]
 #: lease --at-most-once: the items were completed as they were taken (no lease)
 TAKEN_COLUMNS = [*LEASE_COLUMNS[:4], *LEASE_COLUMNS[6:]]
 OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),

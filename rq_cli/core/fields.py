@@ -50,11 +50,14 @@ class ItemField(NamedTuple):
     dead: str | None = None
     #: in every JSON line (null when unknown), rather than only when set
     always: bool = False
-    #: its table column's header (None: not a column), its kind (tables.Column) and how
-    #: soon a narrow terminal drops it (0: never)
+    #: its table column's header (None: not a column), its kind (tables.Column), how soon a
+    #: narrow terminal drops it (0: never), and whether the column is left out when no row
+    #: has a value (a stream decides on its first page: a column expected further down,
+    #: such as a retried pending item's error, is kept)
     column: str | None = None
     column_kind: str = "text"
     drop: int = 1
+    column_optional: bool = True
 
 
 ITEM_FIELDS: tuple[ItemField, ...] = (
@@ -64,7 +67,7 @@ ITEM_FIELDS: tuple[ItemField, ...] = (
               column_kind="time", drop=3),
     ItemField("error", "text", "errors", (PEEK,),
               "The last error (fail --error, or why it died).", dead="error", column="error",
-              column_kind="words", drop=0),
+              column_kind="words", drop=0, column_optional=False),
     ItemField("tenant", "text", "item_tenant", (PEEK,),
               "Fair queues: the tenant's sub-queue.", dead="tenant"),
     # (peek's `error` is the same stored value: a lease line names it for what it is there)
