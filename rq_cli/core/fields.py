@@ -15,7 +15,7 @@ that carry items. From its one :class:`ItemField` line follow:
 - the JSON lines of ``lease`` and ``peek`` (shapes.py ``lease_row``, ``peek_row``) and
   their schemas' properties (shapes.py ``schema`` adds them to the shipped files), and so
   the manual's field list (docs/reference/json.md is built from the schemas);
-- the table columns of ``lease``, ``peek`` and ``item`` (cli/leasing.py, cli/inspect.py),
+- the table columns of ``lease`` and ``peek`` (cli/leasing.py, cli/inspect.py),
   the console's item panel (dash/item.py) and the web view's tables (web/views.py).
 
 **Adding a field** stored in an existing hash: one line here, the attribute on the item
@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 
 from .util import secs, text
 
-#: The replies that carry items: ``lease`` (lease and reclaim: LeasedItem) and ``peek``
-#: (peek and item, so ``peek`` and ``item show``: PeekedItem).
+#: The replies that carry items: ``lease`` (the scripts lease and reclaim: LeasedItem) and
+#: ``peek`` (the scripts peek and item, so ``peek`` and ``peek --id``: PeekedItem).
 LEASE = "lease"
 PEEK = "peek"
 
@@ -72,8 +72,8 @@ ITEM_FIELDS: tuple[ItemField, ...] = (
               "Fair queues: the tenant's sub-queue.", dead="tenant"),
     # (peek's `error` is the same stored value: a lease line names it for what it is there)
     ItemField("last_error", "text", "errors", (LEASE,),
-              "The error its last attempt failed with (fail --error, cancel --error; peek "
-              "shows it as error); present only when it has one.", column="last error",
+              "The error its last attempt failed with (fail --error; peek shows it as "
+              "error); present only when it has one.", column="last error",
               column_kind="words", drop=2),
 )
 
