@@ -99,8 +99,7 @@ def decoded(reply: str, row: Any, dead: dict[str, Any] | None = None) -> dict[st
         value: Any = None
         if f.kind == "time":
             if stored is not None and stored is not False:
-                ms = int(stored)
-                value = secs(ms) if ms >= 0 else None
+                value = _secs(stored)
             elif dead and f.dead:
                 was = dead.get(f.dead)
                 if isinstance(was, (int, float)) and not isinstance(was, bool) \
@@ -112,6 +111,16 @@ def decoded(reply: str, row: Any, dead: dict[str, Any] | None = None) -> dict[st
                 value = dead[f.dead]
         out[f.name] = value
     return out
+
+
+def _secs(stored: Any) -> float | None:
+    """A stored time in ms as epoch seconds; None for one that is no time (a value some
+    other program wrote: the scripts read it with tonumber, which gives nil)."""
+    try:
+        ms = int(stored)
+    except ValueError:
+        return None
+    return secs(ms) if ms >= 0 else None
 
 
 def row(reply: str, item: Any, always: bool) -> dict[str, Any]:

@@ -80,6 +80,12 @@ def test_peek_and_item_carry_the_declared_fields_live_and_dead(r) -> None:
     assert "tenant" not in line
     never = PeekedItem(id="x", state="pending", data=b"", attempts=0)
     assert peek_row(never)["enqueued_at"] is None
+    # a time some other program stored as no number reads as unknown, as tonumber would
+    r.hset(q.keys.enqueued, "odd", "soon")
+    r.set(q.keys.item("odd"), b"{}")
+    r.lpush(q.keys.queue, "odd")
+    [odd] = [i for i in q.peek("pending", count=5) if i.id == "odd"]
+    assert odd.enqueued_at is None
 
 
 def test_lease_rows_carry_the_declared_fields() -> None:
