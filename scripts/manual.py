@@ -178,9 +178,12 @@ def exit_codes_markdown() -> str:
 
 # -- JSON fields ----------------------------------------------------------------------------------
 def schemas() -> dict[str, dict[str, Any]]:
-    """Schema name (the file's, without .schema.json) -> the schema, in name order."""
-    return {p.name.removesuffix(".schema.json"): json.loads(p.read_text(encoding="utf-8"))
-            for p in sorted(SCHEMAS.glob("*.schema.json"))}
+    """Schema name (the file's, without .schema.json) -> the schema, in name order (as
+    rq_cli.output.shapes.schema reads it: with the per-item fields of rq_cli/core/fields.py)."""
+    from rq_cli.output.shapes import schema
+
+    return {name: schema(name) for name in sorted(
+        p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json"))}
 
 
 def _md_cell(text: str) -> str:

@@ -10,6 +10,7 @@ import typer
 
 from ..connection.connect import mask_url
 from ..core.codes import ItemState, PurgeChoice
+from ..core.fields import PEEK, carried
 from ..core.queue import STATES
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..ops.filters import make_filter
@@ -394,25 +395,29 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "StateNa
 
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
+    # the per-item fields with a column (core/fields.py): those always there lead, the others
+    # follow the state's own columns (left out when no row has one, if optional or --state all)
+    declared = [f for f in carried(PEEK) if f.column]
     cols = [Column("id"), *([Column("state", drop=0)] if one or item_state == "all" else []),
             Column("data", kind="data", drop=0),
             Column("attempts", kind="number", drop=2),
-            Column("enqueued_at", "enqueued", kind="time", drop=3)]
-    error = Column("error", kind="words", drop=0)
+            *(Column(f.name, f.column or "", kind=f.column_kind, drop=f.drop)
+              for f in declared if f.always)]
     extra = {
         "processing": [Column("lease_session", "held by", drop=0),
                        Column("lease_expires_at", "lease until", kind="time"),
                        Column("abandoned", drop=2)],
-        "delayed": [Column("due_at", "due", kind="time"), error],
-        "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason"),
-                 error],
+        "delayed": [Column("due_at", "due", kind="time")],
+        "dead": [Column("dead_at", "died", kind="time"), Column("dead_reason", "reason")],
         "all": [Column("lease_expires_at", "lease until", kind="time", optional=True),
                 Column("due_at", "due", kind="time", optional=True),
                 Column("dead_at", "died", kind="time", optional=True),
-                Column("dead_reason", "reason", optional=True),
-                error._replace(optional=True)],
+                Column("dead_reason", "reason", optional=True)],
     }
-    return cols + extra.get(item_state, [error])
+    return [*cols, *extra.get(item_state, []),
+            *(Column(f.name, f.column or "", kind=f.column_kind, drop=f.drop,
+                     optional=f.column_optional or item_state == "all")
+              for f in declared if not f.always)]
 
 
 def queues(

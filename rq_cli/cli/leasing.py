@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..core.fields import LEASE, carried
 from ..core.limits import MAX_COUNT
 from ..core.types import ItemOutcome, ItemRef
 from ..errors import BadInputError, NothingToDo, UsageError
@@ -35,9 +36,12 @@ from .common import (
 LEASE_COLUMNS = [Column("queue", drop=2), Column("id"), Column("data", kind="data", drop=0),
                  Column("attempt", kind="number", drop=3),
                  Column("lease_expires_at", "lease until", kind="time"),
-                 Column("session", drop=0)]
+                 Column("session", drop=0),
+                 # the per-item fields lease carries that have a column (core/fields.py)
+                 *(Column(f.name, f.column or "", kind=f.column_kind, drop=f.drop,
+                          optional=f.column_optional) for f in carried(LEASE) if f.column)]
 #: lease --at-most-once: the items were completed as they were taken (no lease)
-TAKEN_COLUMNS = LEASE_COLUMNS[:4]
+TAKEN_COLUMNS = [*LEASE_COLUMNS[:4], *LEASE_COLUMNS[6:]]
 OUTCOME_COLUMNS = [Column("queue"), Column("id"), Column("outcome"),
                    Column("retry_at", "retry at", kind="time", optional=True),
                    Column("lease_expires_at", "lease until", kind="time", optional=True)]

@@ -28,6 +28,7 @@ from .limits import (
 from .scripts import SPECS, Reply
 from .types import (
     ItemRef,
+    LeasedItem,
     Outcome,
     QueueOptions,
 )
@@ -52,9 +53,19 @@ COMPLETE_OUTCOMES = SCRIPT_OUTCOME_NAMES["complete"]
 PURGE_STATES = _PURGE_STATES  # (codes.PurgeChoice)
 
 
-def as_ref(ref: str | ItemRef) -> ItemRef:
+#: What complete, fail and extend take: an id, an id with the session that leased it, or
+#: a leased item itself.
+Ref = str | ItemRef | LeasedItem
+
+
+def as_ref(ref: Ref) -> ItemRef:
+    """``ref`` as an ItemRef; UsageError for an id that is no item id, except a leased item's:
+    the server named it (a peer may store an id no command line could carry, such as one
+    with a NUL byte), so it is settled as it is."""
     if isinstance(ref, str):
         return ItemRef(check_id(ref))
+    if isinstance(ref, LeasedItem):
+        return ItemRef(ref.id, ref.session)
     check_id(ref.id)
     return ref  # (frozen: it can be used as it is)
 
@@ -166,7 +177,7 @@ class QueueBase:
 
     # -- shared by the operations --------------------------------------------------
     @staticmethod
-    def ref_args(refs: Iterable[str | ItemRef]) -> list[ItemRef]:
+    def ref_args(refs: Iterable[Ref]) -> list[ItemRef]:
         return [as_ref(r) for r in refs]
 
     def per_batch(self, refs: list[ItemRef], name: str, args: Mapping[str, Any],

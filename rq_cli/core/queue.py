@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from ..errors import Unconfirmed, UsageError
-from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES
+from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
 from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
 from .base import STATES as STATES
 from .codes import LEASE_FAIR, LEASE_PAUSED, DeadReason
+from .fields import LEASE, decoded
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -123,8 +124,8 @@ class WorkQueue(Reads, Repairs):
                 completions, complete = text(fields["completions"]) or "", ()
             prefix, session = self.prefix, self.session
             expires = secs(int(fields["deadline_ms"]))
-            got = [LeasedItem(prefix, text(r.id) or "", r.data, int(r.attempt), expires, session)
-                   for r in rows]
+            got = [LeasedItem(prefix, text(r.id) or "", r.data, int(r.attempt), expires, session,
+                              **decoded(LEASE, r)) for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
                 if unconfirmed is not None:  # (only the first call carries completes)
@@ -171,7 +172,7 @@ class WorkQueue(Reads, Repairs):
         ``due_in_ms``: those :meth:`lease_try` returned); True if one was seen."""
         return self._wait(seconds, status, due_in_ms)
 
-    def complete_and_lease(self, refs: Iterable[str | ItemRef], count: int = 1, *,
+    def complete_and_lease(self, refs: Iterable[Ref], count: int = 1, *,
                            lease_seconds: float | None = None, now_ms: int | None = None,
                            ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
         """Complete ``refs``, then lease up to ``count`` items, in one step (one round trip):
@@ -217,7 +218,7 @@ class WorkQueue(Reads, Repairs):
                                   "RIGHT") is not None
 
     # -- complete / fail / extend --------------------------------------------------------
-    def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
+    def complete(self, refs: Iterable[Ref], *, now_ms: int | None = None,
                  ) -> list[ItemOutcome]:
         """Complete items: ``completed`` for exactly one caller per item, else ``missing``
         (not live) or ``conflict`` (given a session, another session holds the lease)."""
@@ -227,11 +228,13 @@ class WorkQueue(Reads, Repairs):
                                                                     strict=True)]) as done:
             return done(self.per_batch(items, "complete", {}, now_ms))
 
-    def fail(self, refs: Iterable[str | ItemRef], *, error: str | None = None,
+    def fail(self, refs: Iterable[Ref], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
              reason: str = DeadReason.FAILED) -> list[ItemOutcome]:
         """Fail items: ``retried`` (with retry_at) or ``dead``; else ``missing`` or
-        ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff."""
+        ``conflict``. Without ``retry_in`` the delay is the queue's exponential backoff.
+        ``refs``: ids, ItemRefs, or the leased items themselves (settled by the id the server
+        gave, whatever bytes it holds: as complete and extend)."""
         if retry_in is not None and not 0 <= retry_in <= MAX_DELAY:
             raise UsageError(f"the retry delay must be between 0 and {MAX_DELAY_TEXT} (in seconds)")
         items = self.ref_args(refs)
@@ -284,11 +287,11 @@ class WorkQueue(Reads, Repairs):
                                                     "session": self.session}, pairs, now_ms)
             deadline = secs(int(fields["deadline_ms"]))
             items.extend(LeasedItem(self.prefix, text(r.id) or "", r.data, int(r.attempt),
-                                    deadline, self.session)
+                                    deadline, self.session, **decoded(LEASE, r))
                          for r in rows)
         return items
 
-    def extend(self, refs: Iterable[str | ItemRef], *, lease_seconds: float | None = None,
+    def extend(self, refs: Iterable[Ref], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
         """Extend leases: ``extended`` (with the new deadline), ``lost`` (the lease has
         expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""

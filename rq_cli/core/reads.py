@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
 from .codes import ItemState
+from .fields import PEEK, decoded
 from .keys import (
     COUNTER_FIELDS,
     FIXED_KEYS,
@@ -289,32 +290,23 @@ def dead_details(info: bytes | str | None) -> DeadDetails:
 
 def _peeked(state: State, row: Any) -> PeekedItem:
     """A PeekedItem from a row of peek.lua's (or item.lua's) reply, read by the names of
-    SPECS["peek"].rows."""
+    SPECS["peek"].rows (its per-item fields: fields.py)."""
     from .reports import PeekedItem
 
-    attempts, enqueued, holder, deadline = row.attempts, row.enqueued_ms, row.holder, \
-        row.deadline_ms
-    score, info, error, tenant = row.score, row.dead_info, row.error, row.tenant
+    attempts, holder, deadline, score, info = row.attempts, row.holder, row.deadline_ms, \
+        row.score, row.dead_info
     dead_at = reason = None
-    if info:
-        meta = _dead_info(info)
+    meta = _dead_info(info) if info else None
+    if meta is not None:
         if isinstance(meta.get("attempts"), int):
             attempts = meta["attempts"]
-        details = dead_details(info)
-        reason = details.reason
-        error = error or details.error
-        tenant = tenant or details.tenant
-        first = meta.get("enqueued")  # a dead item's time first pushed (s), kept there
-        if isinstance(first, (int, float)) and not isinstance(first, bool) \
-                and 0 <= first < 1e12 and int(enqueued) < 0:
-            enqueued = round(first * 1000)
+        reason = dead_details(info).reason
     if state == ItemState.DEAD.value and int(float(score)) >= 0:
         dead_at = secs(float(score))
     return PeekedItem(
         id=text(row.id) or "", state=state, data=row.data, attempts=int(attempts),
-        enqueued_at=secs(int(enqueued)) if int(enqueued) >= 0 else None,
         lease_session=text(holder) if holder else None,
         lease_expires_at=secs(int(deadline)) if int(deadline) >= 0 else None,
         due_at=secs(float(score)) if state == ItemState.DELAYED.value else None,
-        dead_at=dead_at, dead_reason=reason, error=text(error),
-        abandoned=int(row.abandoned) == 1, tenant=text(tenant) if tenant else None)
+        dead_at=dead_at, dead_reason=reason, abandoned=int(row.abandoned) == 1,
+        **decoded(PEEK, row, meta))

@@ -29,6 +29,7 @@ from functools import cache
 from typing import NamedTuple
 
 from .codes import lua_constants
+from .fields import lua_blocks as field_blocks
 from .keys import (
     DEAD_ITEM,
     DEDUP_WINDOW_FIELD,
@@ -170,6 +171,8 @@ def _generated_blocks() -> list[tuple[str, str]]:
             # bulk push as transactions (push_commit.lua)
             ("FRESH_ID_LEN", f"local FRESH_ID_LEN = {FRESH_ID_LEN}"),
             ("PUSH_STAMP_SLACK_MS", f"local PUSH_STAMP_SLACK_MS = {PUSH_STAMP_SLACK_MS}"),
+            # the hashes of the per-item fields each reply carries (fields.py)
+            *field_blocks(frozenset(k.name for k in FIXED_KEYS if k.rare)),
             # states, outcome codes, dead-letter reasons, counters, push flags and clean's
             # sighting prefixes (codes.py)
             *lua_constants()]

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
+from .fields import LEASE, PEEK, names
+
 #: ARGV[1..3] of every script: prefix, now (ms, "" = the server's clock), layout
 HEAD = ("prefix", "now", "layout")
 
@@ -66,21 +68,22 @@ class ScriptSpec(NamedTuple):
 
 _PAIRS = ("id", "session")
 #: an item as peek.lua and item.lua return it (the one list of its fields: the scripts'
-#: headers name this one, and queue.py reads them by name): data false = a ghost (an id with
+#: headers name this one, and reads.py reads them by name): data false = a ghost (an id with
 #: no data); holder and deadline_ms, the lease's (of the last holder when abandoned = 1: in
 #: processing, its lease ran out); score, when due (delayed) or died (dead), else -1;
-#: dead_info, the dead_info JSON; error, the last error; tenant, the item's tenant (fair
-#: queues; false: none, or a dead item's, which is in dead_info)
-_PEEKED = ("id", "data", "attempts", "enqueued_ms", "holder", "deadline_ms", "score",
-           "dead_info", "error", "abandoned", "tenant")
+#: dead_info, the dead_info JSON; then the per-item fields peek carries (fields.py: each as
+#: stored in its hash, false when none, or for a dead item, whose are in dead_info)
+_PEEKED = ("id", "data", "attempts", "holder", "deadline_ms", "score", "dead_info",
+           "abandoned", *names(PEEK))
+#: a leased item as lease.lua and reclaim.lua return it: then the fields lease carries
+_LEASED = ("id", "data", "attempt", *names(LEASE))
 
 SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("push", ("front", "delay_ms", "expire_ms", "fresh"), ("id", "data")),
     # the last command of a bulk push's transaction (core/bulk.py): ids, one argument
     ScriptSpec("push_commit", ("count", "front", "stamp_ms", "ids")),
     ScriptSpec("lease", ("count", "lease_ms", "session", "max_attempts", "at_most_once"),
-               _PAIRS, ("status", "deadline_ms", "next_due_ms", "completions"),
-               ("id", "data", "attempt")),
+               _PAIRS, ("status", "deadline_ms", "next_due_ms", "completions"), _LEASED),
     ScriptSpec("complete", (), _PAIRS),
     ScriptSpec("fail", ("error", "retry_ms", "dead_reason", "max_attempts", "backoff_ms",
                         "backoff_max_ms", "jitter"), _PAIRS, (), ("code", "due_ms")),
@@ -89,7 +92,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("release", ("session",), ("id",)),
     ScriptSpec("cancel", ("error",), ("id",)),
     ScriptSpec("reclaim", ("lease_ms", "session"), ("id", "old_session"), ("deadline_ms",),
-               ("id", "data", "attempt")),
+               _LEASED),
     ScriptSpec("clean", ("limit", "left", "grace_ms", "max_attempts", "front", "dry_run",
                          "pass_start", "sample"),
                (), ("left", "recovered", "dropped", "dead", "suspects", "promoted",

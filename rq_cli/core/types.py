@@ -93,6 +93,8 @@ class LeasedItem:
     attempt: int  # 1 on the first lease
     lease_expires_at: float  # epoch seconds, ms precision
     session: str
+    #: the error its last attempt failed with (fail/cancel ``error``), None when none
+    last_error: str | None = None
 
 
 @dataclass(frozen=True)

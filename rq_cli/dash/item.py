@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.codes import ItemState
+from ..core.fields import PEEK, carried
 from ..output.render import human, human_time
 from .model import Action, Actions, Browser, data_view, failure
 
@@ -81,12 +82,15 @@ class ItemScreen(Screen[None]):
         fields = [("queue", self.target.name), ("id", item.id),
                   ("state", item.state + (" (abandoned)" if item.abandoned else "")),
                   ("attempts", str(item.attempts)),
-                  ("enqueued", human_time(item.enqueued_at)), ("tenant", item.tenant),
                   ("holder", item.lease_session),
                   ("lease until", item.lease_expires_at and human_time(item.lease_expires_at)),
                   ("due", item.due_at and human_time(item.due_at)),
                   ("dead since", item.dead_at and human_time(item.dead_at)),
-                  ("reason", item.dead_reason), ("error", item.error)]
+                  ("reason", item.dead_reason)]
+        for f in carried(PEEK):  # (its per-item fields: core/fields.py)
+            value = getattr(item, f.name)
+            fields.append((f.column or f.name.replace("_", " "),
+                           human_time(value) if f.kind == "time" and value else value))
         for name, value in fields:
             if value:
                 grid.add_row(name, Text(human(value)))

@@ -15,6 +15,8 @@ import json
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from ..core import fields
+
 if TYPE_CHECKING:
     from ..core.errgroups import ErrorGroup
     from ..core.filtering import FilterReport
@@ -35,10 +37,20 @@ SCHEMAS: dict[str, str] = {
 }
 
 
+#: The schemas whose lines carry items, and the reply whose per-item fields they carry
+#: (core/fields.py): their files leave those fields out, :func:`schema` adds them.
+ITEM_SCHEMAS = {"lease": fields.LEASE, "peek": fields.PEEK}
+
+
 def schema(name: str) -> dict[str, Any]:
-    """The JSON Schema ``rq_cli/schemas/<name>.schema.json`` (shipped in the wheel)."""
+    """The JSON Schema ``rq_cli/schemas/<name>.schema.json`` (shipped in the wheel), with
+    the per-item fields of core/fields.py where its lines carry items (:data:`ITEM_SCHEMAS`)."""
     text = resources.files("rq_cli").joinpath("schemas").joinpath(f"{name}.schema.json")
     loaded: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
+    if name in ITEM_SCHEMAS:
+        props, always = fields.schema_properties(ITEM_SCHEMAS[name])
+        loaded["properties"].update(props)
+        loaded["required"] = [*loaded["required"], *always]
     return loaded
 
 
@@ -96,25 +108,29 @@ def group_row(name: str, g: ErrorGroup) -> dict[str, Any]:
 
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:
-    """id, state, data, attempts, enqueued_at always; the other fields when they are set."""
+    """id, state, data, attempts and the per-item fields that are ``always`` there
+    (core/fields.py); the other fields when they are set."""
     row: dict[str, Any] = {"id": item.id, "state": item.state, "data": item.data,
-                           "attempts": item.attempts, "enqueued_at": item.enqueued_at}
-    for key in ("lease_session", "lease_expires_at", "due_at", "dead_at", "dead_reason",
-                "error", "tenant"):
+                           "attempts": item.attempts, **fields.row(fields.PEEK, item, True)}
+    for key in ("lease_session", "lease_expires_at", "due_at", "dead_at", "dead_reason"):
         value = getattr(item, key)
         if value is not None:
             row[key] = value
+    row.update(fields.row(fields.PEEK, item, False))
     if item.abandoned:
         row["abandoned"] = True
     return row
 
 
 def lease_row(name: str, item: LeasedItem, lease: bool = True) -> dict[str, Any]:
-    """``lease``: the item, and (unless ``--at-most-once``) its lease."""
-    row = {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt}
+    """``lease``: the item, (unless ``--at-most-once``) its lease, and the per-item fields
+    lease carries (core/fields.py)."""
+    row = {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt,
+           **fields.row(fields.LEASE, item, True)}
     if lease:
         row["lease_expires_at"] = item.lease_expires_at
         row["session"] = item.session
+    row.update(fields.row(fields.LEASE, item, False))
     return row
 
 

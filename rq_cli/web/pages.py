@@ -56,7 +56,8 @@ OVERVIEW_SLICE, OVERVIEW_THREADS = 20, 8
 
 _templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 _templates.env.globals.update(age=views.age, clock=views.clock, snippet=views.snippet,
-                              quoted=views.quoted)
+                              quoted=views.quoted, cell=views.cell,
+                              item_columns=views.ITEM_COLUMNS)
 
 
 class Refused(Exception):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..core.fields import PEEK, ItemField, carried
 from ..core.keys import HISTORY_FIELDS
 from ..output.shapes import peek_row
 
@@ -53,6 +54,19 @@ def quoted(text: str) -> str:
 def clock(at: float | None) -> str:
     """An epoch time as local date and time (``-`` for none)."""
     return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+#: The per-item fields with a column (core/fields.py), in a tab's table: those ``always``
+#: there after attempts, the others before the data.
+ITEM_COLUMNS = tuple(f for f in carried(PEEK) if f.column)
+
+
+def cell(item: PeekedItem, field: ItemField) -> str:
+    """An item's per-item field as a table cell: a time readable, nothing for none."""
+    value = getattr(item, field.name)
+    if field.kind == "time":
+        return clock(value)
+    return "" if value is None else str(value)
 
 
 def item_fields(item: PeekedItem) -> list[tuple[str, str]]:

@@ -7,7 +7,8 @@
   percent-encoded) is masked (a URL's taken out as from ``REDIS_URL``, any other ``***``);
   all unless the user asks for them (``--pass-secrets``).
 - :func:`unrunnable`: an item whose id (or queue name) holds a NUL byte, which no
-  environment variable can carry, can never be run: :func:`fail_unrunnable` dead-letters it.
+  environment variable can carry, can never be run: the worker dead-letters it (settle.py,
+  through ``WorkQueue.fail``, which takes the leased item itself).
 - :func:`set_process_title`: ``ps`` shows the worker (and its guard) with every URL's
   password as ``***`` (through ``setproctitle``, where it is installed). The original
   arguments were visible for the few milliseconds before it runs: keeping a password out
@@ -23,10 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from ..connection.connect import mask_url, mask_urls_in, url_password
-from ..core.codes import DeadReason, outcomes
-from ..core.queue import WorkQueue
-from ..core.scripts import SPECS
-from ..core.types import ItemOutcome, LeasedItem
+from ..core.types import LeasedItem
 
 #: The variables whose value is a server URL that rq-cli reads.
 URL_VARS = ("RQ_CLI_URL", "REDIS_URL")
@@ -96,18 +94,3 @@ def unrunnable(item: LeasedItem) -> str | None:
         return ("embedded null byte: the item id or queue name cannot be passed in the "
                 "environment (RQ_ITEM_ID, RQ_QUEUE)")
     return None
-
-
-_FAIL_CODES = outcomes("fail")  # the fail script's code -> outcome (codes.py)
-
-
-def fail_unrunnable(wq: WorkQueue, item: LeasedItem, error: str) -> list[ItemOutcome]:
-    """Dead-letter ``item`` (reason ``failed``, with ``error``) with the fail script itself,
-    as the holder of its lease: new ids are checked on the way in, but one a peer stored
-    must still be settled, whatever bytes it holds."""
-    args = {"error": error, "retry_ms": -1, "dead_reason": DeadReason.FAILED.value,
-            "max_attempts": wq.options.max_attempts, "backoff_ms": 0, "backoff_max_ms": 0,
-            "jitter": "1"}
-    ((code, _),) = SPECS["fail"].decode(wq.call("fail", args, [item.id, item.session])).rows
-    return [ItemOutcome(item.id, _FAIL_CODES[code.decode() if isinstance(code, bytes)
-                                             else str(code)])]

@@ -8,7 +8,7 @@ from typing import Any
 from ..core.codes import Outcome
 from ..core.types import ItemOutcome
 from ..errors import Unconfirmed
-from .env import fail_unrunnable, unrunnable
+from .env import unrunnable
 from .model import (
     DEAD_EXIT,
     Held,
@@ -83,12 +83,15 @@ class Settling(WorkerBase):
     def _fail(self, held: Held, entry: dict[str, Any], error: str, dead: bool,
               timeout: bool = False) -> None:
         try:
-            (out,) = fail_unrunnable(held.wq, held.item, error) if unrunnable(held.item) \
-                else held.wq.fail([held.ref], error=error, dead=dead)
+            # (an item that can never run is dead-lettered: the leased item itself is
+            # failed, by the id the server gave, which no command line could carry)
+            never = unrunnable(held.item) is not None
+            (out,) = held.wq.fail([held.item if never else held.ref], error=error,
+                                  dead=dead or never)
         except Unconfirmed as exc:  # made, not confirmed: noted, not done again
             entry["note"] = _unconfirmed_note(exc)
             (out,) = exc.result if isinstance(exc.result, list) else \
-                [ItemOutcome(held.item.id, Outcome.DEAD)]  # (fail_unrunnable's: dead-lettered)
+                [ItemOutcome(held.item.id, Outcome.DEAD)]
         if out.outcome in (Outcome.DEAD, Outcome.RETRIED):
             self.stats.dead += out.outcome == Outcome.DEAD
             self.stats.failed += out.outcome == Outcome.RETRIED

@@ -22,6 +22,30 @@ def test_lease_prints_the_documented_fields(cli, r):
     assert item["session"].count(":") >= 2  # host:pid:random
 
 
+def test_lease_shows_the_error_the_last_attempt_failed_with(cli, r):
+    """A retried item's lease line carries ``last_error`` (the schema lists it), as peek
+    shows it as ``error``; a first attempt's has none."""
+    from jsonschema import Draft202012Validator
+
+    from rq_cli.output.shapes import schema
+
+    check = Draft202012Validator(schema("lease"))
+    cli("push", "q", "--id", "a", '{"job": 1}')
+    first = cli("lease", "q").one
+    assert "last_error" not in first and check.is_valid(first)
+    assert cli("fail", "q", "a", "--error", "smtp timeout", "--retry-in", "0").exit_code == 0
+    assert cli("peek", "q").one["error"] == "smtp timeout"
+    again = cli("lease", "q").one
+    assert again["attempt"] == 2 and again["last_error"] == "smtp timeout"
+    assert check.is_valid(again) and not check.is_valid({**again, "last_error": 5})
+    # on a terminal: a "last error" column, only when an item shown has one
+    assert cli("fail", "q", "a", "--error", "bad address", "--retry-in", "0").exit_code == 0
+    table = cli("lease", "q", tty=True).stdout
+    assert "last error" in table and "bad address" in table
+    cli("push", "q", "--id", "b", "{}")
+    assert "last error" not in cli("lease", "q", tty=True).stdout
+
+
 def test_lease_non_json_data_is_a_string_and_non_utf8_is_base64(cli, r):
     cli("push", "q", "--raw", "--id", "t", "plain text")
     assert cli("lease", "q").one["data"] == "plain text"

@@ -438,3 +438,20 @@ def test_the_consoles_styles_are_tcss_files_that_ship():
     named = re.findall(r'"(\w+\.tcss)"', (dash / "app.py").read_text())
     assert sorted(named) == sorted(p.name for p in dash.glob("*.tcss")) != []
     assert '"rq_cli/dash/*.tcss"' in (PACKAGE.parent / "pyproject.toml").read_text()
+
+
+# -- the worker: on WorkQueue's public API (its package docstring) ---------------------------
+#: the script machinery under WorkQueue's public methods
+_ENGINE_INSIDE = ("rq_cli.core.scripts", "rq_cli.core.specs", "rq_cli.core.calling",
+                  "rq_cli.core.base")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.worker")))
+def test_the_worker_reaches_scripts_only_through_the_queues_public_methods(module):
+    """No worker module runs a script itself (WorkQueue.call/decoded, the specs): it fails,
+    completes and extends items through WorkQueue's methods, as its docstring promises."""
+    offences = [target for target, _ in imports_of(module, type_checking=True)
+                if target.startswith(_ENGINE_INSIDE)]
+    text = MODULES[module].read_text()
+    offences += re.findall(r"\.(?:call|decoded|per_batch|ref_args)\(", text)
+    assert offences == []

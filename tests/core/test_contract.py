@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from rq_cli.core import keys, scripts
+from rq_cli.core import fields, keys, scripts
 
 LUA_FILES = sorted(f for f in os.listdir(scripts.LUA_DIR) if f.endswith(".lua"))
 #: Lua string literals ('...' or "..."), comments left out
@@ -196,7 +196,10 @@ def test_peek_rows_are_read_by_name() -> None:
     named tuples of those names."""
     with open(os.path.join(scripts.LUA_DIR, "peek.lua")) as f:
         code = re.sub(r"--.*$", "", f.read(), flags=re.M)
-    assert code.count("out[#out + 1] =") == len(scripts.SPECS["peek"].rows)
+    # (then its per-item fields, core/fields.py, in one helper)
+    assert "put_item_fields(out, id, live)" in code
+    assert code.count("out[#out + 1] =") + len(fields.names(fields.PEEK)) \
+        == len(scripts.SPECS["peek"].rows)
     assert scripts.SPECS["item"].rows == scripts.SPECS["peek"].rows
     reply = scripts.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
     assert [(r.id, r.live) for r in reply.rows] == [(b"7", 1), (b"8", 0)]
@@ -365,3 +368,11 @@ def test_the_engine_names_parameters_and_the_cli_words_flags() -> None:
 
     for path in pathlib.Path(scripts.__file__).parent.glob("*.py"):
         assert not re.search(r"Error\(f?\"--", path.read_text()), path  # no flag in the core
+
+
+def test_no_script_cites_the_readme() -> None:
+    """The README is the front door: the scripts' comments cite the manual (docs/...)."""
+    from pathlib import Path
+
+    cites = [p.name for p in Path(scripts.LUA_DIR).glob("*.lua") if "README" in p.read_text()]
+    assert cites == []

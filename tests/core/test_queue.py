@@ -331,6 +331,26 @@ def test_fail_missing_and_conflict(q):
     assert [o.outcome for o in outcomes] == ["conflict", "missing"]
 
 
+def test_fail_takes_a_leased_item_whatever_its_id(q, r):
+    """A leased item itself is failed by the id the server gave: one a peer stored longer
+    than an id rq-cli takes (or with a NUL byte, which no command line can carry) is settled
+    all the same, while such an id typed in is refused."""
+    from rq_cli.core.limits import MAX_ID_BYTES
+
+    long_id, nul_id = "x" * (MAX_ID_BYTES + 1), "a\0b"
+    for peer_id in (long_id, nul_id):  # (as a peer client stores them)
+        r.set(q.keys.item(peer_id), b"x")
+        r.lpush(q.keys.queue, peer_id)
+    items = q.lease(2)
+    assert {i.id for i in items} == {long_id, nul_id}
+    with pytest.raises(UsageError):
+        q.fail([long_id], dead=True)
+    outcomes = q.fail(items, error="unrunnable", dead=True)
+    assert [o.outcome for o in outcomes] == ["dead", "dead"]
+    assert {i.id: i.error for i in q.peek("dead")} == {long_id: "unrunnable",
+                                                       nul_id: "unrunnable"}
+
+
 def test_fail_rejects_negative_retry(q):
     with pytest.raises(UsageError):
         q.fail(["a"], retry_in=-1)
@@ -755,4 +775,5 @@ def test_scripts_take_named_arguments_and_give_named_replies(q):
     assert dict(rows)[b"pushed"] == b"1"
     fields, rows = q.decoded("lease", {"count": 5, "lease_ms": 1000, "session": "s",
                                        "max_attempts": 0, "at_most_once": "0"})
-    assert int(fields["status"]) == 0 and rows == [(b"a", b"d", 1)]
+    assert int(fields["status"]) == 0 and [r[:3] for r in rows] == [(b"a", b"d", 1)]
+    assert rows[0]._fields == SPECS["lease"].rows  # (then the per-item fields: fields.py)

@@ -67,7 +67,8 @@ def test_existing_open_directory_is_tightened(data_dir: Path) -> None:
 
 
 def test_outlives_the_starting_process(data_dir: Path) -> None:
-    code = f"from rq_cli.connection import embedded; print(embedded.ensure_running({str(data_dir)!r}))"
+    code = ("from rq_cli.connection import embedded; "
+            f"print(embedded.ensure_running({str(data_dir)!r}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     sock = Path(out.stdout.strip())

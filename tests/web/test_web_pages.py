@@ -57,6 +57,20 @@ def test_a_queues_tabs_a_page_at_a_time_filters_and_an_item_escaped(server_url, 
     assert "bad input" in groups and "timeout" in groups
 
 
+def test_a_tabs_table_has_a_column_per_declared_item_field(server_url, r):
+    """The tables follow rq_cli/core/fields.py: a header per per-item field with a column,
+    and its cell (an error under its own class)."""
+    from rq_cli.core.fields import PEEK, carried
+
+    seed(r, "emails", dead=3, pending=0)
+    dead = client(make_web(server_url, "emails")).get("/q/emails", params={"tab": "dead"})
+    header = re.search(r"<tr><th>id</th>.*?</tr>", dead.text)
+    assert header is not None
+    for field in carried(PEEK):
+        assert (f"<th>{field.column}</th>" in header.group()) == bool(field.column)
+    assert dead.text.count('<td class="error">') == 3
+
+
 def test_requeue_through_the_confirmation_moves_exactly_the_matching_items(server_url, r):
     wq = seed(r, "emails", dead=30)
     web = make_web(server_url, "emails")

@@ -448,3 +448,35 @@ local function complete_pairs(first)
   end
   return table.concat(res)
 end
+
+-- The per-item fields (rq_cli/core/fields.py ITEM_FIELDS, the one list of them): the hashes
+-- each reply reads are generated from it (PEEK_FIELD_KEYS, LEASE_FIELD_KEYS, in its order).
+-- Append to `out` item id's fields of peek, each from its hash, or false when not `live` (a
+-- dead item's bookkeeping went when it died: its fields are in dead_info).
+local function put_item_fields(out, id, live)
+  for _, key in ipairs(PEEK_FIELD_KEYS) do
+    out[#out + 1] = live and redis.call('HGET', key, id)
+  end
+end
+
+-- The lease fields of `ids`, a batch of leased items: a list per field of their values (HMGET,
+-- false where none). A rare hash is not read when QUIET (then none exists).
+local function lease_fields(ids)
+  local got = {}
+  for i, key in ipairs(LEASE_FIELD_KEYS) do
+    got[i] = (QUIET and LEASE_FIELD_RARE[i]) and {} or redis.call('HMGET', key, unpack(ids))
+  end
+  return got
+end
+
+-- Append to `out` the lease fields of the k-th item of a batch read with lease_fields.
+local function put_lease_fields(out, got, k)
+  for i = 1, #got do out[#out + 1] = got[i][k] or false end
+end
+
+-- Append to `out` one leased item's lease fields (HGET each; see lease_fields).
+local function put_lease_fields_of(out, id)
+  for i, key in ipairs(LEASE_FIELD_KEYS) do
+    out[#out + 1] = not (QUIET and LEASE_FIELD_RARE[i]) and redis.call('HGET', key, id)
+  end
+end

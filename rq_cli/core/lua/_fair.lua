@@ -1,4 +1,4 @@
--- Fair queues (README "Fair queues"; prepended to every script, before _common.lua).
+-- Fair queues (the manual: docs/fair-queues.md; prepended to every script, before _common.lua).
 --
 -- A tenant T's pending items wait in its sub-queue P:tenant:<T> (a LIST, like P:queue);
 -- items pushed without a tenant (and every item a peer client pushes) wait in P:queue, the

@@ -39,7 +39,7 @@ if left < 0 then
   pass_start = NOW
   left = dry and 0 or redis.call('LLEN', K_PROCESSING)
   -- history: clean runs every minute from cron, so its first call of a pass snapshots the
-  -- counters (README "stats --history"), at no cost per item
+  -- counters (the manual: docs/commands.md, "rq-cli stats", --history), at no cost per item
   if not dry then snapshot_history() end
 end
 

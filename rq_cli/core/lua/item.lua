@@ -7,7 +7,7 @@
 -- holds only the items in flight) or else pending (the queue itself is not searched: it may
 -- be millions long).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses NOW dead_item_key item_key lease_holder lease_pttl
+--@uses NOW dead_item_key item_key lease_holder lease_pttl put_item_fields
 local id = A_ID
 local data = redis.call('GET', item_key(id))
 local state, score, info, holder, deadline, abandoned = false, -1, false, false, -1, 0
@@ -41,12 +41,10 @@ else
     end
   end
 end
-return {
+local out = {
   state, id, data,
   tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0,
-  tonumber(redis.call('HGET', K_ENQUEUED, id)) or -1,
-  holder, deadline, score, info,
-  redis.call('HGET', K_ERRORS, id),
-  abandoned,
-  redis.call('HGET', K_ITEM_TENANT, id), -- fair: its tenant (a dead item's is in dead_info)
+  holder, deadline, score, info, abandoned,
 }
+put_item_fields(out, id, state ~= S_DEAD) -- (a dead item's are in dead_info)
+return out

@@ -8,14 +8,15 @@
 -- and the item deleted in the same step; a worker that dies loses the job, by request);
 -- from ARGV[REST], pairs id, session: items to complete first, in the same step (a worker's
 -- loop: finish the last item, take the next, in one round trip).
--- Returns {status, deadline_ms, next_due_ms, completions, id1, data1, attempt1, id2, ...}
+-- Returns {status, deadline_ms, next_due_ms, completions, id1, data1, attempt1, then item 1's
+--   fields (fields.py: SPECS['lease'].rows), id2, ...}
 --   status: LEASE_OK (possibly no items), LEASE_PAUSED, LEASE_FAIR (no items, on a fair
 --   queue: a waiting client blocks on K_WAKE). next_due_ms: earliest delayed item, or -1.
 --   completions: one character per item completed first, as complete.lua returns them.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
---@uses forget_suspects item_key lbs_key lease_key mget_leases promote_due remember_completed
---@uses take_ids wrong_type
+--@uses forget_suspects item_key lbs_key lease_key lease_fields mget_leases promote_due
+--@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local completions = complete_pairs(REST)
 -- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no
@@ -52,6 +53,7 @@ if QUIET and want == 1 and not at_most_once then
     redis.call('HSET', K_HOLDERS, id, session)
     count(C_LEASED, 1)
     out[5], out[6], out[7] = id, got[1], attempts + 1
+    put_lease_fields_of(out, id)
     return out
   end
   redis.call('RPUSH', K_QUEUE, id)
@@ -78,6 +80,7 @@ while taken < want and looked < limit do
   local v3, v1, datas = mget_leases(v3_keys, v1_keys, item_keys)
   local exps = has_expiry and redis.call('ZMSCORE', K_EXPIRES, unpack(ids)) or {}
   local atts = redis.call('HMGET', K_ATTEMPTS, unpack(ids))
+  local fields = lease_fields(ids) -- (fields.py: the fields lease carries)
   for k, id in ipairs(ids) do
     local data = datas[k]
     if not data then
@@ -105,6 +108,7 @@ while taken < want and looked < limit do
         out[#out + 1] = id
         out[#out + 1] = data
         out[#out + 1] = attempts + 1
+        put_lease_fields(out, fields, k)
       else
         seen[id] = true
         taken = taken + 1
@@ -120,6 +124,7 @@ while taken < want and looked < limit do
         out[#out + 1] = id
         out[#out + 1] = data
         out[#out + 1] = attempts + 1
+        put_lease_fields(out, fields, k)
       end
     end
   end

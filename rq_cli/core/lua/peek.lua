@@ -7,7 +7,7 @@
 -- Returns a flat list: per item, the fields of specs.py _PEEKED (SPECS['peek'].rows), in
 --   that order (the one list of them, explained there).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses NOW dead_item_key item_key lease_holder lease_pttl
+--@uses NOW dead_item_key item_key lease_holder lease_pttl put_item_fields
 local state, offset, n, head = A_STATE, tonumber(A_OFFSET), tonumber(A_COUNT), A_FROM == 'head'
 local ids, scores = {}, {}
 if state == S_PENDING or state == S_PROCESSING then
@@ -59,18 +59,16 @@ for i, id in ipairs(ids) do
       deadline = tonumber(redis.call('ZSCORE', K_LEASES, id)) or -1
     end
   end
-  -- (a dead item's bookkeeping went when it died: its attempts and error are in dead_info)
+  -- (a dead item's bookkeeping went when it died: its attempts and fields are in dead_info)
   local live = state ~= S_DEAD
   out[#out + 1] = id
   out[#out + 1] = data
   out[#out + 1] = live and tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
-  out[#out + 1] = live and tonumber(redis.call('HGET', K_ENQUEUED, id)) or -1
   out[#out + 1] = holder
   out[#out + 1] = deadline
   out[#out + 1] = scores[i] or -1
   out[#out + 1] = info
-  out[#out + 1] = live and redis.call('HGET', K_ERRORS, id)
   out[#out + 1] = abandoned
-  out[#out + 1] = live and redis.call('HGET', K_ITEM_TENANT, id) -- fair: its tenant, or false
+  put_item_fields(out, id, live) -- (fields.py: enqueued_at, error, tenant, ...)
 end
 return out

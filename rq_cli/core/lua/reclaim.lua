@@ -5,9 +5,11 @@
 -- An item is taken when it is live, its last holder is still the old session, and either the
 -- old session still holds the lease or the lease ran out and it is still in processing (not
 -- yet put back in line by a cleaner: then it is leased the usual way).
--- Returns {lease_deadline_ms, id1, data1, attempt1, id2, ...}
+-- Returns {lease_deadline_ms, id1, data1, attempt1, then item 1's lease fields (fields.py:
+--   SPECS['reclaim'].rows), id2, ...}
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses NOW count forget_suspect item_key lease_holder set_lease wrong_type
+--@uses NOW count forget_suspect item_key lease_holder put_lease_fields_of set_lease
+--@uses wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local ms, session = tonumber(A_LEASE_MS), A_SESSION
 local out = {NOW + ms}
@@ -25,6 +27,7 @@ for i = REST, #ARGV, 2 do
       out[#out + 1] = id
       out[#out + 1] = data
       out[#out + 1] = attempt
+      put_lease_fields_of(out, id)
     end
   end
 end
