@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlencode
+from urllib.parse import unquote_to_bytes, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -56,7 +56,7 @@ OVERVIEW_SLICE, OVERVIEW_THREADS = 20, 8
 
 _templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 _templates.env.globals.update(age=views.age, clock=views.clock, snippet=views.snippet,
-                              quoted=views.quoted)
+                              quoted=views.quoted, queue_url=views.queue_url)
 
 
 class Refused(Exception):
@@ -106,11 +106,12 @@ class Web:
 Page = Callable[[Web, Request, dict[str, str], dict[str, Any]], Response]
 
 
-def make_app(web: Web) -> Starlette:
-    """The app: each route guarded (token, session cookie, CSRF for POSTs)."""
+def make_app(web: Web) -> Any:
+    """The app: each route guarded (token, session cookie, CSRF for POSTs), behind
+    :class:`RawNames`."""
     def route(path: str, page: Page, methods: tuple[str, ...] = ("GET",)) -> Route:
         return Route(path, _guarded(web, page), methods=list(methods))
-    return Starlette(routes=[
+    return RawNames(Starlette(routes=[
         route("/", overview_page),
         route("/q/{name}", queue_page),
         route("/q/{name}/item/{item_id:path}", item_page),
@@ -118,7 +119,47 @@ def make_app(web: Web) -> Starlette:
         route("/q/{name}/do", do_page, ("GET", "POST")),  # (GET: the token, then 405)
         # anything else: the token first (every request needs it), then 404
         route("/{rest:path}", not_found, ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH")),
-    ])
+    ]))
+
+
+#: Where :class:`RawNames` leaves a queue's name and an item's id in the request's scope.
+_NAME, _ITEM = "rq_cli.queue", "rq_cli.item"
+
+
+class RawNames:
+    """Queue names and item ids read from the request's raw path, one percent-decoding.
+
+    A queue may be named ``a/b``, ``50%``, ``why?``, ``#1``, with spaces or non-ASCII
+    letters; its links carry it as one segment, every character but letters and digits
+    percent-encoded (:func:`.views.queue_url`). The ASGI server decodes the path before routing,
+    so the ``/`` of ``a%2Fb`` would split the segment (and Starlette's TestClient decodes
+    it twice): this wrapper takes ``/q/SEGMENT`` and the item id after ``/item/`` from the
+    raw path instead, and routes on a placeholder segment."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if raw:
+            parts = bytes(raw).split(b"?", 1)[0].split(b"/")
+            if len(parts) >= 3 and parts[1] == b"q" and parts[2]:
+                scope = dict(scope)
+                scope[_NAME] = _decoded(parts[2])
+                rest = parts[3:]
+                if len(rest) >= 2 and rest[0] == b"item":
+                    scope[_ITEM] = _decoded(b"/".join(rest[1:]))
+                scope["path"] = "/q/-" + "".join("/" + _decoded(p).replace("/", "-")
+                                                  for p in rest[:2])
+        await self.app(scope, receive, send)
+
+
+def _decoded(segment: bytes) -> str:
+    return unquote_to_bytes(segment).decode("utf-8", "replace")
+
+
+def _name(request: Request) -> str:
+    return str(request.scope.get(_NAME) or request.path_params["name"])
 
 
 def _guarded(web: Web, page: Page) -> Callable[[Request], Awaitable[Response]]:
@@ -183,7 +224,7 @@ def overview_page(web: Web, request: Request, form: dict[str, str],
 def queue_page(web: Web, request: Request, form: dict[str, str],
                ctx: dict[str, Any]) -> Response:
     q = request.query_params
-    name = request.path_params["name"]
+    name = _name(request)
     target = web.target(name)
     tab = q.get("tab") or ItemState.PENDING.value
     if tab not in TABS:
@@ -217,7 +258,8 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
 
 def item_page(web: Web, request: Request, form: dict[str, str],
               ctx: dict[str, Any]) -> Response:
-    name, item_id = request.path_params["name"], request.path_params["item_id"]
+    name = _name(request)
+    item_id = str(request.scope.get(_ITEM) or request.path_params["item_id"])
     target = web.target(name)
     item = _read(web, target, lambda: Browser(name, target.queue).item(item_id))
     if item is None:
@@ -232,7 +274,7 @@ def confirm_page(web: Web, request: Request, form: dict[str, str],
                  ctx: dict[str, Any]) -> Response:
     """What an action will do, with its exact count and command line, and the form that
     does it."""
-    name = request.path_params["name"]
+    name = _name(request)
     params = {k: request.query_params.get(k, "") for k in ("action", "filter", "state")}
     action = _action(web, name, params, count=True)
     return _templates.TemplateResponse(request, "confirm.html", {
@@ -243,7 +285,7 @@ def do_page(web: Web, request: Request, form: dict[str, str],
             ctx: dict[str, Any]) -> Response:
     if request.method != "POST":
         raise Refused(405, "an action is a POST of its confirmation's form")
-    name = request.path_params["name"]
+    name = _name(request)
     params = {k: form.get(k, "") for k in ("action", "filter", "state")}
     action = _action(web, name, params, count=False)
     target = web.target(name)
@@ -297,7 +339,5 @@ def _count(web: Web, target: Target, actions: Actions, browser: Browser, state: 
 
 def _link(name: str, **params: Any) -> str:
     """The URL of a queue's page with ``params`` (empty ones left out)."""
-    from urllib.parse import quote
-
     query = urlencode({k: v for k, v in params.items() if v not in (None, "", 0)})
-    return f"/q/{quote(name, safe='')}" + (f"?{query}" if query else "")
+    return views.queue_url(name) + (f"?{query}" if query else "")
