@@ -123,7 +123,7 @@ def make_app(web: Web) -> Any:
 
 
 #: Where :class:`RawNames` leaves a queue's name and an item's id in the request's scope.
-_NAME, _ITEM = "rq_cli.queue", "rq_cli.item"
+_NAME, _ITEM = "rq_cli_queue_name", "rq_cli_item_id"
 
 
 class RawNames:

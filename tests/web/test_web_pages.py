@@ -219,7 +219,8 @@ def test_queue_names_with_url_unsafe_characters_round_trip_through_every_link(se
         confirm = c.get(f"{link}/confirm", params={"action": "pause"})
         assert confirm.status_code == 200, (name, confirm.text)
         action = re.search(r'<form method="post" action="([^"]+)"', confirm.text).group(1)
-        done = c.post(html.unescape(action), data={"action": "pause", "csrf": csrf_of(confirm.text)})
+        done = c.post(html.unescape(action),
+                      data={"action": "pause", "csrf": csrf_of(confirm.text)})
         assert done.status_code == 200, (name, done.text)
         assert WorkQueue(r, name).stats().paused, name
         assert html.escape(name) in done.text
