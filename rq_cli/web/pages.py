@@ -26,9 +26,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from ..core.codes import STATES, ItemState
+from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
+from ..dash.asks import ask_action
 from ..dash.model import (
     Action,
     Actions,
@@ -48,8 +49,10 @@ from .guard import CSRF_FIELD, REALM, SESSION_COOKIE, Guard, new_session
 #: A queue's tabs: its states, who holds its leases, its error groups, its history.
 HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
 TABS = (*STATES, HOLDERS, GROUPS, HISTORY)
-#: The actions, by the name their forms carry.
+#: The actions, by the name their forms carry (and a worker's asks: Ask.DRAIN, Ask.STOP).
 REQUEUE, PURGE, PAUSE = "requeue", "purge", "pause"
+#: What a confirmation's form carries.
+_PARAMS = ("action", "filter", "state", "session")
 _DEAD = ItemState.DEAD.value
 #: The overview reads its queues in slices of this many, up to OVERVIEW_THREADS at a time.
 OVERVIEW_SLICE, OVERVIEW_THREADS = 20, 8
@@ -253,7 +256,8 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
         page = {"chart": views.history_chart(buckets)}
     return _templates.TemplateResponse(request, "queue.html", {
         **ctx, "name": name, "tab": tab, "tabs": TABS, "counts": counts, "filter": text,
-        "argv": argv, "dead": _DEAD, "states": STATES, "link": _link, **page})
+        "argv": argv, "dead": _DEAD, "states": STATES, "link": _link, "asks": list(Ask),
+        **page})
 
 
 def item_page(web: Web, request: Request, form: dict[str, str],
@@ -275,7 +279,7 @@ def confirm_page(web: Web, request: Request, form: dict[str, str],
     """What an action will do, with its exact count and command line, and the form that
     does it."""
     name = _name(request)
-    params = {k: request.query_params.get(k, "") for k in ("action", "filter", "state")}
+    params = {k: request.query_params.get(k, "") for k in _PARAMS}
     action = _action(web, name, params, count=True)
     return _templates.TemplateResponse(request, "confirm.html", {
         **ctx, "name": name, "action": action, "params": params})
@@ -286,8 +290,8 @@ def do_page(web: Web, request: Request, form: dict[str, str],
     if request.method != "POST":
         raise Refused(405, "an action is a POST of its confirmation's form")
     name = _name(request)
-    params = {k: form.get(k, "") for k in ("action", "filter", "state")}
-    action = _action(web, name, params, count=False)
+    params = {k: form.get(k, "") for k in _PARAMS}
+    action = _action(web, name, params, count=False, who=ctx["who"])
     target = web.target(name)
     done = run_action(action, target.url)
     print(f"rq-cli web: {ctx['who']} asked: {action.cli} -> {done}", file=web.log, flush=True)
@@ -303,9 +307,10 @@ def _filter(text: str) -> tuple[Any, list[str]]:
         raise Refused(400, str(exc)) from None
 
 
-def _action(web: Web, name: str, params: dict[str, str], *, count: bool) -> Action:
+def _action(web: Web, name: str, params: dict[str, str], *, count: bool,
+            who: str = "") -> Action:
     """The action a form names; ``count``: with its exact count (read now), for the
-    confirmation (doing it needs none)."""
+    confirmation (doing it needs none); ``who`` asks a worker (the asker it is told)."""
     if web.read_only:
         raise Refused(403, "this rq-cli web is read-only: it takes no actions")
     target = web.target(name)
@@ -313,6 +318,13 @@ def _action(web: Web, name: str, params: dict[str, str], *, count: bool) -> Acti
     browser = Browser(name, target.queue)
     flt, argv = _filter(params["filter"])
     kind = params["action"]
+    if kind in (Ask.DRAIN, Ask.STOP):
+        session = params["session"]
+        holder = next((h for h in _read(web, target, target.queue.holders)
+                       if h.session == session and session), None)
+        if holder is None:
+            raise Refused(404, f"no worker session {session!r} holds items of {name}")
+        return ask_action(name, target.queue, holder, Ask(kind), who)
     if kind == PAUSE:
         paused = bool(_read(web, target, browser.counts)["paused"])
         return actions.pause(paused)
@@ -327,7 +339,8 @@ def _action(web: Web, name: str, params: dict[str, str], *, count: bool) -> Acti
         if flt is None:
             return actions.purge_state(state, n)
         return actions.purge_matching(state, flt, argv, n)
-    raise Refused(400, f"no such action: {kind!r} (one of {REQUEUE}, {PURGE}, {PAUSE})")
+    raise Refused(400, f"no such action: {kind!r} (one of {REQUEUE}, {PURGE}, {PAUSE}, "
+                       f"{Ask.DRAIN}, {Ask.STOP})")
 
 
 def _count(web: Web, target: Target, actions: Actions, browser: Browser, state: str,
