@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -54,8 +53,6 @@ REQUEUE, PURGE, PAUSE = "requeue", "purge", "pause"
 #: What a confirmation's form carries.
 _PARAMS = ("action", "filter", "state", "session")
 _DEAD = ItemState.DEAD.value
-#: The overview reads its queues in slices of this many, up to OVERVIEW_THREADS at a time.
-OVERVIEW_SLICE, OVERVIEW_THREADS = 20, 8
 
 _templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 _templates.env.globals.update(age=views.age, clock=views.clock, snippet=views.snippet,
@@ -83,21 +80,16 @@ class Web:
     log: TextIO = field(default_factory=lambda: sys.stderr)
 
     def __post_init__(self) -> None:
-        # the overview read in slices side by side: 200 queues are 200 round trips
-        self.slices = [Overview(self.st, self.targets[i:i + OVERVIEW_SLICE])
-                       for i in range(0, len(self.targets), OVERVIEW_SLICE)]
-        self.locks = [threading.Lock() for _ in self.slices]  # (each keeps its last read)
+        # the queues of one server are read in one pipeline (core/many.py): 200 queues
+        # are a round trip (and INFO memory, and once a minute the history snapshots)
+        self.overview = Overview(self.st, self.targets)
+        self.lock = threading.Lock()  # (it keeps its last read, for the rates)
         self.by_name = {t.name: t for t in self.targets}
 
     def poll(self) -> list[dict[str, Any]]:
         """Every queue's overview row, in the order given."""
-        def one(i: int) -> list[dict[str, Any]]:
-            with self.locks[i]:
-                return self.slices[i].poll()
-        if len(self.slices) <= 1:
-            return one(0) if self.slices else []
-        with ThreadPoolExecutor(min(len(self.slices), OVERVIEW_THREADS)) as pool:
-            return [row for rows in pool.map(one, range(len(self.slices))) for row in rows]
+        with self.lock:
+            return self.overview.poll()
 
     def target(self, name: str) -> Target:
         found = self.by_name.get(name)
