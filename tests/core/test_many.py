@@ -45,3 +45,16 @@ def test_a_script_the_server_lost_is_loaded_and_sent_again(r: redis.Redis) -> No
     queues[0].push([NewItem(b"x", "a")])  # (a queue with counters: its minute is written)
     replies = run_each(queues, "history", lambda q: None)
     assert [int(x) for x in replies] == [1, 0, 0], replies
+
+
+def test_a_sharded_queue_is_read_by_its_own_call_beside_the_pipeline(r: redis.Redis) -> None:
+    from rq_cli.core.resharding import reshard
+    from rq_cli.core.sharded import ShardedQueue
+
+    reshard(r, "sj", 2)
+    sq = ShardedQueue(r, "sj")
+    sq.push([NewItem(b"x", f"i{n}") for n in range(5)])
+    plain = WorkQueue(r, "plain")
+    plain.push([NewItem(b"x", "a")])
+    got = stats_each([sq, plain])
+    assert [s.pending for s in got] == [5, 1]  # type: ignore[union-attr]

@@ -82,3 +82,17 @@ def test_the_control_key_cannot_be_another_queues_key() -> None:
     key = Keys("w").control("host:1:queue")
     assert key.startswith("w:control:") and ":" not in key[len("w:control:"):]
     assert len(key.rsplit(":", 1)[1]) == 16
+
+
+def test_a_sharded_queues_holder_is_asked_on_the_key_its_worker_reads(r: redis.Redis) -> None:
+    from rq_cli.core.resharding import reshard
+    from rq_cli.core.sharded import ShardedQueue
+
+    reshard(r, "sj", 2)
+    sq = ShardedQueue(r, "sj")
+    sq.push([NewItem(b"{}", f"i{n}") for n in range(4)])
+    assert len(sq.lease(4, lease_seconds=60)) == 4
+    (holder,) = sq.holders()  # one row for the session, over both shards
+    ask_worker(sq, str(holder.session), Ask.STOP, "carol@desk")
+    asked = take_asks([sq], sq.session)
+    assert asked is not None and (asked.ask, asked.by) == (Ask.STOP, "carol@desk")
