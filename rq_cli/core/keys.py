@@ -294,7 +294,7 @@ class Keys(NamedTuple):
 
     def control(self, session: str) -> str:
         """string + TTL: what a console asked worker ``session`` to do (drain or stop),
-        read and deleted by that worker (core/control.py). Named by a digest of the
+        read by that worker (core/control.py) until it expires. Named by a digest of the
         session (16 hex digits, no ``:``), so no session can spell another key's name."""
         digest = hashlib.blake2b(session.encode(), digest_size=8).hexdigest()
         return f"{self.prefix}:{CONTROL}:{digest}"

@@ -1,7 +1,7 @@
 """The worker's timers: command timeouts, SIGKILL after the grace period, the lease
 extensions (heartbeats), one call per queue (a lease that ran out is taken back), the
 queues' history snapshots (every HISTORY_EVERY seconds), and a console's asks to drain or
-stop (core/control.py, every CONTROL_EVERY seconds)."""
+stop (core/control.py, one GET a queue every CONTROL_EVERY seconds)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import functools
 import math
 import signal
 import time
+
+from redis.exceptions import NoPermissionError
 
 from ..core.codes import DeadReason, Outcome
 from ..core.control import take_asks
@@ -64,7 +66,13 @@ class Beating(Spawning):
             self.beat_due = min((h.next_beat for h in self._held()), default=math.inf)
 
     def _read_asks(self) -> None:
-        asked = take_asks(self.queues, self.session)
+        try:
+            asked = take_asks(self.queues, self.session, self.asks_seen)
+        except NoPermissionError as err:  # an ACL without GET: asks are off, work goes on
+            self.control_due = math.inf
+            self.log({"event": "asks_off", "note": f"a console cannot ask this worker to "
+                                                   f"drain or stop: {err}"})
+            return
         if asked is not None:
             self._on_ask(asked)
 

@@ -74,6 +74,7 @@ class WorkerBase:
         self.beat_due = math.inf  # monotonic: no held item needs an extension before
         self.history_due = 0.0  # monotonic: when to snapshot the queues' history next
         self.control_due = 0.0  # monotonic: when to read the control keys next (asks)
+        self.asks_seen: dict[str, bytes] = {}  # control key -> the ask last read there
         lease = self.queues[0].options.lease_seconds if options.lease_seconds is None \
             else options.lease_seconds
         self.lease_seconds = lease

@@ -39,7 +39,7 @@ def test_asked_to_drain_it_finishes_its_item_logs_who_asked_and_exits_0(
     (asked,) = [e for e in log(err) if e.get("asked_by")]
     assert asked == {"event": "draining", "ask": "drain", "asked_by": "alice@laptop",
                      "running": 1}
-    assert list(r.scan_iter("w:control:*")) == []  # read, and gone
+    assert len(list(r.scan_iter("w:control:*"))) == 1  # left to expire (10 minutes)
 
 
 def test_asked_to_stop_it_stops_its_commands_and_puts_their_items_back_at_once(
@@ -59,8 +59,7 @@ def test_asked_to_stop_it_stops_its_commands_and_puts_their_items_back_at_once(
     stats = wq.stats()
     assert (stats.pending, stats.processing) == (1, 0)  # back in line now, not in 300 s
     assert [e["asked_by"] for e in log(err) if e.get("event") == "stopping"] == ["bob@phone"]
-    assert r.get(Keys("w").control(session)) is None
-    assert list(r.scan_iter("w:control:*")) == []
+    assert len([e for e in log(err) if e.get("asked_by")]) == 1  # acted on once
 
 
 def test_an_ask_expires_names_its_asker_and_a_stop_outranks_a_drain(r: redis.Redis) -> None:
@@ -69,11 +68,15 @@ def test_an_ask_expires_names_its_asker_and_a_stop_outranks_a_drain(r: redis.Red
     ask_worker(b, "h:1:x", Ask.STOP, "bob@phone")
     assert 0 < r.ttl(Keys("a").control("h:1:x")) <= 30
     assert take_asks([a, b], "h:2:y") is None  # another session's keys are not its own
-    asked = take_asks([a, b], "h:1:x")
+    seen: dict[str, bytes] = {}
+    asked = take_asks([a, b], "h:1:x", seen)
     assert asked is not None and (asked.ask, asked.by) == (Ask.STOP, "bob@phone")
-    assert take_asks([a, b], "h:1:x") is None  # read once: both gone
+    assert take_asks([a, b], "h:1:x", seen) is None  # seen: not again
+    ask_worker(a, "h:1:x", Ask.DRAIN, "alice@laptop")  # a new ask (its id differs)
+    again = take_asks([a, b], "h:1:x", seen)
+    assert again is not None and again.ask == Ask.DRAIN
     r.set(Keys("a").control("h:1:x"), b"not json")
-    assert take_asks([a], "h:1:x") is None
+    assert take_asks([a], "h:1:x", seen) is None
 
 
 def test_the_control_key_cannot_be_another_queues_key() -> None:
