@@ -56,7 +56,7 @@ class Beating(Spawning):
         if now >= self.control_due and not self.outage.down:
             # a console's ask (drain or stop): one GETDEL per queue every CONTROL_EVERY s
             self.control_due = now + CONTROL_EVERY
-            self._call(self._read_asks, hold=False)
+            self._read_asks()
         if now >= self.beat_due and not self.outage.down:
             held = self._held()
             if any(h.next_beat <= now for h in held):
@@ -73,6 +73,11 @@ class Beating(Spawning):
             self.log({"event": "asks_off", "note": f"a console cannot ask this worker to "
                                                    f"drain or stop: {err}"})
             return
+        except Exception as err:
+            if not transient(err):
+                raise
+            return  # tried again in CONTROL_EVERY: a failed look is no outage (the calls
+            # that hold items find those, and ride them out)
         if asked is not None:
             self._on_ask(asked)
 

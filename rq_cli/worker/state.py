@@ -224,7 +224,7 @@ class WorkerBase:
                 wake = min(wake, now + REAP_POLL)
         if self.outage.down:
             return max(min(wake, now + self.outage.wait()) - now, 0.0)
-        wake = min(wake, self.beat_due, self.control_due)
+        wake = min(wake, self.beat_due)
         if self.finished:
             wake = min(wake, self.finished_at + COMPLETE_WITHIN)
         return max(wake - now, 0.0)
