@@ -48,8 +48,8 @@ def ask_action(name: str, queue: Any, holder: Holder, ask: Ask, by: str) -> Acti
 
     def run() -> str:
         ask_worker(queue, session, ask, by)
-        return (f"asked worker {session} to {ask.value} as {by} (it reads the ask within "
-                f"{CONTROL_EVERY:g} s while it runs)")
+        return (f"asked worker {session} to {ask.value} as {by} (it reads the ask every "
+                f"{CONTROL_EVERY:g} s or so while it runs)")
     return Action(f"Ask worker {session} ({where}; {held} of {name}) to {ask.value}: {does}",
                   cli, run, destructive=ask == Ask.STOP)
 
