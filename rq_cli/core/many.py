@@ -18,6 +18,10 @@ from .util import is_cluster
 if TYPE_CHECKING:
     from .reports import Stats
 
+#: The most queues one pipeline carries (a bounded batch: 500 stats calls are a few ms of
+#: the server's time in all, each a call of its own).
+PIPELINE_QUEUES = 500
+
 
 def run_each(queues: Sequence[Any], name: str, one: Callable[[Any], Any],
              now_ms: int | None = None) -> list[Any]:
@@ -32,9 +36,11 @@ def run_each(queues: Sequence[Any], name: str, one: Callable[[Any], Any],
         else:
             out[i] = _caught(one, q)
     for members in groups.values():
-        for i, reply in zip(members, _pipelined([queues[i] for i in members], name, now_ms),
-                            strict=True):
-            out[i] = reply
+        for at in range(0, len(members), PIPELINE_QUEUES):
+            part = members[at:at + PIPELINE_QUEUES]
+            for i, reply in zip(part, _pipelined([queues[i] for i in part], name, now_ms),
+                                strict=True):
+                out[i] = reply
     return out
 
 

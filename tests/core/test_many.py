@@ -58,3 +58,13 @@ def test_a_sharded_queue_is_read_by_its_own_call_beside_the_pipeline(r: redis.Re
     plain.push([NewItem(b"x", "a")])
     got = stats_each([sq, plain])
     assert [s.pending for s in got] == [5, 1]  # type: ignore[union-attr]
+
+
+def test_more_queues_than_a_pipeline_carries_are_sent_in_bounded_pipelines(
+        meter: Any, r: redis.Redis) -> None:
+    from rq_cli.core import many
+
+    queues = [WorkQueue(meter.client, f"q{i:04d}") for i in range(many.PIPELINE_QUEUES + 1)]
+    stats_each(queues)
+    trips = meter.measure(lambda: stats_each(queues))
+    assert trips.writes == 2 and len(trips.names) == many.PIPELINE_QUEUES + 1, trips.writes
