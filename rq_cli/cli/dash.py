@@ -30,7 +30,8 @@ def dash(
     Overview of every queue (depths, oldest age, throughput and depth sparklines); enter
     opens a queue: tabs for pending, processing, delayed, dead, holders and the de-dup
     window, filters as in the CLI, and actions by key (requeue, purge, pause, cancel,
-    extend, clean), each confirmed with what it will do and its equivalent command line.
+    extend, clean; on a holder, ask its worker to drain or stop), each confirmed with
+    what it will do and its equivalent command line.
     ? lists the keys. Needs a terminal and the dash extra (pip install 'rqcli[dash]').
 
     Example: rq-cli dash emails thumbnails

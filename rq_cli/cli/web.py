@@ -33,7 +33,8 @@ def web(
 
     Server-rendered pages: the overview of every queue; a queue's tabs (pending,
     processing, delayed, dead, holders, error groups, history) with the CLI's filters; an
-    item; and the actions (requeue dead items, purge, pause and resume), each confirmed
+    item; and the actions (requeue dead items, purge, pause and resume, ask a holder's
+    worker to drain or stop), each confirmed
     with its exact count and its equivalent command line, then logged to stderr with who
     asked. Listens on 127.0.0.1 unless told. Once a token is set ($RQ_CLI_WEB_TOKEN or
     [web] token, never an option), every request needs it: Authorization: Bearer TOKEN, or

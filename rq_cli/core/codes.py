@@ -211,3 +211,10 @@ REQUEUE_ENDS: tuple[str, ...] = tuple(e.value for e in RequeueEnd)
 #: PurgeChoice by a test: a Literal cannot be made from an enum).
 State = Literal["pending", "processing", "delayed", "dead"]
 PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
+
+
+class Ask(Word):
+    """What a console may ask of a worker (core/control.py)."""
+
+    DRAIN = "drain"  #: finish the items held, take no new ones, exit 0
+    STOP = "stop"  #: stop the commands, put their items back in line at once, exit 0

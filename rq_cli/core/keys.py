@@ -15,6 +15,7 @@ every script, swept by deep clean and purged, with no other edit.
 
 from __future__ import annotations
 
+import hashlib
 from typing import NamedTuple
 
 from .codes import COUNTERS, Counter, ItemState
@@ -120,6 +121,8 @@ ITEM_FAMILIES = (ITEM, LEASE, LEASED_BY_SESSION, DEAD_ITEM)
 #: generates them: no Lua file spells a key suffix).
 ITEM_KEY_HELPERS = {ITEM: "item_key", LEASE: "lease_key", LEASED_BY_SESSION: "lbs_key",
                     DEAD_ITEM: "dead_item_key"}
+#: The family of a worker session's control key ``P:control:<digest>`` (:meth:`Keys.control`).
+CONTROL = "control"
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
 #: the name rule below is derived from, with the fixed keys' names.
 NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)
@@ -288,6 +291,13 @@ class Keys(NamedTuple):
     def history_hourly(self) -> str:
         """zset hour -> a snapshot of P:counters taken in that hour."""
         return f"{self.prefix}:history_hourly"
+
+    def control(self, session: str) -> str:
+        """string + TTL: what a console asked worker ``session`` to do (drain or stop),
+        read by that worker (core/control.py) until it expires. Named by a digest of the
+        session (16 hex digits, no ``:``), so no session can spell another key's name."""
+        digest = hashlib.blake2b(session.encode(), digest_size=8).hexdigest()
+        return f"{self.prefix}:{CONTROL}:{digest}"
 
     # -- fair queues -------------------------------------------------------------------
     @property

@@ -93,3 +93,8 @@ HISTORY_HOURS = 90 * 24
 #: Seconds between a worker's calls that snapshot the history (each bucket is written once,
 #: by the first call in it: three calls a minute make sure no minute is missed).
 HISTORY_EVERY = 20.0
+#: Seconds between a worker's looks at its control key (a console asking it to drain or
+#: stop: core/control.py), one GET per queue it works; and how long an ask is kept (a dead
+#: worker's ask is gone after this).
+CONTROL_EVERY = 1.0
+CONTROL_TTL = 600

@@ -3,6 +3,7 @@ pause. No Typer, no rich."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -48,9 +49,18 @@ class Reads(QueueBase):
     def stats(self, *, now_ms: int | None = None, by_tenant: bool = False) -> Stats:
         """Counts, in one round trip whatever the queue's size (``by_tenant``: and the
         pending items of each tenant, one more call per BATCH tenants)."""
+        stats = self.stats_of(self.call("stats", now_ms=now_ms))
+        if not by_tenant:
+            return stats
+        default, depths = self.tenants()
+        return dataclasses.replace(stats, by_tenant={"": default, **depths})
+
+    def stats_of(self, reply: Any) -> Stats:
+        """The stats in the reply of the ``stats`` script (for :mod:`.many`, which sends
+        the scripts of many queues in one pipeline)."""
         from .reports import Stats
 
-        fields, rows = self.decoded("stats", {}, (), now_ms)
+        fields, rows = SPECS["stats"].decode(reply)
         f = {name: int(value) for name, value in fields.items()}
         processing = f["processing"]
         leased = min(f["leased"], processing)
@@ -59,16 +69,12 @@ class Reads(QueueBase):
         stored = {text(row.counter) or "": row.value for row in rows}
         counters = {name: int(stored.get(name, 0)) for name in COUNTER_FIELDS}
         oldest = f["oldest_ms"]
-        per_tenant = None
-        if by_tenant:
-            default, depths = self.tenants()
-            per_tenant = {"": default, **depths}
         return Stats(
             queue=self.prefix, pending=f["pending"], processing=processing, leased=leased,
             abandoned=processing - leased, delayed=f["delayed"], due=f["due"], dead=f["dead"],
             oldest_pending_age_s=secs(max(f["now_ms"] - oldest, 0)) if oldest >= 0 else None,
             paused=bool(f["paused"]), counters=counters, tenants=f["tenants"],
-            by_tenant=per_tenant,
+            by_tenant=None,
             other_generation=(OTHER_GENERATION.get(self.options.layout)
                               if f["other_generation"] else None),
             exists=bool(stored) or any(f[n] for n in ("pending", "processing", "delayed",

@@ -24,6 +24,7 @@ from ..core.codes import STATES, ItemState, Outcome
 from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
 from ..core.keys import HISTORY_FIELDS
+from ..core.many import run_each
 from ..core.types import ItemRef
 from ..errors import ParameterError, RqError, UsageError
 from ..ops.filters import FILTER_FLAGS, FLAG_OF, make_filter
@@ -101,14 +102,8 @@ class Overview:
         if self.snapshot_at is not None and now - self.snapshot_at < HISTORY_EVERY:
             return 0
         self.snapshot_at = now
-        done = 0
-        for target in self.targets:
-            try:
-                history.snapshot(target.queue)
-                done += 1
-            except Exception:
-                continue
-        return done
+        got = run_each([t.queue for t in self.targets], "history", history.snapshot)
+        return sum(not isinstance(g, Exception) for g in got)  # (one round trip a server)
 
     def read_memory(self) -> list[Memory]:
         """Each server's memory and ``maxmemory`` (``INFO memory``, one call a server); a

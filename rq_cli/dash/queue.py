@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 
 from ..core.codes import ItemState
 from ..ops.filters import make_filter
+from .asks import HOLDERS_TAB, AskingWorkers
 from .item import ItemScreen
 from .marks import Marking
 from .model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
     from ..ops.targets import Target
 
-class QueueScreen(Marking, Screen[None]):
+class QueueScreen(Marking, AskingWorkers, Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -54,9 +55,10 @@ class QueueScreen(Marking, Screen[None]):
         # p pauses/resumes everywhere (P, this screen's old key, too)
         Binding("p,P", "pause", "Pause/resume", show=False),
         Binding("C", "clean", "Clean", show=False),
+        Binding("D", "ask_worker('drain')", "Drain"), Binding("S", "ask_worker('stop')", "Stop"),
     ]
     ACTIONS = frozenset({"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
-                         "clean"})
+                         "clean", "ask_worker"})
 
     def __init__(self, target: Target, cli_prefix: list[str], read_only: bool) -> None:
         super().__init__()
@@ -91,6 +93,8 @@ class QueueScreen(Marking, Screen[None]):
             return self.tab in (ItemState.PENDING, ItemState.PROCESSING, ItemState.DELAYED)
         if action == "extend":
             return self.tab == ItemState.PROCESSING
+        if action == "ask_worker":
+            return self.tab == HOLDERS_TAB
         if action == "purge":
             return self.tab in (*TABS[:4], ERRORS_TAB)
         return True
@@ -357,9 +361,7 @@ class QueueScreen(Marking, Screen[None]):
     @on(DataTable.RowSelected)
     def open_item(self) -> None:
         row = self.current()
-        if row is None:
-            return
-        if self.tab == "holders":
+        if row is None or self.tab == HOLDERS_TAB:  # (D and S ask its worker)
             return
         if self.tab == ERRORS_TAB:  # the group's dead items
             if row.state == ItemState.DEAD:

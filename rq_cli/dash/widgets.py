@@ -105,6 +105,8 @@ HELP: tuple[tuple[str, str, bool], ...] = (
     ("", "A requeue every dead item matching the filter (every dead item without one)", True),
     ("", "X purge every item of the tab matching the filter (all of them without one)", True),
     ("", "R / X on the errors tab: requeue / purge the dead group under the cursor", True),
+    ("", "D / S on the holders tab: ask the worker of the row to drain (finish its items, "
+         "exit) / stop (stop its commands, put their items back); it logs who asked", True),
     ("", "x cancel the marked items (else the one under the cursor) · e extend the lease "
          "under the cursor · p pause/resume · C clean now", True),
     ("An item", "R requeue · x cancel · e extend", True),

@@ -13,11 +13,10 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlencode
+from urllib.parse import unquote_to_bytes, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -26,9 +25,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from ..core.codes import STATES, ItemState
+from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
+from ..dash.asks import ask_action
 from ..dash.model import (
     Action,
     Actions,
@@ -48,16 +48,16 @@ from .guard import CSRF_FIELD, REALM, SESSION_COOKIE, Guard, new_session
 #: A queue's tabs: its states, who holds its leases, its error groups, its history.
 HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
 TABS = (*STATES, HOLDERS, GROUPS, HISTORY)
-#: The actions, by the name their forms carry.
+#: The actions, by the name their forms carry (and a worker's asks: Ask.DRAIN, Ask.STOP).
 REQUEUE, PURGE, PAUSE = "requeue", "purge", "pause"
+#: What a confirmation's form carries.
+_PARAMS = ("action", "filter", "state", "session")
 _DEAD = ItemState.DEAD.value
-#: The overview reads its queues in slices of this many, up to OVERVIEW_THREADS at a time.
-OVERVIEW_SLICE, OVERVIEW_THREADS = 20, 8
 
 _templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 _templates.env.globals.update(age=views.age, clock=views.clock, snippet=views.snippet,
                               quoted=views.quoted, cell=views.cell,
-                              item_columns=views.ITEM_COLUMNS)
+                              item_columns=views.ITEM_COLUMNS, queue_url=views.queue_url)
 
 
 class Refused(Exception):
@@ -81,21 +81,16 @@ class Web:
     log: TextIO = field(default_factory=lambda: sys.stderr)
 
     def __post_init__(self) -> None:
-        # the overview read in slices side by side: 200 queues are 200 round trips
-        self.slices = [Overview(self.st, self.targets[i:i + OVERVIEW_SLICE])
-                       for i in range(0, len(self.targets), OVERVIEW_SLICE)]
-        self.locks = [threading.Lock() for _ in self.slices]  # (each keeps its last read)
+        # the queues of one server are read in one pipeline (core/many.py): 200 queues
+        # are a round trip (and INFO memory, and once a minute the history snapshots)
+        self.overview = Overview(self.st, self.targets)
+        self.lock = threading.Lock()  # (it keeps its last read, for the rates)
         self.by_name = {t.name: t for t in self.targets}
 
     def poll(self) -> list[dict[str, Any]]:
         """Every queue's overview row, in the order given."""
-        def one(i: int) -> list[dict[str, Any]]:
-            with self.locks[i]:
-                return self.slices[i].poll()
-        if len(self.slices) <= 1:
-            return one(0) if self.slices else []
-        with ThreadPoolExecutor(min(len(self.slices), OVERVIEW_THREADS)) as pool:
-            return [row for rows in pool.map(one, range(len(self.slices))) for row in rows]
+        with self.lock:
+            return self.overview.poll()
 
     def target(self, name: str) -> Target:
         found = self.by_name.get(name)
@@ -107,11 +102,12 @@ class Web:
 Page = Callable[[Web, Request, dict[str, str], dict[str, Any]], Response]
 
 
-def make_app(web: Web) -> Starlette:
-    """The app: each route guarded (token, session cookie, CSRF for POSTs)."""
+def make_app(web: Web) -> Any:
+    """The app: each route guarded (token, session cookie, CSRF for POSTs), behind
+    :class:`RawNames`."""
     def route(path: str, page: Page, methods: tuple[str, ...] = ("GET",)) -> Route:
         return Route(path, _guarded(web, page), methods=list(methods))
-    return Starlette(routes=[
+    return RawNames(Starlette(routes=[
         route("/", overview_page),
         route("/q/{name}", queue_page),
         route("/q/{name}/item/{item_id:path}", item_page),
@@ -119,7 +115,47 @@ def make_app(web: Web) -> Starlette:
         route("/q/{name}/do", do_page, ("GET", "POST")),  # (GET: the token, then 405)
         # anything else: the token first (every request needs it), then 404
         route("/{rest:path}", not_found, ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH")),
-    ])
+    ]))
+
+
+#: Where :class:`RawNames` leaves a queue's name and an item's id in the request's scope.
+_NAME, _ITEM = "rq_cli_queue_name", "rq_cli_item_id"
+
+
+class RawNames:
+    """Queue names and item ids read from the request's raw path, one percent-decoding.
+
+    A queue may be named ``a/b``, ``50%``, ``why?``, ``#1``, with spaces or non-ASCII
+    letters; its links carry it as one segment, every character but letters and digits
+    percent-encoded (:func:`.views.queue_url`). The ASGI server decodes the path before routing,
+    so the ``/`` of ``a%2Fb`` would split the segment (and Starlette's TestClient decodes
+    it twice): this wrapper takes ``/q/SEGMENT`` and the item id after ``/item/`` from the
+    raw path instead, and routes on a placeholder segment."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if raw:
+            parts = bytes(raw).split(b"?", 1)[0].split(b"/")
+            if len(parts) >= 3 and parts[1] == b"q" and parts[2]:
+                scope = dict(scope)
+                scope[_NAME] = _decoded(parts[2])
+                rest = parts[3:]
+                if len(rest) >= 2 and rest[0] == b"item":
+                    scope[_ITEM] = _decoded(b"/".join(rest[1:]))
+                scope["path"] = "/q/-" + "".join("/" + _decoded(p).replace("/", "-")
+                                                  for p in rest[:2])
+        await self.app(scope, receive, send)
+
+
+def _decoded(segment: bytes) -> str:
+    return unquote_to_bytes(segment).decode("utf-8", "replace")
+
+
+def _name(request: Request) -> str:
+    return str(request.scope.get(_NAME) or request.path_params["name"])
 
 
 def _guarded(web: Web, page: Page) -> Callable[[Request], Awaitable[Response]]:
@@ -184,7 +220,7 @@ def overview_page(web: Web, request: Request, form: dict[str, str],
 def queue_page(web: Web, request: Request, form: dict[str, str],
                ctx: dict[str, Any]) -> Response:
     q = request.query_params
-    name = request.path_params["name"]
+    name = _name(request)
     target = web.target(name)
     tab = q.get("tab") or ItemState.PENDING.value
     if tab not in TABS:
@@ -213,12 +249,14 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
         page = {"chart": views.history_chart(buckets)}
     return _templates.TemplateResponse(request, "queue.html", {
         **ctx, "name": name, "tab": tab, "tabs": TABS, "counts": counts, "filter": text,
-        "argv": argv, "dead": _DEAD, "states": STATES, "link": _link, **page})
+        "argv": argv, "dead": _DEAD, "states": STATES, "link": _link, "asks": list(Ask),
+        **page})
 
 
 def item_page(web: Web, request: Request, form: dict[str, str],
               ctx: dict[str, Any]) -> Response:
-    name, item_id = request.path_params["name"], request.path_params["item_id"]
+    name = _name(request)
+    item_id = str(request.scope.get(_ITEM) or request.path_params["item_id"])
     target = web.target(name)
     item = _read(web, target, lambda: Browser(name, target.queue).item(item_id))
     if item is None:
@@ -233,8 +271,8 @@ def confirm_page(web: Web, request: Request, form: dict[str, str],
                  ctx: dict[str, Any]) -> Response:
     """What an action will do, with its exact count and command line, and the form that
     does it."""
-    name = request.path_params["name"]
-    params = {k: request.query_params.get(k, "") for k in ("action", "filter", "state")}
+    name = _name(request)
+    params = {k: request.query_params.get(k, "") for k in _PARAMS}
     action = _action(web, name, params, count=True)
     return _templates.TemplateResponse(request, "confirm.html", {
         **ctx, "name": name, "action": action, "params": params})
@@ -244,9 +282,9 @@ def do_page(web: Web, request: Request, form: dict[str, str],
             ctx: dict[str, Any]) -> Response:
     if request.method != "POST":
         raise Refused(405, "an action is a POST of its confirmation's form")
-    name = request.path_params["name"]
-    params = {k: form.get(k, "") for k in ("action", "filter", "state")}
-    action = _action(web, name, params, count=False)
+    name = _name(request)
+    params = {k: form.get(k, "") for k in _PARAMS}
+    action = _action(web, name, params, count=False, who=ctx["who"])
     target = web.target(name)
     done = run_action(action, target.url)
     print(f"rq-cli web: {ctx['who']} asked: {action.cli} -> {done}", file=web.log, flush=True)
@@ -262,9 +300,10 @@ def _filter(text: str) -> tuple[Any, list[str]]:
         raise Refused(400, str(exc)) from None
 
 
-def _action(web: Web, name: str, params: dict[str, str], *, count: bool) -> Action:
+def _action(web: Web, name: str, params: dict[str, str], *, count: bool,
+            who: str = "") -> Action:
     """The action a form names; ``count``: with its exact count (read now), for the
-    confirmation (doing it needs none)."""
+    confirmation (doing it needs none); ``who`` asks a worker (the asker it is told)."""
     if web.read_only:
         raise Refused(403, "this rq-cli web is read-only: it takes no actions")
     target = web.target(name)
@@ -272,6 +311,13 @@ def _action(web: Web, name: str, params: dict[str, str], *, count: bool) -> Acti
     browser = Browser(name, target.queue)
     flt, argv = _filter(params["filter"])
     kind = params["action"]
+    if kind in (Ask.DRAIN, Ask.STOP):
+        session = params["session"]
+        holder = next((h for h in _read(web, target, target.queue.holders)
+                       if h.session == session and session), None)
+        if holder is None:
+            raise Refused(404, f"no worker session {session!r} holds items of {name}")
+        return ask_action(name, target.queue, holder, Ask(kind), who)
     if kind == PAUSE:
         paused = bool(_read(web, target, browser.counts)["paused"])
         return actions.pause(paused)
@@ -286,7 +332,8 @@ def _action(web: Web, name: str, params: dict[str, str], *, count: bool) -> Acti
         if flt is None:
             return actions.purge_state(state, n)
         return actions.purge_matching(state, flt, argv, n)
-    raise Refused(400, f"no such action: {kind!r} (one of {REQUEUE}, {PURGE}, {PAUSE})")
+    raise Refused(400, f"no such action: {kind!r} (one of {REQUEUE}, {PURGE}, {PAUSE}, "
+                       f"{Ask.DRAIN}, {Ask.STOP})")
 
 
 def _count(web: Web, target: Target, actions: Actions, browser: Browser, state: str,
@@ -298,7 +345,5 @@ def _count(web: Web, target: Target, actions: Actions, browser: Browser, state: 
 
 def _link(name: str, **params: Any) -> str:
     """The URL of a queue's page with ``params`` (empty ones left out)."""
-    from urllib.parse import quote
-
     query = urlencode({k: v for k, v in params.items() if v not in (None, "", 0)})
-    return f"/q/{quote(name, safe='')}" + (f"?{query}" if query else "")
+    return views.queue_url(name) + (f"?{query}" if query else "")

@@ -51,6 +51,13 @@ def quoted(text: str) -> str:
     return quote(text, safe="")
 
 
+def queue_url(name: str, *rest: str) -> str:
+    """The path of queue ``name``'s page, its name one segment (``/`` and every character
+    but letters, digits and ``_.-~`` percent-encoded; pages.RawNames reads it back);
+    ``rest``: the segments after it, as given."""
+    return "/".join(("/q", quoted(name), *rest))
+
+
 def clock(at: float | None) -> str:
     """An epoch time as local date and time (``-`` for none)."""
     return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))

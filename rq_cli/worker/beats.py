@@ -1,6 +1,7 @@
 """The worker's timers: command timeouts, SIGKILL after the grace period, the lease
-extensions (heartbeats), one call per queue (a lease that ran out is taken back), and the
-queues' history snapshots (every HISTORY_EVERY seconds)."""
+extensions (heartbeats), one call per queue (a lease that ran out is taken back), the
+queues' history snapshots (every HISTORY_EVERY seconds), and a console's asks to drain or
+stop (core/control.py, one GET a queue every CONTROL_EVERY seconds)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import math
 import signal
 import time
 
+from redis.exceptions import NoPermissionError
+
 from ..core.codes import DeadReason, Outcome
+from ..core.control import take_asks
 from ..core.durable import follow_primary
 from ..core.history import snapshot
-from ..core.limits import HISTORY_EVERY
+from ..core.limits import CONTROL_EVERY, HISTORY_EVERY
 from ..core.queue import WorkQueue
 from ..core.types import ItemOutcome
 from .guard import killpg
@@ -49,6 +53,10 @@ class Beating(Spawning):
             self.history_due = now + HISTORY_EVERY
             for wq in self.queues:
                 self._call(functools.partial(self._snapshot, wq), hold=False)
+        if now >= self.control_due and not self.outage.down:
+            # a console's ask (drain or stop): one GETDEL per queue every CONTROL_EVERY s
+            self.control_due = now + CONTROL_EVERY
+            self._read_asks()
         if now >= self.beat_due and not self.outage.down:
             held = self._held()
             if any(h.next_beat <= now for h in held):
@@ -56,6 +64,22 @@ class Beating(Spawning):
                 soon = now + self.heartbeat / 2
                 self._beat([h for h in held if h.next_beat <= soon])
             self.beat_due = min((h.next_beat for h in self._held()), default=math.inf)
+
+    def _read_asks(self) -> None:
+        try:
+            asked = take_asks(self.queues, self.session, self.asks_seen)
+        except NoPermissionError as err:  # an ACL without GET: asks are off, work goes on
+            self.control_due = math.inf
+            self.log({"event": "asks_off", "note": f"a console cannot ask this worker to "
+                                                   f"drain or stop: {err}"})
+            return
+        except Exception as err:
+            if not transient(err):
+                raise
+            return  # tried again in CONTROL_EVERY: a failed look is no outage (the calls
+            # that hold items find those, and ride them out)
+        if asked is not None:
+            self._on_ask(asked)
 
     @staticmethod
     def _snapshot(wq: WorkQueue) -> None:

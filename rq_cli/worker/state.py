@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
+from ..core.codes import Ask
+from ..core.control import Asked
 from ..core.queue import WorkQueue
 from ..core.types import LeasedItem
 from .guard import SESSION_ENV, guard
@@ -71,6 +73,8 @@ class WorkerBase:
         self.role_due = 0.0  # monotonic: when to ask the sentinels where the primary is
         self.beat_due = math.inf  # monotonic: no held item needs an extension before
         self.history_due = 0.0  # monotonic: when to snapshot the queues' history next
+        self.control_due = 0.0  # monotonic: when to read the control keys next (asks)
+        self.asks_seen: dict[str, bytes] = {}  # control key -> the ask last read there
         lease = self.queues[0].options.lease_seconds if options.lease_seconds is None \
             else options.lease_seconds
         self.lease_seconds = lease
@@ -108,6 +112,19 @@ class WorkerBase:
             self.log({"event": "draining" if self._signals_logged == 1 else "stopping",
                       "signal": self.signal_names[self._signals_logged - 1],
                       "running": len(self.jobs)})
+
+    def _on_ask(self, asked: Asked) -> None:
+        """A console asked (core/control.py): a drain as a first SIGTERM, a stop as a
+        second; logged with who asked. One asking for less than is under way is logged."""
+        self._note_signals()
+        want = 2 if asked.ask == Ask.STOP else 1
+        event = "draining" if want == 1 else "stopping"
+        entry = {"event": event if self.signals < want else "asked", "ask": asked.ask.value,
+                 "asked_by": asked.by, "running": len(self.jobs)}
+        if self.signals < want:
+            self.signal_names += [f"asked by {asked.by}"] * (want - self.signals)
+            self.signals = self._signals_logged = want
+        self.log(entry)
 
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)

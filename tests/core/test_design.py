@@ -31,6 +31,7 @@ def code_keys() -> dict[str, str | None]:
     found: dict[str, str | None] = {f"P:{k.name}": k.type for k in keys.FIXED_KEYS}
     found.update({f"P:{family}:<id>": None for family in keys.ITEM_FAMILIES})
     found[f"P:{keys.TENANT_QUEUE}:<tenant>"] = "list"
+    found[f"P:{keys.CONTROL}:<session digest>"] = "string + TTL"
     return found
 
 

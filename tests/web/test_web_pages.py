@@ -5,6 +5,7 @@ an outage."""
 from __future__ import annotations
 
 import base64
+import html
 import re
 
 import pytest
@@ -15,6 +16,7 @@ pytest.importorskip("httpx")
 from web_helpers import client, confirm_and_do, csrf_of, make_web, seed
 
 from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 
 
 def test_the_overview_shows_every_queue_with_its_counts(server_url, r):
@@ -201,3 +203,54 @@ def test_the_history_tab_draws_the_snapshots(server_url, r):
     assert "no history yet" not in page
     row = page.split('id="history-table"')[1].split("</tr>")[1]
     assert [int(n) for n in re.findall(r'<td class="n">(\d+)</td>', row)] == [2, 0, 2, 2]
+
+
+ODD_NAMES = ("team/emails", "50%", "why?", "#1", "with space", "naïve/ünï", "a%2Fb")
+
+
+def test_queue_names_with_url_unsafe_characters_round_trip_through_every_link(server_url, r):
+    for name in ODD_NAMES:
+        wq = seed(r, name, dead=1, pending=1)
+        wq.push([NewItem(b"x", "x/y?z")])
+    c = client(make_web(server_url, *ODD_NAMES))
+    overview = c.get("/").text
+    links = re.findall(r'<td><a href="(/q/[^"]+)">', overview)
+    assert len(links) == len(ODD_NAMES)
+    for name, link in zip(ODD_NAMES, links, strict=True):
+        page = c.get(link)
+        assert page.status_code == 200, (name, page.text)
+        assert f"<h1>{html.escape(name)}" in page.text or html.escape(name) in page.text
+        assert page.text.count("/item/") == 2  # its own two pending items, no other queue's
+        for tab in ("dead", "holders", "errors", "history"):
+            tabbed = c.get(link, params={"tab": tab})
+            assert tabbed.status_code == 200, (name, tab)
+        item_links = re.findall(r'href="(/q/[^"]+/item/[^"]+)"', page.text)
+        for item_link in item_links:
+            item = c.get(html.unescape(item_link))
+            assert item.status_code == 200, (name, item_link, item.text)
+        assert any("x%2Fy%3Fz" in link for link in item_links)
+        # a confirmed action on it: pause, then the queue is paused (and only it)
+        confirm = c.get(f"{link}/confirm", params={"action": "pause"})
+        assert confirm.status_code == 200, (name, confirm.text)
+        action = re.search(r'<form method="post" action="([^"]+)"', confirm.text).group(1)
+        done = c.post(html.unescape(action),
+                      data={"action": "pause", "csrf": csrf_of(confirm.text)})
+        assert done.status_code == 200, (name, done.text)
+        assert WorkQueue(r, name).stats().paused, name
+        assert html.escape(name) in done.text
+    assert c.get("/q/team").status_code == 404  # "team/emails" is one name, not a path
+
+
+def test_odd_queue_names_through_a_real_uvicorn(server_url, r):
+    import httpx
+    from web_helpers import running
+
+    seed(r, "team/emails", pending=1)
+    with running(server_url, "team/emails", "50%") as base:
+        page = httpx.get(base + "/")
+        links = re.findall(r'<td><a href="(/q/[^"]+)">', page.text)
+        assert links == ["/q/team%2Femails", "/q/50%25"]
+        for link in links:
+            assert httpx.get(base + link).status_code == 200
+        item = re.search(r'href="(/q/[^"]+/item/[^"]+)"', httpx.get(base + links[0]).text)
+        assert httpx.get(base + html.unescape(item.group(1))).status_code == 200
