@@ -28,6 +28,7 @@ through the client, which reloads the script itself if needed.
 from __future__ import annotations
 
 import os
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -173,8 +174,11 @@ def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[
             raise Drained from None
 
 
-def _tenanted(chunk: list[Any]) -> bool:
-    """Whether an item of ``chunk`` names its own tenant."""
+def _tenanted(chunk: list[Any], kinds: set[type] | None = None) -> bool:
+    """Whether an item of ``chunk`` names its own tenant (``kinds``: the types of its items,
+    where known: a chunk without a NewItem is answered without a look at each item)."""
+    if NewItem not in (set(map(type, chunk)) if kinds is None else kinds):
+        return False
     return any(type(item) is NewItem and item.tenant is not None for item in chunk)
 
 
@@ -211,8 +215,22 @@ def _take(source: Iterator[Any], size: int) -> tuple[list[Any], Exception | None
 
 
 def _random_ids(n: int) -> list[str]:
-    hexed = os.urandom(16 * n).hex()
-    return [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
+    return list(map(bytes.decode, _split(os.urandom(16 * n).hex().encode(), n)))
+
+
+#: the types of a chunk of items that can go as a transaction (:class:`_Transactions`), and
+#: of one that is all bytes
+_PLAIN: frozenset[type] = frozenset((bytes, str))
+_BYTES = {bytes}
+
+
+def _split(raw: bytes, n: int) -> tuple[bytes, ...]:
+    """``raw`` (``n`` fresh ids of FRESH_ID_LEN characters end to end) cut into the ids, in
+    one C-level pass."""
+    return struct.unpack(_ID_FORMAT * n, raw)
+
+
+_ID_FORMAT = f"{FRESH_ID_LEN}s"
 
 
 def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], bool]:
@@ -244,23 +262,22 @@ def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], 
     return ids, args, fresh
 
 
-_ITEM_32 = b"$32\r\n%s\r\n$%d\r\n%s\r\n"
+_ITEM_32 = b"$%d\r\n%%s\r\n$%%d\r\n%%s\r\n" % FRESH_ID_LEN
 
 
 def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list[Any],
-                  id_from_data: bool) -> tuple[list[str], list[bytes]]:
+                  id_from_data: bool, kinds: set[type] | None = None,
+                  ) -> tuple[list[str], list[bytes]]:
     """(ids, the EVALSHA command as RESP) for one batch; ``heads`` are the command's packed
     leading arguments (``nargs`` of them, without the array header), ending in the "fresh"
-    flag "0" and "1" respectively."""
+    flag "0" and "1" respectively; ``kinds``: the types of the items, where known."""
     n = len(chunk)
-    if not id_from_data and all(type(item) is bytes for item in chunk):
+    if not id_from_data and (set(map(type, chunk)) if kinds is None else kinds) == _BYTES:
         # the hot path (``push -``): plain bytes, random ids, packed in one pass
-        hexed = os.urandom(16 * n).hex()
-        ids = [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
-        raw = hexed.encode()
-        body = b"".join([_ITEM_32 % (raw[i:i + 32], len(d), d)
-                         for i, d in zip(range(0, 32 * n, 32), chunk, strict=True)])
-        return ids, [b"*%d\r\n%s%s" % (nargs + 2 * n, heads[1], body)]
+        slices = _split(os.urandom(16 * n).hex().encode(), n)
+        body = b"".join(map(_ITEM_32.__mod__, zip(slices, map(len, chunk), chunk)))
+        return list(map(bytes.decode, slices)), [
+            b"*%d\r\n%s%s" % (nargs + 2 * n, heads[1], body)]
     ids, args, fresh = _pairs(chunk, id_from_data)
     head = heads[1] if fresh else heads[0]
     # redis-py's encoder for the ids, behind a placeholder command name (pack_command
@@ -333,18 +350,26 @@ class _Transactions:
             return self.now_ms
         return round(self.server_ms + (time.monotonic() - self.at) * 1000)
 
-    def packed(self, chunk: list[bytes | str]) -> tuple[list[str], list[bytes]]:
-        """(ids, the transaction as RESP) for a batch of plain items (bytes, or text)."""
-        datas = [d if type(d) is bytes else as_bytes(d) for d in chunk]
+    def packed(self, chunk: list[bytes | str],
+               kinds: set[type] | None = None) -> tuple[list[str], list[bytes]]:
+        """(ids, the transaction as RESP) for a batch of plain items (bytes, or text;
+        ``kinds``: their types, where known)."""
+        datas = chunk if kinds == _BYTES else [
+            d if type(d) is bytes else as_bytes(d) for d in chunk]
         n, w = len(chunk), FRESH_ID_LEN
-        hexed = os.urandom(16 * n).hex()
-        raw = hexed.encode()
-        cuts = range(0, w * n, w)
-        ids = [hexed[i:i + w] for i in cuts]
-        slices = [raw[i:i + w] for i in cuts]
+        raw = os.urandom(16 * n).hex().encode()
+        slices = _split(raw, n)
+        ids = list(map(bytes.decode, slices))
         stamp = self.stamp()
-        item = b"$%d\r\n%s%%s\r\n$%%d\r\n%%s\r\n" % (len(self.item_prefix) + w, self.item_prefix)
-        mset = b"".join([item % (i, len(d), d) for i, d in zip(slices, datas, strict=True)])
+        # (each item's bulk strings in a few joins, not one format each: id, "$<len>" of
+        # its data, the data, and the next key's head)
+        key_head = b"$%d\r\n%s" % (len(self.item_prefix) + w, self.item_prefix)
+        parts: list[bytes] = [b"\r\n" + key_head] * (4 * n)
+        parts[0::4] = slices
+        parts[1::4] = map(b"\r\n$%d\r\n".__mod__, map(len, datas))
+        parts[2::4] = datas
+        parts[-1] = b"\r\n"
+        mset = key_head + b"".join(parts)
         # (every id is w characters: its bulk strings in one join, not one format each)
         head, tail, stamp_bulk = b"$%d\r\n" % w, b"\r\n", _bulk(b"%d" % stamp)
         id_bulks = head + (tail + head).join(slices) + tail
@@ -468,7 +493,8 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     error: Exception | None = None
     try:
         while True:
-            if _tenanted(chunk):  # fair: items naming a tenant, one call per tenant's run
+            kinds = set(map(type, chunk))  # (C-level: no Python code run per item)
+            if _tenanted(chunk, kinds):  # fair: items naming a tenant, one call per tenant's run
                 while inflight:
                     read_one()
                     yield from handed_out()
@@ -481,12 +507,13 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 if not chunk:
                     break
                 continue
-            is_tx = tx is not None and all(type(item) in (bytes, str) for item in chunk)
+            is_tx = tx is not None and kinds <= _PLAIN
             try:
                 if tx is not None and is_tx:
-                    ids, command = tx.packed(chunk)
+                    ids, command = tx.packed(chunk, kinds)
                 else:
-                    ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data)
+                    ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data,
+                                                 kinds)
             except Exception as exc:  # a bad id: store the batches before it, then raise
                 error = exc
                 break
