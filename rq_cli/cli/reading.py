@@ -96,7 +96,7 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
     number = 0  # lines read before the chunk
     while chunk := list(islice(source, LINES_AT_ONCE)):
         lines = _cut(chunk) if fast is not None else None
-        if lines is not None:
+        if lines is not None and fast is not None:
             try:
                 deque(map(fast, lines), maxlen=0)
             except ValueError:  # orjson.JSONDecodeError (a blank line too): line by line
@@ -123,11 +123,11 @@ def _cut(chunk: list[bytes]) -> list[bytes] | None:
     return lines
 
 
-def _line_by_line(chunk: Iterable[bytes], number: int, raw: bool,
+def _line_by_line(chunk: Iterable[bytes], before: int, raw: bool,
                   fast: Any) -> Iterator[bytes]:
-    """The items of ``chunk``'s lines, one at a time; ``number`` lines came before it."""
+    """The items of ``chunk``'s lines, one at a time; ``before`` lines came before it."""
     check = check_json
-    for number, line in enumerate(chunk, number + 1):
+    for number, line in enumerate(chunk, before + 1):
         if line[-1:] == b"\n":
             line = line[:-1]
             if line[-1:] == b"\r":

@@ -275,7 +275,8 @@ def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list
     if not id_from_data and (set(map(type, chunk)) if kinds is None else kinds) == _BYTES:
         # the hot path (``push -``): plain bytes, random ids, packed in one pass
         slices = _split(os.urandom(16 * n).hex().encode(), n)
-        body = b"".join(map(_ITEM_32.__mod__, zip(slices, map(len, chunk), chunk)))
+        body = b"".join(map(_ITEM_32.__mod__, zip(slices, map(len, chunk), chunk,
+                                                     strict=True)))
         return list(map(bytes.decode, slices)), [
             b"*%d\r\n%s%s" % (nargs + 2 * n, heads[1], body)]
     ids, args, fresh = _pairs(chunk, id_from_data)
@@ -354,7 +355,7 @@ class _Transactions:
                kinds: set[type] | None = None) -> tuple[list[str], list[bytes]]:
         """(ids, the transaction as RESP) for a batch of plain items (bytes, or text;
         ``kinds``: their types, where known)."""
-        datas = chunk if kinds == _BYTES else [
+        datas: list[Any] = chunk if kinds == _BYTES else [
             d if type(d) is bytes else as_bytes(d) for d in chunk]
         n, w = len(chunk), FRESH_ID_LEN
         raw = os.urandom(16 * n).hex().encode()
