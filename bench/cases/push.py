@@ -11,7 +11,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ..harness import CaseResult, Ctx, Row, log, median, run_timed, skipped_row, summary
+from ..harness import CaseResult, Ctx, Row, log, median, rotated, run_timed, skipped_row, summary
 
 QUEUE = "bq"
 PAYLOAD = ('{{"n":{i},"user":"user-{u}","action":"send-email",'
@@ -109,7 +109,7 @@ def run(ctx: Ctx) -> CaseResult:
     times: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
     for rep in range(ctx.reps):
-        order = names[rep % len(names):] + names[:rep % len(names)]
+        order = rotated(names, rep)
         for name in order:
             ctx.server.flush()
             times[name].append(fns[name]())
