@@ -100,7 +100,7 @@ class Transactions:
         key_head = b"$%d\r\n%s" % (len(self.item_prefix) + w, self.item_prefix)
         parts: list[bytes] = [b"\r\n" + key_head] * (4 * n)
         parts[0::4] = slices
-        parts[1::4] = map(b"\r\n$%d\r\n".__mod__, map(len, datas))
+        parts[1::4] = length_heads(datas)
         parts[2::4] = datas
         parts[-1] = b"\r\n"
         mset = key_head + b"".join(parts)
@@ -157,3 +157,19 @@ def split_ids(raw: bytes, n: int) -> tuple[bytes, ...]:
 
 
 ID_FORMAT = f"{FRESH_ID_LEN}s"
+
+
+#: the head of a bulk string of each length up to LENGTH_HEADS (made on first use)
+_length_heads: list[bytes] = []
+LENGTH_HEADS = 4096
+
+
+def length_heads(datas: list[bytes]) -> list[bytes]:
+    """``"\r\n$<len>\r\n"`` for each of ``datas``: looked up in a table (a quarter of the
+    cost of formatting each), formatted where a data is longer than the table."""
+    if not _length_heads:
+        _length_heads.extend(b"\r\n$%d\r\n" % i for i in range(LENGTH_HEADS))
+    try:
+        return list(map(_length_heads.__getitem__, map(len, datas)))
+    except IndexError:
+        return list(map(b"\r\n$%d\r\n".__mod__, map(len, datas)))

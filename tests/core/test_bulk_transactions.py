@@ -51,6 +51,22 @@ def test_a_stream_is_stored_by_one_transaction_per_batch_stamped_with_the_server
     assert [i.id for i in leased] == [p.id for p in out]
 
 
+def test_items_of_every_length_are_stored_exactly(r):
+    """The lengths in the packed commands come from a table up to LENGTH_HEADS bytes and are
+    formatted past it: items on either side of it, empty ones and text, stored as given."""
+    from rq_cli.core.bulk_tx import LENGTH_HEADS
+
+    sizes = [0, 1, 9, 10, 99, LENGTH_HEADS - 1, LENGTH_HEADS, LENGTH_HEADS + 1, 70_000]
+    items: list[bytes | str] = [b"x" * size for size in sizes * 120]
+    items[-1] = "t\u00e9xt"
+    wq = WorkQueue(r, "q")
+    execs = calls(r, "exec")
+    ids = [p.id for batch in wq.push_batches(items) for p in batch]
+    assert calls(r, "exec") - execs == 3  # a probe, then two transactions
+    stored = r.mget([wq.keys.item(i) for i in ids])
+    assert stored == [i.encode() if isinstance(i, str) else i for i in items]
+
+
 def test_front_puts_the_stream_at_the_front_of_the_line(r):
     wq = WorkQueue(r, "q")
     wq.push([b"older"])
