@@ -3,7 +3,8 @@
 
 ``rq-cli push q - < lines.jsonl`` with the rq_cli of git revision ``REV`` against the working
 tree's, and ``redis-cli --pipe`` of the same items (case ``push``'s files), interleaved,
-``rounds`` rounds (default 5; lines default 200,000); per command the wall time's median, the
+``rounds`` rounds (default 5; lines default 200,000; the bench's server, Redis at
+/usr/bin/redis-server); per command the wall time's median, the
 ratio ``redis-cli --pipe`` / it per round (median and every round's), and the least client
 CPU (user + sys) and server CPU (``INFO cpu``) over the rounds, with each rq-cli's start-up
 alone (an empty stdin) beside it. CPU time is the steadier figure on a loaded machine.
@@ -19,10 +20,10 @@ import tempfile
 from pathlib import Path
 from statistics import median
 
-from tests.servers import ServerProcess, find_server_binary
+from tests.servers import ServerProcess
 
 from .cases.push import QUEUE, jsonl_file, resp_file
-from .harness import rotated, run_timed
+from .harness import rotated, run_timed, server_binary
 
 
 def tree_at(rev: str) -> Path:
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
     work = Path(tempfile.mkdtemp(prefix="rq-pushab-work-"))
     src = jsonl_file(work, lines)
     resp = resp_file(work, src, QUEUE)
-    server = ServerProcess(work / "server", binary=find_server_binary()).start()
+    server = ServerProcess(work / "server", binary=server_binary(None)).start()
     client = server.client()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RQ_CLI_")}
     env.update({"RQ_CLI_URL": f"redis://127.0.0.1:{server.port}",
