@@ -67,6 +67,19 @@ def test_items_of_every_length_are_stored_exactly(r):
     assert stored == [i.encode() if isinstance(i, str) else i for i in items]
 
 
+def test_a_delayed_stream_is_packed_as_push_lua_calls_of_the_same_items(r):
+    """A delay is push.lua's work: the stream's batches of plain bytes are packed as EVALSHA
+    calls (bulk.py's hot path: ids cut from one urandom call, one join), stored exactly."""
+    wq = WorkQueue(r, "q")
+    execs, evals = calls(r, "exec"), calls(r, "evalsha")
+    items = [b'{"n":%d}' % i + b"x" * (i % 50) for i in range(2500)]
+    ids = [p.id for batch in wq.push_batches(items, delay=60) for p in batch]
+    assert calls(r, "exec") == execs and calls(r, "evalsha") - evals == 3
+    assert len(set(ids)) == 2500 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert r.mget([wq.keys.item(i) for i in ids]) == items
+    assert r.zcard(wq.keys.delayed) == 2500 and r.llen(wq.keys.queue) == 0
+
+
 def test_front_puts_the_stream_at_the_front_of_the_line(r):
     wq = WorkQueue(r, "q")
     wq.push([b"older"])
