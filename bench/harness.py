@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing as mp
 import os
 import shutil
 import statistics
@@ -154,6 +155,93 @@ def spread(xs: Iterable[float]) -> tuple[float, float]:
 def summary(xs: list[float]) -> dict[str, Any]:
     return {"median": median(xs), "min": min(xs) if xs else None,
             "max": max(xs) if xs else None, "n": len(xs), "values": xs}
+
+
+def rotated(loops: tuple[str, ...] | list[str], rep: int) -> list[str]:
+    """``loops`` in repetition ``rep``'s order: each repetition starts one further on, so no
+    loop always runs first (on a cold server) or last."""
+    k = rep % len(loops)
+    return [*loops[k:], *loops[:k]]
+
+
+def per_rep(runs: list[dict[str, float]], bases: list[dict[str, float]], key: str,
+            base_key: str | None = None) -> list[float]:
+    """The ratio ``run[key] / base[base_key or key]`` within each repetition (the loops of a
+    case interleave, so each ratio is taken in one repetition's conditions)."""
+    return [a[key] / b[base_key or key] for a, b in zip(runs, bases, strict=True)]
+
+
+# -- worker processes ----------------------------------------------------------------------
+class Workers(NamedTuple):
+    """What :func:`run_workers` measured: the items the workers completed, the wall time
+    from the first worker's start to the last one's end, and ``measure()`` before and after."""
+
+    done: int
+    wall: float
+    before: Any
+    after: Any
+
+
+def run_workers(target: Callable[..., None], args: tuple[Any, ...], procs: int, *,
+                measure: Callable[[], Any] = lambda: None, settle: float = 0.3,
+                timeout: float = 600.0) -> Workers:
+    """Run ``procs`` forked processes of ``target(*args, go, out)``: each connects, waits for
+    ``go``, works, and puts (items done, its start, its end) on ``out``. They are given
+    ``settle`` seconds (and 20 ms each) to connect, then ``measure()`` is taken, they go,
+    and ``measure()`` is taken again once all have reported."""
+    mpctx = mp.get_context("fork")
+    go, out = mpctx.Event(), mpctx.Queue()
+    workers = [mpctx.Process(target=target, args=(*args, go, out)) for _ in range(procs)]
+    for w in workers:
+        w.start()
+    time.sleep(settle + 0.02 * procs)
+    before = measure()
+    go.set()
+    results = [out.get(timeout=timeout) for _ in workers]
+    after = measure()
+    for w in workers:
+        w.join(30)
+    return Workers(sum(r[0] for r in results),
+                   max(r[2] for r in results) - min(r[1] for r in results), before, after)
+
+
+# -- the worker loop -----------------------------------------------------------------------
+def drain(q: Any, quota: int, batch: int, *, combined: bool = False) -> int:
+    """The queue cases' worker loop: lease up to ``batch`` items at a time (``quota`` in
+    all) and complete them, until the queue has none; the number completed. One at a time
+    (or ``combined``): ``complete_and_lease``, the completion and the next lease in one
+    call; else ``lease`` then one ``complete`` of what it gave."""
+    from rq_cli.core.codes import Outcome
+    from rq_cli.core.types import ItemRef
+
+    done = leased = 0
+    refs: list[ItemRef] = []
+    while True:
+        want = min(batch, quota - leased)
+        if batch == 1 or combined:
+            outcomes, items = q.complete_and_lease(refs, want) if want > 0 else (
+                q.complete(refs), [])
+        else:
+            outcomes = q.complete(refs) if refs else []
+            items = q.lease(want) if want > 0 else []
+        done += sum(1 for o in outcomes if o.outcome == Outcome.COMPLETED)
+        leased += len(items)
+        refs = [ItemRef(i.id, i.session) for i in items]
+        if not refs:
+            return done
+
+
+def drain_peer(wq: Any, db: Any, quota: int) -> int:
+    """The peer's worker loop (redis-work-queue): ``lease`` then ``complete``, one item at a
+    time, ``quota`` in all or until the queue has none; the number completed."""
+    done = 0
+    while done < quota:
+        item = wq.lease(db, 300, block=False)
+        if item is None:
+            break
+        if wq.complete(db, item):
+            done += 1
+    return done
 
 
 # -- result rows ---------------------------------------------------------------------------

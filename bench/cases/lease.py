@@ -7,12 +7,22 @@ is from the first start to the last finish (CLOCK_MONOTONIC is shared by all pro
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
 from typing import Any
 
 from ..fill import fill
-from ..harness import CaseResult, Ctx, Row, log, median, summary
+from ..harness import (
+    CaseResult,
+    Ctx,
+    Row,
+    drain,
+    drain_peer,
+    log,
+    median,
+    rotated,
+    run_workers,
+    summary,
+)
 
 RQ_Q = "lq"
 PEER_Q = "pq"
@@ -22,7 +32,6 @@ def _rq_worker(port: int, quota: int, batch: int, go: Any, out: Any) -> None:
     import redis
 
     from rq_cli.core.queue import WorkQueue
-    from rq_cli.core.types import ItemRef
 
     c = redis.Redis(host="127.0.0.1", port=port)
     q = WorkQueue(c, RQ_Q)
@@ -30,20 +39,9 @@ def _rq_worker(port: int, quota: int, batch: int, go: Any, out: Any) -> None:
         q.script(name)
         c.script_load(q.script(name).script)
     go.wait()
-    done = leased = 0
-    refs: list[ItemRef] = []
     t0 = time.perf_counter()
-    while True:  # the worker loop: complete what was leased and lease the next, one call
-        want = min(batch, quota - leased)
-        if want > 0:
-            outcomes, items = q.complete_and_lease(refs, want)
-        else:
-            outcomes, items = q.complete(refs), []
-        done += sum(1 for o in outcomes if o.outcome == "completed")
-        leased += len(items)
-        refs = [ItemRef(i.id, i.session) for i in items]
-        if not refs:
-            break
+    # the worker loop: complete what was leased and lease the next, one call
+    done = drain(q, quota, batch, combined=True)
     out.put((done, t0, time.perf_counter()))
 
 
@@ -56,33 +54,15 @@ def _peer_worker(port: int, quota: int, batch: int, go: Any, out: Any) -> None:
     wq = PeerQueue(KeyPrefix(PEER_Q))
     db.ping()
     go.wait()
-    done = 0
     t0 = time.perf_counter()
-    while done < quota:
-        item = wq.lease(db, 300, block=False)
-        if item is None:
-            break
-        if wq.complete(db, item):
-            done += 1
+    done = drain_peer(wq, db, quota)
     out.put((done, t0, time.perf_counter()))
 
 
 def _run_workers(target: Any, port: int, procs: int, total: int, batch: int) -> tuple[int, float]:
     """Run ``procs`` workers sharing ``total`` items; returns (items done, wall seconds)."""
-    ctx = mp.get_context("fork")
-    go, out = ctx.Event(), ctx.Queue()
-    quota = total // procs
-    workers = [ctx.Process(target=target, args=(port, quota, batch, go, out)) for _ in range(procs)]
-    for w in workers:
-        w.start()
-    time.sleep(0.3)  # let them connect and load scripts
-    go.set()
-    results = [out.get(timeout=600) for _ in workers]
-    for w in workers:
-        w.join(30)
-    done = sum(r[0] for r in results)
-    wall = max(r[2] for r in results) - min(r[1] for r in results)
-    return done, wall
+    ran = run_workers(target, (port, total // procs, batch), procs)
+    return ran.done, ran.wall
 
 
 def run(ctx: Ctx) -> CaseResult:
@@ -106,7 +86,7 @@ def run(ctx: Ctx) -> CaseResult:
     rates: dict[str, list[float]] = {k: [] for k in plans}
     names = list(plans)
     for rep in range(ctx.reps + 2):  # short measurements: more repetitions, steadier medians
-        order = names[rep % len(names):] + names[:rep % len(names)]
+        order = rotated(names, rep)
         for name in order:
             target, prefix, kind, procs, batch = plans[name]
             n = sizes[name]

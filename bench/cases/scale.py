@@ -27,13 +27,25 @@ Workers run unpinned on every core but the server's.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
 from typing import Any
 
 from ..fill import fill
-from ..harness import SERVER_CORE, CaseResult, Ctx, Row, cores, log, median
+from ..harness import (
+    SERVER_CORE,
+    CaseResult,
+    Ctx,
+    Row,
+    cores,
+    drain,
+    drain_peer,
+    log,
+    median,
+    per_rep,
+    rotated,
+    run_workers,
+)
 
 Q = "sq"
 LOOPS = ("rq 1", "rq 100", "peer", "bare", "rq 1 evalsha")
@@ -59,7 +71,6 @@ def _worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
     if loop.startswith("rq"):
         from rq_cli.core.calling import ENV_FUNCTIONS
         from rq_cli.core.queue import WorkQueue
-        from rq_cli.core.types import ItemRef
 
         if loop == "rq 1 evalsha":
             os.environ[ENV_FUNCTIONS] = "0"  # (this worker process only)
@@ -69,21 +80,7 @@ def _worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
         batch = 1 if loop in ("rq 1", "rq 1 evalsha") else 100
         go.wait()
         t0 = time.perf_counter()
-        refs: list[ItemRef] = []
-        leased = 0
-        while True:
-            want = min(batch, quota - leased)
-            if batch == 1:
-                outcomes, items = q.complete_and_lease(refs, 1) if want > 0 else (
-                    q.complete(refs), [])
-            else:
-                outcomes = q.complete(refs) if refs else []
-                items = q.lease(want) if want > 0 else []
-            done += sum(1 for o in outcomes if o.outcome == "completed")
-            leased += len(items)
-            refs = [ItemRef(i.id, i.session) for i in items]
-            if not refs:
-                break
+        done = drain(q, quota, batch)
     elif loop == "peer":
         from redis_work_queue import KeyPrefix
         from redis_work_queue import WorkQueue as PeerQueue
@@ -92,12 +89,7 @@ def _worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
         c.ping()
         go.wait()
         t0 = time.perf_counter()
-        while done < quota:
-            item = wq.lease(c, 300, block=False)
-            if item is None:
-                break
-            if wq.complete(c, item):
-                done += 1
+        done = drain_peer(wq, c, quota)
     else:  # bare
         src, dst = f"{Q}:queue", f"{Q}:processing"
         c.ping()
@@ -128,24 +120,12 @@ def run_loop(ctx: Ctx, loop: str, procs: int, total: int, worker: Any = None) ->
     server.flush()
     fill(client, Q, "peer_pending" if loop in ("peer", "bare") else "pending", total)
     client.config_resetstat()
-    mpctx = mp.get_context("fork")
-    go, out = mpctx.Event(), mpctx.Queue()
     quota = total // procs
-    workers = [mpctx.Process(target=worker or _worker, args=(loop, server.port, quota, go, out))
-               for _ in range(procs)]
-    for w in workers:
-        w.start()
-    time.sleep(0.3 + 0.02 * procs)
-    usec0, cpu0 = _server_figures(client)
-    go.set()
-    results = [out.get(timeout=600) for _ in workers]
-    usec1, cpu1 = _server_figures(client)
-    for w in workers:
-        w.join(30)
-    done = sum(r[0] for r in results)
+    done, wall, (usec0, cpu0), (usec1, cpu1) = run_workers(
+        worker or _worker, (loop, server.port, quota), procs,
+        measure=lambda: _server_figures(client))
     if done != quota * procs:
         raise RuntimeError(f"scale {loop} x{procs}: {done} of {quota * procs} items completed")
-    wall = max(r[2] for r in results) - min(r[1] for r in results)
     client.close()
     return {"items_per_s": done / wall, "server_cpu_share": (cpu1 - cpu0) / wall,
             "exec_us_per_item": (usec1 - usec0) / done,
@@ -203,7 +183,7 @@ def run(ctx: Ctx) -> CaseResult:
         loop: {n: [] for n in counts} for loop in LOOPS}
     for rep in range(ctx.reps):
         for n in counts:
-            order = LOOPS[rep % len(LOOPS):] + LOOPS[:rep % len(LOOPS)]
+            order = rotated(LOOPS, rep)
             for loop in order:
                 if loop in ONE_WORKER and n != counts[0]:
                     continue
@@ -226,8 +206,8 @@ def run(ctx: Ctx) -> CaseResult:
                "lease_10000_longest_ms": [x[0] for x in longest],
                "lease_10000_calls_over_20ms": [x[1] for x in longest]}
 
-    def per_rep(loop: str, base: str, n: int, key: str) -> list[float]:
-        return [a[key] / b[key] for a, b in zip(figures[loop][n], figures[base][n], strict=True)]
+    def ratios(loop: str, base: str, n: int, key: str) -> list[float]:
+        return per_rep(figures[loop][n], figures[base][n], key)
 
     one = counts[0]
     # (commandstats time leaves out the round trips, which the peer makes five of per item:
@@ -235,19 +215,19 @@ def run(ctx: Ctx) -> CaseResult:
     res.rows.append(Row("scale", "server exec us/item, 1 at a time / peer (info)",
                         f"{table['rq 1'][one]['exec_us_per_item']:.1f} us",
                         f"{table['peer'][one]['exec_us_per_item']:.1f} us",
-                        per_rep("rq 1", "peer", one, "exec_us_per_item"), "info", None))
+                        ratios("rq 1", "peer", one, "exec_us_per_item"), "info", None))
     res.rows.append(Row("scale", "server exec us/item, lease(100)+complete / peer (info)",
                         f"{table['rq 100'][one]['exec_us_per_item']:.1f} us",
                         f"{table['peer'][one]['exec_us_per_item']:.1f} us",
-                        per_rep("rq 100", "peer", one, "exec_us_per_item"), "info", None))
+                        ratios("rq 100", "peer", one, "exec_us_per_item"), "info", None))
     res.rows.append(Row("scale", "server exec us/item, 1 at a time: FCALL / EVALSHA (info)",
                         f"{table['rq 1'][one]['exec_us_per_item']:.1f} us",
                         f"{table['rq 1 evalsha'][one]['exec_us_per_item']:.1f} us",
-                        per_rep("rq 1", "rq 1 evalsha", one, "exec_us_per_item"), "info", None))
+                        ratios("rq 1", "rq 1 evalsha", one, "exec_us_per_item"), "info", None))
     res.rows.append(Row("scale", "server exec us/item, peer / bare RPOPLPUSH+LREM (info)",
                         f"{table['peer'][one]['exec_us_per_item']:.1f} us",
                         f"{table['bare'][one]['exec_us_per_item']:.1f} us",
-                        per_rep("peer", "bare", one, "exec_us_per_item"), "info", None))
+                        ratios("peer", "bare", one, "exec_us_per_item"), "info", None))
     res.rows.append(Row("scale", "complete in lease order: 10,000 in flight / 100",
                         f"{median(flat[10_000]):.1f} us", f"{median(flat[100]):.1f} us",
                         [a / b for a, b in zip(flat[10_000], flat[100], strict=True)], "max", 1.5))
@@ -259,7 +239,7 @@ def run(ctx: Ctx) -> CaseResult:
         res.rows.append(Row("scale", f"items/s at {top} workers, 1 at a time / peer",
                             f"{table['rq 1'][top]['items_per_s']:,.0f}",
                             f"{table['peer'][top]['items_per_s']:,.0f}",
-                            per_rep("rq 1", "peer", top, "items_per_s"), "min", 1.5))
+                            ratios("rq 1", "peer", top, "items_per_s"), "min", 1.5))
     for n in counts:
         main = [lp for lp in LOOPS if lp not in ONE_WORKER]
         # (" / ", not "|": the rows go into Markdown tables)

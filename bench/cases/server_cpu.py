@@ -18,7 +18,7 @@ is taken within one repetition.
 
 from __future__ import annotations
 
-from ..harness import CaseResult, Ctx, Row, log, median
+from ..harness import CaseResult, Ctx, Row, log, median, per_rep, rotated
 from .scale import run_loop
 
 LOOPS = ("rq 1", "rq 100", "peer", "bare")
@@ -37,7 +37,7 @@ def run(ctx: Ctx) -> CaseResult:
     total -= total % workers
     figures: dict[str, list[dict[str, float]]] = {loop: [] for loop in LOOPS}
     for rep in range(ctx.reps):
-        for loop in LOOPS[rep % len(LOOPS):] + LOOPS[:rep % len(LOOPS)]:
+        for loop in rotated(LOOPS, rep):
             f = run_loop(ctx, loop, workers, total)
             figures[loop].append(f)
             log(f"server-cpu rep {rep + 1}: {loop} x{workers}: "
@@ -49,7 +49,7 @@ def run(ctx: Ctx) -> CaseResult:
         return median(f[key] for f in figures[loop])
 
     def ratios(loop: str, base: str, key: str = "cpu_us_per_item") -> list[float]:
-        return [a[key] / b[key] for a, b in zip(figures[loop], figures[base], strict=True)]
+        return per_rep(figures[loop], figures[base], key)
 
     def us(loop: str, key: str = "cpu_us_per_item") -> str:
         return f"{med(loop, key):.1f} us"

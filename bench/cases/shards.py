@@ -18,7 +18,6 @@ total <= 1.15x. Standalone: ``python -m bench --case shards --primaries 8 --work
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
@@ -26,7 +25,19 @@ from typing import Any
 
 from tests.servers import ServerProcess
 
-from ..harness import CaseResult, Ctx, Row, cores, log, median, pin_pid_all_threads
+from ..harness import (
+    CaseResult,
+    Ctx,
+    Row,
+    cores,
+    drain,
+    log,
+    median,
+    per_rep,
+    pin_pid_all_threads,
+    rotated,
+    run_workers,
+)
 
 BASE = "bench:{jobs}"
 LOOPS = ("one 1", "sharded 1", "one 100", "sharded 100")
@@ -112,8 +123,6 @@ def _open(url: str, sharded: bool) -> Any:
 
 
 def _worker(loop: str, url: str, quota: int, skip: set[int], go: Any, out: Any) -> None:
-    from rq_cli.core.types import ItemRef
-
     n = os.cpu_count() or 1
     if hasattr(os, "sched_setaffinity") and n > len(skip) + 1:
         os.sched_setaffinity(0, [c for c in range(n) if c not in skip])
@@ -122,21 +131,7 @@ def _worker(loop: str, url: str, quota: int, skip: set[int], go: Any, out: Any) 
     q.stats()
     go.wait()
     t0 = time.perf_counter()
-    done = leased = 0
-    refs: list[ItemRef] = []
-    while True:
-        want = min(int(size), quota - leased)
-        if size == "1":
-            outcomes, items = q.complete_and_lease(refs, 1) if want > 0 else (
-                q.complete(refs), [])
-        else:
-            outcomes = q.complete(refs) if refs else []
-            items = q.lease(want) if want > 0 else []
-        done += sum(1 for o in outcomes if o.outcome == "completed")
-        leased += len(items)
-        refs = [ItemRef(i.id, i.session) for i in items]
-        if not refs:
-            break
+    done = drain(q, quota, int(size))
     out.put((done, t0, time.perf_counter()))
 
 
@@ -151,25 +146,12 @@ def run_loop(cluster: LocalCluster, loop: str, workers: int, total: int) -> dict
     q = _open(cluster.url, sharded)
     for n in range(0, total, 10_000):
         q.push([b"{}"] * min(10_000, total - n))
-    mpctx = mp.get_context("fork")
-    go, out = mpctx.Event(), mpctx.Queue()
     quota = total // workers
     skip = set(range(1, len(cluster.nodes) + 1)) if cluster.pinned else set()
-    procs = [mpctx.Process(target=_worker, args=(loop, cluster.url, quota, skip, go, out))
-             for _ in range(workers)]
-    for p in procs:
-        p.start()
-    time.sleep(0.5 + 0.02 * workers)
-    cpu0 = cluster.cpu()
-    go.set()
-    results = [out.get(timeout=900) for _ in procs]
-    cpu1 = cluster.cpu()
-    for p in procs:
-        p.join(30)
-    done = sum(r[0] for r in results)
+    done, wall, cpu0, cpu1 = run_workers(_worker, (loop, cluster.url, quota, skip), workers,
+                                         measure=cluster.cpu, settle=0.5, timeout=900)
     if done != quota * workers:
         raise RuntimeError(f"shards {loop}: {done} of {quota * workers} items completed")
-    wall = max(r[2] for r in results) - min(r[1] for r in results)
     per_node = [(b - a) * 1e6 / done for a, b in zip(cpu0, cpu1, strict=True)]
     return {"items_per_s": done / wall, "busiest_us_per_item": max(per_node),
             "total_us_per_item": sum(per_node), "busiest_share": max(per_node) / sum(per_node)}
@@ -187,7 +169,7 @@ def run(ctx: Ctx) -> CaseResult:
         log(f"shards: {count} primaries (pinned: {cluster.pinned}), {workers} workers, "
             f"{total} items")
         for rep in range(ctx.reps):
-            for loop in LOOPS[rep % len(LOOPS):] + LOOPS[:rep % len(LOOPS)]:
+            for loop in rotated(LOOPS, rep):
                 f = run_loop(cluster, loop, workers, total)
                 figures[loop].append(f)
                 log(f"shards rep {rep + 1}: {loop}: {f['items_per_s']:,.0f} items/s, busiest "
@@ -200,8 +182,7 @@ def run(ctx: Ctx) -> CaseResult:
         return median(f[key] for f in figures[loop])
 
     def ratios(a: str, b: str, key: str, base_key: str | None = None) -> list[float]:
-        return [x[key] / y[base_key or key]
-                for x, y in zip(figures[a], figures[b], strict=True)]
+        return per_rep(figures[a], figures[b], key, base_key)
 
     res.raw = {"primaries": count, "workers": workers, "items": total,
                "loops": {loop: {k: med(loop, k) for k in figures[loop][0]} for loop in LOOPS},

@@ -15,8 +15,8 @@ the server runs the previous one (on another core), instead of the two taking tu
   :class:`Pushed` (ids and a string of flags) rather than an object per item.
 
 - A batch of plain items (bytes or text) whose ids are made here at random is sent as a
-  transaction of plain commands ending in push_commit.lua (:class:`_Transactions`), not as a
-  push.lua call: about a third less server CPU per item, still stored whole or not at all.
+  transaction of plain commands ending in push_commit.lua (:mod:`.bulk_tx`), not as a push.lua
+  call: about a third less server CPU per item, still stored whole or not at all.
   A stream starts them with one probe (TIME, and a transaction that loads the script); where
   the server or the user's ACL refuses it, every batch goes through push.lua.
 
@@ -28,7 +28,6 @@ through the client, which reloads the script itself if needed.
 from __future__ import annotations
 
 import os
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -38,6 +37,7 @@ from typing import Any, NamedTuple
 from ..errors import Unconfirmed, UsageError
 from . import scripts
 from .base import QueueBase
+from .bulk_tx import BYTES, PLAIN, Transactions, replies, split_ids
 from .codes import PUSH_FLAGS
 from .limits import BATCH, FRESH_ID_LEN, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH
 from .scripts import SPECS
@@ -173,8 +173,11 @@ def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[
             raise Drained from None
 
 
-def _tenanted(chunk: list[Any]) -> bool:
-    """Whether an item of ``chunk`` names its own tenant."""
+def _tenanted(chunk: list[Any], kinds: set[type] | None = None) -> bool:
+    """Whether an item of ``chunk`` names its own tenant (``kinds``: the types of its items,
+    where known: a chunk without a NewItem is answered without a look at each item)."""
+    if NewItem not in (set(map(type, chunk)) if kinds is None else kinds):
+        return False
     return any(type(item) is NewItem and item.tenant is not None for item in chunk)
 
 
@@ -211,8 +214,7 @@ def _take(source: Iterator[Any], size: int) -> tuple[list[Any], Exception | None
 
 
 def _random_ids(n: int) -> list[str]:
-    hexed = os.urandom(16 * n).hex()
-    return [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
+    return list(map(bytes.decode, split_ids(os.urandom(16 * n).hex().encode(), n)))
 
 
 def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], bool]:
@@ -244,23 +246,23 @@ def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], 
     return ids, args, fresh
 
 
-_ITEM_32 = b"$32\r\n%s\r\n$%d\r\n%s\r\n"
+_ITEM_32 = b"$%d\r\n%%s\r\n$%%d\r\n%%s\r\n" % FRESH_ID_LEN
 
 
 def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list[Any],
-                  id_from_data: bool) -> tuple[list[str], list[bytes]]:
+                  id_from_data: bool, kinds: set[type] | None = None,
+                  ) -> tuple[list[str], list[bytes]]:
     """(ids, the EVALSHA command as RESP) for one batch; ``heads`` are the command's packed
     leading arguments (``nargs`` of them, without the array header), ending in the "fresh"
-    flag "0" and "1" respectively."""
+    flag "0" and "1" respectively; ``kinds``: the types of the items, where known."""
     n = len(chunk)
-    if not id_from_data and all(type(item) is bytes for item in chunk):
+    if not id_from_data and (set(map(type, chunk)) if kinds is None else kinds) == BYTES:
         # the hot path (``push -``): plain bytes, random ids, packed in one pass
-        hexed = os.urandom(16 * n).hex()
-        ids = [hexed[i:i + 32] for i in range(0, 32 * n, 32)]
-        raw = hexed.encode()
-        body = b"".join([_ITEM_32 % (raw[i:i + 32], len(d), d)
-                         for i, d in zip(range(0, 32 * n, 32), chunk, strict=True)])
-        return ids, [b"*%d\r\n%s%s" % (nargs + 2 * n, heads[1], body)]
+        slices = split_ids(os.urandom(16 * n).hex().encode(), n)
+        body = b"".join(map(_ITEM_32.__mod__, zip(slices, map(len, chunk), chunk,
+                                                     strict=True)))
+        return list(map(bytes.decode, slices)), [
+            b"*%d\r\n%s%s" % (nargs + 2 * n, heads[1], body)]
     ids, args, fresh = _pairs(chunk, id_from_data)
     head = heads[1] if fresh else heads[0]
     # redis-py's encoder for the ids, behind a placeholder command name (pack_command
@@ -269,125 +271,6 @@ def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list
     first = tail[0]
     cut = first.index(b"\r\n") + 9
     return ids, [b"*%d\r\n%s" % (nargs + 2 * n, head), first[cut:], *tail[1:]]
-
-
-class _Transactions:
-    """A batch of plain items with fresh random ids as one transaction of plain commands
-    (MULTI, SCRIPT LOAD, MSET, HSET, LPUSH/RPUSH, EVALSHA push_commit, EXEC) instead of one
-    push.lua call: the server writes the data and bookkeeping without a Lua value per item
-    (about a third less server CPU per item, bench case ``push``), and push_commit.lua
-    checks, counts and, on a key of the wrong type, undoes the batch in the same
-    transaction, so a batch is still stored whole or not at all. The script is loaded in
-    every transaction, so NOSCRIPT cannot leave a batch's plain commands without it.
-
-    The stamps in P:enqueued are the client's reading of the server's clock: the server's
-    TIME, read once when the stream starts, plus the time passed since on the client's
-    monotonic clock; push_commit stamps a batch again with the server's own time when the
-    reading is off by more than PUSH_STAMP_SLACK_MS."""
-
-    #: the replies of one batch: MULTI, five QUEUED, EXEC
-    REPLIES = 7
-
-    def __init__(self, q: QueueBase, conn: Any, flags: dict[str, str], now_ms: int | None,
-                 server_ms: float, at: float) -> None:
-        self.q, self.conn, self.now_ms = q, conn, now_ms
-        self.server_ms, self.at = server_ms, at
-        self.front = flags["front"]
-        keys = q.keys
-        self.item_prefix = keys.item("").encode()
-        self.spec = SPECS["push_commit"]
-        script = q.script("push_commit")
-        self.sha = script.sha
-        self.head = b"".join([
-            b"*1\r\n$5\r\nMULTI\r\n", *conn.pack_command("SCRIPT", "LOAD", scripts.source(
-                "push_commit"))])
-        self.enqueued = _bulk(keys.enqueued.encode())
-        self.line = (b"RPUSH" if self.front == "1" else b"LPUSH", _bulk(keys.queue.encode()))
-
-    @classmethod
-    def start(cls, q: QueueBase, conn: Any, flags: dict[str, str],
-              now_ms: int | None) -> _Transactions | None:
-        """The transactions of this stream, or None where they cannot be used: a delay or
-        expiry (push.lua's work), or a server or user that refuses a transaction that loads
-        a script (an ACL without MULTI and EXEC: the manual's "ACL"). One round trip: TIME, and a
-        transaction that loads push_commit.lua."""
-        if flags["delay_ms"] != "0" or flags["expire_ms"] != "0":
-            return None
-        sent = time.monotonic()
-        conn.send_packed_command(
-            [*conn.pack_command("TIME"), *conn.pack_command("MULTI"),
-             *conn.pack_command("SCRIPT", "LOAD", scripts.source("push_commit")),
-             *conn.pack_command("EXEC")], check_health=False)
-        replies = _replies(conn, 4)
-        got = time.monotonic()
-        if any(isinstance(r, Exception) for r in replies) or not isinstance(replies[-1], list):
-            return None  # (MULTI, EXEC or SCRIPT LOAD in a transaction refused)
-        clock = replies[0]
-        server_ms = int(clock[0]) * 1000 + int(clock[1]) / 1000
-        return cls(q, conn, flags, now_ms, server_ms, (sent + got) / 2)
-
-    def stamp(self) -> int:
-        """The server's clock now, as this client reads it (ms; the caller's ``now_ms`` when
-        given, as push.lua's NOW is then)."""
-        if self.now_ms is not None:
-            return self.now_ms
-        return round(self.server_ms + (time.monotonic() - self.at) * 1000)
-
-    def packed(self, chunk: list[bytes | str]) -> tuple[list[str], list[bytes]]:
-        """(ids, the transaction as RESP) for a batch of plain items (bytes, or text)."""
-        datas = [d if type(d) is bytes else as_bytes(d) for d in chunk]
-        n, w = len(chunk), FRESH_ID_LEN
-        hexed = os.urandom(16 * n).hex()
-        raw = hexed.encode()
-        cuts = range(0, w * n, w)
-        ids = [hexed[i:i + w] for i in cuts]
-        slices = [raw[i:i + w] for i in cuts]
-        stamp = self.stamp()
-        item = b"$%d\r\n%s%%s\r\n$%%d\r\n%%s\r\n" % (len(self.item_prefix) + w, self.item_prefix)
-        mset = b"".join([item % (i, len(d), d) for i, d in zip(slices, datas, strict=True)])
-        # (every id is w characters: its bulk strings in one join, not one format each)
-        head, tail, stamp_bulk = b"$%d\r\n" % w, b"\r\n", _bulk(b"%d" % stamp)
-        id_bulks = head + (tail + head).join(slices) + tail
-        stamped = head + (tail + stamp_bulk + head).join(slices) + tail + stamp_bulk
-        verb, queue = self.line
-        commit = self.conn.pack_command(
-            "EVALSHA", self.sha, len(self.q.script_keys), *self.q.script_keys,
-            *self.spec.argv(self.q.script_head(self.now_ms),
-                            {"count": n, "front": self.front, "stamp_ms": stamp, "ids": raw}))
-        return ids, [
-            self.head,
-            b"*%d\r\n$4\r\nMSET\r\n%s" % (1 + 2 * n, mset),
-            b"*%d\r\n$4\r\nHSET\r\n%s%s" % (2 + 2 * n, self.enqueued, stamped),
-            b"*%d\r\n$5\r\n%s\r\n%s%s" % (2 + n, verb, queue, id_bulks),
-            *commit, b"*1\r\n$4\r\nEXEC\r\n"]
-
-    def read(self, ids: list[str]) -> Pushed:
-        """The batch's replies: stored (every item added), or the error that undid it."""
-        replies = _replies(self.conn, self.REPLIES)
-        done = replies[-1]
-        if not isinstance(done, list):  # EXECABORT: nothing ran; the command that was refused
-            raise next(r for r in replies if isinstance(r, Exception))
-        if isinstance(done[-1], Exception):  # push_commit's: the batch was undone
-            raise done[-1]
-        return Pushed(ids, ADDED * len(ids))
-
-
-def _replies(conn: Any, n: int) -> list[Any]:
-    """The next ``n`` replies on ``conn``, an error reply as its exception (inside a
-    transaction, a refused command is followed by EXEC's own refusal: all are read)."""
-    from redis.exceptions import ResponseError  # (not at the top: see calling.py)
-
-    replies: list[Any] = []
-    for _ in range(n):
-        try:
-            replies.append(conn.read_response())
-        except ResponseError as exc:
-            replies.append(exc)
-    return replies
-
-
-def _bulk(b: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(b), b)
 
 
 def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_size: int,
@@ -403,7 +286,7 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     except TypeError:  # redis-py 5: the command name is required
         conn = pool.get_connection("EVALSHA")
     try:
-        tx = None if id_from_data else _Transactions.start(q, conn, flags, now_ms)
+        tx = None if id_from_data else Transactions.start(q, conn, flags, now_ms)
     except BaseException as exc:
         conn.disconnect()
         pool.release(conn)
@@ -441,14 +324,15 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
             ids, is_tx, loading = inflight[0]
             if is_tx:
                 assert tx is not None
-                pushed = tx.read(ids)
+                tx.read()
+                pushed = Pushed(ids, ADDED * len(ids))
             else:
                 if loading:
                     conn.read_response()
                 pushed = Pushed(ids, text(conn.read_response()) or "")
             shortfall = None
             if confirmer is not None:
-                shortfall = confirmer.shortfall(_replies(conn, len(confirmer.commands())))
+                shortfall = confirmer.shortfall(replies(conn, len(confirmer.commands())))
             inflight.popleft()
             if shortfall is None:
                 ready.append(pushed)
@@ -468,7 +352,8 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     error: Exception | None = None
     try:
         while True:
-            if _tenanted(chunk):  # fair: items naming a tenant, one call per tenant's run
+            kinds = set(map(type, chunk))  # (C-level: no Python code run per item)
+            if _tenanted(chunk, kinds):  # fair: items naming a tenant, one call per tenant's run
                 while inflight:
                     read_one()
                     yield from handed_out()
@@ -481,12 +366,13 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 if not chunk:
                     break
                 continue
-            is_tx = tx is not None and all(type(item) in (bytes, str) for item in chunk)
+            is_tx = tx is not None and kinds <= PLAIN
             try:
                 if tx is not None and is_tx:
-                    ids, command = tx.packed(chunk)
+                    ids, command = tx.packed(chunk, kinds)
                 else:
-                    ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data)
+                    ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data,
+                                                 kinds)
             except Exception as exc:  # a bad id: store the batches before it, then raise
                 error = exc
                 break

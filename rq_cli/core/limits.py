@@ -45,7 +45,7 @@ SLOW_BATCH = 200
 LEASE_CHUNK = 500
 #: Length of the ids push makes at random (hex of 16 random bytes, as the peers' uuid4 hex).
 FRESH_ID_LEN = 32
-#: Bulk push as transactions (core/bulk.py): the stamps in P:enqueued are the client's
+#: Bulk push as transactions (core/bulk_tx.py): the stamps in P:enqueued are the client's
 #: reading of the server's clock; a batch whose reading is off by more than this (ms) when
 #: the server runs it is stamped again with the server's own time.
 PUSH_STAMP_SLACK_MS = 250

@@ -80,7 +80,7 @@ _LEASED = ("id", "data", "attempt", *names(LEASE))
 
 SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("push", ("front", "delay_ms", "expire_ms", "fresh"), ("id", "data")),
-    # the last command of a bulk push's transaction (core/bulk.py): ids, one argument
+    # the last command of a bulk push's transaction (core/bulk_tx.py): ids, one argument
     ScriptSpec("push_commit", ("count", "front", "stamp_ms", "ids")),
     ScriptSpec("lease", ("count", "lease_ms", "session", "max_attempts", "at_most_once"),
                _PAIRS, ("status", "deadline_ms", "next_due_ms", "completions"), _LEASED),

@@ -1,4 +1,4 @@
-"""Bulk push as transactions (core/bulk.py ``_Transactions``): a stream of plain items with
+"""Bulk push as transactions (core/bulk_tx.py ``Transactions``): a stream of plain items with
 fresh random ids is stored by plain commands in one MULTI/EXEC per batch, and
 push_commit.lua checks, counts and, on a key of the wrong type, undoes the batch in the same
 transaction. What push.lua guarantees holds here too: a batch is stored whole or not at all,
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from rq_cli.core.bulk import _Transactions
+from rq_cli.core.bulk_tx import Transactions
 from rq_cli.core.limits import PUSH_STAMP_SLACK_MS, WAKE_TOKENS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
@@ -49,6 +49,35 @@ def test_a_stream_is_stored_by_one_transaction_per_batch_stamped_with_the_server
     leased = wq.lease(2500)
     assert [i.data for i in leased] == [b'{"n":%d}' % i for i in range(2500)]
     assert [i.id for i in leased] == [p.id for p in out]
+
+
+def test_items_of_every_length_are_stored_exactly(r):
+    """The lengths in the packed commands come from a table up to LENGTH_HEADS bytes and are
+    formatted past it: items on either side of it, empty ones and text, stored as given."""
+    from rq_cli.core.bulk_tx import LENGTH_HEADS
+
+    sizes = [0, 1, 9, 10, 99, LENGTH_HEADS - 1, LENGTH_HEADS, LENGTH_HEADS + 1, 70_000]
+    items: list[bytes | str] = [b"x" * size for size in sizes * 120]
+    items[-1] = "t\u00e9xt"
+    wq = WorkQueue(r, "q")
+    execs = calls(r, "exec")
+    ids = [p.id for batch in wq.push_batches(items) for p in batch]
+    assert calls(r, "exec") - execs == 3  # a probe, then two transactions
+    stored = r.mget([wq.keys.item(i) for i in ids])
+    assert stored == [i.encode() if isinstance(i, str) else i for i in items]
+
+
+def test_a_delayed_stream_is_packed_as_push_lua_calls_of_the_same_items(r):
+    """A delay is push.lua's work: the stream's batches of plain bytes are packed as EVALSHA
+    calls (bulk.py's hot path: ids cut from one urandom call, one join), stored exactly."""
+    wq = WorkQueue(r, "q")
+    execs, evals = calls(r, "exec"), calls(r, "evalsha")
+    items = [b'{"n":%d}' % i + b"x" * (i % 50) for i in range(2500)]
+    ids = [p.id for batch in wq.push_batches(items, delay=60) for p in batch]
+    assert calls(r, "exec") == execs and calls(r, "evalsha") - evals == 3
+    assert len(set(ids)) == 2500 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert r.mget([wq.keys.item(i) for i in ids]) == items
+    assert r.zcard(wq.keys.delayed) == 2500 and r.llen(wq.keys.queue) == 0
 
 
 def test_front_puts_the_stream_at_the_front_of_the_line(r):
@@ -91,13 +120,13 @@ def test_a_stamp_off_by_more_than_the_slack_is_replaced_by_the_servers_time(r):
     conn = r.connection_pool.get_connection()
     try:
         flags = {"front": "0", "delay_ms": "0", "expire_ms": "0"}
-        tx = _Transactions.start(wq, conn, flags, None)
+        tx = Transactions.start(wq, conn, flags, None)
         assert tx is not None
         tx.server_ms -= 10 * PUSH_STAMP_SLACK_MS  # a reading 2.5 s behind
         before = server_ms(r)
         ids, command = tx.packed([b"a", b"b", b"c"])
         conn.send_packed_command(command)
-        assert tx.read(ids).added == 3
+        tx.read()  # (stored, else it raises)
         after = server_ms(r)
     finally:
         r.connection_pool.release(conn)

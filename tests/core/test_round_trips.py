@@ -206,7 +206,7 @@ def test_push_of_5000_items_is_pipelined(meter: Meter) -> None:
     print(f"push of 5000 items: {t.writes} round trips, {t.evalsha} EVALSHA, "
           f"top-level commands {sorted(set(t.names))}, {t.nested} commands inside scripts")
     # a handful of round trips, not thousands: the server's clock and a probe of MULTI, then
-    # one transaction per 1,000 items (core/bulk.py _Transactions), three in flight
+    # one transaction per 1,000 items (core/bulk_tx.py Transactions), three in flight
     assert t.writes <= 6, t
     assert t.evalsha == 5 and t.eval == 0, t
     assert t.names.count("EXEC") == 6 and t.names.count("MSET") == 5, t
