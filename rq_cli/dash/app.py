@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 
 from ..output.render import human
 from .model import Actions, Overview, run_action, sparkline
-from .queue import QueueScreen
+from .queue_screen import QueueScreen
 from .widgets import FOOTER_FIRST, CommandBar, ConfirmScreen, HelpScreen
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ class DashApp(App[int]):
     TITLE = "rq-cli dash"
     # the styles of the overview, the screens and the widgets (.tcss files beside this one)
     CSS_PATH: ClassVar[list[str | PurePath]] = [
-        "app.tcss", "queue.tcss", "item.tcss", "widgets.tcss"]
+        "app.tcss", "queue_screen.tcss", "item.tcss", "widgets.tcss"]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_or_back", "Quit/back"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),

@@ -1,7 +1,7 @@
 """Asking the worker of a holders row to drain or stop (``D`` and ``S`` in the console, a
 confirmed action in ``rq-cli web``): the action, said before it is done, over
 :func:`rq_cli.core.control.ask_worker`; and :class:`AskingWorkers`, the console's keys (a
-mixin of :class:`~rq_cli.dash.queue.QueueScreen`). No Textual here: the web view uses
+mixin of :class:`~rq_cli.dash.queue_screen.QueueScreen`). No Textual here: the web view uses
 :func:`ask_action` too."""
 
 from __future__ import annotations

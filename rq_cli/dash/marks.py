@@ -1,7 +1,7 @@
 """Marking rows of a queue's tab, the rows the actions act on (``R`` requeue, ``x``
 cancel): one (``space``), a range (``v``: from the last one marked to the cursor), every
 item matching the filter (``*``: the filtered scan, at most MARK_LIMIT ids kept), none
-(``u``). A mixin of :class:`~rq_cli.dash.queue.QueueScreen`."""
+(``u``). A mixin of :class:`~rq_cli.dash.queue_screen.QueueScreen`."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 from rq_cli.dash.app import OverviewScreen
 from rq_cli.dash.item import ItemScreen
-from rq_cli.dash.queue import QueueScreen
+from rq_cli.dash.queue_screen import QueueScreen
 from rq_cli.dash.widgets import ConfirmScreen, HelpScreen
 
 
