@@ -23,7 +23,6 @@ from .util import batches, check_id, ms, server_ms, text
 
 if TYPE_CHECKING:
     from .base import Progress
-    from .queue import WorkQueue
     from .reports import RequeueReport
 
 
@@ -40,13 +39,14 @@ def crosses(source: Any, to: Any) -> bool:
         source.keys.queue))
 
 
-def requeue_across(source: WorkQueue, to: Any, ids: Sequence[str] | None = None, *,
+def requeue_across(source: Any, to: Any, ids: Sequence[str] | None = None, *,
                    limit: int | None = None, older_than: float | None = None,
                    dry_run: bool = False, now_ms: int | None = None,
                    progress: Progress | None = None) -> RequeueReport:
-    """:meth:`WorkQueue.requeue_dead` into ``to`` in another slot (the module's steps):
-    ``ids``, or the oldest dead items (at most ``limit``, dead for more than
-    ``older_than`` seconds), SLOW_BATCH a batch."""
+    """``WorkQueue.requeue_dead`` into ``to`` in another slot (the module's steps):
+    ``ids``, or the oldest dead items (at most ``limit``, dead for more than ``older_than``
+    seconds), SLOW_BATCH a batch. ``source``: a WorkQueue (Any: it is WorkQueue's own
+    method that calls this)."""
     from .reports import RequeueReport
 
     if to.client is not source.client:
@@ -84,7 +84,7 @@ def requeue_across(source: WorkQueue, to: Any, ids: Sequence[str] | None = None,
     return report
 
 
-def _dead_data(source: WorkQueue, ids: list[str]) -> list[tuple[str, bytes | None]]:
+def _dead_data(source: Any, ids: list[str]) -> list[tuple[str, bytes | None]]:
     """The dead copies' data of ``ids`` (None: no dead copy), one pipelined round trip."""
     pipe = source.client.pipeline(transaction=False)
     for i in ids:
@@ -109,30 +109,36 @@ def _live_data(to: Any, ids: list[str]) -> dict[str, bytes | None]:
     return out
 
 
-def _batch(source: WorkQueue, to: Any, items: list[tuple[str, bytes | None]],
+def _batch(source: Any, to: Any, items: list[tuple[str, bytes | None]],
            report: RequeueReport, dry_run: bool, now_ms: int | None,
            progress: Progress | None) -> None:
     """Move one batch (ids with their dead data; None: no dead copy) into ``to``."""
     if not items:
         return
-    with_data = [(i, d) for i, d in items if d is not None]
+    with_data: list[tuple[str, bytes]] = [(i, d) for i, d in items if d is not None]
     live = _live_data(to, [i for i, _ in with_data])
     skipped: list[str] = []
     moved: list[tuple[str, bytes]] = []
     if dry_run:
         for i, d in with_data:
-            (skipped.append(i) if live[i] not in (None, d) else moved.append((i, d)))
+            if live[i] in (None, d):
+                moved.append((i, d))
+            else:
+                skipped.append(i)
     else:
         fresh = [(i, d) for i, d in with_data if live[i] is None]
         results = to.push([NewItem(d, i) for i, d in fresh], now_ms=now_ms) if fresh else []
         added = {r.id for r in results if r.added}
         for i, d in with_data:  # live with the same data: pushed by a run that stopped
-            (moved.append((i, d)) if i in added or live[i] == d else skipped.append(i))
+            if i in added or live[i] == d:
+                moved.append((i, d))
+            else:
+                skipped.append(i)
     rest: list[Any] = []
     for i, d in moved:
         rest += [i, b"=" + d]
-    for i, d in items:
-        if d is None:
+    for i, dead in items:
+        if dead is None:
             rest += [i, "-"]  # no dead copy (or a ghost): counted missing
     r, rows = source.decoded("requeue_dead", {"target": source.prefix,
                                               "dry_run": "1" if dry_run else "0",
