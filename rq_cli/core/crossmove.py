@@ -129,6 +129,9 @@ def _batch(source: Any, to: Any, items: list[tuple[str, bytes | None]],
         fresh = [(i, d) for i, d in with_data if live[i] is None]
         results = to.push([NewItem(d, i) for i, d in fresh], now_ms=now_ms) if fresh else []
         added = {r.id for r in results if r.added}
+        raced = [r.id for r in results if not r.added]
+        if raced:  # made live since read? (a concurrent requeue of the same items)
+            live.update(_live_data(to, raced))
         for i, d in with_data:  # live with the same data: pushed by a run that stopped
             if i in added or live[i] == d:
                 moved.append((i, d))

@@ -137,3 +137,20 @@ def test_stopped_between_push_and_drop_then_run_again(rc: Any, target: str) -> N
     assert again.requeued == len(items) - first and again.skipped == 0
     assert src.stats().dead == 0
     assert _drain(to) == Counter(items.items())  # 0 lost, 0 doubled
+
+
+def test_a_concurrent_requeue_of_the_same_items_pushes_each_once(rc: Any) -> None:
+    src = _sharded(rc, "app:{jobs}")
+    to = _sharded(rc, "app:{retry}", 2)
+    items = _dead(src, 30)
+    real_push = to.push
+
+    def other_run_first(batch: Any, **kw: Any) -> Any:  # the other run pushes just before
+        real_push(batch, **kw)
+        return real_push(batch, **kw)
+
+    to.push = other_run_first
+    report = src.requeue_dead(to=to)
+    assert (report.requeued, report.skipped) == (30, 0) and src.stats().dead == 0
+    to.push = real_push
+    assert _drain(to) == Counter(items.items())
