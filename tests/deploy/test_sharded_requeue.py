@@ -91,7 +91,8 @@ def test_sharded_into_sharded_with_a_filter_and_ids(rc: Any) -> None:
     assert src.stats().dead == 20 and to.stats().pending == 20
     named = src.requeue_dead(["i0", "i2", "nope"], to=to)
     assert (named.requeued, named.missing) == (2, 1)
-    left = src.requeue_dead(to=to, limit=5)
+    assert src.requeue_dead(to=to, older_than=3600).requeued == 0  # all died just now
+    left = src.requeue_dead(to=to, limit=5, older_than=0)
     assert left.requeued == 5 and src.stats().dead == 13
     seen = _drain(to)
     assert len(seen) == 27 and set(seen.values()) == {1}
