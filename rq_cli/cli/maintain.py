@@ -138,7 +138,7 @@ def requeue_dead(
     rate: RateOpt = None,
     to: Annotated[str | None, typer.Option(
         "--to", metavar="QUEUE", autocompletion=complete_queue,
-        help="Into this queue (same server) instead.")] = None,
+        help="Into this queue (same server; plain or sharded) instead.")] = None,
     summary: SummaryOpt = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,

@@ -108,6 +108,8 @@ class QueueBase:
         #: fair queues: the configured weights, until written to P:tenant_weights
         self._weights = {check_tenant(t): check_weight(t, w)
                          for t, w in self.options.tenant_weights}
+        #: a shard of a sharded queue: that queue's base prefix (set by ShardedQueue)
+        self.shard_of: str | None = None
 
     def __repr__(self) -> str:
         return f"WorkQueue({self.prefix!r}, layout={self.options.layout!r})"

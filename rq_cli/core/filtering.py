@@ -254,15 +254,12 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
     so a caller may let Ctrl-C end it at once).
     """
     if hasattr(wq, "older"):  # a sharded queue: each of its shards in turn, one limit
-        if to is not None:
-            raise UsageError("requeue-dead into another queue is not possible from a "
-                             "sharded queue (its shards live in other slots)")
         shards: list[WorkQueue] = getattr(wq, "shards")  # noqa: B009 (not WorkQueue's)
         for shard in shards:  # (``report`` goes on counting: the limit is the whole's)
             if limit is not None and _progress(report, action, dry_run) >= limit:
                 return
-            yield from scan(shard, state, flt, report, action=action, limit=limit, rate=rate,
-                            dry_run=dry_run, from_end=from_end, now_ms=now_ms,
+            yield from scan(shard, state, flt, report, action=action, to=to, limit=limit,
+                            rate=rate, dry_run=dry_run, from_end=from_end, now_ms=now_ms,
                             tenant=tenant, sleep=sleep)
         return
     if state not in _STATES:

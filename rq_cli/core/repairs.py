@@ -108,11 +108,17 @@ class Repairs(QueueBase):
                      older_than: float | None = None, to: QueueBase | None = None,
                      dry_run: bool = False, now_ms: int | None = None,
                      progress: Progress | None = None) -> RequeueReport:
-        """Move dead items back to the queue (or ``to`` another queue on the same server).
+        """Move dead items back to the queue (or ``to`` another queue on the same server:
+        a sharded one, or from a shard into another slot, goes by core/crossmove.py).
 
         ``ids`` given: those; else all (optionally only the ``limit`` oldest, and only those
         dead for more than ``older_than`` seconds).
         """
+        from .crossmove import crosses, requeue_across
+
+        if crosses(self, to):  # a sharded target, or from a shard into another slot
+            return requeue_across(self, to, ids, limit=limit, older_than=older_than,
+                                  dry_run=dry_run, now_ms=now_ms, progress=progress)
         target = to.prefix if to is not None else self.prefix
         if to is not None and to.client is not self.client:
             raise UsageError("requeue-dead --to needs a queue on the same server")

@@ -84,6 +84,7 @@ class ShardedQueue(EveryShard):
         if q is None:
             q = self._queues[prefix] = WorkQueue(self.client, prefix, self.options,
                                                  session=self.session)
+            q.shard_of = self.prefix
         return q
 
     @property

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
 from .codes import ItemState
 from .limits import BATCH
 from .shardmeta import ShardMeta
@@ -101,12 +100,10 @@ class EveryShard:
 
     def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
                      to: Any = None, **kw: Any) -> RequeueReport:
-        """Requeue dead items in their own shards (``to`` another queue is refused)."""
+        """Requeue dead items in their own shards, or ``to`` another queue (plain or
+        sharded), each shard's in turn (core/crossmove.py across slots)."""
         from .reports import RequeueReport
 
-        if to is not None:
-            raise UsageError("requeue-dead into another queue is not possible from a sharded "
-                             "queue (its shards live in other slots)")
         report = RequeueReport(dry_run=kw.get("dry_run", False))
         for q in self.shards:
             mine = None if ids is None else [i for i in ids
@@ -114,7 +111,7 @@ class EveryShard:
             if mine == [] or (limit is not None and report.requeued >= limit):
                 continue
             left = None if limit is None else limit - report.requeued
-            _add(report, q.requeue_dead(mine, limit=left, **kw))
+            _add(report, q.requeue_dead(mine, limit=left, to=to, **kw))
         return report
 
     def purge(self, state: str = ItemState.PENDING, **kw: Any) -> PurgeReport:

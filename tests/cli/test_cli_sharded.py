@@ -68,3 +68,20 @@ def test_the_dash_model_reads_a_sharded_queue_as_one(cli: Any, tmp_path: Path,
     assert len(first.rows) == 15 and len(far.rows) == 10
     assert not {r.id for r in first.rows} & {r.id for r in far.rows}
     assert browser.page("holders", 0, 10).rows == []
+
+
+def test_requeue_dead_to_another_queue_on_a_single_server(cli: Any, tmp_path: Path) -> None:
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n'
+                           '[queues.later]\nprefix = "later"\nshards = 2\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    assert cli("reshard", "later", "2").exit_code == 0
+    ids = [r["id"] for r in cli("push", "jobs", "-", input="".join(
+        f'{{"n": {n}}}\n' for n in range(40))).json]
+    assert cli("cancel", "jobs", *ids).exit_code == 0
+    run = cli("requeue-dead", "jobs", "--limit", "10", "--to", "plain")  # one script a batch
+    assert run.exit_code == 0 and run.one["requeued"] == 10, run
+    run = cli("requeue-dead", "jobs", "--all", "--to", "later")  # into a sharded queue
+    assert run.exit_code == 0 and run.one["requeued"] == 30, run
+    assert cli("stats", "jobs").one["dead"] == 0
+    assert (cli("stats", "plain").one["pending"], cli("stats", "later").one["pending"]) == \
+        (10, 30)

@@ -210,3 +210,46 @@ def test_a_shard_whose_primary_is_down_is_an_error_in_stats_and_check(
     finally:
         for node in servers:
             node.close()
+
+
+REQUEUE_CONFIG = CONFIG + ('[queues.retry]\nprefix = "app:{{retry}}"\nurl = "{url}"\n'
+                           '[queues.later]\nprefix = "app:{{later}}"\nurl = "{url}"\n'
+                           'shards = 2\n')
+
+
+def test_requeue_dead_to_another_queue_from_and_into_sharded_ones(
+        cluster: Cluster, nodes: list[redis.Redis], tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rq-cli.toml").write_text(REQUEUE_CONFIG.format(url=cluster.url, n=3))
+
+    def cli(*args: str, **kwargs: Any) -> Run:
+        return run_cli(args, url=None, home=tmp_path, **kwargs)
+
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    assert cli("reshard", "later", "2").exit_code == 0
+    lines = "".join(f'{{"user": "u{n % 2}", "n": {n}}}\n' for n in range(300))
+    ids = [r["id"] for r in cli("push", "jobs", "-", input=lines).json]
+    assert Counter(r["outcome"] for r in cli("cancel", "jobs", *ids).json) == {"dead": 300}
+    run = cli("requeue-dead", "jobs", "--all", "--to", "retry", "--dry-run")
+    assert run.exit_code == 0 and run.one["requeued"] == 300, run
+    assert cli("stats", "retry").one["pending"] == 0
+    # sharded -> plain, filtered: a JSON line per item moved
+    run = cli("requeue-dead", "jobs", "--to", "retry", "--match", "user == 'u1'")
+    assert run.exit_code == 0 and len(run.json) == 150, run
+    # a run stopped after its push: the item is live in the target with the same data
+    first = cli("peek", "jobs", "--state", "dead", "-n", "1").one
+    data = json.dumps(first["data"])  # the bytes pushed first
+    assert cli("push", "later", "--id", first["id"], data).one["added"]
+    # sharded -> sharded: the rest, the one already pushed only dropped from the dead
+    run = cli("requeue-dead", "jobs", "--all", "--to", "later")
+    assert run.exit_code == 0 and (run.one["requeued"], run.one["skipped"]) == (150, 0), run
+    # plain -> sharded
+    retry = cli("lease", "retry", "--count", "150").json
+    assert cli("fail", "retry", "--dead", *[r["id"] for r in retry]).exit_code == 0
+    run = cli("requeue-dead", "retry", "--all", "--to", "later")
+    assert run.exit_code == 0 and run.one["requeued"] == 150, run
+    assert [cli("stats", q).one["dead"] for q in ("jobs", "retry")] == [0, 0]
+    leased = cli("lease", "later", "--count", "1000").json
+    assert Counter(r["id"] for r in leased) == Counter(ids)  # each once: 0 lost, 0 doubled
+    assert sorted(r["data"]["n"] for r in leased) == list(range(300))  # with their data

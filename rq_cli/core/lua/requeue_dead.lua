@@ -1,7 +1,10 @@
 -- requeue-dead: move dead items back to a queue (this one, or another with prefix T on the
 -- same server; on a cluster T must share this queue's hash tag).
 -- A_TARGET target prefix T   A_DRY_RUN "1" = dry run
--- A_MODE mode: "ids" (ARGV[REST..] are ids) or "range" (the oldest dead, by time of death)
+-- A_MODE mode: "ids" (ARGV[REST..] are ids), "range" (the oldest dead, by time of death) or
+--   "moved" (ARGV[REST..] are pairs id, "=" .. data or "-": items the client already pushed
+--   into a queue in another slot, core/crossmove.py; each dead copy that still holds that
+--   data is dropped and counted requeued, any other id is missing; A_TARGET is unused)
 -- ARGV[REST] range: latest time of death (ms) to take   ARGV[REST + 1] range: batch size
 -- ARGV[REST + 2] range: offset (dead items skipped by earlier calls)
 -- Returns {requeued, skipped, missing, id1, id2, ...}: the requeued ids, then the skipped
@@ -13,6 +16,29 @@
 do local bad = wrong_type(); if bad then return bad end end
 local target = A_TARGET
 local dry = A_DRY_RUN == '1'
+local out, skipped = {0, 0, 0}, {}
+if A_MODE == 'moved' then
+  for i = REST, #ARGV, 2 do
+    local id, pushed = ARGV[i], ARGV[i + 1]
+    local data = redis.call('GET', dead_item_key(id))
+    if data and string.sub(pushed, 1, 1) == '=' and data == string.sub(pushed, 2) then
+      out[1] = out[1] + 1
+      out[#out + 1] = id
+      if not dry then
+        redis.call('DEL', dead_item_key(id))
+        redis.call('ZREM', K_DEAD, id)
+        redis.call('HDEL', K_DEAD_INFO, id)
+      end
+    else
+      out[3] = out[3] + 1
+      if not data and not dry and redis.call('ZREM', K_DEAD, id) == 1 then
+        redis.call('HDEL', K_DEAD_INFO, id)
+      end
+    end
+  end
+  if not dry then count(C_REQUEUED, out[1]) end
+  return out
+end
 local ids
 if A_MODE == 'range' then
   ids = redis.call('ZRANGEBYSCORE', K_DEAD, '-inf', ARGV[REST], 'LIMIT', ARGV[REST + 2],
@@ -21,7 +47,6 @@ else
   ids = {}
   for i = REST, #ARGV do ids[#ids + 1] = ARGV[i] end
 end
-local out, skipped = {0, 0, 0}, {}
 for _, id in ipairs(ids) do
   local data = redis.call('GET', dead_item_key(id))
   local target_item = item_key_in(target, id)
