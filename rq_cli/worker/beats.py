@@ -10,8 +10,6 @@ import math
 import signal
 import time
 
-from redis.exceptions import NoPermissionError
-
 from ..core.codes import DeadReason, Outcome
 from ..core.control import take_asks
 from ..core.durable import follow_primary
@@ -66,6 +64,8 @@ class Beating(Spawning):
             self.beat_due = min((h.next_beat for h in self._held()), default=math.inf)
 
     def _read_asks(self) -> None:
+        from redis.exceptions import NoPermissionError  # (not at import: `--help` loads this)
+
         try:
             asked = take_asks(self.queues, self.session, self.asks_seen)
         except NoPermissionError as err:  # an ACL without GET: asks are off, work goes on
