@@ -142,18 +142,10 @@ class Validator:
         cfg["defaults"] = self.options(("defaults",), defaults)
         dash = self.table((), data, "dash")
         self.unknown(("dash",), dash, DASH_KEYS)
-        read_only = dash.get("read_only", False)
-        if not isinstance(read_only, bool):
-            raise self.fail(("dash",), "read_only", "read_only in [dash] must be a boolean "
-                                                    f"(true or false), not {toml_type(read_only)}")
-        cfg["dash_read_only"] = read_only
+        cfg["dash_read_only"] = self.boolean(("dash",), dash, "read_only")
         web = self.table((), data, "web")
         self.unknown(("web",), web, WEB_KEYS)
-        read_only = web.get("read_only", False)
-        if not isinstance(read_only, bool):
-            raise self.fail(("web",), "read_only", "read_only in [web] must be a boolean "
-                                                   f"(true or false), not {toml_type(read_only)}")
-        cfg["web_read_only"] = read_only
+        cfg["web_read_only"] = self.boolean(("web",), web, "read_only")
         cfg["web_token"] = self.string(("web",), web, "token") or None
         queues = self.table((), data, "queues")
         for name, section in queues.items():
@@ -198,6 +190,14 @@ class Validator:
                 not 1 <= value <= MAX_SHARDS:
             raise self.fail(table, "shards", f"shards in {table_name(table)} must be a whole "
                                               f"number from 1 to {MAX_SHARDS}")
+        return value
+
+    def boolean(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> bool:
+        """A boolean key (false when absent)."""
+        value = data.get(key, False)
+        if not isinstance(value, bool):
+            raise self.fail(table, key, f"{key} in {table_name(table)} must be a boolean "
+                                        f"(true or false), not {toml_type(value)}")
         return value
 
     def string(self, table: tuple[str, ...], data: Mapping[str, Any], key: str) -> str | None:
