@@ -162,6 +162,10 @@ def interpreter_start() -> float:
     return min(took)
 
 
+#: a traceback's frame inside the rq_cli package (not the console script's line naming it)
+RQ_CLI_FRAME = re.compile(r'File "[^"]*[/\\]rq_cli[/\\]')
+
+
 def before_our_first_line(code: int, err: str, sig: int) -> bool:
     """Whether ``sig`` ended the process by Python's own default before the console script
     reached rq-cli's first line (its imports, say, on a loaded machine): killed by the signal
@@ -169,8 +173,8 @@ def before_our_first_line(code: int, err: str, sig: int) -> bool:
     traceback (after it, while the console script imports rq_cli, before rq-cli holds the
     signal). No program can handle that, so such a moment is tried again a little later. A
     signal that reached rq-cli is never ended so: it is held, then one line and exit 130."""
-    if code == -sig:
-        return "rq_cli" not in err
+    if code == -sig:  # (no frame of the package: the console script's own line names it)
+        return RQ_CLI_FRAME.search(err) is None
     return (sig == signal.SIGINT and code == 1
             and err.rstrip().endswith("KeyboardInterrupt") and "rq-cli:" not in err)
 

@@ -31,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
 from test_failover import replicated_cluster, wait_for  # noqa: F401 (fixtures)
@@ -39,6 +40,9 @@ from rq_cli.connection.connect import connect
 from rq_cli.core.resharding import reshard
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
+
+# a server is killed, hung, restarted or failed over: .ci/run runs these in a lane of their own
+pytestmark = pytest.mark.outage
 
 BASE = "app:{jobs}"
 ITEMS = int(os.environ.get("RQ_SHARD_ITEMS", "30000"))
