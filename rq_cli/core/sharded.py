@@ -71,10 +71,19 @@ class ShardedQueue(EveryShard):
 
     # -- the shards ----------------------------------------------------------------------
     def refresh(self, force: bool = False) -> ShardMeta:
-        """Read the record again if it is older than SHARD_META_REFRESH (or ``force``)."""
+        """Read the record again if it is older than SHARD_META_REFRESH (or ``force``).
+
+        Where the record's own server cannot be reached (its primary failing over), the
+        shards go on with the record read last, tried again a period later: nothing can
+        change the record meanwhile (a resize writes it), and the other shards' calls must
+        not stop with it."""
         now = time.monotonic()
         if force or now - self._read_at >= SHARD_META_REFRESH:
-            self.meta = read(self.client, self.prefix)
+            try:
+                self.meta = read(self.client, self.prefix)
+            except Exception as e:
+                if force or not shard_down(e):
+                    raise
             self._read_at = now
         return self.meta
 

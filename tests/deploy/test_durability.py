@@ -43,9 +43,6 @@ from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ExitCode, Unconfirmed
 
-# a server is killed, hung, restarted or failed over: .ci/run runs these in a lane of their own
-pytestmark = pytest.mark.outage
-
 SERVICE = "mymaster"
 QUEUE = "d:{jobs}"
 ROUNDS = 3

@@ -27,9 +27,6 @@ from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 from rq_cli.errors import ExitCode, RqError
 
-# a server is killed, hung, restarted or failed over: .ci/run runs these in a lane of their own
-pytestmark = pytest.mark.outage
-
 ITEMS = 300
 OPTIONS = QueueOptions(lease_seconds=2.0, grace_seconds=0.5)
 

@@ -46,9 +46,6 @@ from rq_cli.core.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 
-# a server is killed, hung, restarted or failed over: .ci/run runs these in a lane of their own
-pytestmark = pytest.mark.outage
-
 MakeServer = Callable[..., ServerProcess]
 AOF = {"appendonly": "yes", "appendfsync": "always"}
 
