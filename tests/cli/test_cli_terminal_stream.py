@@ -10,6 +10,7 @@ import os
 import re
 import select
 import signal
+import termios
 import time
 
 import redis
@@ -76,6 +77,11 @@ def test_peek_draws_the_first_rows_at_once_and_ctrl_c_ends_it_within_a_second(
         assert first < 3  # (a buffered peek drew nothing until all 200k were read)
         assert term.proc.poll() is None  # still drawing: the rows came before the end
         read_raw(term, 0.2)
+        # (NOFLSH: the terminal keeps the rows written and not yet read at a Ctrl-C; by
+        # default it drops them, which on a loaded machine left rows counted as shown unread)
+        attrs = termios.tcgetattr(term.master)
+        attrs[3] |= termios.NOFLSH
+        termios.tcsetattr(term.master, termios.TCSANOW, attrs)
         os.write(term.master, b"\x03")  # the terminal's Ctrl-C: SIGINT to the foreground
         asked = time.monotonic()
         code = wait_exit(term, 5)
