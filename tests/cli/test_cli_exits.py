@@ -162,7 +162,8 @@ def test_wrong_type_refuses_a_bulk_push_and_stores_nothing(cli, r, key):
     assert run.exit_code == 69, run
     assert f"key '{key}' on " in run.stderr and "holds a string" in run.stderr, run
     assert "0 items stored" in run.stderr, run
-    assert set(r.scan_iter()) == {key.encode()} and r.get(key) == b"not ours"  # (SCAN may repeat a key)
+    # (a set: SCAN may return a key twice)
+    assert set(r.scan_iter()) == {key.encode()} and r.get(key) == b"not ours"
 
 
 # -- 6. one line, exact words --------------------------------------------------------------
