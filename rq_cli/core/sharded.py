@@ -22,7 +22,7 @@ from .bulk import Pushed
 from .codes import PUSH_FLAGS, Outcome
 from .limits import BATCH, BLOCK_CHUNK
 from .queue import WorkQueue
-from .shardmeta import SHARD_META_REFRESH, ShardMeta, check_count, read, shard_of
+from .shardmeta import SHARD_META_REFRESH, SHARD_META_RETRY, ShardMeta, check_count, read, shard_of
 from .shardops import EveryShard
 from .shardwait import Waiter, shard_down
 from .types import ItemOutcome, ItemRef, LeasedItem, NewItem, PushResult, QueueOptions
@@ -74,9 +74,9 @@ class ShardedQueue(EveryShard):
         """Read the record again if it is older than SHARD_META_REFRESH (or ``force``).
 
         Where the record's own server cannot be reached (its primary failing over), the
-        shards go on with the record read last, tried again a period later: nothing can
-        change the record meanwhile (a resize writes it), and the other shards' calls must
-        not stop with it."""
+        shards go on with the record read last, tried again SHARD_META_RETRY later: nothing
+        can change the record meanwhile (a resize writes it), and the other shards' calls
+        must not stop with it."""
         now = time.monotonic()
         if force or now - self._read_at >= SHARD_META_REFRESH:
             try:
@@ -84,6 +84,7 @@ class ShardedQueue(EveryShard):
             except Exception as e:
                 if force or not shard_down(e):
                     raise
+                now += SHARD_META_RETRY - SHARD_META_REFRESH
             self._read_at = now
         return self.meta
 

@@ -20,6 +20,10 @@ from .util import is_cluster
 
 #: Seconds a client keeps the record before reading it again while it works.
 SHARD_META_REFRESH = 1.0
+#: Seconds before a client tries again a re-read that could not reach the record's server (a
+#: failing call costs the cluster client a rediscovery: tried every period, it left a worker
+#: little time for the other shards); under SHARD_SETTLE.
+SHARD_META_RETRY = 5.0
 #: Seconds after a resize before a drained shard may be removed (ten refresh periods: every
 #: working client has read the new list by then).
 SHARD_SETTLE = 10.0
