@@ -279,12 +279,15 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 ) -> Iterator[Pushed]:
     """Stream batches with up to SEND_AHEAD script calls (or transactions) in flight on one
     connection."""
-    script = q.script("push")
-    pool = q.client.connection_pool
     try:
-        conn = pool.get_connection()
-    except TypeError:  # redis-py 5: the command name is required
-        conn = pool.get_connection("EVALSHA")
+        script = q.script("push")
+        pool = q.client.connection_pool
+        try:
+            conn = pool.get_connection()
+        except TypeError:  # redis-py 5: the command name is required
+            conn = pool.get_connection("EVALSHA")
+    except KeyboardInterrupt:  # (connecting, on a slow machine: nothing was sent yet)
+        raise Drained from None
     try:
         tx = None if id_from_data else Transactions.start(q, conn, flags, now_ms)
     except BaseException as exc:
