@@ -167,6 +167,13 @@ class EveryShard:
         for q in self.live:
             q.sync_tenant_weights()
 
+    def next_due(self) -> tuple[int, float | None]:
+        """How many items every shard holds delayed, and in how many seconds the soonest
+        of them falls due (None: nothing delayed); :meth:`WorkQueue.next_due` per shard."""
+        parts = [q.next_due() for q in self.shards]
+        dues = [due for _, due in parts if due is not None]
+        return sum(n for n, _ in parts), min(dues) if dues else None
+
 
 
 

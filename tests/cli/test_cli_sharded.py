@@ -85,3 +85,42 @@ def test_requeue_dead_to_another_queue_on_a_single_server(cli: Any, tmp_path: Pa
     assert cli("stats", "jobs").one["dead"] == 0
     assert (cli("stats", "plain").one["pending"], cli("stats", "later").one["pending"]) == \
         (10, 30)
+
+
+def test_lease_on_an_empty_or_delayed_sharded_queue_says_what_one_queue_says(
+        cli: Any, tmp_path: Path) -> None:
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    for args in ((), ("--wait", "0.2")):
+        run = cli("lease", "jobs", *args)
+        assert run.exit_code == 3 and run.stdout == "", run
+        assert "empty, or every item is leased" in run.stderr, run
+    cli("push", "jobs", "--delay", "300", "{}")
+    cli("push", "jobs", "--delay", "100", "{}")
+    cli("push", "jobs", "--delay", "200", "{}")
+    for args in ((), ("--wait", "0.2")):
+        run = cli("lease", "jobs", *args)
+        assert run.exit_code == 3 and run.stdout == "", run
+        assert "3 items delayed, the next due " in run.stderr, run
+        assert "(in 1m" in run.stderr, run  # the soonest of every shard's (100 s)
+    assert cli("stats", "jobs").one["delayed"] == 3  # nothing taken
+
+
+def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path) -> None:
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    assert cli("push", "jobs", "-", input="".join(f'{{"n": {n}}}\n' for n in range(30))
+               ).exit_code == 0
+    leased = [r["id"] for r in cli("lease", "jobs", "--count", "30").json]
+    assert len(leased) == 30
+    assert cli("fail", "jobs", "--dead", "--error", "timeout after 5 s", *leased[:20]
+               ).exit_code == 0
+    assert cli("fail", "jobs", "--error", "bad input 7", *leased[20:]).exit_code == 0
+    run = cli("errors", "jobs")
+    assert run.exit_code == 0, run
+    groups = {(g["state"], g["count"]) for g in run.json}
+    assert groups == {("dead", 20), ("retrying", 10)}, run.json
+    dead = [g for g in run.json if g["state"] == "dead"][0]
+    run = cli("requeue-dead", "jobs", "--error-group", dead["key"])
+    assert run.exit_code == 0, run
+    assert cli("stats", "jobs").one["dead"] == 0
