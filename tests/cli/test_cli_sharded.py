@@ -128,3 +128,24 @@ def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path) 
     run = cli("requeue-dead", "jobs", "--error-group", dead["key"])
     assert run.exit_code == 0, run
     assert cli("stats", "jobs").one["dead"] == 0
+
+
+def test_a_sharded_queues_prefix_read_as_a_plain_queue_says_it_is_sharded(
+        cli: Any, tmp_path: Path) -> None:
+    write_config(tmp_path, '[queues.work]\nprefix = "app:jobs"\nshards = 3\n')
+    assert cli("reshard", "work", "3").exit_code == 0
+    assert cli("push", "work", "-", input='{"n": 1}\n' * 30).exit_code == 0
+    for args in (("--prefix",), ("--no-config",)):
+        run = cli(*args, "stats", "app:jobs")
+        assert run.exit_code == 0 and run.one["pending"] == 0, run  # (what its prefix holds)
+        assert "sharded on the server (3 shards)" in run.stderr, run
+        assert "never been used" not in run.stderr, run
+        run = cli(*args, "lease", "app:jobs")
+        assert run.exit_code == 2 and run.stdout == "", run
+        assert "sharded on the server (3 shards)" in run.stderr, run
+        run = cli(*args, "stats", "app:jobs", "--check", "--max-pending", "10")
+        assert run.exit_code == 6 and "sharded on the server" in run.stdout, run
+    assert "its configured name work" in cli("--prefix", "lease", "app:jobs").stderr
+    assert "set shards = 3 on its [queues.app:jobs]" in cli(
+        "--no-config", "lease", "app:jobs").stderr
+    assert cli("stats", "work").one["pending"] == 30  # nothing was taken
