@@ -149,3 +149,16 @@ def test_a_sharded_queues_prefix_read_as_a_plain_queue_says_it_is_sharded(
     assert "set shards = 3 on its [queues.app:jobs]" in cli(
         "--no-config", "lease", "app:jobs").stderr
     assert cli("stats", "work").one["pending"] == 30  # nothing was taken
+
+
+def test_queues_and_discovery_list_a_sharded_queue_once(cli: Any, tmp_path: Path) -> None:
+    assert cli("push", "jobs", "--id", "old", "{}").exit_code == 0  # drained by the resize
+    assert cli("push", "plain", "{}").exit_code == 0
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 2\n')
+    assert cli("reshard", "jobs", "2").exit_code == 0
+    assert cli("push", "jobs", "-", input='{"n": 1}\n' * 20).exit_code == 0
+    rows = cli("queues").json
+    assert [(r["queue"], r["configured"], r["discovered"]) for r in rows] == [
+        ("jobs", True, True), ("plain", False, True)], rows
+    found = cli("--no-config", "stats", "--discover").json
+    assert {r["queue"]: r["pending"] for r in found} == {"jobs": 21, "plain": 1}, found
