@@ -162,3 +162,62 @@ def test_queues_and_discovery_list_a_sharded_queue_once(cli: Any, tmp_path: Path
         ("jobs", True, True), ("plain", False, True)], rows
     found = cli("--no-config", "stats", "--discover").json
     assert {r["queue"]: r["pending"] for r in found} == {"jobs": 21, "plain": 1}, found
+
+
+def test_a_workers_log_lines_name_the_sharded_queue_and_rq_queue_its_shard(
+        cli: Any, tmp_path: Path, server_url: str) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    config = write_config(tmp_path, '[queues.jobs]\nprefix = "app:jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    assert cli("push", "jobs", "-", input='{"n": 1}\n' * 9).exit_code == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RQ_CLI_", "REDIS_URL"))}
+    # each command says which prefix it ran for on stderr (a log event) and fails its item
+    proc = subprocess.run(
+        [sys.executable, "-m", "rq_cli", "--config", str(config), "--url", server_url, "work",
+         "jobs", "--max-items", "9", "--", "sh", "-c", 'echo "$RQ_QUEUE" >&2; exit 100'],
+        capture_output=True, text=True, timeout=60, env=env)  # (a bound on a hang, not a race)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    ran = [e for e in lines if e.get("outcome") == "dead"]
+    said = [e for e in lines if e.get("event") == "stderr"]
+    assert len(ran) == 9 and len(said) == 9, proc.stderr
+    assert {e["queue"] for e in ran + said} == {"app:jobs"}, proc.stderr
+    assert {e["line"] for e in said} <= {"app:jobs~1.0", "app:jobs~1.1", "app:jobs~1.2"}
+
+
+def test_doctor_looks_for_peers_of_both_generations_in_every_shard(
+        cli: Any, tmp_path: Path, server_url: str) -> None:
+    import sys
+    import warnings
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from peer_v03 import V03Queue
+    from redis_work_queue import KeyPrefix
+    from redis_work_queue import WorkQueue as V01Queue
+
+    from rq_cli.connection.connect import connect
+
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    assert cli("push", "jobs", "-", input='{"n": 1}\n' * 30).exit_code == 0
+    assert len(cli("lease", "jobs", "--count", "6").json) == 6
+
+    def peers() -> dict[str, Any]:
+        (row,) = [r for r in cli("doctor", "jobs").json if r["check"] == "peers"]
+        return row
+
+    row = peers()
+    assert row["status"] == "ok" and "6 ids of processing looked at in 3 shards" in \
+        row["detail"], row
+    client = connect(server_url)
+    assert V03Queue("jobs~1.1").lease(client, 60) is not None  # peers work one shard each
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (the v0.1 peer uses SETEX)
+        assert V01Queue(KeyPrefix("jobs~1.1")).lease(client, 60, block=False) is not None
+    row = peers()
+    assert row["status"] == "warn" and "both generations lease here on shard jobs~1.1" in \
+        row["detail"], row
