@@ -221,3 +221,33 @@ def test_doctor_looks_for_peers_of_both_generations_in_every_shard(
     row = peers()
     assert row["status"] == "warn" and "both generations lease here on shard jobs~1.1" in \
         row["detail"], row
+
+
+def test_items_pushed_to_the_front_go_before_every_ordinary_item_of_the_queue(
+        cli: Any, tmp_path: Path, server_url: str) -> None:
+    from rq_cli.connection.connect import connect
+    from rq_cli.core.sharded import ShardedQueue
+
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    ordinary = {r["id"] for r in cli("push", "jobs", "-", input='{"n": 1}\n' * 30).json}
+    front = {r["id"] for r in cli("push", "jobs", "--front", "-", input='{"f": 1}\n' * 15).json}
+    front |= {r["id"] for r in cli("push", "jobs", "--front", *['{"f": 2}'] * 15).json}
+    assert len(ordinary) == len(front) == 30
+    # peek shows the order leases take, and the tail is the head read backwards
+    head = [r["id"] for r in cli("peek", "jobs", "-n", "60").json]
+    assert set(head[:30]) == front and set(head[30:]) == ordinary
+    assert [r["id"] for r in cli("peek", "jobs", "-n", "60", "--from", "tail").json] == \
+        head[::-1]
+    for n in range(20):  # one lease at a time, from a random first shard each
+        (row,) = cli("lease", "jobs").json
+        assert row["id"] in front, (n, row)
+    sq = ShardedQueue(connect(server_url), "jobs")  # a worker's loop: complete, lease next
+    done, got = sq.complete_and_lease([], 1)
+    while got and got[0].id in front:
+        front.discard(got[0].id)
+        done, got = sq.complete_and_lease([got[0]], 1)
+    assert len(front) == 20 and got and got[0].id in ordinary, front  # (the CLI took 20)
+    sq.refresh(force=True)
+    assert not any(sq.fronts.values())  # the hint is spent
+    assert cli("stats", "jobs").one["pending"] == 29
