@@ -110,7 +110,12 @@ def test_lease_on_an_empty_or_delayed_sharded_queue_says_what_one_queue_says(
     assert cli("stats", "jobs").one["delayed"] == 3  # nothing taken
 
 
-def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path) -> None:
+def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path,
+                                                      server_url: str) -> None:
+    from rq_cli.connection.connect import connect
+    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.dash.model import Browser
+
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0
     assert cli("push", "jobs", "-", input="".join(f'{{"n": {n}}}\n' for n in range(30))
@@ -124,7 +129,9 @@ def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path) 
     assert run.exit_code == 0, run
     groups = {(g["state"], g["count"]) for g in run.json}
     assert groups == {("dead", 20), ("retrying", 10)}, run.json
-    dead = [g for g in run.json if g["state"] == "dead"][0]
+    browser = Browser("jobs", ShardedQueue(connect(server_url), "jobs"))  # the consoles' tab
+    assert {(g.state, g.count) for g in browser.page("errors", 0, 10).rows} == groups
+    dead = next(g for g in run.json if g["state"] == "dead")
     run = cli("requeue-dead", "jobs", "--error-group", dead["key"])
     assert run.exit_code == 0, run
     assert cli("stats", "jobs").one["dead"] == 0
@@ -243,10 +250,11 @@ def test_items_pushed_to_the_front_go_before_every_ordinary_item_of_the_queue(
         (row,) = cli("lease", "jobs").json
         assert row["id"] in front, (n, row)
     sq = ShardedQueue(connect(server_url), "jobs")  # a worker's loop: complete, lease next
-    done, got = sq.complete_and_lease([], 1)
+    _, got = sq.complete_and_lease([], 1)
     while got and got[0].id in front:
         front.discard(got[0].id)
         done, got = sq.complete_and_lease([got[0]], 1)
+        assert [o.outcome for o in done] == ["completed"]
     assert len(front) == 20 and got and got[0].id in ordinary, front  # (the CLI took 20)
     sq.refresh(force=True)
     assert not any(sq.fronts.values())  # the hint is spent
