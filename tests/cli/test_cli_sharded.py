@@ -259,3 +259,22 @@ def test_items_pushed_to_the_front_go_before_every_ordinary_item_of_the_queue(
     sq.refresh(force=True)
     assert not any(sq.fronts.values())  # the hint is spent
     assert cli("stats", "jobs").one["pending"] == 29
+
+
+def test_the_front_hint_outlives_the_removal_of_the_queues_old_unsharded_prefix(
+        cli: Any, tmp_path: Path, server_url: str) -> None:
+    from rq_cli.connection.connect import connect
+    from rq_cli.core.resharding import settle
+    from rq_cli.core.sharded import ShardedQueue
+
+    assert cli("push", "jobs", "--id", "old", "{}").exit_code == 0  # unsharded so far
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0  # "jobs" itself drains
+    assert cli("push", "jobs", "-", input='{"n": 1}\n' * 30).exit_code == 0
+    front = {r["id"] for r in cli("push", "jobs", "--front", *['{"f": 1}'] * 5).json}
+    client = connect(server_url)
+    old = ShardedQueue(client, "jobs").shard("jobs")
+    (item,) = old.lease(1)
+    assert item.id == "old" and old.complete([item])[0].outcome == "completed"
+    assert settle(client, "jobs", settle_s=0) == ["jobs"]  # its keys unlinked, but the hint's
+    assert {cli("lease", "jobs").one["id"] for _ in range(5)} == front
