@@ -40,9 +40,15 @@ def to_front(kw: dict[str, Any], items: Sequence[NewItem]) -> bool:
 
 
 def pushed(client: Any, base: str, shard: str, added: int) -> None:
-    """``added`` items were pushed to the front of ``shard``: one HINCRBY."""
+    """``added`` items were pushed to the front of ``shard``: one HINCRBY. They are stored
+    already: where the hint's server cannot be reached (its primary failing over), the push
+    still succeeds, its items first in their own shard only."""
     if added:
-        client.hincrby(fronts_key(base), shard, added)
+        try:
+            client.hincrby(fronts_key(base), shard, added)
+        except Exception as e:
+            if not shard_down(e):
+                raise
 
 
 def taken(client: Any, base: str, shard: str, n: int) -> None:
