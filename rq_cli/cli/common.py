@@ -138,11 +138,18 @@ class State:
         return [self.queue(name) for name in names]
 
     def raw_queue(self, prefix: str, server: Server) -> WorkQueue:
-        """A queue found on a server (not named by the user): default options."""
+        """A queue found on a server (not named by the user): default options; a sharded
+        queue's base prefix (the server records its shards) opens it as a sharded queue."""
         from ..core.queue import WorkQueue
+        from ..core.shardmeta import read
 
-        return WorkQueue(self.server_client(server), prefix,
-                         self.options(self.config.options()))
+        client = self.server_client(server)
+        options = self.options(self.config.options())
+        if read(client, prefix).count:
+            from ..core.sharded import ShardedQueue
+
+            return cast("WorkQueue", ShardedQueue(client, prefix, options))
+        return WorkQueue(client, prefix, options)
 
     def options(self, options: QueueOptions) -> QueueOptions:
         """A queue's options with the durability flags over them."""

@@ -119,7 +119,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
         for name, prefix in server.queues:
             client = health.node_of(server.client, prefix)
             checks.append(("", name, presence(server, name, prefix)))
-            checks.append(("", name, health.generations(client, prefix)))
+            checks.append(("", name, health.generations(_places(server, prefix))))
             checks += [("", name, c) for c in queue_checks(client, prefix)]
             checks.append(("", name, durability(client, server.options[name])))
             if name in st.config.queues and st.spec(name).shards is not None:
@@ -134,6 +134,22 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
     return [{"server": f"{where} ({node})" if node else where, "queue": name,
              "check": c.check, "status": c.status, "detail": c.detail, "fix": c.fix}
             for node, name, c in checks]
+
+
+def _places(server: Server, prefix: str) -> list[tuple[Any, str]]:
+    """(client, prefix) of the queue, or of each shard (live, then draining) where the
+    server records it as sharded: where its processing ids are."""
+    from ..core.shardmeta import read
+    from ..health.doctor import is_connection_error, node_of
+
+    try:
+        meta = read(server.client, prefix)
+        prefixes = [*meta.live, *meta.draining_prefixes()] if meta.count else [prefix]
+    except Exception as exc:  # (refused by the ACL: the queue's own keys are looked at)
+        if is_connection_error(exc):
+            raise
+        prefixes = [prefix]
+    return [(node_of(server.client, p), p) for p in prefixes]
 
 
 def presence(server: Server, name: str, prefix: str) -> Check:

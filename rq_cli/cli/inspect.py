@@ -214,7 +214,7 @@ def stats(
         if found and not found.exists:
             from .monitor import absent
 
-            out.message(f"rq-cli: warning: {absent(t.name, t.url)}")
+            out.message(f"rq-cli: warning: {absent(t.name, t.url, st, t.queue)}")
         if found and found.other_generation:
             out.message(f"rq-cli: warning: queue {t.name} (layout {t.queue.options.layout}) "
                         f"shows {found.other_generation} keys: a {found.other_generation} peer "

@@ -87,6 +87,7 @@ def lease(
         names.update({i.queue: name for i in items
                       if i.queue not in names and getattr(wq, "owner", lambda _: None)(i.queue)})
     if not items:
+        _refuse_sharded_prefix(st, wqs, queues)
         paused = [name for wq, name in zip(wqs, queues, strict=True) if wq.is_paused()]
         if len(paused) == len(queues):
             raise NothingToDo(f"{', '.join(paused)} {'is' if len(paused) == 1 else 'are'} "
@@ -105,6 +106,17 @@ def lease(
                  TAKEN_COLUMNS)
         return
     out.rows([lease_row(names.get(i.queue, i.queue), i) for i in items], LEASE_COLUMNS)
+
+
+def _refuse_sharded_prefix(st: State, wqs: "list[WorkQueue]", names: list[str]) -> None:
+    """Nothing was leased: a usage error (2) where a queue is a sharded queue's base prefix
+    read as a plain queue (its items are in its shards)."""
+    from .shardnote import sharded_note
+
+    for wq, name in zip(wqs, names, strict=True):
+        note = sharded_note(st, name, wq)
+        if note is not None:
+            raise UsageError(f"nothing to lease from {name}: {note}")
 
 
 def _delayed(wqs: "list[WorkQueue]", names: list[str]) -> str:

@@ -47,9 +47,15 @@ def run(st: State, out: Output, targets: list[Target], *, check: bool, limits: T
         run_check(st, out, targets, limits, unlisted)
 
 
-def absent(name: str, url: str) -> str:
-    """Why a queue that has no key and no counter on its server cannot be vouched for."""
+def absent(name: str, url: str, st: State | None = None, wq: Any = None) -> str:
+    """Why a queue that has no key and no counter on its server cannot be vouched for (with
+    ``st`` and ``wq``: a sharded queue's base prefix read as a plain queue says so)."""
     from ..connection.connect import mask_url
+    from .shardnote import sharded_note
+
+    note = sharded_note(st, name, wq) if st is not None and wq is not None else None
+    if note is not None:
+        return note
 
     return (f"queue {name} has no keys and no counters on {mask_url(url)}: it has never been "
             "used there (a wrong URL, database or prefix, or a new, empty server?)")
@@ -67,7 +73,7 @@ def run_prometheus(st: State, out: Output, targets: list[Target],
         if isinstance(got, str):
             out.message(f"rq-cli: {target.name}: {got}")
         elif not got.exists:
-            out.message(f"rq-cli: {absent(target.name, target.url)}")
+            out.message(f"rq-cli: {absent(target.name, target.url, st, target.queue)}")
         samples.append(Sample(target.name, target.queue.prefix,
                               None if isinstance(got, str) else got, mask_url(target.url)))
         if hasattr(target.queue, "shard_stats"):  # a series per shard: a shard that is down
@@ -106,7 +112,8 @@ def run_check(st: State, out: Output, targets: list[Target], flags: Thresholds,
             unknown.append({"queue": target.name, "error": got})
             continue
         if not got.exists:
-            unknown.append({"queue": target.name, "error": absent(target.name, target.url)})
+            unknown.append({"queue": target.name,
+                            "error": absent(target.name, target.url, st, target.queue)})
             continue
         rows += [{"queue": target.name, "measure": b.measure, "value": b.value,
                   "limit": b.limit} for b in breaches(got, limits)]

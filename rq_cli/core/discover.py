@@ -19,8 +19,13 @@ _BY_TYPE = (
 
 
 def discover_queues(client: Any) -> list[str]:
-    """Prefixes of the queues on the server behind ``client``, sorted."""
+    """Prefixes of the queues on the server behind ``client``, sorted. A sharded queue is
+    one queue, its base prefix (found by its record, ``P:shards``): its shards' prefixes,
+    live and draining, are not listed apart (docs/sharded-queues.md)."""
+    from .shardmeta import META_SUFFIX, read
+
     found: set[str] = set()
+    bases: set[str] = set()
     for key_type, suffixes in _BY_TYPE:
         for key in client.scan_iter(match="*:*", count=1000, _type=key_type):
             try:
@@ -30,4 +35,11 @@ def discover_queues(client: Any) -> list[str]:
             for suffix in suffixes:
                 if name.endswith(suffix) and len(name) > len(suffix):
                     found.add(name[: -len(suffix)])
+            if key_type == "hash" and name.endswith(META_SUFFIX) and len(name) > len(META_SUFFIX):
+                bases.add(name[: -len(META_SUFFIX)])
+    for base in sorted(bases):  # (one HGETALL per sharded queue)
+        meta = read(client, base)
+        if meta.count:
+            found.difference_update([*meta.live, *meta.draining_prefixes()])
+            found.add(base)
     return sorted(found)

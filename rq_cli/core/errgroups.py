@@ -70,9 +70,10 @@ class GroupReport:
 def group_errors(wq: WorkQueue, flt: ItemFilter | None = None,
                  states: Sequence[GroupState] = GROUP_STATES, *, now_ms: int | None = None,
                  progress: Callable[[int], None] | None = None) -> GroupReport:
-    """Group the dead and/or retrying items of ``wq`` that ``flt`` matches by their error's
-    pattern: the groups, the most items first. ``progress`` is called with the items of
-    each page read."""
+    """Group the dead and/or retrying items of ``wq`` (a sharded queue: of every shard)
+    that ``flt`` matches by their error's pattern: the groups, the most items first.
+    ``progress`` is called with the items of each page read."""
+    from .sharded import physical
     from .util import server_ms
 
     for s in states:
@@ -87,12 +88,12 @@ def group_errors(wq: WorkQueue, flt: ItemFilter | None = None,
         cutoff_s = (now - round(flt.older_than * 1000)) / 1000
     report = GroupReport(groups=[])
     found: dict[tuple[str, str], ErrorGroup] = {}
-    for state in states:
+    for state, shard in ((s, q) for s in states for q in physical([wq])):
         seen: set[bytes] = set()  # (HSCAN may return a field twice while the hash grows)
-        for page in _pages(wq, state):
+        for page in _pages(shard, state):
             fresh = [(f, v) for f, v in page if f not in seen]
             seen.update(f for f, _ in fresh)
-            items = _items(wq, state, fresh, flt)
+            items = _items(shard, state, fresh, flt)
             report.scanned += len(items)
             for item in items:
                 verdict = flt.test(item, cutoff_s) if flt is not None else True

@@ -10,6 +10,7 @@ from ..errors import ClusterError
 from .keys import glob_escape, has_hash_tag
 from .limits import BATCH
 from .queue import WorkQueue
+from .shardfront import fronts_key
 from .shardmeta import SHARD_SETTLE, Draining, ShardMeta, meta_key, place, placement, read, update
 from .util import is_cluster, server_ms
 
@@ -94,18 +95,19 @@ def settle(client: Any, base: str, *, settle_s: float = SHARD_SETTLE) -> list[st
 
     update(client, base, change)
     for prefix in empty:
-        _unlink_all(client, prefix, keep=meta_key(base))
+        _unlink_all(client, prefix, keep=(meta_key(base), fronts_key(base)))
     return list(empty)
 
 
-def _unlink_all(client: Any, prefix: str, *, keep: str) -> None:
-    """UNLINK every key of ``prefix`` (SCAN in batches, on its node on a Cluster)."""
+def _unlink_all(client: Any, prefix: str, *, keep: tuple[str, ...]) -> None:
+    """UNLINK every key of ``prefix`` but ``keep`` (the queue's own, where ``prefix`` is
+    its base: its old unsharded keys) (SCAN in batches, on its node on a Cluster)."""
     kwargs: dict[str, Any] = {}
     if is_cluster(client):
         kwargs["target_nodes"] = client.get_node_from_key(prefix + ":queue")
     batch: list[bytes] = []
     for key in client.scan_iter(match=glob_escape(prefix) + ":*", count=BATCH, **kwargs):
-        if key.decode("utf-8", "replace") != keep:
+        if key.decode("utf-8", "replace") not in keep:
             batch.append(key)
         if len(batch) >= BATCH:
             client.unlink(*batch)

@@ -18,11 +18,12 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from . import shardfront
 from .bulk import Pushed
-from .codes import PUSH_FLAGS, Outcome
+from .codes import LEASE_PAUSED, PUSH_FLAGS, Outcome
 from .limits import BATCH, BLOCK_CHUNK
 from .queue import WorkQueue
-from .shardmeta import SHARD_META_REFRESH, SHARD_META_RETRY, ShardMeta, check_count, read, shard_of
+from .shardmeta import SHARD_META_REFRESH, SHARD_META_RETRY, ShardMeta, check_count, shard_of
 from .shardops import EveryShard
 from .shardwait import Waiter, shard_down
 from .types import ItemOutcome, ItemRef, LeasedItem, NewItem, PushResult, QueueOptions
@@ -56,6 +57,8 @@ class ShardedQueue(EveryShard):
         self._queues: dict[str, WorkQueue] = {}
         self._read_at = float("-inf")
         self.meta = ShardMeta()
+        #: shard prefix -> its front items not yet known leased (shardfront.py's hint)
+        self.fronts: dict[str, int] = {}
         self.refresh(force=True)
         check_count(self.name, shards, self.meta)
         if not self.meta.count:
@@ -80,7 +83,7 @@ class ShardedQueue(EveryShard):
         now = time.monotonic()
         if force or now - self._read_at >= SHARD_META_REFRESH:
             try:
-                self.meta = read(self.client, self.prefix)
+                self.meta, self.fronts = shardfront.read_with_fronts(self.client, self.prefix)
             except Exception as e:
                 if force or not shard_down(e):
                     raise
@@ -130,6 +133,9 @@ class ShardedQueue(EveryShard):
             out += [(pos, PushResult(i, False, "duplicate")) for pos, i in dupes]
             for prefix, group in groups.items():
                 stored = self.shard(prefix).push([it for _, it in group], **kw)
+                if shardfront.to_front(kw, [it for _, it in group]):
+                    shardfront.pushed(self.client, self.prefix, prefix,
+                                      sum(r.added for r in stored))
                 out += [(pos, r) for (pos, _), r in zip(group, stored, strict=True)]
         return [r for _, r in sorted(out, key=lambda p: p[0])]
 
@@ -151,8 +157,11 @@ class ShardedQueue(EveryShard):
             if dupes:
                 yield Pushed([i for _, i in dupes], DUPLICATE * len(dupes))
             for prefix, group in groups.items():
-                yield from stream(self.shard(prefix), [it for _, it in group],
-                                  batch_size=batch_size, atomic=atomic, **kw)
+                for batch in stream(self.shard(prefix), [it for _, it in group],
+                                    batch_size=batch_size, atomic=atomic, **kw):
+                    if shardfront.to_front(kw, [it for _, it in group]):
+                        shardfront.pushed(self.client, self.prefix, prefix, batch.added)
+                    yield batch
 
     def _grouped(self, items: Iterable[NewItem | bytes | str], size: int, *,
                  id_from_data: bool = False, tenant: str | None = None, **_: Any,
@@ -217,6 +226,8 @@ class ShardedQueue(EveryShard):
     def _lease_pass(self, count: int, lease_seconds: float | None, at_most_once: bool,
                     now_ms: int | None,
                     ) -> tuple[list[LeasedItem], list[tuple[WorkQueue, int, int]]]:
+        """The shards the front hint names first, each for its front items at most, then
+        every shard from a random start (docs/DESIGN.md section 7, "Lease")."""
         shards = self.shards
         start = random.randrange(len(shards))
         items: list[LeasedItem] = []
@@ -225,12 +236,19 @@ class ShardedQueue(EveryShard):
         now = time.monotonic()
         if all(self._down.get(q.prefix, 0) > now for q in shards):
             self._down.clear()  # every shard was down: try them all again
-        for i in range(len(shards)):
-            q = shards[(start + i) % len(shards)]
+        fronted = [q for q in shards if self.fronts.get(q.prefix, 0) > 0]
+        random.shuffle(fronted)
+        ordinary = [shards[(start + i) % len(shards)] for i in range(len(shards))]
+        for q, front in [*((q, True) for q in fronted), *((q, False) for q in ordinary)]:
+            if len(items) >= count:
+                break
             if self._down.get(q.prefix, 0) > now:
                 continue  # failed a moment ago: the others first (its calls take long)
+            want = count - len(items)
+            if front:
+                want = min(want, self.fronts[q.prefix])
             try:
-                got, status, due = q.lease_try(count - len(items), lease_seconds=lease_seconds,
+                got, status, due = q.lease_try(want, lease_seconds=lease_seconds,
                                                at_most_once=at_most_once, now_ms=now_ms)
             except Exception as e:  # a shard whose primary is down: carry on with the others
                 if not shard_down(e):
@@ -238,10 +256,12 @@ class ShardedQueue(EveryShard):
                 failed = e
                 self._down[q.prefix] = time.monotonic() + SHARD_DOWN_PAUSE
                 continue
+            if front and status != LEASE_PAUSED:  # (fewer than asked: it holds no more)
+                done = len(got) if len(got) == want else self.fronts[q.prefix]
+                self.fronts[q.prefix] -= done
+                shardfront.taken(self.client, self.prefix, q.prefix, done)
             items.extend(got)
             states.append((q, status, due))
-            if len(items) >= count:
-                break
         if failed is not None and not states:
             raise failed  # every shard is down: the caller's outage handling takes over
         return items, states
@@ -279,7 +299,8 @@ class ShardedQueue(EveryShard):
         items = _refs(refs)
         homes = {self.shard_for(r.id).prefix for r in items}
         leased: list[LeasedItem] = []
-        if len(homes) == 1:
+        if len(homes) == 1 and not any(n > 0 for n in self.fronts.values()):
+            # (with front items waiting, a fair pass takes them first)
             done, leased = self.shard(homes.pop()).complete_and_lease(
                 items, count, lease_seconds=lease_seconds, now_ms=now_ms)
             if self.meta.draining and any(o.outcome in _NOT_HERE for o in done):

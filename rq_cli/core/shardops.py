@@ -23,6 +23,7 @@ class EveryShard:
     prefix: str
     client: Any
     meta: ShardMeta
+    fronts: dict[str, int]
 
     @property
     def shards(self) -> list[WorkQueue]:
@@ -68,12 +69,22 @@ class EveryShard:
              from_end: str = "head", now_ms: int | None = None, tenant: str | None = None,
              start_at: str | None = None) -> list[PeekedItem]:
         """Items of every shard, merged in the order of the state's time (enqueued, lease
-        deadline, due time, death); reads ``offset + count`` items of each shard."""
+        deadline, due time, death), pending items pushed to the front first (the order
+        leases take); reads ``offset + count`` items of each shard."""
+        from .shardfront import flags
         from .shardstats import merged
 
+        shards = self.shards
         pages = [q.peek(state, count=offset + count, from_end=from_end,  # type: ignore[arg-type]
-                        now_ms=now_ms, tenant=tenant) for q in self.shards]
-        return merged(state, pages, from_end)[offset:offset + count]
+                        now_ms=now_ms, tenant=tenant) for q in shards]
+        fronts = None
+        if state == ItemState.PENDING and tenant is None and \
+                any(self.fronts.get(q.prefix, 0) > 0 for q in shards):
+            fronts = [flags(len(page), n, from_end, q.client.llen(q.keys.queue)
+                            if n > 0 and from_end == "tail" else None)
+                      for q, page in zip(shards, pages, strict=True)
+                      for n in [self.fronts.get(q.prefix, 0)]]
+        return merged(state, pages, from_end, fronts)[offset:offset + count]
 
     def peek_pages(self, state: str = ItemState.PENDING, *, count: int = 10, **kw: Any,
                    ) -> Iterator[list[PeekedItem]]:
@@ -166,6 +177,13 @@ class EveryShard:
     def sync_tenant_weights(self) -> None:
         for q in self.live:
             q.sync_tenant_weights()
+
+    def next_due(self) -> tuple[int, float | None]:
+        """How many items every shard holds delayed, and in how many seconds the soonest
+        of them falls due (None: nothing delayed); :meth:`WorkQueue.next_due` per shard."""
+        parts = [q.next_due() for q in self.shards]
+        dues = [due for _, due in parts if due is not None]
+        return sum(n for n, _ in parts), min(dues) if dues else None
 
 
 

@@ -3,6 +3,7 @@ stats, merged peeks and holders. No Typer, no rich."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -44,13 +45,25 @@ def _order(state: str, item: PeekedItem) -> float:
     return when if when is not None else float("inf")
 
 
-def merged(state: str, pages: Sequence[list[PeekedItem]], from_end: str) -> list[PeekedItem]:
-    """The shards' items in one order: the state's time (enqueued, lease deadline, due
-    time, death), soonest first from the head, latest first from the tail."""
-    items = [item for page in pages for item in page]
-    items.sort(key=lambda i: _order(state, i), reverse=from_end == "tail")
-    return items
-
+def merged(state: str, pages: Sequence[list[PeekedItem]], from_end: str,
+           fronts: Sequence[list[bool]] | None = None) -> list[PeekedItem]:
+    """The shards' items in one order: each shard's own order kept (``pages``, one per
+    shard in the queue's shard order, each read from ``from_end``), the shards' items
+    interleaved by the state's time (enqueued, lease deadline, due time, death), soonest
+    first from the head, latest first from the tail. Items of several shards with one time
+    (a bulk push stamps a batch with one millisecond) go in shard order from the head and
+    the reverse from the tail, so the tail is the head read backwards and a console's
+    pages, some read from each end, neither overlap nor skip. ``fronts``: per page, which
+    of its items are front items (shardfront.py): from the head they come first, latest
+    pushed first (the order leases take); from the tail, last."""
+    sign = -1 if from_end == "tail" else 1
+    keyed = []
+    for n, page in enumerate(pages):
+        front = fronts[n] if fronts is not None else [False] * len(page)
+        keyed.append([((0, -sign * when) if up else (sign, sign * when), sign * n, item)
+                      for item, up in zip(page, front, strict=True)
+                      for when in [_order(state, item)]])
+    return [item for _, _, item in heapq.merge(*keyed, key=lambda entry: entry[:2])]
 
 def merged_holders(parts: Sequence[list[Holder]]) -> list[Holder]:
     """One Holder per session over every shard."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -318,26 +318,46 @@ def _fields(value: str) -> dict[str, str]:
 
 
 # -- peers of both generations on one queue ----------------------------------------------------
-def generations(client: Any, prefix: str, sample: int = GENERATION_SAMPLE) -> Check:
-    """``peers``: do clients of both peer generations lease from the queue of ``prefix``?
+def generations(places: Sequence[tuple[Any, str]], sample: int = GENERATION_SAMPLE) -> Check:
+    """``peers``: do clients of both peer generations lease from one queue of ``places``
+    ((client, prefix) of a queue, or of each shard of a sharded queue: a peer works one
+    shard by its prefix)?
 
     A v0.3 peer writes only ``P:lease:<id>``, a v0.1 peer only ``P:leased_by_session:<id>``
     (and its cleaner journals in ``P:cleaning``); rq-cli's ``compat`` layout writes both.
     Each generation's own cleaner ignores the other's lease key, so with both generations'
     cleaners running an item one holds can be handed out again and completed twice. Looks
-    at the ``sample`` newest and oldest ids of processing: two round trips, whatever the
-    queue's size."""
+    at the ``sample`` newest and oldest ids of processing of each: two round trips each,
+    whatever the queue's size."""
     try:
-        return _generations(client, Keys(prefix), sample)
+        found = [(_generations(client, Keys(prefix), sample), prefix)
+                 for client, prefix in places]
     except Exception as exc:  # (refused by the ACL: a warn; a lost server: the caller's)
         if is_connection_error(exc):
             raise
         return Check("peers", WARN, f"could not look at the lease keys: {reason(exc)}",
                      "allow LRANGE and EXISTS on the queue's keys "
                      "(the manual's 'ACL', in Deployments)")
+    seen = f"{sum(n for (n, _, _, _), _ in found)} ids of processing looked at"
+    if len(places) > 1:
+        seen += f" in {len(places)} shards"
+    for (_, v03, v01, cleaning), prefix in found:
+        if v03 and (v01 or cleaning):
+            v01_seen = f"{v01} v0.1 lease(s) (leased_by_session only)" if v01 else \
+                f"the v0.1 cleaner's journal ({Keys(prefix).cleaning})"
+            where = f" on shard {prefix}" if len(places) > 1 else ""
+            return Check("peers", WARN, f"peers of both generations lease here{where}: {v03} "
+                         f"v0.3 lease(s) (lease only) and {v01_seen} ({seen}); each "
+                         "generation's cleaner ignores the other's lease key, so an item one "
+                         "holds may be handed out again and completed twice",
+                         "run no peer cleaner (light_clean, deep_clean) on this queue: rq-cli "
+                         "clean (layout compat) honours both lease keys; or move one "
+                         "generation to rq-cli")
+    return Check("peers", OK, f"no sign of peers of both generations ({seen})")
 
 
-def _generations(client: Any, keys: Keys, sample: int) -> Check:
+def _generations(client: Any, keys: Keys, sample: int) -> tuple[int, int, int, bool]:
+    """(ids looked at, v0.3 leases, v0.1 leases, the v0.1 cleaner's journal there)."""
     pipe = client.pipeline(transaction=False)
     pipe.lrange(keys.processing, 0, sample - 1)
     pipe.lrange(keys.processing, -sample, -1)
@@ -352,18 +372,7 @@ def _generations(client: Any, keys: Keys, sample: int) -> Check:
     found = pipe.execute() if ids else []
     v03 = sum(1 for a, b in zip(found[::2], found[1::2], strict=True) if a and not b)
     v01 = sum(1 for a, b in zip(found[::2], found[1::2], strict=True) if b and not a)
-    seen = f"{len(ids)} ids of processing looked at"
-    if v03 and (v01 or cleaning):
-        v01_seen = f"{v01} v0.1 lease(s) (leased_by_session only)" if v01 else \
-            f"the v0.1 cleaner's journal ({keys.cleaning})"
-        return Check("peers", WARN, f"peers of both generations lease here: {v03} v0.3 "
-                     f"lease(s) (lease only) and {v01_seen} ({seen}); each generation's "
-                     "cleaner ignores the other's lease key, so an item one holds may be "
-                     "handed out again and completed twice",
-                     "run no peer cleaner (light_clean, deep_clean) on this queue: rq-cli "
-                     "clean (layout compat) honours both lease keys; or move one generation "
-                     "to rq-cli")
-    return Check("peers", OK, f"no sign of peers of both generations ({seen})")
+    return len(ids), v03, v01, bool(cleaning)
 
 
 # -- the warning of stats -----------------------------------------------------------------------

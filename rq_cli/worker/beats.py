@@ -109,7 +109,7 @@ class Beating(Spawning):
                     continue
                 why = held.lost = DeadReason.CANCELLED.value \
                     if out.outcome == Outcome.ALREADY_DEAD else Outcome.LOST.value
-                self.log({"event": "lease", "queue": held.item.queue, "id": held.item.id,
+                self.log({"event": "lease", "queue": held.queue, "id": held.item.id,
                           "outcome": out.outcome,
                           "note": "cancelled: stopping the command" if why == DeadReason.CANCELLED
                           else "lease lost: another session may run this item"})
@@ -131,7 +131,7 @@ class Beating(Spawning):
             for n, out in zip(ran_out, again, strict=True):
                 outcomes[n] = out
                 if out.outcome == Outcome.EXTENDED:
-                    self.log({"event": "lease", "queue": mine[n].item.queue,
+                    self.log({"event": "lease", "queue": mine[n].queue,
                               "id": mine[n].item.id, "outcome": "retaken",
                               "note": "the lease had run out, nobody else took the item: "
                                       "taken back, same attempt"})

@@ -71,6 +71,18 @@ class Held:
     def ref(self) -> ItemRef:
         return ItemRef(self.item.id, self.item.session)
 
+    @property
+    def queue(self) -> str:
+        """The queue its log lines name: a sharded queue's own prefix for an item of one of
+        its shards (``RQ_QUEUE`` stays the shard's prefix, a queue a peer can work)."""
+        return queue_of(self.wq, self.item.queue)
+
+
+def queue_of(wq: WorkQueue, prefix: str) -> str:
+    """What a log line names for ``prefix`` of ``wq``: its sharded queue's prefix where
+    ``wq`` is a shard of one, else ``prefix``."""
+    return wq.shard_of or prefix
+
 
 @dataclass
 class Job:

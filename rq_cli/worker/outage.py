@@ -156,6 +156,7 @@ def give_back_orphans(queues: Sequence[Any], session: str, known: set[str],
     none of the worker's lease calls is in flight."""
     want = session.encode()
     from ..core.sharded import physical
+    from .model import queue_of
 
     for wq in physical(queues):
         orphans = [field.decode("utf-8", "surrogateescape")
@@ -163,5 +164,6 @@ def give_back_orphans(queues: Sequence[Any], session: str, known: set[str],
                    if value == want]
         orphans = [i for i in orphans if i not in known]
         for out in wq.release(orphans) if orphans else []:
-            log({"event": "orphan", "queue": wq.prefix, "id": out.id, "outcome": out.outcome,
-                 "note": "leased by a call the outage cut off: given back"})
+            log({"event": "orphan", "queue": queue_of(wq, wq.prefix), "id": out.id,
+                 "outcome": out.outcome, "note": "leased by a call the outage cut off: given "
+                                                 "back"})

@@ -54,7 +54,7 @@ class Settling(WorkerBase):
         """Log (and count) each item with the outcome the server gave its complete
         (``unconfirmed``: durability, the complete was made but not confirmed in time)."""
         for held, outcome in zip(finished, outcomes, strict=True):
-            entry = held.entry or {"queue": held.item.queue, "id": held.item.id}
+            entry = held.entry or {"queue": held.queue, "id": held.item.id}
             entry["outcome"] = outcome
             if outcome == Outcome.COMPLETED:
                 self.stats.completed += 1
@@ -105,7 +105,7 @@ class Settling(WorkerBase):
         """Put the items leased ahead straight back in line (the second signal)."""
         while self.ahead:
             held = self.ahead.popleft()
-            entry = {"queue": held.item.queue, "id": held.item.id,
+            entry = {"queue": held.queue, "id": held.item.id,
                      "attempt": held.item.attempt, "exit_code": None, "duration_s": 0.0}
             self._call(lambda h=held, e=entry: self._release(h, e))  # type: ignore[misc]
 
@@ -117,7 +117,7 @@ class Settling(WorkerBase):
         duration = job.ended - job.started
         self.avg_duration = duration if self.avg_duration is None else \
             0.8 * self.avg_duration + 0.2 * duration
-        entry: dict[str, Any] = {"queue": item.queue, "id": item.id, "attempt": item.attempt,
+        entry: dict[str, Any] = {"queue": held.queue, "id": item.id, "attempt": item.attempt,
                                  "exit_code": code, "duration_s": round(duration, 3)}
         if held.lost is not None:
             entry["outcome"] = held.lost  # someone else owns the item now: touch nothing
@@ -147,7 +147,7 @@ class Settling(WorkerBase):
         """The command could not be started: fail the item, so it is retried with the
         queue's backoff (it vanished, out of processes...), or dead-letter it at once when
         it can never run (``dead``: an id that cannot be passed in the environment)."""
-        entry = {"queue": held.item.queue, "id": held.item.id, "attempt": held.item.attempt,
+        entry = {"queue": held.queue, "id": held.item.id, "attempt": held.item.attempt,
                  "exit_code": None, "duration_s": 0.0, "error": error}
         self._call(lambda: self._fail(held, entry, f"cannot start the command: {error}",
                                       dead))

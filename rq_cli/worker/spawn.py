@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core.types import LeasedItem
 from .guard import killpg
 from .leasing import Leasing
 from .model import (
@@ -31,7 +30,7 @@ class Spawning(Leasing):
     def _start(self, held: Held) -> None:
         item = held.item
         if held.reclaimed:
-            self.log({"event": "reclaimed", "queue": item.queue, "id": item.id,
+            self.log({"event": "reclaimed", "queue": held.queue, "id": item.id,
                       "attempt": item.attempt})
         env = dict(self.base_env)
         env["RQ_QUEUE"] = item.queue
@@ -70,7 +69,7 @@ class Spawning(Leasing):
         job = Job(held, pid, pidfd, now, now + self.opts.timeout if self.opts.timeout else None,
                    [], in_w, memoryview(item.data), stderr_tail=bytearray())
         err_stream = Stream(err_r, self.err, tag, job.stderr_tail,
-                            as_log=self._stderr_event(item) if self.opts.stderr_as_log else None)
+                            as_log=self._stderr_event(held) if self.opts.stderr_as_log else None)
         job.streams.append(err_stream)
         if out_r is not None:
             job.streams.append(Stream(out_r, self.out, tag, None))
@@ -153,10 +152,10 @@ class Spawning(Leasing):
         self._start_ahead()  # the slot's next command first: settling can wait a moment
         self._settle(job)
 
-    def _stderr_event(self, item: LeasedItem) -> Callable[[bytes], None]:
+    def _stderr_event(self, held: Held) -> Callable[[bytes], None]:
         """A command's stderr line as a log event (a JSON log stays JSON lines)."""
         def event(line: bytes) -> None:
-            self.log({"event": "stderr", "queue": item.queue, "id": item.id,
+            self.log({"event": "stderr", "queue": held.queue, "id": held.item.id,
                       "line": line.decode("utf-8", "backslashreplace")})
         return event
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import re
 
 import pytest
@@ -254,3 +255,28 @@ def test_odd_queue_names_through_a_real_uvicorn(server_url, r):
             assert httpx.get(base + link).status_code == 200
         item = re.search(r'href="(/q/[^"]+/item/[^"]+)"', httpx.get(base + links[0]).text)
         assert httpx.get(base + html.unescape(item.group(1))).status_code == 200
+
+
+def test_the_errors_tab_of_a_sharded_queue_groups_every_shard(server_url, r, tmp_path):
+    from rq_cli.cli.common import State
+    from rq_cli.cli.dash import global_options
+    from rq_cli.cli.inspect import stats_targets
+    from rq_cli.core.resharding import reshard
+    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.web.guard import Guard
+    from rq_cli.web.pages import Web
+
+    config = tmp_path / "rq-cli.toml"
+    config.write_text('[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    reshard(r, "jobs", 3)
+    sq = ShardedQueue(r, "jobs", shards=3)
+    sq.push([NewItem(b"{}", f"i-{n}") for n in range(12)])
+    leased = sq.lease(12, lease_seconds=60)
+    assert len({i.queue for i in leased}) > 1  # (several shards hold them)
+    sq.fail([i.id for i in leased], error="smtp timeout", dead=True)
+    st = State(url=server_url, config_path=str(config))
+    c = client(Web(stats_targets(st, ["jobs"], False), guard=Guard(None),
+                   cli_prefix=global_options(st), st=st, log=io.StringIO()))
+    page = c.get("/q/jobs", params={"tab": "errors"})
+    assert page.status_code == 200, page.text
+    assert "smtp timeout" in page.text and '<td class="n">12</td>' in page.text
