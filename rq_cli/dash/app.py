@@ -223,7 +223,8 @@ class OverviewScreen(Screen[None]):
         actions = self.current_actions()
         row = next((r for r in self.rows if str(r.get("queue")) == self.selected()), None)
         if actions is not None and row is not None and "error" not in row:
-            self.app.ask(actions.pause(bool(row.get("paused"))))  # type: ignore[attr-defined]
+            # the end state named now, from what the row shows: not a toggle decided later
+            self.app.ask(actions.pause(not row.get("paused")))  # type: ignore[attr-defined]
 
     def action_clean(self) -> None:
         actions = self.current_actions()
@@ -281,14 +282,17 @@ class DashApp(App[int]):
         if bars:
             bars.first().open(":", "")
 
-    def ask(self, action: Action) -> None:
-        """Confirm ``action`` (its question, its command line), then run it in a thread."""
+    def ask(self, action: Action, then: Callable[[], None] | None = None) -> None:
+        """Confirm ``action`` (its question, its command line), then run it in a thread;
+        ``then()`` once it is confirmed."""
         if self.read_only:
             self.notify("read-only: actions are off", severity="warning")
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
+                if then is not None:
+                    then()
                 self.perform(action)
         self.push_screen(ConfirmScreen(action), answered)
 

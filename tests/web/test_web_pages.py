@@ -104,7 +104,10 @@ def test_purge_and_pause_are_confirmed_with_their_counts(server_url, r):
     confirm, done = confirm_and_do(c, "emails", action="pause")
     assert "rq-cli --url" in confirm and " pause emails" in confirm and "paused" in done
     assert wq.stats().paused
+    # a second "pause" (a stale page, a replayed form) names its end state: still paused
     confirm, done = confirm_and_do(c, "emails", action="pause")
+    assert "Pause emails" in confirm and "nothing changed" in done and wq.stats().paused
+    confirm, done = confirm_and_do(c, "emails", action="resume")
     assert "Resume emails" in confirm and not wq.stats().paused
 
 
