@@ -133,10 +133,10 @@ class OverviewScreen(Screen[None]):
         self.query_one("#notes", Static).update(Text("\n").join(notes))
         ro = " · read-only" if self.app.read_only else ""  # type: ignore[attr-defined]
         top = self.overview.trend_top(TREND_WIDTH)
-        self.query_one("#title", Label).update(
-            f"rq-cli dash · {len(rows)} queues · sort {self.sort}"
+        self.query_one("#title", Label).update(Text(
+            f"rq-cli dash · {len(rows)} queue{'' if len(rows) == 1 else 's'} · sort {self.sort}"
             f"{' · find ' + repr(self.find) if self.find else ''}{ro}"
-            f" · {f'trend 0-{int(top):,} (one scale)' if top else 'trends empty'} · ? help")
+            f" · {f'trend 0-{int(top):,} (one scale)' if top else 'trends empty'} · ? help"))
         self.draw_sparks()
 
     def cells(self, row: dict[str, Any]) -> list[Any]:
@@ -263,8 +263,10 @@ class DashApp(App[int]):
         self.push_screen(OverviewScreen(self.overview))
 
     def notify(self, message: str, **kwargs: Any) -> None:
-        """Textual's toast, and the message kept in ``said`` (the session's messages)."""
+        """Textual's toast, and the message kept in ``said`` (the session's messages): text,
+        never markup (a result or an error may quote an item's data)."""
         self.said.append(message)
+        kwargs.setdefault("markup", False)
         super().notify(message, **kwargs)
 
     def action_quit_or_back(self) -> None:

@@ -253,10 +253,10 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         c = self.counts
         paused = " · PAUSED" if c.get("paused") else ""
         ro = " · read-only" if self.read_only else ""
-        self.query_one("#head", Label).update(
+        self.query_one("#head", Label).update(Text(
             f"{self.target.name} · pending {c.get('pending', '-'):,} · processing "
             f"{c.get('processing', '-'):,} · delayed {c.get('delayed', '-'):,} · dead "
-            f"{c.get('dead', '-'):,}{paused}{ro}" if c else f"{self.target.name}{ro}")
+            f"{c.get('dead', '-'):,}{paused}{ro}" if c else f"{self.target.name}{ro}"))
         parts: list[Text] = []
         if self.error:
             parts.append(Text("error: " + self.error, style="bold red"))
