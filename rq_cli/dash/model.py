@@ -504,7 +504,7 @@ def _total(confirmed: Mapping[str, int] | int) -> int:
 
 
 def _at_most(confirmed: int) -> str:
-    return f" (at most the {confirmed:,} confirmed: any that came since are left)"
+    return f" (at most the {confirmed:,} confirmed)"
 
 
 def _clock(at: float | None) -> str:
