@@ -128,9 +128,9 @@ _NAME, _ITEM = "rq_cli_queue_name", "rq_cli_item_id"
 class RawNames:
     """Queue names and item ids read from the request's raw path, one percent-decoding.
 
-    A queue may be named ``a/b``, ``50%``, ``why?``, ``#1``, with spaces or non-ASCII
-    letters; its links carry it as one segment, every character but letters and digits
-    percent-encoded (:func:`.views.queue_url`). The ASGI server decodes the path before routing,
+    A queue may be named ``a/b``, ``50%``, ``why?``, ``#1``, ``..``, with spaces or
+    non-ASCII letters; its links carry it as one segment, every character but letters and
+    digits percent-encoded, ``.`` and ``..`` escaped (:func:`.views.quoted`). The ASGI server decodes the path before routing,
     so the ``/`` of ``a%2Fb`` would split the segment (and Starlette's TestClient decodes
     it twice): this wrapper takes ``/q/SEGMENT`` and the item id after ``/item/`` from the
     raw path instead, and routes on a placeholder segment."""
@@ -154,6 +154,9 @@ class RawNames:
 
 
 def _decoded(segment: bytes) -> str:
+    """A name or id of the path as :func:`.views.quoted` wrote it."""
+    if segment.startswith(views.SEGMENT_ESCAPE.encode()):
+        segment = segment[1:]
     return unquote_to_bytes(segment).decode("utf-8", "replace")
 
 

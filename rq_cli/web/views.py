@@ -47,9 +47,20 @@ def snippet(data: bytes | None, size: int = 120) -> str:
     return text + ("…" if len(data) > size else "")
 
 
+#: The mark of an escaped path segment: a browser resolves ``.`` and ``..`` (and ``%2E``,
+#: which the URL standard reads as a dot too) away, so a name or id ``.`` or ``..`` is
+#: written ``~.`` or ``~..``, and one that starts with ``~`` gets a second; pages.RawNames
+#: strips one.
+SEGMENT_ESCAPE = "~"
+
+
 def quoted(text: str) -> str:
-    """``text`` as one segment of a URL's path (a ``/`` in an id escaped too)."""
-    return quote(text, safe="")
+    """``text`` as one segment of a URL's path (a ``/`` in an id escaped too; ``.``,
+    ``..`` and a leading ``~`` escaped with SEGMENT_ESCAPE)."""
+    segment = quote(text, safe="")
+    if text in (".", "..") or text.startswith(SEGMENT_ESCAPE):
+        return SEGMENT_ESCAPE + segment
+    return segment
 
 
 def queue_url(name: str, *rest: str) -> str:

@@ -208,7 +208,8 @@ def test_the_history_tab_draws_the_snapshots(server_url, r):
     assert [int(n) for n in re.findall(r'<td class="n">(\d+)</td>', row)] == [2, 0, 2, 2]
 
 
-ODD_NAMES = ("team/emails", "50%", "why?", "#1", "with space", "naïve/ünï", "a%2Fb")
+ODD_NAMES = ("team/emails", "50%", "why?", "#1", "with space", "naïve/ünï", "a%2Fb", ".", "..",
+             "~home", "~")
 
 
 def test_queue_names_with_url_unsafe_characters_round_trip_through_every_link(server_url, r):
