@@ -53,7 +53,8 @@ def _placeholder(m: re.Match[str]) -> str:
 @functools.lru_cache(maxsize=4096)  # (an outage repeats one text: made once)
 def normalise(error: str | None) -> str:
     """The pattern of an error text: placeholders (``<uuid>``, ``<addr>``, ``<hex>``,
-    ``<id>``, ``<time>``, ``<duration>``, ``<n>``) for what varies, runs of white space as one space.
+    ``<id>``, ``<time>``, ``<duration>``, ``<n>``) for what varies, runs of white space as
+    one space.
     ``None`` (an item dead without an error: expired, cancelled without a message) is ``""``.
     """
     if not error:

@@ -1,7 +1,8 @@
 """Marking rows of a queue's tab, the rows the actions act on (``R`` requeue, ``x``
 cancel): one (``space``), a range (``v``: from the last one marked to the cursor), every
 item matching the filter (``*``: the filtered scan, at most MARK_LIMIT ids kept), none
-(``u``). Marks are cleared once an action is confirmed. A mixin of :class:`~rq_cli.dash.queue_screen.QueueScreen`."""
+(``u``). Marks are cleared once an action is confirmed. A mixin of
+:class:`~rq_cli.dash.queue_screen.QueueScreen`."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ class Marking:
             return
         key = row_key(self.tab, row)
         self.selected.symmetric_difference_update({key})
-        self.marked_by = []
+        self.marked_by = list[str]()
         self.mark_anchor = key if key in self.selected else None
         table = self.query_one(DataTable)
         self._paint()
@@ -56,13 +57,13 @@ class Marking:
         end = min(table.cursor_row, len(keys) - 1)
         low, high = sorted((start, end))
         self.selected.update(keys[low:high + 1])
-        self.marked_by = []
+        self.marked_by = list[str]()
         self._paint()
 
     def action_unmark(self: Any) -> None:
         self.selected.clear()
         self.mark_anchor = None
-        self.marked_by = []
+        self.marked_by = list[str]()
         self._paint()
 
     def action_mark_matching(self: Any) -> None:

@@ -433,7 +433,8 @@ class Actions:
         return Action(f"Requeue {_items(matched, 'dead item')} of {self.name} in error group "
                       f"{key} into its pending list", self._cli("requeue-dead", "--error-group",
                                                                 key),
-                      lambda: self._scan("requeue", ItemState.DEAD.value, flt, matched))
+                      lambda: self._scan("requeue", ItemState.DEAD.value, flt,  # type: ignore[arg-type]
+                                         matched))
 
     def purge_group(self, key: str, matched: int) -> Action:
         """Delete the dead items of error group ``key`` (at most ``matched``)."""
@@ -442,7 +443,8 @@ class Actions:
         return Action(f"Delete {_items(matched, state + ' item')} of {self.name} in error group "
                       f"{key}: their data is gone for good",
                       self._cli("purge", "--state", state, "--error-group", key, "--yes"),
-                      lambda: self._scan("purge", state, flt, matched), destructive=True)
+                      lambda: self._scan("purge", state, flt, matched),  # type: ignore[arg-type]
+                      destructive=True)
 
     def purge_matching(self, state: str, flt: ItemFilter, argv: Sequence[str],
                        matched: int) -> Action:

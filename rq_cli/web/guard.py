@@ -24,6 +24,10 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -36,6 +40,11 @@ REALM = 'Basic realm="rq-cli web", charset="UTF-8"'
 LOOPBACK_NAMES = frozenset({"localhost"})
 #: The shortest token a console listening beyond loopback takes.
 MIN_TOKEN = 16
+#: The form field that names a confirmation (each is done once at most).
+CONFIRMATION_FIELD = "confirmation"
+#: Confirmations kept open at most (the oldest go first), and for how long (seconds).
+OPEN_CONFIRMATIONS = 10_000
+CONFIRMATION_TTL = 3600.0
 
 
 def csp(nonce: str) -> str:
@@ -130,3 +139,30 @@ def new_session() -> str:
 
 def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
+
+
+class Confirmations:
+    """The confirmations shown and not yet done: each form is done once at most, so a
+    replayed form (a reload that posts again, the back button) or one from before a restart
+    does nothing. Kept in this process: at most OPEN_CONFIRMATIONS, each CONFIRMATION_TTL
+    seconds."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.open: OrderedDict[str, float] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def issue(self) -> str:
+        """A new confirmation's name."""
+        name = secrets.token_urlsafe(18)
+        with self.lock:
+            self.open[name] = self.clock()
+            while len(self.open) > OPEN_CONFIRMATIONS:
+                self.open.popitem(last=False)
+        return name
+
+    def take(self, name: str) -> bool:
+        """Whether ``name`` is an open confirmation (it is closed now)."""
+        with self.lock:
+            at = self.open.pop(name, None)
+        return at is not None and self.clock() - at <= CONFIRMATION_TTL

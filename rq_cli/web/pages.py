@@ -44,7 +44,16 @@ from ..errors import RqError
 from ..ops.scrub import Secrets
 from ..ops.targets import Target
 from . import views
-from .guard import CSRF_FIELD, REALM, SESSION_COOKIE, Guard, csp, new_session
+from .guard import (
+    CONFIRMATION_FIELD,
+    CSRF_FIELD,
+    REALM,
+    SESSION_COOKIE,
+    Confirmations,
+    Guard,
+    csp,
+    new_session,
+)
 
 #: A queue's tabs: its states, who holds its leases, its error groups, its history.
 HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
@@ -82,6 +91,7 @@ class Web:
     cli_prefix: Sequence[str] = ()
     st: Secrets | None = None
     log: TextIO = field(default_factory=lambda: sys.stderr)
+    confirmations: Confirmations = field(default_factory=Confirmations)
 
     def __post_init__(self) -> None:
         # the queues of one server are read in one pipeline (core/many.py): 200 queues
@@ -130,10 +140,11 @@ class RawNames:
 
     A queue may be named ``a/b``, ``50%``, ``why?``, ``#1``, ``..``, with spaces or
     non-ASCII letters; its links carry it as one segment, every character but letters and
-    digits percent-encoded, ``.`` and ``..`` escaped (:func:`.views.quoted`). The ASGI server decodes the path before routing,
-    so the ``/`` of ``a%2Fb`` would split the segment (and Starlette's TestClient decodes
-    it twice): this wrapper takes ``/q/SEGMENT`` and the item id after ``/item/`` from the
-    raw path instead, and routes on a placeholder segment."""
+    digits percent-encoded, ``.`` and ``..`` escaped (:func:`.views.quoted`). The ASGI
+    server decodes the path before routing, so the ``/`` of ``a%2Fb`` would split the
+    segment (and Starlette's TestClient decodes it twice): this wrapper takes
+    ``/q/SEGMENT`` and the item id after ``/item/`` from the raw path instead, and routes
+    on a placeholder segment."""
 
     def __init__(self, app: Starlette) -> None:
         self.app = app
@@ -299,6 +310,7 @@ def confirm_page(web: Web, request: Request, form: dict[str, str],
     name = _name(request)
     params = {k: request.query_params.get(k, "") for k in _PARAMS}
     action = _action(web, name, params, confirming=True)
+    params[CONFIRMATION_FIELD] = web.confirmations.issue()  # (done once at most)
     return _templates.TemplateResponse(request, "confirm.html", {
         **ctx, "name": name, "action": action, "params": params})
 
@@ -310,6 +322,10 @@ def do_page(web: Web, request: Request, form: dict[str, str],
     name = _name(request)
     params = {k: form.get(k, "") for k in _PARAMS}
     action = _action(web, name, params, confirming=False, who=ctx["who"])
+    if not web.confirmations.take(form.get(CONFIRMATION_FIELD, "")):
+        raise Refused(409, "this confirmation was done already (a reloaded or replayed "
+                           "form), or is older than this rq-cli web or than an hour: open "
+                           "the action again and confirm what it shows")
     target = web.target(name)
     done = run_action(action, target.url)
     print(f"rq-cli web: {ctx['who']} asked: {action.cli} -> {done}", file=web.log, flush=True)

@@ -137,7 +137,7 @@ def test_errors_json_gives_one_group_for_one_cause_with_varied_ids(cli, r) -> No
            "0badf00d", "27182818", "c0ffee00", "16180339", "deadbe3f", "00ab12cd",
            "99999999", "5e5e5e5e", "10000000", "abc12345", "44444444", "0f0f0f0f",
            "12121212", "fedcba98"]
-    for k, i in enumerate(ids):
+    for k in range(len(ids)):
         assert cli("push", "q", "--id", f"d{k}", "{}").exit_code == 0
     assert cli("lease", "q", "--count", "20").exit_code == 0
     for k, i in enumerate(ids):

@@ -63,7 +63,7 @@ def test_marks_are_cleared_after_an_action_and_star_shows_its_filter(r, server_u
 
     async def script(pilot):
         await open_queue(pilot, "7")
-        group = [row for row in cells(pilot.app) if row[5] == "timeout"][0][1]
+        group = next(row for row in cells(pilot.app) if row[5] == "timeout")[1]
         await press(pilot, "down", "enter")  # the group's dead items, filtered by its key
         await press(pilot, "asterisk")
         marked = status(pilot.app)
@@ -102,8 +102,7 @@ def test_the_console_survives_hostile_text_in_every_widget(r, server_url):
              NewItem(b"\xff\xfe[/]\x00 not utf-8 \xc3", "p-binary"),
              NewItem(b'{"big": "' + b"[b]" * 350_000 + b'"}', "p-big"),
              NewItem("\u202e[/]".encode(), "[/id]")])
-    for item in wq.lease(1, lease_seconds=600):  # one processing with a hostile holder
-        pass
+    assert len(wq.lease(1, lease_seconds=600)) == 1  # one processing
     wq.push([NewItem(b"[i]later[/i]", "[delayed]")], delay=3600)
 
     async def script(pilot):
@@ -127,6 +126,7 @@ def test_the_console_survives_hostile_text_in_every_widget(r, server_url):
             pilot.app.said)
 
     seen, item_view, still, said = drive(make_app(server_url, "jobs"), script)
+    assert any("[/" in s for s in said)  # the bad filter's error, quoted as text
     text = "\n".join(seen)
     assert item_view and still  # no crash: every screen drawn, the console still up
     assert "cannot open [/var/data/a.csv]" in text and "[bold red]red[/]" in text

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
-from web_helpers import client, confirm_and_do, csrf_of, make_web, seed
+from web_helpers import client, confirm_and_do, csrf_of, form_of, make_web, seed
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
@@ -237,8 +237,7 @@ def test_queue_names_with_url_unsafe_characters_round_trip_through_every_link(se
         confirm = c.get(f"{link}/confirm", params={"action": "pause"})
         assert confirm.status_code == 200, (name, confirm.text)
         action = re.search(r'<form method="post" action="([^"]+)"', confirm.text).group(1)
-        done = c.post(html.unescape(action),
-                      data={"action": "pause", "csrf": csrf_of(confirm.text)})
+        done = c.post(html.unescape(action), data=form_of(confirm.text))
         assert done.status_code == 200, (name, done.text)
         assert WorkQueue(r, name).stats().paused, name
         assert html.escape(name) in done.text

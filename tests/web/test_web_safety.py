@@ -57,6 +57,19 @@ def test_a_requeue_confirmed_for_6_requeues_6_when_more_die_before_do_it(server_
     assert "requeued 5 of" in done.text and wq.stats().dead == 15
 
 
+def test_a_replayed_purge_form_purges_nothing_more(server_url, r):
+    wq = seed(r, "thumbnails", pending=8)
+    c = client(make_web(server_url, "thumbnails"))
+    page = c.get("/q/thumbnails/confirm", params={"action": "purge", "state": "pending"})
+    assert "purged 8" in c.post("/q/thumbnails/do", data=form_of(page.text)).text
+    _more(wq, 20)
+    again = c.post("/q/thumbnails/do", data=form_of(page.text))
+    assert again.status_code == 409 and wq.stats().pending == 20
+    made_up = {**form_of(page.text), "confirmation": "made-up"}
+    assert c.post("/q/thumbnails/do", data=made_up).status_code == 409
+    assert wq.stats().pending == 20
+
+
 def test_a_form_without_its_confirmed_count_does_nothing(server_url, r):
     wq = seed(r, "emails", dead=3, pending=4)
     c = client(make_web(server_url, "emails"))
@@ -86,12 +99,18 @@ def test_a_second_pause_from_a_stale_page_leaves_the_queue_paused(server_url, r)
     c = client(make_web(server_url, "emails"))
     tab1 = c.get("/q/emails/confirm", params={"action": "pause"})
     tab2 = c.get("/q/emails/confirm", params={"action": "pause"})
+    page = c.get("/q/emails/confirm", params={"action": "resume"})
     assert c.post("/q/emails/do", data=form_of(tab1.text)).status_code == 200
     again = c.post("/q/emails/do", data=form_of(tab2.text))
     assert "nothing changed" in again.text and wq.stats().paused
-    again = c.post("/q/emails/do", data=form_of(tab1.text))  # replayed
-    assert wq.stats().paused
+    assert c.post("/q/emails/do", data=form_of(page.text)).status_code == 200  # resumed
+    assert not wq.stats().paused
+    again = c.post("/q/emails/do", data=form_of(tab1.text))  # a replayed form: nothing
+    assert again.status_code == 409 and "done already" in again.text
+    assert not wq.stats().paused
     # the queue page offers what ends the state it shows
+    assert 'action=pause"' in c.get("/q/emails").text
+    wq.pause()
     assert 'action=resume"' in c.get("/q/emails").text
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-from html import unescape
 import os
 import re
 import socket
@@ -15,6 +14,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from html import unescape
 
 import httpx
 import redis
