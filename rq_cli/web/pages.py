@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import unquote_to_bytes, urlencode
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -54,6 +54,7 @@ from .guard import (
     csp,
     new_session,
 )
+from .paths import ITEM_KEY, NAME_KEY, RawNames
 
 #: A queue's tabs: its states, who holds its leases, its error groups, its history.
 HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
@@ -131,48 +132,8 @@ def make_app(web: Web) -> Any:
     ]))
 
 
-#: Where :class:`RawNames` leaves a queue's name and an item's id in the request's scope.
-_NAME, _ITEM = "rq_cli_queue_name", "rq_cli_item_id"
-
-
-class RawNames:
-    """Queue names and item ids read from the request's raw path, one percent-decoding.
-
-    A queue may be named ``a/b``, ``50%``, ``why?``, ``#1``, ``..``, with spaces or
-    non-ASCII letters; its links carry it as one segment, every character but letters and
-    digits percent-encoded, ``.`` and ``..`` escaped (:func:`.views.quoted`). The ASGI
-    server decodes the path before routing, so the ``/`` of ``a%2Fb`` would split the
-    segment (and Starlette's TestClient decodes it twice): this wrapper takes
-    ``/q/SEGMENT`` and the item id after ``/item/`` from the raw path instead, and routes
-    on a placeholder segment."""
-
-    def __init__(self, app: Starlette) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        raw = scope.get("raw_path") if scope["type"] == "http" else None
-        if raw:
-            parts = bytes(raw).split(b"?", 1)[0].split(b"/")
-            if len(parts) >= 3 and parts[1] == b"q" and parts[2]:
-                scope = dict(scope)
-                scope[_NAME] = _decoded(parts[2])
-                rest = parts[3:]
-                if len(rest) >= 2 and rest[0] == b"item":
-                    scope[_ITEM] = _decoded(b"/".join(rest[1:]))
-                scope["path"] = "/q/-" + "".join("/" + _decoded(p).replace("/", "-")
-                                                  for p in rest[:2])
-        await self.app(scope, receive, send)
-
-
-def _decoded(segment: bytes) -> str:
-    """A name or id of the path as :func:`.views.quoted` wrote it."""
-    if segment.startswith(views.SEGMENT_ESCAPE.encode()):
-        segment = segment[1:]
-    return unquote_to_bytes(segment).decode("utf-8", "replace")
-
-
 def _name(request: Request) -> str:
-    return str(request.scope.get(_NAME) or request.path_params["name"])
+    return str(request.scope.get(NAME_KEY) or request.path_params["name"])
 
 
 def _guarded(web: Web, page: Page) -> Callable[[Request], Awaitable[Response]]:
@@ -292,7 +253,7 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
 def item_page(web: Web, request: Request, form: dict[str, str],
               ctx: dict[str, Any]) -> Response:
     name = _name(request)
-    item_id = str(request.scope.get(_ITEM) or request.path_params["item_id"])
+    item_id = str(request.scope.get(ITEM_KEY) or request.path_params["item_id"])
     target = web.target(name)
     item = _read(web, target, lambda: Browser(name, target.queue).item(item_id))
     if item is None:
