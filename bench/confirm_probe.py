@@ -66,8 +66,7 @@ def main() -> None:
                   cli_prefix=global_options(st), st=st, log=io.StringIO())
         c = TestClient(make_app(web), base_url="http://localhost")
         page = c.get("/q/thumbnails/confirm", params={"action": "purge", "state": "pending"})
-        confirmed = int(re.search(r"Delete all ([\d,]+) pending", page.text)
-                        .group(1).replace(",", ""))
+        confirmed = _number(r"Delete all ([\d,]+) pending", page.text)
         form = {k: unescape(v) for k, v in
                 re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page.text)}
         # every call over 1 ms kept (all of them: a long log), the longest reported
@@ -89,7 +88,7 @@ def main() -> None:
         took = time.perf_counter() - t
         stop.set()
         thread.join()
-        purged = int(re.search(r"purged ([\d,]+) pending", done.text).group(1).replace(",", ""))
+        purged = _number(r"purged ([\d,]+) pending", done.text)
         slow = r.slowlog_get(100_000)
         names = {hashlib.sha1(source(n).encode()).hexdigest(): n for n in ("purge", "push")}
 
@@ -106,6 +105,13 @@ def main() -> None:
         server.terminate()
         server.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _number(pattern: str, text: str) -> int:
+    found = re.search(pattern, text)
+    if found is None:
+        raise SystemExit(f"not on the page: {pattern}\n{text[-2000:]}")
+    return int(found.group(1).replace(",", ""))
 
 
 def _sha(command: bytes | str) -> str:
