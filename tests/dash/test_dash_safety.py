@@ -98,6 +98,9 @@ def test_the_console_survives_hostile_text_in_every_widget(r, server_url):
     wq.push(dead)
     for item in wq.lease(len(dead), lease_seconds=60):
         wq.fail([item.id], error=HOSTILE[int(item.id[2:])], dead=True)
+    wq.push([NewItem(b"{}", "d-utf8")])
+    wq.lease(1, lease_seconds=60)
+    wq.fail(["d-utf8"], error=b"bad \xff\xfe [/] bytes", dead=True)  # type: ignore[arg-type]
     wq.push([NewItem(b'{"path": "[/tmp/x]"}', "p-markup"),
              NewItem(b"\xff\xfe[/]\x00 not utf-8 \xc3", "p-binary"),
              NewItem(b'{"big": "' + b"[b]" * 350_000 + b'"}', "p-big"),
@@ -132,3 +135,4 @@ def test_the_console_survives_hostile_text_in_every_widget(r, server_url):
     assert "cannot open [/var/data/a.csv]" in text and "[bold red]red[/]" in text
     assert "[/tmp/x]" in text and "[@click=app.quit]" in text
     assert "\x1b" not in text and "\u202e" not in text and "\\x1b[31mred" in text
+    assert "bad \ufffd\ufffd [/] bytes" in text  # (the errors tab: its own group)
