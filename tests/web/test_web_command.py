@@ -119,3 +119,12 @@ def test_an_action_over_http_with_basic_auth_is_logged_with_who_asked(server_url
     [log] = [line for line in err[0].splitlines() if "asked:" in line]
     assert log.startswith("rq-cli web: alice@127.0.0.1 asked: rq-cli --url redis://")
     assert "requeue-dead emails --all -> requeued 6" in log and "t0ken-xyz" not in err[0]
+
+
+def test_the_start_up_line_and_the_overview_count_one_queue_as_one(server_url, r):
+    seed(r, "emails", dead=1)
+    err: list[str] = []
+    with running(server_url, "emails", stderr=err) as base:
+        page = httpx.get(base + "/")
+        assert "1 queue · reload" in page.text
+    assert "(1 queue; Ctrl-C stops)" in err[0], err
