@@ -57,8 +57,12 @@ def show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         out.record(shown)
         return
     secret = f" (password: {shown['password']})" if "password" in shown else ""
+    web, dash = shown["web"], shown["dash"]
+    token = web["token"] + (f" (from {web['token_source']})" if "token_source" in web else "")
     out.text(f"config file: {shown['path'] or '(none)'}\n"
-             f"default server: {shown['url']}{secret}")
+             f"default server: {shown['url']}{secret}\n"
+             f"web: read_only {'yes' if web['read_only'] else 'no'}, token {token}\n"
+             f"dash: read_only {'yes' if dash['read_only'] else 'no'}")
     out.table([{"field": k, "value": v} for k, v in shown["defaults"].items()],
               [Column("field"), Column("value", kind="words", drop=0)], title="defaults",
               show_header=False)

@@ -25,6 +25,11 @@ def web(
         "--bind", metavar="HOST:PORT",
         help="Where to listen. Loopback unless told; any other address needs a token "
              "($RQ_CLI_WEB_TOKEN or [web] token in the config).")] = "127.0.0.1:8325",
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", metavar="NAME",
+        help="A host name the browser may use for this console besides localhost and the "
+             "--bind address (repeatable): any other Host header is refused (421), which "
+             "stops DNS rebinding.")] = None,
     read_only: Annotated[bool, typer.Option(
         "--read-only", help="Hide and refuse every action: look, never touch (also "
                             "read_only = true in the config's [web] table).")] = False,
@@ -38,7 +43,10 @@ def web(
     with its exact count and its equivalent command line, then logged to stderr with who
     asked. Listens on 127.0.0.1 unless told. Once a token is set ($RQ_CLI_WEB_TOKEN or
     [web] token, never an option), every request needs it: Authorization: Bearer TOKEN, or
-    as the password of basic auth. Needs the web extra (pip install 'rqcli[web]').
+    as the password of basic auth; beyond loopback the token must be 16 characters or
+    more. Answers only its own host names (localhost, the --bind address, --allow-host),
+    takes actions only from its own pages (Origin), and runs no script (a
+    Content-Security-Policy). Needs the web extra (pip install 'rqcli[web]').
 
     Example: rq-cli web emails thumbnails --bind 127.0.0.1:8325
     """
@@ -46,7 +54,7 @@ def web(
     try:
         from ..web.guard import Guard
         from ..web.pages import Web, make_app
-        from ..web.serve import check_bind, parse_bind, serve
+        from ..web.serve import allowed_hosts, check_bind, is_wildcard, parse_bind, serve
     except ImportError as exc:
         raise ServerError(f"rq-cli web needs Starlette and Uvicorn ({exc.name or exc} is not "
                           f"installed): {INSTALL_HINT}") from None
@@ -57,8 +65,11 @@ def web(
         st.secrets.append(token)
     targets = stats_targets(st, queues or [], discover)
     read_only = read_only or st.config.web_read_only
-    app = make_app(Web(targets, guard=Guard(token), cli_prefix=global_options(st), st=st,
+    guard = Guard(token, hosts=allowed_hosts(host, allow_host or []),
+                  any_address=is_wildcard(host))
+    app = make_app(Web(targets, guard=guard, cli_prefix=global_options(st), st=st,
                        read_only=read_only))
     shown = f"[{host}]" if ":" in host else host
-    serve(app, host, port, f"rq-cli web: http://{shown}:{port}/ ({len(targets)} queues"
-                           f"{', read-only' if read_only else ''}; Ctrl-C stops)")
+    queues_word = "queue" if len(targets) == 1 else "queues"
+    serve(app, host, port, f"rq-cli web: http://{shown}:{port}/ ({len(targets)} "
+                           f"{queues_word}{', read-only' if read_only else ''}; Ctrl-C stops)")

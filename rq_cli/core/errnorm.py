@@ -32,8 +32,12 @@ _RULES: tuple[tuple[str, str], ...] = (
              r"(?![\w:])|\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b"  # ipv6
              r"|\b(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):\d{1,5}\b"  # host.name:port
              r"|\b[A-Za-z][A-Za-z0-9-]*:\d{2,5}\b"),  # host:port
-    ("hex", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])"
-            r"[0-9a-fA-F]{8,}\b|\b\d{9,}\b"),
+    # 8 or more hex digits, a letter among them or not: an id of 8 hex digits that happens
+    # to be all digits (00019223 beside 00024bbd) is the same kind of token
+    ("hex", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b"),
+    # a long token of letters and digits (a ULID, a nanoid, a Stripe-like ch_3Mml..., a pod
+    # name): 16 or more word characters or hyphens, two digits and a letter among them
+    ("id", r"(?<![\w-])(?=[\w-]*\d[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{16,}(?![\w-])"),
     ("duration", rf"(?<![\w.])(?:\d+(?:\.\d+)?\s?{_UNIT})+\b"),
     ("n", r"(?<![A-Za-z0-9.])-?\d+(?:\.\d+)?"),
 )
@@ -49,7 +53,8 @@ def _placeholder(m: re.Match[str]) -> str:
 @functools.lru_cache(maxsize=4096)  # (an outage repeats one text: made once)
 def normalise(error: str | None) -> str:
     """The pattern of an error text: placeholders (``<uuid>``, ``<addr>``, ``<hex>``,
-    ``<time>``, ``<duration>``, ``<n>``) for what varies, runs of white space as one space.
+    ``<id>``, ``<time>``, ``<duration>``, ``<n>``) for what varies, runs of white space as
+    one space.
     ``None`` (an item dead without an error: expired, cancelled without a message) is ``""``.
     """
     if not error:

@@ -260,11 +260,14 @@ class Reads(QueueBase):
 
 
 def _dead_info(info: bytes | str) -> dict[str, Any]:
-    """A dead item's ``P:dead_info`` entry; {} when another client left something there that
-    is not the JSON object rq-cli writes (peek shows the item without the details)."""
+    """A dead item's ``P:dead_info`` entry, invalid UTF-8 in it read as U+FFFD; {} when
+    another client left something there that is not the JSON object rq-cli writes (peek
+    shows the item without the details)."""
+    if isinstance(info, bytes):  # (an error of invalid UTF-8: cjson wrote its bytes as they
+        info = info.decode("utf-8", "replace")  # are; shown with replacement characters)
     try:
         meta = json.loads(info)
-    except (ValueError, RecursionError):  # (also UnicodeDecodeError)
+    except (ValueError, RecursionError):
         return {}
     return meta if isinstance(meta, dict) else {}
 

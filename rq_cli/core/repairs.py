@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, ParameterError, UsageError
@@ -23,6 +23,7 @@ from .types import (
 )
 from .util import (
     batches,
+    cap_of,
     check_id,
     is_cluster,
     ms,
@@ -104,7 +105,8 @@ class Repairs(QueueBase):
                 break
 
     # -- dead letters --------------------------------------------------------------------
-    def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
+    def requeue_dead(self, ids: Sequence[str] | None = None, *,
+                     limit: int | Mapping[str, int] | None = None,
                      older_than: float | None = None, to: QueueBase | None = None,
                      dry_run: bool = False, now_ms: int | None = None,
                      progress: Progress | None = None) -> RequeueReport:
@@ -112,10 +114,13 @@ class Repairs(QueueBase):
         a sharded one, or from a shard into another slot, goes by core/crossmove.py).
 
         ``ids`` given: those; else all (optionally only the ``limit`` oldest, and only those
-        dead for more than ``older_than`` seconds).
+        dead for more than ``older_than`` seconds). ``limit`` may be a mapping of prefix to
+        count (the counts a console confirmed, per shard: :func:`~.util.cap_of`).
         """
         from .crossmove import crosses, requeue_across
 
+        if isinstance(limit, Mapping):
+            limit = cap_of(limit, self.prefix)
         if crosses(self, to):  # a sharded target, or from a shard into another slot
             return requeue_across(self, to, ids, limit=limit, older_than=older_than,
                                   dry_run=dry_run, now_ms=now_ms, progress=progress)
@@ -173,11 +178,20 @@ class Repairs(QueueBase):
 
     # -- purge ---------------------------------------------------------------------------
     def purge(self, state: PurgeState = PurgeChoice.PENDING.value, *, dry_run: bool = False,
-              progress: Progress | None = None) -> PurgeReport:
+              progress: Progress | None = None,
+              limit: int | Mapping[str, int] | None = None) -> PurgeReport:
         """Delete the items in ``state``, or with ``all`` every key of the queue, in bounded
-        batches (UNLINK), so the server keeps serving other clients."""
+        batches (UNLINK), so the server keeps serving other clients. ``limit``: at most that
+        many items (the oldest first: the state's own order), each script call told how many
+        it may still take, so items that arrive meanwhile are never more than the limit (a
+        console's confirmed count; a mapping of prefix to count: :func:`~.util.cap_of`)."""
         if state not in PURGE_STATES:
             raise UsageError(f"state must be one of {', '.join(PURGE_STATES)}, not {state!r}")
+        if isinstance(limit, int) and limit < 0:
+            raise UsageError("limit cannot be negative")
+        cap = cap_of(limit, self.prefix)
+        if cap is not None and state == "all":
+            raise UsageError("a purge of every key takes no limit")
         from .reports import PurgeReport
 
         report = PurgeReport(dry_run=dry_run)
@@ -191,14 +205,20 @@ class Repairs(QueueBase):
             counts = dict(zip(STATES, listed, strict=True))
             counts[ItemState.PENDING] += int(in_tenants or 0)
             for s in states:
-                setattr(report, s, int(counts[s]))
+                setattr(report, s, int(counts[s]) if cap is None else min(int(counts[s]), cap))
             if state == "all":
                 report.strays = sum(1 for _ in self.scan_items()) - report.pending \
                     - report.processing - report.delayed
                 report.strays = max(report.strays, 0)
             return report
         for s in states:
-            while n := int(self.call("purge", {"state": s, "batch": SLOW_BATCH})):
+            done = 0
+            while cap is None or done < cap:
+                size = SLOW_BATCH if cap is None else min(SLOW_BATCH, cap - done)
+                n = int(self.call("purge", {"state": s, "batch": size}))
+                if not n:
+                    break
+                done += n
                 setattr(report, s, getattr(report, s) + n)
                 if progress:
                     progress(n)

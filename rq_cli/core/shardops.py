@@ -4,13 +4,14 @@ which gives it the shards. No Typer, no rich."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .codes import ItemState
 from .limits import BATCH
 from .shardmeta import ShardMeta
 from .shardwait import shard_down
+from .util import cap_of
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
@@ -109,28 +110,36 @@ class EveryShard:
             settle(self.client, self.prefix)
         return report
 
-    def requeue_dead(self, ids: Sequence[str] | None = None, *, limit: int | None = None,
-                     to: Any = None, **kw: Any) -> RequeueReport:
+    def requeue_dead(self, ids: Sequence[str] | None = None, *,
+                     limit: int | Mapping[str, int] | None = None, to: Any = None,
+                     **kw: Any) -> RequeueReport:
         """Requeue dead items in their own shards, or ``to`` another queue (plain or
-        sharded), each shard's in turn (core/crossmove.py across slots)."""
+        sharded), each shard's in turn (core/crossmove.py across slots). ``limit``: at most
+        that many in all, or a mapping of shard prefix to count (each shard its own)."""
         from .reports import RequeueReport
 
         report = RequeueReport(dry_run=kw.get("dry_run", False))
         for q in self.shards:
             mine = None if ids is None else [i for i in ids
                                              if q in (self.shard_for(i), *self.older(i))]
-            if mine == [] or (limit is not None and report.requeued >= limit):
+            left = cap_of(limit, q.prefix, report.requeued)
+            if mine == [] or left == 0:
                 continue
-            left = None if limit is None else limit - report.requeued
             _add(report, q.requeue_dead(mine, limit=left, to=to, **kw))
         return report
 
-    def purge(self, state: str = ItemState.PENDING, **kw: Any) -> PurgeReport:
+    def purge(self, state: str = ItemState.PENDING, *,
+              limit: int | Mapping[str, int] | None = None, **kw: Any) -> PurgeReport:
+        """Purge ``state`` in every shard; ``limit`` as :meth:`requeue_dead`'s."""
         from .reports import PurgeReport
 
         report = PurgeReport(dry_run=kw.get("dry_run", False))
         for q in self.shards:
-            _add(report, q.purge(state, **kw))  # type: ignore[arg-type]
+            left = cap_of(limit, q.prefix, getattr(report, state, 0)
+                          if state != "all" else 0)
+            if left == 0:
+                continue
+            _add(report, q.purge(state, limit=left, **kw))  # type: ignore[arg-type]
         return report
 
     def pause(self) -> None:

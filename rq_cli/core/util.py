@@ -6,7 +6,7 @@ This module imports nothing from the rest of rq_cli but the limits and the error
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
@@ -155,6 +155,17 @@ def json_int(text: str) -> int:
 def check_count(count: int) -> None:
     if not 1 <= count <= MAX_COUNT:
         raise UsageError(f"count must be between 1 and {MAX_COUNT}")
+
+
+def cap_of(limit: int | Mapping[str, int] | None, prefix: str, done: int = 0) -> int | None:
+    """How many items one queue (or shard) named ``prefix`` may still act on under
+    ``limit``: None (no limit) stays None; a number is the whole's, ``done`` of it used; a
+    mapping (a confirmed count per shard prefix) gives each shard its own, 0 if not named."""
+    if limit is None:
+        return None
+    if isinstance(limit, Mapping):
+        return max(int(limit.get(prefix, 0)), 0)
+    return max(int(limit) - done, 0)
 
 
 def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

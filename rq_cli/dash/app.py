@@ -133,10 +133,10 @@ class OverviewScreen(Screen[None]):
         self.query_one("#notes", Static).update(Text("\n").join(notes))
         ro = " · read-only" if self.app.read_only else ""  # type: ignore[attr-defined]
         top = self.overview.trend_top(TREND_WIDTH)
-        self.query_one("#title", Label).update(
-            f"rq-cli dash · {len(rows)} queues · sort {self.sort}"
+        self.query_one("#title", Label).update(Text(
+            f"rq-cli dash · {len(rows)} queue{'' if len(rows) == 1 else 's'} · sort {self.sort}"
             f"{' · find ' + repr(self.find) if self.find else ''}{ro}"
-            f" · {f'trend 0-{int(top):,} (one scale)' if top else 'trends empty'} · ? help")
+            f" · {f'trend 0-{int(top):,} (one scale)' if top else 'trends empty'} · ? help"))
         self.draw_sparks()
 
     def cells(self, row: dict[str, Any]) -> list[Any]:
@@ -223,7 +223,8 @@ class OverviewScreen(Screen[None]):
         actions = self.current_actions()
         row = next((r for r in self.rows if str(r.get("queue")) == self.selected()), None)
         if actions is not None and row is not None and "error" not in row:
-            self.app.ask(actions.pause(bool(row.get("paused"))))  # type: ignore[attr-defined]
+            # the end state named now, from what the row shows: not a toggle decided later
+            self.app.ask(actions.pause(not row.get("paused")))  # type: ignore[attr-defined]
 
     def action_clean(self) -> None:
         actions = self.current_actions()
@@ -262,8 +263,10 @@ class DashApp(App[int]):
         self.push_screen(OverviewScreen(self.overview))
 
     def notify(self, message: str, **kwargs: Any) -> None:
-        """Textual's toast, and the message kept in ``said`` (the session's messages)."""
+        """Textual's toast, and the message kept in ``said`` (the session's messages): text,
+        never markup (a result or an error may quote an item's data)."""
         self.said.append(message)
+        kwargs.setdefault("markup", False)
         super().notify(message, **kwargs)
 
     def action_quit_or_back(self) -> None:
@@ -281,14 +284,17 @@ class DashApp(App[int]):
         if bars:
             bars.first().open(":", "")
 
-    def ask(self, action: Action) -> None:
-        """Confirm ``action`` (its question, its command line), then run it in a thread."""
+    def ask(self, action: Action, then: Callable[[], None] | None = None) -> None:
+        """Confirm ``action`` (its question, its command line), then run it in a thread;
+        ``then()`` once it is confirmed."""
         if self.read_only:
             self.notify("read-only: actions are off", severity="warning")
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
+                if then is not None:
+                    then()
                 self.perform(action)
         self.push_screen(ConfirmScreen(action), answered)
 

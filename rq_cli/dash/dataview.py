@@ -7,12 +7,13 @@ import re
 
 from ..core.util import json_too_deep
 from ..output.jsonlines import data_json
+from ..output.render import BIDI
 
 #: Data shown in full up to this many bytes; beyond, the start and a note.
 DATA_SHOWN = 64 * 1024
 #: Control characters shown as escapes in the item view: render's set less tab and line feed,
 #: which the view keeps (a multi-line text or indented JSON stays readable).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{BIDI}]")
 
 
 def data_view(data: bytes | None) -> tuple[str, str]:

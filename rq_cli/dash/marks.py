@@ -1,7 +1,8 @@
 """Marking rows of a queue's tab, the rows the actions act on (``R`` requeue, ``x``
 cancel): one (``space``), a range (``v``: from the last one marked to the cursor), every
 item matching the filter (``*``: the filtered scan, at most MARK_LIMIT ids kept), none
-(``u``). A mixin of :class:`~rq_cli.dash.queue_screen.QueueScreen`."""
+(``u``). Marks are cleared once an action is confirmed. A mixin of
+:class:`~rq_cli.dash.queue_screen.QueueScreen`."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Marking:
             return
         key = row_key(self.tab, row)
         self.selected.symmetric_difference_update({key})
+        self.marked_by = list[str]()
         self.mark_anchor = key if key in self.selected else None
         table = self.query_one(DataTable)
         self._paint()
@@ -55,11 +57,13 @@ class Marking:
         end = min(table.cursor_row, len(keys) - 1)
         low, high = sorted((start, end))
         self.selected.update(keys[low:high + 1])
+        self.marked_by = list[str]()
         self._paint()
 
     def action_unmark(self: Any) -> None:
         self.selected.clear()
         self.mark_anchor = None
+        self.marked_by = list[str]()
         self._paint()
 
     def action_mark_matching(self: Any) -> None:
@@ -70,10 +74,11 @@ class Marking:
             self.app.notify("* marks the items matching a filter: / sets one first",
                             severity="warning")
             return
-        self.mark_matching(self.tab, self.flt, self.tenant)
+        self.mark_matching(self.tab, self.flt, list(self.flt_argv), self.tenant)
 
     @work(thread=True, exclusive=True, group="marks")
-    def mark_matching(self: Any, tab: str, flt: Any, tenant: str | None) -> None:
+    def mark_matching(self: Any, tab: str, flt: Any, argv: list[str],
+                      tenant: str | None) -> None:
         try:
             ids, more = self.browser.matching_ids(tab, flt, tenant, limit=MARK_LIMIT)
         except Exception as exc:
@@ -84,7 +89,9 @@ class Marking:
         def marked() -> None:
             if (tab, flt) != (self.tab, self.flt):
                 return  # the view moved on meanwhile
+            alone = not (self.selected - set(ids))  # (no other row marked before)
             self.selected.update(ids)
+            self.marked_by = argv if alone and not more and not tenant else []
             self._paint()
             if more:
                 self.app.notify(f"marked the first {MARK_LIMIT:,} matching items; act on "

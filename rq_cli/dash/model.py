@@ -13,7 +13,7 @@ import json
 import shlex
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +218,16 @@ class Browser:
         return {"pending": s.pending, "processing": s.processing, "delayed": s.delayed,
                 "dead": s.dead, "paused": int(s.paused), "tenants": s.tenants}
 
+    def confirmed(self, state: str) -> dict[str, int]:
+        """The items of ``state`` per shard prefix (a plain queue: its one prefix), read now:
+        what a purge or requeue of the whole state confirms, and then does at most
+        (:meth:`Actions.purge_state`). A shard that cannot be read counts 0 (left alone)."""
+        shard_stats = getattr(self.wq, "shard_stats", None)
+        if shard_stats is None:
+            return {self.wq.prefix: int(getattr(self.wq.stats(), state))}
+        return {prefix: int(getattr(st, state)) if st is not None else 0
+                for prefix, _live, st, _error in shard_stats()}
+
     def tenants(self) -> list[str]:
         """The tenants that have pending items (fair queues), largest first."""
         _, depths = self.wq.tenants()
@@ -355,23 +365,28 @@ class Actions:
     def _cli(self, verb: str, *words: str) -> str:
         return command(*self.prefix, verb, self.name, *words)
 
-    def requeue_ids(self, ids: Sequence[str]) -> Action:
+    def requeue_ids(self, ids: Sequence[str], same_as: Sequence[str] = ()) -> Action:
+        """Requeue the dead items ``ids`` (only those); ``same_as``: the filter options they
+        were marked by (``*``), the command line shown instead of every id."""
         def run() -> str:
             r = self.wq.requeue_dead(list(ids))
             return f"requeued {r.requeued}, skipped {r.skipped}, missing {r.missing}"
         return Action(f"Requeue {_items(len(ids), 'dead item')} of {self.name}: each goes "
                       "back to the queue's pending list with its attempts reset",
-                      self._cli("requeue-dead", *ids), run)
+                      self._cli("requeue-dead", *(same_as or ids)), run)
 
     def requeue_matching(self, flt: ItemFilter | None, argv: Sequence[str],
-                         matched: int) -> Action:
-        """Every dead item that matches (``matched``: how many a dry run found), or with no
-        filter every dead item."""
+                         confirmed: Mapping[str, int] | int) -> Action:
+        """Every dead item that matches, or with no filter every dead item, at most as many
+        as ``confirmed``: how many a dry run found (with no filter: per shard prefix,
+        :meth:`Browser.confirmed`). Items that die meanwhile are left dead."""
+        matched = _total(confirmed)
+
         def run() -> str:
             if flt is None:
-                r = self.wq.requeue_dead(None)
-                return f"requeued {r.requeued}, skipped {r.skipped}"
-            return self._scan("requeue", ItemState.DEAD.value, flt)
+                r = self.wq.requeue_dead(None, limit=confirmed)
+                return f"requeued {r.requeued}, skipped {r.skipped}{_at_most(matched)}"
+            return self._scan("requeue", ItemState.DEAD.value, flt, matched)
         what = "every dead item" if flt is None else "the dead items matching " + " ".join(argv)
         words = ["--all"] if flt is None else list(argv)
         return Action(f"Requeue {_items(matched, 'dead item')} of {self.name} ({what}) into "
@@ -381,65 +396,79 @@ class Actions:
         """How many items of ``state`` match (the filtered scan, reading only)."""
         return self._scanned("peek", state, flt).matched
 
-    def _scanned(self, action: str, state: str, flt: ItemFilter) -> FilterReport:
-        """The filtered scan of ``state`` run to its end, doing ``action``: its report."""
+    def _scanned(self, action: str, state: str, flt: ItemFilter,
+                 limit: int | None = None) -> FilterReport:
+        """The filtered scan of ``state`` run to its end, doing ``action`` to at most
+        ``limit`` items: its report."""
         report = FilterReport(queue=self.name, state=state, action=action)
-        for _ in scan(self.wq, state, flt, report, action=action):  # type: ignore[arg-type]
+        for _ in scan(self.wq, state, flt, report, action=action,  # type: ignore[arg-type]
+                      limit=limit):
             pass
         return report
 
-    def _scan(self, action: str, state: str, flt: ItemFilter) -> str:
-        report = self._scanned(action, state, flt)
+    def _scan(self, action: str, state: str, flt: ItemFilter, confirmed: int) -> str:
+        """Do ``action`` to the matching items of ``state``, at most ``confirmed``."""
+        report = self._scanned(action, state, flt, confirmed)
         verb = "requeued" if action == "requeue" else "purged"
         return (f"{verb} {report.done} of {report.matched} matched ({report.scanned} scanned, "
-                f"{report.changed} moved on meanwhile)")
+                f"{report.changed} moved on meanwhile){_at_most(confirmed)}")
 
-    def purge_state(self, state: str, count: int) -> Action:
+    def purge_state(self, state: str, confirmed: Mapping[str, int]) -> Action:
+        """Delete the items of ``state``: at most ``confirmed`` (per shard prefix, as
+        :meth:`Browser.confirmed` read them), the oldest first, each script call told how
+        many it may still take: items that arrive meanwhile stay."""
+        count = _total(confirmed)
+
         def run() -> str:
-            r = self.wq.purge(state)  # type: ignore[arg-type]
-            return f"purged {getattr(r, state)} {state} items"
+            r = self.wq.purge(state, limit=dict(confirmed))  # type: ignore[arg-type]
+            return f"purged {getattr(r, state)} {state} items{_at_most(count)}"
         return Action(f"Delete all {_items(count, state + ' item')} of {self.name}: their data "
                       "is gone for good", self._cli("purge", "--state", state, "--yes"), run,
                       destructive=True)
 
     def requeue_group(self, key: str, matched: int) -> Action:
-        """The dead items of error group ``key`` (``matched``: how many a dry run found)."""
+        """The dead items of error group ``key`` (``matched``: how many a dry run found, and
+        the most it requeues)."""
         flt = make_filter(error_group=key)
         return Action(f"Requeue {_items(matched, 'dead item')} of {self.name} in error group "
                       f"{key} into its pending list", self._cli("requeue-dead", "--error-group",
                                                                 key),
-                      lambda: self._scan("requeue", ItemState.DEAD.value, flt))  # type: ignore[arg-type]
+                      lambda: self._scan("requeue", ItemState.DEAD.value, flt,  # type: ignore[arg-type]
+                                         matched))
 
     def purge_group(self, key: str, matched: int) -> Action:
-        """Delete the dead items of error group ``key``."""
+        """Delete the dead items of error group ``key`` (at most ``matched``)."""
         flt = make_filter(error_group=key)
         state = ItemState.DEAD.value
         return Action(f"Delete {_items(matched, state + ' item')} of {self.name} in error group "
                       f"{key}: their data is gone for good",
                       self._cli("purge", "--state", state, "--error-group", key, "--yes"),
-                      lambda: self._scan("purge", state, flt), destructive=True)  # type: ignore[arg-type]
+                      lambda: self._scan("purge", state, flt, matched),  # type: ignore[arg-type]
+                      destructive=True)
 
     def purge_matching(self, state: str, flt: ItemFilter, argv: Sequence[str],
                        matched: int) -> Action:
         return Action(f"Delete {_items(matched, state + ' item')} of {self.name} matching "
                       f"{' '.join(argv)}: their data is gone for good",
                       self._cli("purge", "--state", state, *argv, "--yes"),
-                      lambda: self._scan("purge", state, flt), destructive=True)
+                      lambda: self._scan("purge", state, flt, matched), destructive=True)
 
     def pause(self, paused: bool) -> Action:
-        """Resume a paused queue, else pause it."""
-        def resume() -> str:
-            self.wq.resume()
-            return "resumed"
-
-        def pause() -> str:
-            self.wq.pause()
-            return "paused"
+        """Leave the queue ``paused`` (True) or resumed (False): the end state, never a
+        toggle, so a second ask from a stale view changes nothing."""
+        def run() -> str:
+            was = bool(self.wq.is_paused())
+            if paused:
+                self.wq.pause()
+            else:
+                self.wq.resume()
+            word = "paused" if paused else "resumed"
+            return word if was != paused else f"{word} already: nothing changed"
         if paused:
-            return Action(f"Resume {self.name}: rq-cli workers lease from it again",
-                          self._cli("resume"), resume)
-        return Action(f"Pause {self.name}: rq-cli workers lease nothing from it until resumed "
-                      "(items already leased run on)", self._cli("pause"), pause)
+            return Action(f"Pause {self.name}: rq-cli workers lease nothing from it until "
+                          "resumed (items already leased run on)", self._cli("pause"), run)
+        return Action(f"Resume {self.name}: rq-cli workers lease from it again",
+                      self._cli("resume"), run)
 
     def cancel(self, ids: Sequence[str]) -> Action:
         def run() -> str:
@@ -472,9 +501,16 @@ class Actions:
                       "items, dead-letter the spent", self._cli("clean"), run)
 
 
+def _total(confirmed: Mapping[str, int] | int) -> int:
+    return confirmed if isinstance(confirmed, int) else sum(confirmed.values())
+
+
+def _at_most(confirmed: int) -> str:
+    return f" (at most the {confirmed:,} confirmed)"
+
+
 def _clock(at: float | None) -> str:
     return "-" if at is None else time.strftime("%H:%M:%S", time.localtime(at))
-
 
 
 def run_action(action: Action, url: str = "") -> str:

@@ -75,6 +75,9 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         self.tenant_list: list[str] = []
         self.selected: set[str] = set()  # the marked rows' keys (marks.py)
         self.mark_anchor: str | None = None  # the last row marked: where a range starts
+        # the filter options whose every match ``*`` marked (and nothing else is): the
+        # command line an action on the marks shows, rather than every id
+        self.marked_by: list[str] = []
         self.error = ""
         self.widths: dict[str, int] | None = None
         # the filtered view's match count: (tab, filter, tenant), matched, finished
@@ -250,10 +253,10 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         c = self.counts
         paused = " · PAUSED" if c.get("paused") else ""
         ro = " · read-only" if self.read_only else ""
-        self.query_one("#head", Label).update(
+        self.query_one("#head", Label).update(Text(
             f"{self.target.name} · pending {c.get('pending', '-'):,} · processing "
             f"{c.get('processing', '-'):,} · delayed {c.get('delayed', '-'):,} · dead "
-            f"{c.get('dead', '-'):,}{paused}{ro}" if c else f"{self.target.name}{ro}")
+            f"{c.get('dead', '-'):,}{paused}{ro}" if c else f"{self.target.name}{ro}"))
         parts: list[Text] = []
         if self.error:
             parts.append(Text("error: " + self.error, style="bold red"))
@@ -283,6 +286,7 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         if tab is not None and tab != self.tab:
             self.tab, self.start, self.page_ = tab, 0, None
             self.selected.clear()
+            self.marked_by = []
             if tab in ("holders", "dedup", ERRORS_TAB):
                 self.flt, self.flt_argv = None, []
             self.query_one(Tabs).active = tab
@@ -383,8 +387,10 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         return [] if row is None else [row_key(self.tab, row)]
 
     def ask(self, action: Action | None) -> None:
+        """Confirm ``action``; once confirmed, the marks are cleared (they named rows of
+        the view the action changed)."""
         if action is not None:
-            self.app.ask(action)  # type: ignore[attr-defined]
+            self.app.ask(action, then=self.action_unmark)  # type: ignore[attr-defined]
 
     def on_dead_tab(self) -> bool:
         """True on the dead tab; else says that requeue moves dead items."""
@@ -410,13 +416,18 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
             return
         ids = self.chosen() if self.on_dead_tab() else []
         if ids:
-            self.ask(self.actions.requeue_ids(ids))
+            self.ask(self.actions.requeue_ids(ids, self.marked_by if self.selected else ()))
 
     def action_requeue_all(self) -> None:
         if not self.on_dead_tab():
             return
-        self.counted(ItemState.DEAD.value, lambda n: self.actions.requeue_matching(
-            self.flt, self.flt_argv, n))
+        flt, argv = self.flt, self.flt_argv
+        if flt is None:  # every dead item: at most the count per shard read now
+            self.confirmed(ItemState.DEAD.value,
+                           lambda caps: self.actions.requeue_matching(None, argv, caps))
+        else:
+            self.counted(ItemState.DEAD.value,
+                         lambda n: self.actions.requeue_matching(flt, argv, n))
 
     def action_purge(self) -> None:
         if self.tab == ERRORS_TAB:
@@ -426,7 +437,7 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
             return
         tab, flt, argv = self.tab, self.flt, self.flt_argv
         if flt is None:
-            self.ask(self.actions.purge_state(tab, self.counts.get(tab, 0)))
+            self.confirmed(tab, lambda caps: self.actions.purge_state(tab, caps))
         else:
             self.counted(tab, lambda n: self.actions.purge_matching(tab, flt, argv, n))
 
@@ -448,6 +459,21 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
             return
         self.app.call_from_thread(self.ask, make(n))
 
+    @work(thread=True, group="count")
+    def confirmed(self, state: str, make: Callable[[dict[str, int]], Action]) -> None:
+        """Read how many items ``state`` holds (per shard), then ask: the action does at
+        most what its question says (:meth:`Browser.confirmed`)."""
+        try:
+            caps = self.browser.confirmed(state)
+        except Exception as exc:
+            self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
+                                      severity="error")
+            return
+        if not sum(caps.values()):
+            self.app.call_from_thread(self.app.notify, f"no {state} items: nothing to do")
+            return
+        self.app.call_from_thread(self.ask, make(caps))
+
     def action_cancel(self) -> None:
         if self.tab not in TABS[:4] or self.tab == ItemState.DEAD:
             self.app.notify("cancel dead-letters live items: pending, processing or delayed",
@@ -466,7 +492,7 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         self.ask(self.actions.extend(row, lease))
 
     def action_pause(self) -> None:
-        self.ask(self.actions.pause(bool(self.counts.get("paused"))))
+        self.ask(self.actions.pause(not self.counts.get("paused")))  # (its end state)
 
     def action_clean(self) -> None:
         self.ask(self.actions.clean())
@@ -485,7 +511,7 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
             if self.read_only:
                 self.app.notify("read-only: actions are off", severity="warning")
             else:
-                self.ask(self.actions.pause(verb == "resume"))
+                self.ask(self.actions.pause(verb == "pause"))
         elif verb == "clean":
             self.action_clean()
         elif verb == "extend":

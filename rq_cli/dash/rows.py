@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from ..core.codes import Counter, ItemState
-from ..output.render import human, human_duration, human_time
+from ..output.render import escape_control, human, human_duration, human_time
 from .layout import Fit, cut, fit_columns
 
 if TYPE_CHECKING:
@@ -81,15 +81,17 @@ def cell_width(cell: Any) -> int:
     return cell.cell_len if isinstance(cell, Text) else len(str(cell))
 
 
-def fitted(cell: Any, width: int) -> Any:
-    """``cell`` cut to ``width`` columns, an ellipsis where cut."""
+def fitted(cell: Any, width: int) -> Text:
+    """``cell`` cut to ``width`` columns, an ellipsis where cut: always a ``Text`` (a plain
+    ``str`` cell is read as markup by the DataTable: ``[/tmp/x]`` in a payload would be a
+    closing tag), control and bidi characters as escapes."""
     if isinstance(cell, Text):
         if cell.cell_len <= width:
             return cell
         out = cell.copy()
         out.truncate(width, overflow="ellipsis")
         return out
-    return cut(str(cell), width)
+    return Text(cut(escape_control(str(cell)), width))
 
 
 def row_key(tab: str, row: Any) -> str:

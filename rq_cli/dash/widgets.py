@@ -91,7 +91,8 @@ HELP: tuple[tuple[str, str, bool], ...] = (
                    "bar · the mouse clicks rows and tabs", False),
     ("Overview", "enter open the queue · s sort (given, name, pending, dead, age) · / find "
                  "· r refresh", False),
-    ("", "p pause/resume (here and in a queue; P too) · c clean now", True),
+    ("", "p pause a running queue / resume a paused one (here and in a queue; P too) · c "
+         "clean now", True),
     ("A queue", "1-7 or [ ] tabs: pending, processing, delayed, dead, holders, dedup, errors "
                 "(dead and retrying items grouped by error; enter: the group's dead items)",
      False),
@@ -113,7 +114,9 @@ HELP: tuple[tuple[str, str, bool], ...] = (
     ("Commands", ":open QUEUE · :sort KEY · :filter ... · :pending (any tab) · :q", False),
     ("", ":requeue [FILTER] · :purge · :pause · :resume · :clean · :extend SECONDS", True),
     ("", "Each action asks first: what it will do, to how many items, and the same command "
-         "line; what it did is shown with that line, so it can be scripted.", True),
+         "line, and does at most that (items that arrive meanwhile stay); what it did is "
+         "shown with that line, so it can be scripted. Marks are cleared once an action is "
+         "confirmed.", True),
 )
 
 

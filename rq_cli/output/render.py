@@ -70,7 +70,10 @@ class Terminal:
 
 # -- human formats (tables) --------------------------------------------------------------------
 
-_CONTROL = r"[\x00-\x1f\x7f-\x9f]"  # compiled (and cached) by re on first use
+#: The bidirectional controls (embeddings, overrides, isolates, marks): shown as escapes too,
+#: or a payload could reorder the text around it.
+BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = f"[\x00-\x1f\x7f-\x9f{BIDI}]"  # compiled (and cached) by re on first use
 PREVIEW_CHARS = 200
 
 

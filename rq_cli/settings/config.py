@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core.env import ENV_CONFIG, ENV_REDIS_URL, ENV_URL, ENV_XDG_CONFIG_HOME
+from ..core.env import ENV_CONFIG, ENV_REDIS_URL, ENV_URL, ENV_WEB_TOKEN, ENV_XDG_CONFIG_HOME
 from ..core.types import NO_TLS, QueueOptions, TlsOptions
 from ..errors import ConfigError, UsageError
 from .rules import CHECK_RULES, INTEGER_KEYS, OPTION_RULES, TLS_KEYS, Validator
@@ -31,6 +31,7 @@ LOCAL_FILE = "rq-cli.toml"
 
 SECRET_HINT = "(hidden)"
 SECRET_IN_URL = "(hidden, in the url)"
+NOT_SET = "(not set)"
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ class Config:
             if password_env:
                 entry["password_env"] = password_env
                 entry["password"] = (SECRET_HINT if env.get(password_env) else
-                                     "(not set)" if password_env not in env else
+                                     NOT_SET if password_env not in env else
                                      "(empty: no password)")
             elif password_of(server):
                 entry["password"] = SECRET_IN_URL
@@ -255,6 +256,12 @@ class Config:
             "defaults": {**_options_dict(self.options()), **self.thresholds()},
             "queues": queues,
         }
+        token_from = (f"env:{ENV_WEB_TOKEN}" if env.get(ENV_WEB_TOKEN) else
+                      "file" if self.web_token else None)
+        shown["web"] = {"read_only": self.web_read_only,
+                        "token": SECRET_HINT if token_from else NOT_SET,
+                        **({"token_source": token_from} if token_from else {})}
+        shown["dash"] = {"read_only": self.dash_read_only}
         if self.password_env:
             shown["password_env"] = self.password_env
         if password_of(self.default_url(url=url, env=env)):

@@ -10,13 +10,14 @@ action is logged to stderr with who asked: the basic-auth user or the client's a
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import unquote_to_bytes, urlencode
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -43,15 +44,27 @@ from ..errors import RqError
 from ..ops.scrub import Secrets
 from ..ops.targets import Target
 from . import views
-from .guard import CSRF_FIELD, REALM, SESSION_COOKIE, Guard, new_session
+from .guard import (
+    CONFIRMATION_FIELD,
+    CSRF_FIELD,
+    REALM,
+    SESSION_COOKIE,
+    Confirmations,
+    Guard,
+    csp,
+    new_session,
+)
+from .paths import ITEM_KEY, NAME_KEY, RawNames
 
 #: A queue's tabs: its states, who holds its leases, its error groups, its history.
 HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
 TABS = (*STATES, HOLDERS, GROUPS, HISTORY)
-#: The actions, by the name their forms carry (and a worker's asks: Ask.DRAIN, Ask.STOP).
-REQUEUE, PURGE, PAUSE = "requeue", "purge", "pause"
-#: What a confirmation's form carries.
-_PARAMS = ("action", "filter", "state", "session")
+#: The actions, by the name their forms carry (and a worker's asks: Ask.DRAIN, Ask.STOP);
+#: pause and resume each name their end state (never a toggle).
+REQUEUE, PURGE, PAUSE, RESUME = "requeue", "purge", "pause", "resume"
+#: What a confirmation's form carries: ``count`` is what the confirmation showed (JSON: a
+#: number, or with no filter the count per shard prefix), the most the action does.
+_PARAMS = ("action", "filter", "state", "session", "count")
 _DEAD = ItemState.DEAD.value
 
 _templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
@@ -79,6 +92,7 @@ class Web:
     cli_prefix: Sequence[str] = ()
     st: Secrets | None = None
     log: TextIO = field(default_factory=lambda: sys.stderr)
+    confirmations: Confirmations = field(default_factory=Confirmations)
 
     def __post_init__(self) -> None:
         # the queues of one server are read in one pipeline (core/many.py): 200 queues
@@ -118,75 +132,58 @@ def make_app(web: Web) -> Any:
     ]))
 
 
-#: Where :class:`RawNames` leaves a queue's name and an item's id in the request's scope.
-_NAME, _ITEM = "rq_cli_queue_name", "rq_cli_item_id"
-
-
-class RawNames:
-    """Queue names and item ids read from the request's raw path, one percent-decoding.
-
-    A queue may be named ``a/b``, ``50%``, ``why?``, ``#1``, with spaces or non-ASCII
-    letters; its links carry it as one segment, every character but letters and digits
-    percent-encoded (:func:`.views.queue_url`). The ASGI server decodes the path before routing,
-    so the ``/`` of ``a%2Fb`` would split the segment (and Starlette's TestClient decodes
-    it twice): this wrapper takes ``/q/SEGMENT`` and the item id after ``/item/`` from the
-    raw path instead, and routes on a placeholder segment."""
-
-    def __init__(self, app: Starlette) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        raw = scope.get("raw_path") if scope["type"] == "http" else None
-        if raw:
-            parts = bytes(raw).split(b"?", 1)[0].split(b"/")
-            if len(parts) >= 3 and parts[1] == b"q" and parts[2]:
-                scope = dict(scope)
-                scope[_NAME] = _decoded(parts[2])
-                rest = parts[3:]
-                if len(rest) >= 2 and rest[0] == b"item":
-                    scope[_ITEM] = _decoded(b"/".join(rest[1:]))
-                scope["path"] = "/q/-" + "".join("/" + _decoded(p).replace("/", "-")
-                                                  for p in rest[:2])
-        await self.app(scope, receive, send)
-
-
-def _decoded(segment: bytes) -> str:
-    return unquote_to_bytes(segment).decode("utf-8", "replace")
-
-
 def _name(request: Request) -> str:
-    return str(request.scope.get(_NAME) or request.path_params["name"])
+    return str(request.scope.get(NAME_KEY) or request.path_params["name"])
 
 
 def _guarded(web: Web, page: Page) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        who = web.guard.user(request.headers.get("authorization"))
-        if who is None:
-            return PlainTextResponse("401: this rq-cli web needs its token (bearer, or as "
-                                     "the password of basic auth)\n", 401,
-                                     {"WWW-Authenticate": REALM})
-        session = request.cookies.get(SESSION_COOKIE)
-        fresh = session is None
-        session = session or new_session()
-        form: dict[str, str] = {}
-        if request.method == "POST":
-            form = {k: str(v) for k, v in (await request.form()).items()}
-            if not web.guard.csrf_ok(None if fresh else session, form.get(CSRF_FIELD)):
-                return PlainTextResponse("403: no valid CSRF token (reload the page and "
-                                         "confirm again)\n", 403)
-        client = request.client.host if request.client else "?"
-        ctx = {"csrf": web.guard.csrf(session), "read_only": web.read_only,
-               "who": f"{who}@{client}" if who else client, "csrf_field": CSRF_FIELD}
-        try:
-            response = await run_in_threadpool(page, web, request, form, ctx)
-        except Refused as exc:
-            response = _error(request, ctx, exc.status, str(exc))
-        if fresh:
-            response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict")
+        nonce = new_session()
+        response = await _answer(web, page, request, nonce)
+        response.headers["Content-Security-Policy"] = csp(nonce)
         response.headers["Cache-Control"] = "no-store"
         response.headers["X-Frame-Options"] = "DENY"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "same-origin"
         return response
     return endpoint
+
+
+async def _answer(web: Web, page: Page, request: Request, nonce: str) -> Response:
+    """The answer to a request: none for another host's name (421), none without the token
+    (401), no action for a POST from another site or without its CSRF token (403)."""
+    host = request.headers.get("host")
+    if not web.guard.host_ok(host):
+        return PlainTextResponse("421: this rq-cli web does not answer to that host name "
+                                 "(start it with --allow-host NAME to add one)\n", 421)
+    who = web.guard.user(request.headers.get("authorization"))
+    if who is None:
+        return PlainTextResponse("401: this rq-cli web needs its token (bearer, or as "
+                                 "the password of basic auth)\n", 401,
+                                 {"WWW-Authenticate": REALM})
+    session = request.cookies.get(SESSION_COOKIE)
+    fresh = session is None
+    session = session or new_session()
+    form: dict[str, str] = {}
+    if request.method == "POST":
+        if not web.guard.origin_ok(request.headers.get("origin"), host,
+                                   request.headers.get("sec-fetch-site")):
+            return PlainTextResponse("403: an action is a form of this console's own pages, "
+                                     "not of another site\n", 403)
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        if not web.guard.csrf_ok(None if fresh else session, form.get(CSRF_FIELD)):
+            return PlainTextResponse("403: no valid CSRF token (reload the page and "
+                                     "confirm again)\n", 403)
+    client = request.client.host if request.client else "?"
+    ctx = {"csrf": web.guard.csrf(session), "read_only": web.read_only, "nonce": nonce,
+           "who": f"{who}@{client}" if who else client, "csrf_field": CSRF_FIELD}
+    try:
+        response = await run_in_threadpool(page, web, request, form, ctx)
+    except Refused as exc:
+        response = _error(request, ctx, exc.status, str(exc))
+    if fresh:
+        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict")
+    return response
 
 
 def _error(request: Request, ctx: dict[str, Any], status: int, reason: str) -> Response:
@@ -256,7 +253,7 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
 def item_page(web: Web, request: Request, form: dict[str, str],
               ctx: dict[str, Any]) -> Response:
     name = _name(request)
-    item_id = str(request.scope.get(_ITEM) or request.path_params["item_id"])
+    item_id = str(request.scope.get(ITEM_KEY) or request.path_params["item_id"])
     target = web.target(name)
     item = _read(web, target, lambda: Browser(name, target.queue).item(item_id))
     if item is None:
@@ -273,7 +270,8 @@ def confirm_page(web: Web, request: Request, form: dict[str, str],
     does it."""
     name = _name(request)
     params = {k: request.query_params.get(k, "") for k in _PARAMS}
-    action = _action(web, name, params, count=True)
+    action = _action(web, name, params, confirming=True)
+    params[CONFIRMATION_FIELD] = web.confirmations.issue()  # (done once at most)
     return _templates.TemplateResponse(request, "confirm.html", {
         **ctx, "name": name, "action": action, "params": params})
 
@@ -284,7 +282,11 @@ def do_page(web: Web, request: Request, form: dict[str, str],
         raise Refused(405, "an action is a POST of its confirmation's form")
     name = _name(request)
     params = {k: form.get(k, "") for k in _PARAMS}
-    action = _action(web, name, params, count=False, who=ctx["who"])
+    action = _action(web, name, params, confirming=False, who=ctx["who"])
+    if not web.confirmations.take(form.get(CONFIRMATION_FIELD, "")):
+        raise Refused(409, "this confirmation was done already (a reloaded or replayed "
+                           "form), or is older than this rq-cli web or than an hour: open "
+                           "the action again and confirm what it shows")
     target = web.target(name)
     done = run_action(action, target.url)
     print(f"rq-cli web: {ctx['who']} asked: {action.cli} -> {done}", file=web.log, flush=True)
@@ -300,10 +302,12 @@ def _filter(text: str) -> tuple[Any, list[str]]:
         raise Refused(400, str(exc)) from None
 
 
-def _action(web: Web, name: str, params: dict[str, str], *, count: bool,
+def _action(web: Web, name: str, params: dict[str, str], *, confirming: bool,
             who: str = "") -> Action:
-    """The action a form names; ``count``: with its exact count (read now), for the
-    confirmation (doing it needs none); ``who`` asks a worker (the asker it is told)."""
+    """The action a form names. ``confirming``: its count is read now and put in
+    ``params["count"]`` (the confirmation's form carries it); else (doing it) the count the
+    form carries is the most it does: a form without one is refused. ``who`` asks a worker
+    (the asker it is told)."""
     if web.read_only:
         raise Refused(403, "this rq-cli web is read-only: it takes no actions")
     target = web.target(name)
@@ -318,29 +322,44 @@ def _action(web: Web, name: str, params: dict[str, str], *, count: bool,
         if holder is None:
             raise Refused(404, f"no worker session {session!r} holds items of {name}")
         return ask_action(name, target.queue, holder, Ask(kind), who)
-    if kind == PAUSE:
-        paused = bool(_read(web, target, browser.counts)["paused"])
-        return actions.pause(paused)
-    if kind == REQUEUE:
-        matched = _count(web, target, actions, browser, _DEAD, flt) if count else 0
-        return actions.requeue_matching(flt, argv, matched)
+    if kind in (PAUSE, RESUME):
+        return actions.pause(kind == PAUSE)
     if kind == PURGE:
         state = params["state"]
         if state not in STATES:
             raise Refused(400, f"purge needs a state: one of {', '.join(STATES)}")
-        n = _count(web, target, actions, browser, state, flt) if count else 0
-        if flt is None:
-            return actions.purge_state(state, n)
-        return actions.purge_matching(state, flt, argv, n)
-    raise Refused(400, f"no such action: {kind!r} (one of {REQUEUE}, {PURGE}, {PAUSE}, "
-                       f"{Ask.DRAIN}, {Ask.STOP})")
+    elif kind == REQUEUE:
+        state = _DEAD
+    else:
+        raise Refused(400, f"no such action: {kind!r} (one of {REQUEUE}, {PURGE}, {PAUSE}, "
+                           f"{RESUME}, {Ask.DRAIN}, {Ask.STOP})")
+    if confirming:
+        counted = _read(web, target, lambda: browser.confirmed(state) if flt is None
+                        else actions.count_matching(state, flt))
+        params["count"] = json.dumps(counted, separators=(",", ":"))
+    confirmed = _confirmed(params["count"], per_shard=flt is None)
+    if kind == REQUEUE:
+        return actions.requeue_matching(flt, argv, confirmed)
+    if isinstance(confirmed, dict):
+        return actions.purge_state(state, confirmed)
+    return actions.purge_matching(state, flt, argv, confirmed)
 
 
-def _count(web: Web, target: Target, actions: Actions, browser: Browser, state: str,
-           flt: Any) -> int:
-    if flt is None:
-        return int(_read(web, target, browser.counts)[state])
-    return int(_read(web, target, lambda: actions.count_matching(state, flt)))
+def _confirmed(text: str, *, per_shard: bool) -> dict[str, int] | int:
+    """The count a confirmation's form carries (``_PARAMS``): with ``per_shard`` a JSON
+    object of prefix to count, else a JSON number; anything else is refused (400): a form
+    from before counts were carried, or one made by hand, does nothing."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if per_shard and isinstance(value, dict) and all(
+            isinstance(k, str) and type(v) is int and v >= 0 for k, v in value.items()):
+        return value
+    if not per_shard and type(value) is int and value >= 0:
+        return value
+    raise Refused(400, "this form carries no confirmed count (a stale page?): open the "
+                       "action again and confirm the count it shows")
 
 
 def _link(name: str, **params: Any) -> str:

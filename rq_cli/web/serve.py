@@ -6,9 +6,11 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from .guard import MIN_TOKEN
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -43,10 +45,34 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, token: str | None) -> None:
-    """Refuse a non-loopback address without a token (UsageError, exit 2)."""
-    if token is None and not is_loopback(host):
+    """Refuse a non-loopback address without a token, or with one shorter than MIN_TOKEN
+    characters (UsageError, exit 2)."""
+    if is_loopback(host):
+        return
+    if token is None:
         raise UsageError(f"rq-cli web will not listen on {host} without a token: set "
                          "RQ_CLI_WEB_TOKEN (or [web] token in the config), or bind 127.0.0.1")
+    if len(token) < MIN_TOKEN:
+        raise UsageError(f"rq-cli web will not listen on {host} with a token of "
+                         f"{len(token)} characters: use one of {MIN_TOKEN} or more (for "
+                         "example: python3 -c 'import secrets; print(secrets.token_urlsafe())')")
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` is an address of every interface (0.0.0.0, ::)."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def allowed_hosts(host: str, names: Sequence[str]) -> frozenset[str]:
+    """The host names a console bound to ``host`` answers to besides loopback's: the bound
+    address (unless a wildcard) and ``names`` (``--allow-host``), lower case."""
+    found = {n.strip().lower().strip("[]").rstrip(".") for n in names if n.strip()}
+    if not is_wildcard(host):
+        found.add(host.lower())
+    return frozenset(found)
 
 
 def serve(app: Starlette, host: str, port: int, banner: str = "") -> None:

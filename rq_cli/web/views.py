@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from ..core.fields import PEEK, ItemField, carried
 from ..core.keys import HISTORY_FIELDS
+from ..output.render import BIDI
 from ..output.shapes import peek_row
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ PAGE_SIZE = 50
 #: The history a queue's history tab shows (seconds): the last 6 hours, per minute.
 HISTORY_SHOWN = 6 * 3600
 #: Control characters, shown as escapes in a row (and in an item's data: dash/model.py).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{BIDI}]")
 _COLOURS = ("#4878d0", "#6acc64", "#ee854a", "#d65f5f", "#956cb4")
 
 
@@ -46,9 +47,20 @@ def snippet(data: bytes | None, size: int = 120) -> str:
     return text + ("…" if len(data) > size else "")
 
 
+#: The mark of an escaped path segment: a browser resolves ``.`` and ``..`` (and ``%2E``,
+#: which the URL standard reads as a dot too) away, so a name or id ``.`` or ``..`` is
+#: written ``~.`` or ``~..``, and one that starts with ``~`` gets a second; pages.RawNames
+#: strips one.
+SEGMENT_ESCAPE = "~"
+
+
 def quoted(text: str) -> str:
-    """``text`` as one segment of a URL's path (a ``/`` in an id escaped too)."""
-    return quote(text, safe="")
+    """``text`` as one segment of a URL's path (a ``/`` in an id escaped too; ``.``,
+    ``..`` and a leading ``~`` escaped with SEGMENT_ESCAPE)."""
+    segment = quote(text, safe="")
+    if text in (".", "..") or text.startswith(SEGMENT_ESCAPE):
+        return SEGMENT_ESCAPE + segment
+    return segment
 
 
 def queue_url(name: str, *rest: str) -> str:

@@ -137,3 +137,19 @@ def test_a_slash_in_a_password_gets_one_message(cli):
                           "not parse as meant: a password holding / ? # [ or ] must be written "
                           "percent-encoded: %2F %3F %23 %5B %5D\n"), run.stderr
     assert "pa/ss" not in run.stderr and "ss@" not in run.stderr
+
+
+def test_config_show_includes_the_web_and_dash_tables_token_hidden(cli, tmp_path):
+    write_config(tmp_path, '[web]\nread_only = true\ntoken = "web-secret-0123456789"\n'
+                           "[dash]\nread_only = true\n")
+    run = cli("config", "show", env={"RQ_CLI_WEB_TOKEN": ""})
+    assert run.exit_code == 0 and "web-secret" not in run.stdout, run
+    assert run.one["web"] == {"read_only": True, "token": "(hidden)", "token_source": "file"}
+    assert run.one["dash"] == {"read_only": True}
+    run = cli("config", "show", env={"RQ_CLI_WEB_TOKEN": "env-secret-0123456789"}, tty=True)
+    assert "env-secret" not in run.stdout
+    assert "web: read_only yes, token (hidden) (from env:RQ_CLI_WEB_TOKEN)" in run.stdout
+    assert "dash: read_only yes" in run.stdout
+    write_config(tmp_path, "")
+    shown = cli("config", "show", env={"RQ_CLI_WEB_TOKEN": ""}).one
+    assert shown["web"] == {"read_only": False, "token": "(not set)"}

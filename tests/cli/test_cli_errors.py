@@ -130,3 +130,18 @@ def test_error_group_failure_paths(cli, r) -> None:  # type: ignore[no-untyped-d
                 input="y\n")
     assert asked.exit_code == 3 and "Delete" not in asked.stderr
     assert r.zcard("q:dead") == 6 and r.zcard("q:delayed") == 2
+
+
+def test_errors_json_gives_one_group_for_one_cause_with_varied_ids(cli, r) -> None:  # type: ignore[no-untyped-def]
+    ids = ["00024bbd", "00019223", "7f3a9c01", "00000042", "a1b2c3d4", "31415926",
+           "0badf00d", "27182818", "c0ffee00", "16180339", "deadbe3f", "00ab12cd",
+           "99999999", "5e5e5e5e", "10000000", "abc12345", "44444444", "0f0f0f0f",
+           "12121212", "fedcba98"]
+    for k in range(len(ids)):
+        assert cli("push", "q", "--id", f"d{k}", "{}").exit_code == 0
+    assert cli("lease", "q", "--count", "20").exit_code == 0
+    for k, i in enumerate(ids):
+        assert cli("fail", "q", f"d{k}", "--dead", "--error", f"request {i}").exit_code == 0
+    run = cli("errors", "q", "--json")
+    assert run.exit_code == 0 and len(run.json) == 1, run.json
+    assert run.json[0]["count"] == 20 and run.json[0]["pattern"] == "request <hex>"

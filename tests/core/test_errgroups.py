@@ -29,6 +29,16 @@ NOW = 1_800_000_000_000
     ("took 250ms", "took 1.5 seconds"),
     ("row id=123456 failed at 2026-11-26T22:10:00Z", "row id=7 failed at 2025-01-02 03:04:05"),
     ("HTTP 502 from billing after 3.2s", "HTTP 502  from billing after 12s"),
+    # realistic ids: an 8-hex-digit id that happens to be all digits is still one
+    ("request 00024bbd failed", "request 00019223 failed"),
+    ("request 9f86d081 failed", "request 12345678 failed"),
+    ("object 507f1f77bcf86cd799439011 gone", "object 507f191e810c19729de860ea gone"),
+    ("job 01ARZ3NDEKTSV4RRFFQ69G5FAV lost", "job 01HF8Z2K4Q9M7X3C5V6B8N0P1R lost"),
+    ("charge ch_3MmlLrLkdIwHu7ix0snN0B15 declined", "charge ch_1Nq2Xy8ZabCdEf9012GhIjKl declined"),
+    ("pod worker-7d9f8c6b5-x2kqz evicted", "pod worker-5c4b3a2d1-q9rtz evicted"),
+    ("token V1StGXR8_Z5jdHi6B-myT expired", "token 4f90d13a42_Bc7Kx-Lm91 expired"),
+    ("user 8c0d6b5e2a414d8f9a771e2b3c4d5e6f", "user 0d6b5e2a-414d-8f9a-771e-2b3c4d5e6f8c"),
+    ("order 1700000000123 stuck", "order 1700000004567 stuck"),
 ])
 def test_one_cause_is_one_pattern(one: str, other: str) -> None:
     assert normalise(one) == normalise(other)
@@ -40,10 +50,38 @@ def test_one_cause_is_one_pattern(one: str, other: str) -> None:
     ("exit code 1", "exit code 137"),
     ("killed by signal 9", "killed by signal 15"),
     ("s3 upload failed", "s4 upload failed"),  # digits inside a word are kept
+    ("in handle_request_v2", "in handle_request_v3"),  # a name, not an id: kept
+    ("request 00024bbd failed", "request 00024bbd refused"),
     ("timeout", "connection refused"),
 ])
 def test_two_causes_are_two_patterns(one: str, other: str) -> None:
     assert group_key(one) != group_key(other)
+
+
+def test_the_20_request_errors_of_one_cause_are_one_group(q) -> None:  # type: ignore[no-untyped-def]
+    ids = ["00024bbd", "00019223", "7f3a9c01", "00000042", "a1b2c3d4", "31415926",
+           "0badf00d", "27182818", "c0ffee00", "16180339", "deadbe3f", "00ab12cd",
+           "99999999", "5e5e5e5e", "10000000", "abc12345", "44444444", "0f0f0f0f",
+           "12121212", "fedcba98"]
+    failing(q, [f"request {i}: upstream reset" for i in ids], dead=True)
+    [group] = group_errors(q).groups
+    assert group.count == 20 and group.pattern == "request <hex>: upstream reset"
+
+
+def test_an_error_of_invalid_utf8_is_its_own_group_with_its_time(q, r) -> None:  # type: ignore[no-untyped-def]
+    failing(q, ["boom"] * 2, dead=True)
+    bad = b"cannot decode \xff\xfe here"
+    q.push([NewItem(b"{}", "bad")])
+    q.lease(1)
+    q.fail(["bad"], error=bad, dead=True, now_ms=NOW + 99)  # type: ignore[arg-type]
+    q.push([NewItem(b"{}", "none")])
+    q.lease(1)
+    q.fail(["none"], dead=True, now_ms=NOW + 100)  # no error at all
+    groups = {g.error: g for g in group_errors(q).groups}
+    assert set(groups) == {"boom", "cannot decode \ufffd\ufffd here", None}
+    got = groups["cannot decode \ufffd\ufffd here"]
+    assert got.count == 1 and got.last_at == (NOW + 99) / 1000
+    assert got.key != groups[None].key and groups[None].count == 1
 
 
 def test_patterns_and_keys() -> None:

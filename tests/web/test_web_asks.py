@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
-from web_helpers import client, csrf_of, make_web
+from web_helpers import client, form_of, make_web
 
 from rq_cli.core.keys import Keys
 from rq_cli.core.queue import WorkQueue
@@ -45,7 +45,7 @@ def test_a_holders_row_asks_its_worker_through_a_confirmation_with_csrf(server_u
     form = {"action": ask, "session": session}
     assert c.post("/q/team%2Fjobs/do", data=form).status_code == 403  # no CSRF token
     assert r.get(key) is None
-    done = c.post("/q/team%2Fjobs/do", data={**form, "csrf": csrf_of(confirm.text)})
+    done = c.post("/q/team%2Fjobs/do", data=form_of(confirm.text))
     assert done.status_code == 200, done.text
     assert f"asked worker {session} to {ask}" in done.text
     written = json.loads(r.get(key))

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("uvicorn")
 
 import httpx
-from web_helpers import running, seed
+from web_helpers import form_of, running, seed
 
 from rq_cli.errors import ExitCode
 
@@ -79,7 +79,7 @@ def test_the_config_web_table_token_and_read_only(tmp_path, server_url):
     assert rq("--config", str(path), "--url", server_url, "web").returncode == ExitCode.CONFIG
     # the config's token lets a non-loopback address through the check: it fails later, on
     # an address this machine does not have, in one line
-    path.write_text('[web]\ntoken = "from-config"\n')
+    path.write_text('[web]\ntoken = "from-config-0123456789"\n')
     got = rq("--config", str(path), "--url", server_url, "web", "emails", "--bind",
              "192.0.2.1:1", env={"RQ_CLI_WEB_TOKEN": ""})
     assert "without a token" not in got.stderr
@@ -110,9 +110,21 @@ def test_an_action_over_http_with_basic_auth_is_logged_with_who_asked(server_url
         assert "Requeue 6 dead items of emails (every dead item)" in page.text
         csrf = re.search(r'name="csrf" value="(\w+)"', page.text).group(1)
         assert c.post("/q/emails/do", data={"action": "requeue"}).status_code == 403
-        done = c.post("/q/emails/do", data={"action": "requeue", "csrf": csrf})
+        # (the count the confirmation showed travels in its form: without it, nothing)
+        refused = c.post("/q/emails/do", data={"action": "requeue", "csrf": csrf})
+        assert refused.status_code == 400 and "no confirmed count" in refused.text
+        done = c.post("/q/emails/do", data=form_of(page.text))
         assert done.status_code == 200 and "requeued 6" in done.text
     assert (wq.stats().pending, wq.stats().dead) == (6, 0)
     [log] = [line for line in err[0].splitlines() if "asked:" in line]
     assert log.startswith("rq-cli web: alice@127.0.0.1 asked: rq-cli --url redis://")
     assert "requeue-dead emails --all -> requeued 6" in log and "t0ken-xyz" not in err[0]
+
+
+def test_the_start_up_line_and_the_overview_count_one_queue_as_one(server_url, r):
+    seed(r, "emails", dead=1)
+    err: list[str] = []
+    with running(server_url, "emails", stderr=err) as base:
+        page = httpx.get(base + "/")
+        assert "1 queue · reload" in page.text
+    assert "(1 queue; Ctrl-C stops)" in err[0], err

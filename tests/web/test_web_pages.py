@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
-from web_helpers import client, confirm_and_do, csrf_of, make_web, seed
+from web_helpers import client, confirm_and_do, csrf_of, form_of, make_web, seed
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
@@ -105,7 +105,10 @@ def test_purge_and_pause_are_confirmed_with_their_counts(server_url, r):
     confirm, done = confirm_and_do(c, "emails", action="pause")
     assert "rq-cli --url" in confirm and " pause emails" in confirm and "paused" in done
     assert wq.stats().paused
+    # a second "pause" (a stale page, a replayed form) names its end state: still paused
     confirm, done = confirm_and_do(c, "emails", action="pause")
+    assert "Pause emails" in confirm and "nothing changed" in done and wq.stats().paused
+    confirm, done = confirm_and_do(c, "emails", action="resume")
     assert "Resume emails" in confirm and not wq.stats().paused
 
 
@@ -206,7 +209,8 @@ def test_the_history_tab_draws_the_snapshots(server_url, r):
     assert [int(n) for n in re.findall(r'<td class="n">(\d+)</td>', row)] == [2, 0, 2, 2]
 
 
-ODD_NAMES = ("team/emails", "50%", "why?", "#1", "with space", "naïve/ünï", "a%2Fb")
+ODD_NAMES = ("team/emails", "50%", "why?", "#1", "with space", "naïve/ünï", "a%2Fb", ".", "..",
+             "~home", "~")
 
 
 def test_queue_names_with_url_unsafe_characters_round_trip_through_every_link(server_url, r):
@@ -234,8 +238,7 @@ def test_queue_names_with_url_unsafe_characters_round_trip_through_every_link(se
         confirm = c.get(f"{link}/confirm", params={"action": "pause"})
         assert confirm.status_code == 200, (name, confirm.text)
         action = re.search(r'<form method="post" action="([^"]+)"', confirm.text).group(1)
-        done = c.post(html.unescape(action),
-                      data={"action": "pause", "csrf": csrf_of(confirm.text)})
+        done = c.post(html.unescape(action), data=form_of(confirm.text))
         assert done.status_code == 200, (name, done.text)
         assert WorkQueue(r, name).stats().paused, name
         assert html.escape(name) in done.text

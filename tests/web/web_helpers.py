@@ -14,6 +14,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from html import unescape
 
 import httpx
 import redis
@@ -54,7 +55,16 @@ def make_web(url: str, *queues: str, token: str | None = None,
 
 
 def client(web: Web, **kwargs: object) -> TestClient:
+    """A client of the app as a browser on this machine reaches it (``Host: localhost``:
+    another host name gets no page)."""
+    kwargs.setdefault("base_url", "http://localhost")
     return TestClient(make_app(web), **kwargs)  # type: ignore[arg-type]
+
+
+def form_of(html: str) -> dict[str, str]:
+    """The hidden fields of a confirmation's form, as the browser posts them."""
+    return {k: unescape(v) for k, v in
+            re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', html)}
 
 
 def csrf_of(html: str) -> str:
@@ -67,7 +77,7 @@ def confirm_and_do(c: TestClient, name: str, **params: str) -> tuple[str, str]:
     """The confirmation page of an action and the page that doing it shows."""
     page = c.get(f"/q/{name}/confirm", params=params)
     assert page.status_code == 200, page.text
-    done = c.post(f"/q/{name}/do", data={**params, "csrf": csrf_of(page.text)})
+    done = c.post(f"/q/{name}/do", data=form_of(page.text))
     assert done.status_code == 200, done.text
     return page.text, done.text
 
