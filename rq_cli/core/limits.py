@@ -75,6 +75,11 @@ MAX_CLEAN_WAIT = 60.0
 PRUNE_SAMPLE = 100
 #: Ids at the tail of processing that stats looks at for the other generation's lease keys.
 GENERATION_SAMPLE = 100
+#: Ids of processing one page of stats' count of the leases rq-cli has no live record of (a
+#: peer's, by its lease key: peers never write P:leases) reads: four multi-key reads, as a
+#: ``holders`` page. stats reads one page in its own call, and the rest of processing a page
+#: per call, only while processing holds more ids than P:leases counts live leases.
+LEASED_PAGE = 500
 #: Fair queues: tenants of the ring whose oldest pending item stats looks at for the oldest
 #: pending age (two reads each; a queue with more tenants with work gets the oldest of these
 #: and the default tenant's, and as the ring turns, of others on the next call).

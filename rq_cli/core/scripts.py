@@ -51,6 +51,7 @@ from .limits import (
     HISTORY_MINUTES,
     JOURNAL_GRACE_MS,
     LEASE_LOOKAHEAD,
+    LEASED_PAGE,
     PUSH_STAMP_SLACK_MS,
     SUSPECTS_KEPT,
     TENANT_AGE_SAMPLE,
@@ -156,6 +157,8 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("WAKE_TTL_MS", f"local WAKE_TTL_MS = {WAKE_TTL_MS}"),
             # stats: ids at the tail of processing looked at for the other generation's keys
             ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}"),
+            # stats: ids of processing per page looked at for leases P:leases does not count
+            ("LEASED_PAGE", f"local LEASED_PAGE = {LEASED_PAGE}"),
             # stats: tenants of the ring looked at for the oldest pending age
             ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}"),
             # limits.py: multi-value commands' chunk, lease's look-ahead, clean's sightings kept

@@ -106,10 +106,12 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("purge", ("state", "batch"), ("id",)),
     ScriptSpec("stats", (), (),
                ("pending", "processing", "leased", "delayed", "due", "dead", "oldest_ms",
-                "paused", "now_ms", "tenants", "other_generation"),
+                "paused", "now_ms", "tenants", "other_generation", "peer_leased", "looked"),
                ("counter", "value")),
     ScriptSpec("peek", ("state", "offset", "count", "from", "start_at"), (), (), _PEEKED),
     ScriptSpec("item", ("id",), (), ("state",), _PEEKED),
+    # a page of processing: the live leases stats' P:leases does not count (a peer's)
+    ScriptSpec("leased", ("offset", "count"), (), ("peer_leased", "looked")),
     ScriptSpec("holders", ("offset", "count"), (), (),
                ("id", "session", "deadline_ms", "live")),
     ScriptSpec("purge_ids", ("state", "low", "high"), ("id",), (), ("id",)),

@@ -293,6 +293,32 @@ local function mget_leases(v3_keys, v1_keys, extra)
   return v3, v1, ex
 end
 
+-- Live leases rq-cli has no live record of (a peer's: peers never write P:leases): of the
+-- ids of processing from `offset` (from the right end, the oldest lease) up to `n` of them,
+-- those whose lease key (per the layout) exists while their P:leases deadline is absent or
+-- past and the key names another session than the one rq-cli granted it to (P:holders: a
+-- lease of rq-cli's own runs out by its P:leases deadline, as `stats` counts it).
+-- Returns that count and how many ids the page had. Bounded: four multi-key reads of at
+-- most `n` ids (stats, leased.lua; limits.py LEASED_PAGE).
+local function peer_leases(offset, n) --@lazy
+  local ids = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
+  if #ids == 0 then return 0, 0 end
+  local deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids))
+  local v3_keys, v1_keys = {}, {}
+  for k, id in ipairs(ids) do
+    v3_keys[k] = lease_key(id)
+    v1_keys[k] = lbs_key(id)
+  end
+  local v3, v1 = mget_leases(v3_keys, v1_keys)
+  local granted = redis.call('HMGET', K_HOLDERS, unpack(ids))
+  local found = 0
+  for k = 1, #ids do
+    local at, session = tonumber(deadlines[k]), v3[k] or v1[k]
+    if session and (not at or at <= NOW) and session ~= granted[k] then found = found + 1 end
+  end
+  return found, #ids
+end
+
 -- The de-dup window: when the queue has one (F_DEDUP_WINDOW in P:counters, set
 -- by push), remember these completed ids in P:dedup until now + window, so push refuses them
 -- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window.
