@@ -70,6 +70,14 @@ MAX_WAIT_TIMEOUT = 4.0
 MAX_WAIT_REPLICAS = 100
 #: Longest grace period that clean waits out itself to look again (seconds).
 MAX_CLEAN_WAIT = 60.0
+#: Clean: past-due ids of P:expires (push --expire) one call dead-letters at most, and how
+#: far from P:queue's right end it looks for each pending one (LPOS MAXLEN, then LREM: two
+#: scans of that many ids at most per id; an item farther in line waits for a lease).
+EXPIRED_BATCH = 100
+EXPIRED_REACH = 1000
+#: Ids of the de-dup window whose time is over that a push forgets, and a complete forgets
+#: beyond one per id it remembers (clean forgets the rest, in batches).
+DEDUP_PRUNE = 10
 #: Ids light clean samples from each per-item bookkeeping key (FIXED_KEYS role "meta") at the
 #: end of a pass, dropping the bookkeeping of those whose item is gone (a peer completed it).
 PRUNE_SAMPLE = 100

@@ -83,7 +83,7 @@ class Reads(QueueBase):
 
     def _peer_leased(self, f: dict[str, int]) -> int:
         """The live leases P:leases has no live record of (a peer's): the first page's
-        count from the stats reply ``f``, then a ``leased`` call per LEASED_PAGE ids of the
+        count from the stats reply ``f``, then a ``peer_leases`` call per LEASED_PAGE ids of the
         rest of processing, made only when that page was full and ids are left unaccounted
         for. Each page is read at its own moment (an id moving meanwhile may be missed or
         counted twice; the total is capped at processing)."""
@@ -91,7 +91,7 @@ class Reads(QueueBase):
         if looked < LEASED_PAGE:
             return found
         while f["leased"] + found < f["processing"]:
-            page = self.decoded("leased", {"offset": looked, "count": LEASED_PAGE}, (),
+            page = self.decoded("peer_leases", {"offset": looked, "count": LEASED_PAGE}, (),
                                 f["now_ms"]).fields
             found += int(page["peer_leased"])
             looked += int(page["looked"])

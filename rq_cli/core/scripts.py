@@ -45,6 +45,9 @@ from .keys import (
     TENANT_QUEUE,
 )
 from .limits import (
+    DEDUP_PRUNE,
+    EXPIRED_BATCH,
+    EXPIRED_REACH,
     FRESH_ID_LEN,
     GENERATION_SAMPLE,
     HISTORY_HOURS,
@@ -165,6 +168,10 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
             ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
             ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
+            ("DEDUP_PRUNE", f"local DEDUP_PRUNE = {DEDUP_PRUNE}"),
+            # clean: expired items dead-lettered per call, and how far in line it looks
+            ("EXPIRED_BATCH", f"local EXPIRED_BATCH = {EXPIRED_BATCH}"),
+            ("EXPIRED_REACH", f"local EXPIRED_REACH = {EXPIRED_REACH}"),
             ("JOURNAL_GRACE_MS", f"local JOURNAL_GRACE_MS = {JOURNAL_GRACE_MS}"),
             # history snapshots (keys.HISTORY_FIELDS, limits.HISTORY_MINUTES/HOURS)
             ("HISTORY_FIELDS", "local HISTORY_FIELDS = {" +

@@ -299,7 +299,7 @@ end
 -- past and the key names another session than the one rq-cli granted it to (P:holders: a
 -- lease of rq-cli's own runs out by its P:leases deadline, as `stats` counts it).
 -- Returns that count and how many ids the page had. Bounded: four multi-key reads of at
--- most `n` ids (stats, leased.lua; limits.py LEASED_PAGE).
+-- most `n` ids (stats, peer_leases.lua; limits.py LEASED_PAGE).
 local function peer_leases(offset, n) --@lazy
   local ids = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
   if #ids == 0 then return 0, 0 end
@@ -319,21 +319,26 @@ local function peer_leases(offset, n) --@lazy
   return found, #ids
 end
 
--- The de-dup window: when the queue has one (F_DEDUP_WINDOW in P:counters, set
--- by push), remember these completed ids in P:dedup until now + window, so push refuses them
--- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window.
-local function remember_completed(ids)
-  if #ids == 0 then return end
-  local window = tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW))
-  if window then zadd_after(K_DEDUP, ids, window) end
-end
-
 -- Forget up to `limit` ids of the de-dup window whose time is over. Returns how many, and
 -- whether more may be left.
 local function prune_dedup(limit) --@lazy
   local old = redis.call('ZRANGEBYSCORE', K_DEDUP, '-inf', NOW, 'LIMIT', 0, limit)
   if #old > 0 then call_all('ZREM', K_DEDUP, old) end
   return #old, #old == limit
+end
+
+-- The de-dup window: when the queue has one (F_DEDUP_WINDOW in P:counters, set
+-- by push), remember these completed ids in P:dedup until now + window, so push refuses them
+-- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window; and
+-- as many ids as it adds, plus DEDUP_PRUNE, of those whose time is over are forgotten, so
+-- P:dedup holds about the ids of one window, clean or no clean.
+local function remember_completed(ids)
+  if #ids == 0 then return end
+  local window = tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW))
+  if window then
+    zadd_after(K_DEDUP, ids, window)
+    prune_dedup(#ids + DEDUP_PRUNE)
+  end
 end
 
 -- History: snapshot the counters of HISTORY_FIELDS into P:history (this minute's bucket)

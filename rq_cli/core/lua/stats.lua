@@ -11,7 +11,7 @@
 -- peer_leased: the live leases of the first LEASED_PAGE ids of processing (the oldest) that
 -- P:leases has no live record of (a peer's: peers never write it), looked for only while
 -- processing holds more ids than P:leases counts; looked: how many ids that read (reads.py
--- reads the rest of processing a page per call, leased.lua).
+-- reads the rest of processing a page per call, peer_leases.lua).
 -- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses LAYOUT NOW lbs_key lease_key peer_leases tenant_key

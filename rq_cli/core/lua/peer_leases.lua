@@ -1,4 +1,4 @@
--- leased: the live leases rq-cli has no live record of (a peer's) in one page of processing,
+-- peer_leases: the live leases rq-cli has no live record of (a peer's) in one page of processing,
 -- for stats past the page stats.lua reads itself. Read-only.
 -- A_OFFSET offset from the right end of P:processing (the oldest lease first)
 -- A_COUNT page size (limits.py LEASED_PAGE: four multi-key reads per page)
