@@ -42,7 +42,8 @@ def work(
     ctx: typer.Context,
     queues: QueuesArg,
     concurrency: Annotated[int, typer.Option(
-        "--concurrency", "-c", metavar="N", min=1, max=1000, help="Run up to N commands at once.")] = 1,
+        "--concurrency", "-c", metavar="N", min=1, max=1000,
+        help="Run up to N commands at once.")] = 1,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", min=0.001, metavar="SECONDS", show_default=False,
         help="Stop a command that runs longer (SIGTERM, then SIGKILL after --grace) and fail "
@@ -180,7 +181,8 @@ def cancel(
     ids: Annotated[list[str], typer.Argument(help="Ids of the items to cancel.",
                                              show_default=False, metavar="ID...")],
     error: Annotated[str | None, typer.Option(
-        "--error", metavar="TEXT", show_default=False, help="Text kept with the dead letter.")] = None,
+        "--error", metavar="TEXT", show_default=False,
+        help="Text kept with the dead letter.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Dead-letter items now (reason cancelled), even while a worker runs them.

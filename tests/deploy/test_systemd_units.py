@@ -77,7 +77,8 @@ def test_services_run_as_a_user_after_the_network_and_sandboxed(name: str) -> No
     assert s.get("User", ["root"]) != ["root"] or s.get("DynamicUser") == ["yes"]
     assert s["Wants"] == ["network-online.target"] and s["After"] == ["network-online.target"]
     for key, value in (("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"),
-                       ("PrivateTmp", "yes"), ("ProtectHome", "yes"), ("CapabilityBoundingSet", "")):
+                       ("PrivateTmp", "yes"), ("ProtectHome", "yes"),
+                       ("CapabilityBoundingSet", "")):
         assert s[key] == [value], key
 
 
