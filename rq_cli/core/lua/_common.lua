@@ -293,24 +293,33 @@ local function mget_leases(v3_keys, v1_keys, extra)
   return v3, v1, ex
 end
 
--- Live leases rq-cli has no live record of (a peer's: peers never write P:leases): of the
--- ids of processing from `offset` (from the right end, the oldest lease) up to `n` of them,
--- those whose lease key (per the layout) exists while their P:leases deadline is absent or
--- past and the key names another session than the one rq-cli granted it to (P:holders: a
--- lease of rq-cli's own runs out by its P:leases deadline, as `stats` counts it).
--- Returns that count and how many ids the page had. Bounded: four multi-key reads of at
--- most `n` ids (stats, peer_leases.lua; limits.py LEASED_PAGE).
-local function peer_leases(offset, n) --@lazy
-  local ids = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
-  if #ids == 0 then return 0, 0 end
-  local deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids))
+-- One page of processing and what is known of each lease: from `offset` (from the right end,
+-- the oldest lease first) up to `n` ids, oldest first, with per id (lists indexed alike) the
+-- lease keys' values per the layout (v3, v1: false where absent), the session rq-cli granted
+-- it to last (P:holders) and its P:leases deadline. Four multi-key reads (holders, stats).
+local function processing_page(offset, n) --@lazy
+  local got = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
+  local ids = {}
+  for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
+  if #ids == 0 then return ids, {}, {}, {}, {} end
   local v3_keys, v1_keys = {}, {}
   for k, id in ipairs(ids) do
     v3_keys[k] = lease_key(id)
     v1_keys[k] = lbs_key(id)
   end
   local v3, v1 = mget_leases(v3_keys, v1_keys)
-  local granted = redis.call('HMGET', K_HOLDERS, unpack(ids))
+  return ids, v3, v1, redis.call('HMGET', K_HOLDERS, unpack(ids)),
+    redis.call('ZMSCORE', K_LEASES, unpack(ids))
+end
+
+-- Live leases rq-cli has no live record of (a peer's: peers never write P:leases), in one
+-- page of processing (processing_page): ids whose lease key exists while their P:leases
+-- deadline is absent or past and the key names another session than the one rq-cli granted
+-- it to (a lease of rq-cli's own runs out by its P:leases deadline, as `stats` counts it).
+-- Returns that count and how many ids the page had (stats, peer_leases.lua; limits.py
+-- LEASED_PAGE).
+local function peer_leases(offset, n) --@lazy
+  local ids, v3, v1, granted, deadlines = processing_page(offset, n)
   local found = 0
   for k = 1, #ids do
     local at, session = tonumber(deadlines[k]), v3[k] or v1[k]
