@@ -82,3 +82,19 @@ def test_complete_and_push_forget_the_ids_whose_window_is_over(r):
     assert r.zcard("q:dedup") == 200
     q.push([NewItem(b"{}", "c")], now_ms=LATER + 61_000)  # a push forgets a few
     assert r.zcard("q:dedup") == 200 - DEDUP_PRUNE
+
+
+def test_a_tenants_expired_items_are_dead_lettered_and_the_ring_kept(r):
+    """Fair queues: an expired item leaves its tenant's sub-queue; a tenant left with none
+    leaves the ring, so leases and stats go on as before."""
+    q = WorkQueue(r, "q")
+    q.push([NewItem(b"{}", f"a{k}") for k in range(3)], tenant="acme", expire=60, now_ms=NOW)
+    q.push([NewItem(b"{}", "b0")], tenant="beta", expire=60, now_ms=NOW)
+    q.push([NewItem(b"{}", "b1")], tenant="beta", now_ms=NOW)  # no expiry
+    report = q.clean(grace_seconds=0, now_ms=LATER)
+    assert report.dead == 4
+    stats = q.stats(now_ms=LATER)
+    assert (stats.pending, stats.dead, stats.tenants) == (1, 4, 1)
+    assert not r.exists("q:tenant:acme") and r.lrange("q:tenant:beta", 0, -1) == [b"b1"]
+    assert json.loads(r.hget("q:dead_info", "a0"))["tenant"] == "acme"
+    assert [i.id for i in q.lease(5, now_ms=LATER)] == ["b1"]

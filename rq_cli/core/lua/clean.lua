@@ -24,7 +24,7 @@
 -- of those may be left)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_letter drop drop_meta enqueue exhausted item_key lease_holder lease_pttl
---@uses promote_due prune_dedup snapshot_history wrong_type
+--@uses promote_due prune_dedup snapshot_history tenant_key tenant_removed wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(A_LIMIT)
 local left = tonumber(A_LEFT)
@@ -151,9 +151,9 @@ end
 -- Expired items (push --expire) waiting in line or delayed: dead-lettered as a lease that
 -- reached them would, `n` of P:expires' past-due ids at most, from `offset` (the ids an
 -- earlier call of this pass kept). Kept (offset grows): an item someone holds (its worker
--- has it; if its lease runs out, recover() dead-letters it), one of a tenant's sub-queue
--- (a lease of that tenant dead-letters it), and a pending one not within EXPIRED_REACH ids
--- of P:queue's right end (LREM is O(distance); it moves there as items are leased). An id
+-- has it; if its lease runs out, recover() dead-letters it), and a pending one not within
+-- EXPIRED_REACH ids of its line's right end (P:queue, or its tenant's sub-queue: LREM is
+-- O(distance); it moves there as items are leased). An id
 -- whose item is gone (a peer completed it) loses its bookkeeping. Bounded: n ids, two scans
 -- of EXPIRED_REACH at most each. Returns how many it dead-lettered, the next offset and
 -- whether more may be left.
@@ -164,17 +164,22 @@ local function expire_due(offset, n)
     local id, exp = got[i], tonumber(got[i + 1])
     if redis.call('EXISTS', item_key(id)) == 0 then
       drop_meta(id)
-    elseif lease_holder(id) or redis.call('HEXISTS', K_ITEM_TENANT, id) == 1 then
+    elseif lease_holder(id) then
       offset = offset + 1
     elseif redis.call('ZREM', K_DELAYED, id) == 1 then
       dead_letter(id, R_EXPIRED, nil, exp)
       killed = killed + 1
-    elseif redis.call('LPOS', K_QUEUE, id, 'RANK', -1, 'MAXLEN', EXPIRED_REACH) then
-      redis.call('LREM', K_QUEUE, -1, id)
-      dead_letter(id, R_EXPIRED, nil, exp)
-      killed = killed + 1
     else
-      offset = offset + 1 -- (in processing, lease-less: the pass recovers it; or far in line)
+      local t = redis.call('HGET', K_ITEM_TENANT, id) -- (fair: its tenant's sub-queue)
+      local line = t and tenant_key(t) or K_QUEUE
+      if redis.call('LPOS', line, id, 'RANK', -1, 'MAXLEN', EXPIRED_REACH) then
+        redis.call('LREM', line, -1, id)
+        if t then tenant_removed(t, line, 1) end
+        dead_letter(id, R_EXPIRED, nil, exp)
+        killed = killed + 1
+      else
+        offset = offset + 1 -- (in processing, lease-less: the pass recovers it; or far in line)
+      end
     end
   end
   return killed, offset, #got == 2 * n
