@@ -8,6 +8,7 @@ from ..errors import NothingToDo
 from ..output.render import Column
 from ..settings import config as configmod
 from .common import JsonOpt, state
+from .helptext import RqCommand
 
 config_app = typer.Typer(name="config", help="Show which config file is used, and what it says.",
                          no_args_is_help=True, rich_markup_mode=None,
@@ -20,7 +21,7 @@ QUEUE_COLUMNS = [Column("queue"), Column("prefix"), Column("url"), Column("url_s
                  Column("requeue")]
 
 
-@config_app.command("path")
+@config_app.command("path", cls=RqCommand)
 def path(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Print the path of the config file in use (exit 3 if there is none).
 
@@ -42,7 +43,7 @@ def path(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         raise NothingToDo(f"no config file ({why})")
 
 
-@config_app.command("show")
+@config_app.command("show", cls=RqCommand)
 def show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Show the effective settings of every configured queue, secrets hidden.
 

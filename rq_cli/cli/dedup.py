@@ -20,7 +20,8 @@ def dedup(
     clear: Annotated[bool, typer.Option(
         "--clear", help="Forget the given ids: push accepts them again.")] = False,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=0, max=1_000_000, help="List at most this many ids.")] = 100,
+        "--count", "-n", metavar="N", min=0, max=1_000_000,
+        help="List at most this many ids.")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
     """List the recently completed ids that push refuses (the de-dup window), or forget some.

@@ -270,7 +270,7 @@ def peek(
         "--state", "-s", help="Which items to show; all = pending, processing, delayed, "
                               "then dead (to copy a queue).")] = PurgeChoice.PENDING,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=0, max=1_000_000, help="How many items (in all).")] = 10,
+        "--count", "-n", metavar="N", min=0, max=1_000_000, help="How many items (in all).")] = 10,
     end: Annotated[End, typer.Option(
         "--from", help="head: the next to be leased (pending), the oldest lease "
                        "(processing), the soonest due (delayed), the oldest death (dead); "

@@ -56,8 +56,8 @@ def lease(
     queues: QueuesArg,
     lease_seconds: LeaseOpt = None,
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=1, max=MAX_COUNT, help="Lease up to N items (returns as soon as it "
-                                                  "has at least one).")] = 1,
+        "--count", "-n", metavar="N", min=1, max=MAX_COUNT,
+        help="Lease up to N items (returns as soon as it has at least one).")] = 1,
     wait: Annotated[float, typer.Option(
         "--wait", min=0, metavar="SECONDS",
         help="Wait up to this long for an item (0: do not wait).")] = 0.0,
@@ -151,7 +151,8 @@ def fail(
     queue: QueueArg,
     ids: IdsArg = None,
     error: Annotated[str | None, typer.Option(
-        "--error", help="Why it failed; kept with the item (peek shows it).")] = None,
+        "--error", metavar="TEXT",
+        help="Why it failed; kept with the item (peek shows it).")] = None,
     retry_in: Annotated[float | None, typer.Option(
         "--retry-in", min=0, metavar="SECONDS",
         help="Retry after this long (default: the queue's exponential backoff).")] = None,

@@ -64,7 +64,7 @@ def clean(
     ] = False,
     grace: Annotated[SecondsOpt, typer.Option(
         "--grace", min=0, metavar="SECONDS", show_default=False,
-        help="Re-queue a lease-less item only once seen so for this long "
+        help="Re-queue a lease-less item only once seen lease-less this long "
              f"(default: the queue's grace_seconds, {QueueOptions.grace_seconds:g}).")] = None,
     every: Annotated[bool, typer.Option(
         "--all", help="Clean every queue of the config file (for cron).")] = False,

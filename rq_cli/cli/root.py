@@ -46,6 +46,7 @@ from ..settings.rules import wait_replicas_verdict, wait_timeout_verdict
 from . import internals, signals
 from .commands import BY_NAME, COMMANDS
 from .common import READ_ONLY, JsonOpt, State
+from .helptext import RqCommand
 
 
 class RqGroup(TyperGroup):
@@ -305,7 +306,7 @@ def build_command(name: str) -> Any:
         return typer.main.get_command(target)
     single = typer.Typer(rich_markup_mode=None, add_completion=False)
     # (a command may name its Click class: Typer's documented `cls=`)
-    single.command(name, cls=getattr(target, "command_class", None))(target)
+    single.command(name, cls=getattr(target, "command_class", RqCommand))(target)
     return typer.main.get_command(single)  # one command: Typer returns it as is
 
 

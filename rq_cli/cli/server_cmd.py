@@ -7,6 +7,7 @@ import typer
 
 from ..errors import NothingToDo
 from .common import JsonOpt, State, state
+from .helptext import RqCommand
 
 server_app = typer.Typer(name="server", help="Manage the embedded server (--url embedded:DIR).",
                          no_args_is_help=True, rich_markup_mode=None,
@@ -28,7 +29,7 @@ def _directory(st: State, directory: str | None) -> str:
     return DEFAULT_EMBEDDED_DIR
 
 
-@server_app.command("status")
+@server_app.command("status", cls=RqCommand)
 def status(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = False) -> None:
     """Show whether the embedded server of DIR runs (exit 3 if not).
 
@@ -49,7 +50,7 @@ def status(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = Fals
         raise NothingToDo(f"no embedded server runs in {info['dir']}")
 
 
-@server_app.command("stop")
+@server_app.command("stop", cls=RqCommand)
 def stop(ctx: typer.Context, directory: DirArg = None, as_json: JsonOpt = False) -> None:
     """Stop the embedded server of DIR; its data stays on disk (exit 3 if none ran).
 

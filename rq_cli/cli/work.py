@@ -20,12 +20,15 @@ from ..worker import DEAD_EXIT, Worker, WorkerOptions
 from ..worker.env import child_environ, masked_title, set_process_title
 from ..worker.streams import log_line
 from .common import JsonOpt, LeaseOpt, Order, QueueArg, QueuesArg, state
+from .helptext import RqCommand
 
 _COMMAND_KEY = "rq_cli_work_command"
 
 
-class WorkCommand(typer.core.TyperCommand):
+class WorkCommand(RqCommand):
     """Takes the words after ``--`` as the command to run, before Click parses the rest."""
+
+    usage_tail = ("--", "COMMAND", "[ARGS]...")
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if "--" in args:
@@ -39,7 +42,8 @@ def work(
     ctx: typer.Context,
     queues: QueuesArg,
     concurrency: Annotated[int, typer.Option(
-        "--concurrency", "-c", min=1, max=1000, help="Run up to N commands at once.")] = 1,
+        "--concurrency", "-c", metavar="N", min=1, max=1000,
+        help="Run up to N commands at once.")] = 1,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", min=0.001, metavar="SECONDS", show_default=False,
         help="Stop a command that runs longer (SIGTERM, then SIGKILL after --grace) and fail "
@@ -52,7 +56,7 @@ def work(
         "--heartbeat", min=0.01, metavar="SECONDS", show_default=False,
         help="Seconds between lease extensions (default: a third of the lease).")] = None,
     max_items: Annotated[int | None, typer.Option(
-        "--max-items", min=1, show_default=False,
+        "--max-items", metavar="N", min=1, show_default=False,
         help="Exit once N items have been taken and settled.")] = None,
     idle_exit: Annotated[float | None, typer.Option(
         "--idle-exit", min=0.0, metavar="SECONDS", show_default=False,
@@ -61,7 +65,7 @@ def work(
         "--order", help="With several queues: strict (the first non-empty in the order "
                         "given) or fair (a random order each time).")] = Order.strict,
     name: Annotated[str | None, typer.Option(
-        "--name", show_default=False,
+        "--name", metavar="NAME", show_default=False,
         help="A stable worker name: on start, take back the items this name's previous run "
              "(on this host) still held, and run them again at once. A name held by a live "
              "worker is refused (exit 75).")] = None,
@@ -177,7 +181,8 @@ def cancel(
     ids: Annotated[list[str], typer.Argument(help="Ids of the items to cancel.",
                                              show_default=False, metavar="ID...")],
     error: Annotated[str | None, typer.Option(
-        "--error", show_default=False, help="Text kept with the dead letter.")] = None,
+        "--error", metavar="TEXT", show_default=False,
+        help="Text kept with the dead letter.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Dead-letter items now (reason cancelled), even while a worker runs them.

@@ -70,11 +70,24 @@ MAX_WAIT_TIMEOUT = 4.0
 MAX_WAIT_REPLICAS = 100
 #: Longest grace period that clean waits out itself to look again (seconds).
 MAX_CLEAN_WAIT = 60.0
+#: Clean: past-due ids of P:expires (push --expire) one call dead-letters at most, and how
+#: far from P:queue's right end it looks for each pending one (LPOS MAXLEN, then LREM: two
+#: scans of that many ids at most per id; an item farther in line waits for a lease).
+EXPIRED_BATCH = 100
+EXPIRED_REACH = 1000
+#: Ids of the de-dup window whose time is over that a push forgets, and a complete forgets
+#: beyond one per id it remembers (clean forgets the rest, in batches).
+DEDUP_PRUNE = 10
 #: Ids light clean samples from each per-item bookkeeping key (FIXED_KEYS role "meta") at the
 #: end of a pass, dropping the bookkeeping of those whose item is gone (a peer completed it).
 PRUNE_SAMPLE = 100
 #: Ids at the tail of processing that stats looks at for the other generation's lease keys.
 GENERATION_SAMPLE = 100
+#: Ids of processing one page of stats' count of the leases rq-cli has no live record of (a
+#: peer's, by its lease key: peers never write P:leases) reads: four multi-key reads, as a
+#: ``holders`` page. stats reads one page in its own call, and the rest of processing a page
+#: per call, only while processing holds more ids than P:leases counts live leases.
+LEASED_PAGE = 500
 #: Fair queues: tenants of the ring whose oldest pending item stats looks at for the oldest
 #: pending age (two reads each; a queue with more tenants with work gets the oldest of these
 #: and the default tenant's, and as the ring turns, of others on the next call).

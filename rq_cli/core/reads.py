@@ -19,6 +19,7 @@ from .keys import (
 from .limits import (
     BATCH,
     HOLDERS_PAGE,
+    LEASED_PAGE,
     MAX_DELAY,
     MAX_DELAY_TEXT,
 )
@@ -63,7 +64,7 @@ class Reads(QueueBase):
         fields, rows = SPECS["stats"].decode(reply)
         f = {name: int(value) for name, value in fields.items()}
         processing = f["processing"]
-        leased = min(f["leased"], processing)
+        leased = min(f["leased"] + self._peer_leased(f), processing)
         # every counter, 0 when never counted; other fields of the hash (the de-dup window,
         # a setting kept there) are no counts
         stored = {text(row.counter) or "": row.value for row in rows}
@@ -79,6 +80,24 @@ class Reads(QueueBase):
                               if f["other_generation"] else None),
             exists=bool(stored) or any(f[n] for n in ("pending", "processing", "delayed",
                                                       "dead", "paused", "tenants")))
+
+    def _peer_leased(self, f: dict[str, int]) -> int:
+        """The live leases P:leases has no live record of (a peer's): the first page's
+        count from the stats reply ``f``, then a ``peer_leases`` call per LEASED_PAGE ids of the
+        rest of processing, made only when that page was full and ids are left unaccounted
+        for. Each page is read at its own moment (an id moving meanwhile may be missed or
+        counted twice; the total is capped at processing)."""
+        found, looked = f["peer_leased"], f["looked"]
+        if looked < LEASED_PAGE:
+            return found
+        while f["leased"] + found < f["processing"]:
+            page = self.decoded("peer_leases", {"offset": looked, "count": LEASED_PAGE}, (),
+                                f["now_ms"]).fields
+            found += int(page["peer_leased"])
+            looked += int(page["looked"])
+            if int(page["looked"]) < LEASED_PAGE:
+                break
+        return found
 
     def peek(self, state: State = ItemState.PENDING.value, *, count: int = 10, offset: int = 0,
              from_end: str = "head", start_at: str | None = None,

@@ -85,14 +85,15 @@ class Repairs(QueueBase):
     def _clean_pass(self, report: CleanReport, grace: float, dry_run: bool,
                     now_ms: int | None, progress: Progress | None) -> None:
         """One pass of light clean over processing, in bounded script calls."""
-        left, pass_start = -1, 0
+        left, pass_start, expired_offset = -1, 0, 0
         while True:
             r, _ = self.decoded("clean", {
                 "limit": BATCH, "left": left, "grace_ms": ms(grace),
                 "max_attempts": self.options.max_attempts, "front": self.front_requeue,
                 "dry_run": "1" if dry_run else "0", "pass_start": pass_start,
-                "sample": PRUNE_SAMPLE}, (), now_ms)
+                "sample": PRUNE_SAMPLE, "expired_offset": expired_offset}, (), now_ms)
             left, pass_start = int(r["left"]), int(r["pass_start"])
+            expired_offset = int(r["expired_offset"])
             report.recovered += int(r["recovered"])
             report.dropped += int(r["dropped"])
             report.dead += int(r["dead"])

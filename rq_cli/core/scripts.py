@@ -45,12 +45,16 @@ from .keys import (
     TENANT_QUEUE,
 )
 from .limits import (
+    DEDUP_PRUNE,
+    EXPIRED_BATCH,
+    EXPIRED_REACH,
     FRESH_ID_LEN,
     GENERATION_SAMPLE,
     HISTORY_HOURS,
     HISTORY_MINUTES,
     JOURNAL_GRACE_MS,
     LEASE_LOOKAHEAD,
+    LEASED_PAGE,
     PUSH_STAMP_SLACK_MS,
     SUSPECTS_KEPT,
     TENANT_AGE_SAMPLE,
@@ -156,12 +160,18 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("WAKE_TTL_MS", f"local WAKE_TTL_MS = {WAKE_TTL_MS}"),
             # stats: ids at the tail of processing looked at for the other generation's keys
             ("GENERATION_SAMPLE", f"local GENERATION_SAMPLE = {GENERATION_SAMPLE}"),
+            # stats: ids of processing per page looked at for leases P:leases does not count
+            ("LEASED_PAGE", f"local LEASED_PAGE = {LEASED_PAGE}"),
             # stats: tenants of the ring looked at for the oldest pending age
             ("TENANT_AGE_SAMPLE", f"local TENANT_AGE_SAMPLE = {TENANT_AGE_SAMPLE}"),
             # limits.py: multi-value commands' chunk, lease's look-ahead, clean's sightings kept
             ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
             ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
             ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
+            ("DEDUP_PRUNE", f"local DEDUP_PRUNE = {DEDUP_PRUNE}"),
+            # clean: expired items dead-lettered per call, and how far in line it looks
+            ("EXPIRED_BATCH", f"local EXPIRED_BATCH = {EXPIRED_BATCH}"),
+            ("EXPIRED_REACH", f"local EXPIRED_REACH = {EXPIRED_REACH}"),
             ("JOURNAL_GRACE_MS", f"local JOURNAL_GRACE_MS = {JOURNAL_GRACE_MS}"),
             # history snapshots (keys.HISTORY_FIELDS, limits.HISTORY_MINUTES/HOURS)
             ("HISTORY_FIELDS", "local HISTORY_FIELDS = {" +

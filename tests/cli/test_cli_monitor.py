@@ -139,7 +139,7 @@ def test_prometheus_masks_the_password_in_the_server_label(cli, make_server):
 def manual_cron_line() -> str:
     text = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
     lines = [line for line in text.splitlines()
-             if line.startswith("* * * * * rq-cli stats --format prometheus")]
+             if line.startswith("* * * * * /home/ann/.local/bin/rq-cli stats --format prometheus")]
     assert len(lines) == 1, lines
     return lines[0].split(" ", 5)[5]  # the command, without the schedule
 
@@ -158,6 +158,9 @@ def test_the_manual_cron_line_replaces_the_file(make_server, tmp_path, down):
     target = textfile / "rq-cli.prom"
     target.write_text('rq_cli_up{queue="jobs",prefix="jobs"} 1\n')  # the last good values
     line = manual_cron_line().replace("/var/lib/node_exporter/textfile", str(textfile))
+    # (the manual names rq-cli by its absolute path, as cron needs: here, the installed one)
+    line = line.replace("/home/ann/.local/bin/rq-cli",
+                        str(Path(sys.executable).with_name("rq-cli")))
     work = tmp_path / "cwd"
     work.mkdir()
     env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "RQ_CLI_URL": url,

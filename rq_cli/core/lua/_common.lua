@@ -293,13 +293,39 @@ local function mget_leases(v3_keys, v1_keys, extra)
   return v3, v1, ex
 end
 
--- The de-dup window: when the queue has one (F_DEDUP_WINDOW in P:counters, set
--- by push), remember these completed ids in P:dedup until now + window, so push refuses them
--- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window.
-local function remember_completed(ids)
-  if #ids == 0 then return end
-  local window = tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW))
-  if window then zadd_after(K_DEDUP, ids, window) end
+-- One page of processing and what is known of each lease: from `offset` (from the right end,
+-- the oldest lease first) up to `n` ids, oldest first, with per id (lists indexed alike) the
+-- lease keys' values per the layout (v3, v1: false where absent), the session rq-cli granted
+-- it to last (P:holders) and its P:leases deadline. Four multi-key reads (holders, stats).
+local function processing_page(offset, n) --@lazy
+  local got = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
+  local ids = {}
+  for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
+  if #ids == 0 then return ids, {}, {}, {}, {} end
+  local v3_keys, v1_keys = {}, {}
+  for k, id in ipairs(ids) do
+    v3_keys[k] = lease_key(id)
+    v1_keys[k] = lbs_key(id)
+  end
+  local v3, v1 = mget_leases(v3_keys, v1_keys)
+  return ids, v3, v1, redis.call('HMGET', K_HOLDERS, unpack(ids)),
+    redis.call('ZMSCORE', K_LEASES, unpack(ids))
+end
+
+-- Live leases rq-cli has no live record of (a peer's: peers never write P:leases), in one
+-- page of processing (processing_page): ids whose lease key exists while their P:leases
+-- deadline is absent or past and the key names another session than the one rq-cli granted
+-- it to (a lease of rq-cli's own runs out by its P:leases deadline, as `stats` counts it).
+-- Returns that count and how many ids the page had (stats, peer_leases.lua; limits.py
+-- LEASED_PAGE).
+local function peer_leases(offset, n) --@lazy
+  local ids, v3, v1, granted, deadlines = processing_page(offset, n)
+  local found = 0
+  for k = 1, #ids do
+    local at, session = tonumber(deadlines[k]), v3[k] or v1[k]
+    if session and (not at or at <= NOW) and session ~= granted[k] then found = found + 1 end
+  end
+  return found, #ids
 end
 
 -- Forget up to `limit` ids of the de-dup window whose time is over. Returns how many, and
@@ -308,6 +334,20 @@ local function prune_dedup(limit) --@lazy
   local old = redis.call('ZRANGEBYSCORE', K_DEDUP, '-inf', NOW, 'LIMIT', 0, limit)
   if #old > 0 then call_all('ZREM', K_DEDUP, old) end
   return #old, #old == limit
+end
+
+-- The de-dup window: when the queue has one (F_DEDUP_WINDOW in P:counters, set
+-- by push), remember these completed ids in P:dedup until now + window, so push refuses them
+-- meanwhile. One HGET per call, and one ZADD for all the ids when there is a window; and
+-- as many ids as it adds, plus DEDUP_PRUNE, of those whose time is over are forgotten, so
+-- P:dedup holds about the ids of one window, clean or no clean.
+local function remember_completed(ids)
+  if #ids == 0 then return end
+  local window = tonumber(redis.call('HGET', K_COUNTERS, F_DEDUP_WINDOW))
+  if window then
+    zadd_after(K_DEDUP, ids, window)
+    prune_dedup(#ids + DEDUP_PRUNE)
+  end
 end
 
 -- History: snapshot the counters of HISTORY_FIELDS into P:history (this minute's bucket)

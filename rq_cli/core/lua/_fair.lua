@@ -111,6 +111,20 @@ local function tenant_popped(n)
   if n > 0 then redis.call('HINCRBY', K_FAIR, F_FAIR_PENDING, -n) end
 end
 
+-- n ids were taken out of tenant t's sub-queue `key` other than by a lease (purge, clean's
+-- expired items): counted, and an emptied sub-queue leaves the ring (O(tenants with work),
+-- once per emptied sub-queue; a lease never does this).
+local function tenant_removed(t, key, n) --@lazy
+  tenant_popped(n)
+  if redis.call('LLEN', key) == 0 then
+    if redis.call('LINDEX', K_TENANTS, -1) == t then
+      redis.call('HSET', K_FAIR, F_FAIR_TURN, 0) -- it had the turn: the next one starts afresh
+    end
+    redis.call('LREM', K_TENANTS, 0, t)
+    if redis.call('LLEN', K_TENANTS) <= 1 then redis.call('DEL', K_TENANTS) end
+  end
+end
+
 -- Take up to n ids to lease, round-robin over the ring (RPOP from P:queue when there is no
 -- ring). Returns a list, or false when there is nothing. Each loop either takes at least one
 -- id or passes an empty default tenant, which is followed by a tenant with work: at most

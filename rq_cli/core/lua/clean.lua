@@ -16,13 +16,15 @@
 -- A_DRY_RUN "1" = dry run: change nothing, report what would be done (A_LEFT = offset)
 -- A_PASS_START when the pass started (ms; ignored when starting a pass)
 -- A_SAMPLE how many ids to sample from each bookkeeping key at the end of a pass (prune)
--- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start, pruned}
+-- A_EXPIRED_OFFSET past-due ids of P:expires that earlier calls of this pass kept (0 first)
+-- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start, pruned,
+--          expired_offset} (dead: dead-lettered, at max_attempts or expired)
 -- (pruned: ids whose bookkeeping the sampled prune dropped, plus expired ids of the de-dup
 -- window forgotten at the end of a pass, `limit` at most; more_due is also set while more
 -- of those may be left)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_letter drop drop_meta enqueue exhausted item_key lease_holder lease_pttl
---@uses promote_due prune_dedup snapshot_history wrong_type
+--@uses promote_due prune_dedup snapshot_history tenant_key tenant_removed wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local limit = tonumber(A_LIMIT)
 local left = tonumber(A_LEFT)
@@ -34,6 +36,7 @@ local pass_start = tonumber(A_PASS_START)
 local sample = tonumber(A_SAMPLE)
 local recovered, dropped, dead, suspects, promoted, more_due = 0, 0, 0, 0, 0, 0
 local pruned = 0
+local expired_offset = tonumber(A_EXPIRED_OFFSET)
 
 if left < 0 then
   pass_start = NOW
@@ -83,8 +86,19 @@ local function prune_sampled()
   end
 end
 
+-- The expiry of id (push --expire), when it has passed: then the item dead-letters as
+-- expired where it would be put back in line.
+local function expired_at(id)
+  local exp = tonumber(redis.call('ZSCORE', K_EXPIRES, id))
+  return exp and exp <= NOW and exp
+end
+
 local function recover(id)
-  if exhausted(id, max_attempts) then
+  local exp = expired_at(id)
+  if exp then
+    if not dry then dead_letter(id, R_EXPIRED, nil, exp) end
+    dead = dead + 1
+  elseif exhausted(id, max_attempts) then
     if not dry then dead_letter(id, R_MAX_ATTEMPTS) end
     dead = dead + 1
   else
@@ -134,6 +148,43 @@ else
   end
 end
 
+-- Expired items (push --expire) waiting in line or delayed: dead-lettered as a lease that
+-- reached them would, `n` of P:expires' past-due ids at most, from `offset` (the ids an
+-- earlier call of this pass kept). Kept (offset grows): an item someone holds (its worker
+-- has it; if its lease runs out, recover() dead-letters it), and a pending one not within
+-- EXPIRED_REACH ids of its line's right end (P:queue, or its tenant's sub-queue: LREM is
+-- O(distance); it moves there as items are leased). An id
+-- whose item is gone (a peer completed it) loses its bookkeeping. Bounded: n ids, two scans
+-- of EXPIRED_REACH at most each. Returns how many it dead-lettered, the next offset and
+-- whether more may be left.
+local function expire_due(offset, n)
+  local got = redis.call('ZRANGEBYSCORE', K_EXPIRES, '-inf', NOW, 'WITHSCORES', 'LIMIT', offset, n)
+  local killed = 0
+  for i = 1, #got, 2 do
+    local id, exp = got[i], tonumber(got[i + 1])
+    if redis.call('EXISTS', item_key(id)) == 0 then
+      drop_meta(id)
+    elseif lease_holder(id) then
+      offset = offset + 1
+    elseif redis.call('ZREM', K_DELAYED, id) == 1 then
+      dead_letter(id, R_EXPIRED, nil, exp)
+      killed = killed + 1
+    else
+      local t = redis.call('HGET', K_ITEM_TENANT, id) -- (fair: its tenant's sub-queue)
+      local line = t and tenant_key(t) or K_QUEUE
+      if redis.call('LPOS', line, id, 'RANK', -1, 'MAXLEN', EXPIRED_REACH) then
+        redis.call('LREM', line, -1, id)
+        if t then tenant_removed(t, line, 1) end
+        dead_letter(id, R_EXPIRED, nil, exp)
+        killed = killed + 1
+      else
+        offset = offset + 1 -- (in processing, lease-less: the pass recovers it; or far in line)
+      end
+    end
+  end
+  return killed, offset, #got == 2 * n
+end
+
 if left <= 0 then
   -- The v0.1 journal: a peer cleaner LPUSHes an id here, LREMs it from processing, LPUSHes
   -- it to the queue, then LREMs it from here. An id still here after the grace period is
@@ -171,6 +222,10 @@ if left <= 0 then
     forgotten, more = prune_dedup(limit)
     pruned = pruned + forgotten
     if more then more_due = 1 end
+    local killed
+    killed, expired_offset, more = expire_due(expired_offset, EXPIRED_BATCH)
+    dead = dead + killed
+    if more then more_due = 1 end
     -- Forget sightings this pass did not renew (bounded: the hash holds only lease-less ids;
     -- deep clean's "d:" sightings are its own).
     if redis.call('HLEN', K_SUSPECTS) <= SUSPECTS_KEPT then
@@ -187,4 +242,5 @@ if left <= 0 then
 end
 
 count(C_CLEANED, dry and 0 or recovered)
-return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start, pruned}
+return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start, pruned,
+        expired_offset}

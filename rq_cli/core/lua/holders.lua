@@ -5,20 +5,9 @@
 --   id, session (false: nobody known), deadline_ms (-1: unknown), live (1: a lease is held
 --   now; 0: abandoned, the lease ran out and session is the last holder, from P:holders)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses NOW lbs_key lease_key lease_pttl mget_leases
-local offset, n = tonumber(A_OFFSET), tonumber(A_COUNT)
-local got = redis.call('LRANGE', K_PROCESSING, -(offset + n), -(offset + 1))
-local ids = {}
-for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
+--@uses NOW lease_pttl processing_page
+local ids, v3, v1, last, deadlines = processing_page(tonumber(A_OFFSET), tonumber(A_COUNT))
 if #ids == 0 then return {} end
-local v3_keys, v1_keys = {}, {}
-for k, id in ipairs(ids) do
-  v3_keys[k] = lease_key(id)
-  v1_keys[k] = lbs_key(id)
-end
-local v3, v1 = mget_leases(v3_keys, v1_keys)
-local last = redis.call('HMGET', K_HOLDERS, unpack(ids))
-local deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids))
 local out = {}
 for k, id in ipairs(ids) do
   local session, live = v3[k] or v1[k], 1

@@ -10,7 +10,7 @@
 -- sub-queue emptied here leaves the ring of tenants with work.
 -- Returns the ids deleted.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses KEY_TENANT dead_item_key del_lease drop_metas item_key lease_holder tenant_popped
+--@uses KEY_TENANT dead_item_key del_lease drop_metas item_key lease_holder tenant_removed
 --@uses wrong_type
 do local bad = wrong_type(); if bad then return bad end end
 local PURGE_SLACK = 1000
@@ -41,17 +41,7 @@ if state == S_PENDING or state == S_PROCESSING then
       if state == S_PROCESSING then del_lease(id) end
     end
     drop_metas(out)
-    if state == S_PENDING and KEY_TENANT then
-      tenant_popped(#out)
-      if redis.call('LLEN', key) == 0 then
-        -- (O(tenants with work), once per emptied sub-queue; a lease never does this)
-        if redis.call('LINDEX', K_TENANTS, -1) == KEY_TENANT then
-          redis.call('HSET', K_FAIR, F_FAIR_TURN, 0) -- it had the turn: the next one starts afresh
-        end
-        redis.call('LREM', K_TENANTS, 0, KEY_TENANT)
-        if redis.call('LLEN', K_TENANTS) <= 1 then redis.call('DEL', K_TENANTS) end
-      end
-    end
+    if state == S_PENDING and KEY_TENANT then tenant_removed(KEY_TENANT, key, #out) end
   end
 elseif state == S_DELAYED then
   for i = REST, #ARGV do

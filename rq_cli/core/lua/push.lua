@@ -12,7 +12,7 @@
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
---@uses wake_waiters zadd_after
+--@uses prune_dedup wake_waiters zadd_after
 do local bad = wrong_type(); if bad then return bad end end
 local front = A_FRONT == '1'
 local delay = tonumber(A_DELAY_MS)
@@ -47,6 +47,7 @@ else
     local ids = {}
     for i = REST, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
     recent = call('ZMSCORE', K_DEDUP, unpack(ids))
+    prune_dedup(DEDUP_PRUNE) -- (a few ids whose time is over: complete forgets more)
   end
   for i = REST, #ARGV, 2 do
     local id = ARGV[i]

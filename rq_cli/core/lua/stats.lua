@@ -2,14 +2,19 @@
 -- Read-only. GENERATION_SAMPLE (limits.py): how many ids at the tail of processing to look at
 -- for the other generation's lease keys.
 -- Returns {pending, processing, leased, delayed, due, dead, oldest_enqueued_ms (-1 = unknown),
---          paused, now_ms, tenants, other_generation (1 = seen), counter1, value1, ...}
+--          paused, now_ms, tenants, other_generation (1 = seen), peer_leased, looked,
+--          counter1, value1, ...}
 -- other_generation: a queue whose layout writes one generation's keys (v0.3 or v0.1) shows
 -- the other's (P:cleaning or P:leased_by_session:<id> for v0.3, P:lease:<id> for v0.1): a
 -- peer of that generation shares it. Bounded: one EXISTS per sampled id.
 -- leased counts leases in P:leases (granted by rq-cli, or seen by its clean) still running.
+-- peer_leased: the live leases of the first LEASED_PAGE ids of processing (the oldest) that
+-- P:leases has no live record of (a peer's: peers never write it), looked for only while
+-- processing holds more ids than P:leases counts; looked: how many ids that read (reads.py
+-- reads the rest of processing a page per call, peer_leases.lua).
 -- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses LAYOUT NOW lbs_key lease_key tenant_key
+--@uses LAYOUT NOW lbs_key lease_key peer_leases tenant_key
 local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, F_FAIR_PENDING)) or 0)
 local processing = redis.call('LLEN', K_PROCESSING)
 local leased = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')
@@ -46,6 +51,10 @@ if LAYOUT ~= 'compat' then
   end
 end
 out[#out + 1] = other
+local peer, looked = 0, 0
+if processing > leased then peer, looked = peer_leases(0, LEASED_PAGE) end
+out[#out + 1] = peer
+out[#out + 1] = looked
 local counters = redis.call('HGETALL', K_COUNTERS)
 for i = 1, #counters do out[#out + 1] = counters[i] end
 return out
