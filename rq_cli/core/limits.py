@@ -68,6 +68,15 @@ BLOCK_CHUNK = 2.0
 MAX_WAIT_TIMEOUT = 4.0
 #: Most replicas a write may wait for (``wait_replicas``).
 MAX_WAIT_REPLICAS = 100
+#: ``wait_replicas = "all"``: every replica the deployment has (as the sentinels list them,
+#: or as the primary counts them when the queue first writes); the setting that survives
+#: any single partition (the manual's "Guarantees").
+ALL_REPLICAS = "all"
+#: Seconds between a durable client's role checks behind Sentinel (the worker's too): a
+#: primary the sentinels demoted goes on taking writes until it is told (11-12 s measured
+#: after a partition heals), all thrown away when it is; the client follows the sentinels
+#: within this, and re-reads their replica list for ``wait_replicas = "all"``.
+ROLE_CHECK = 1.0
 #: Longest grace period that clean waits out itself to look again (seconds).
 MAX_CLEAN_WAIT = 60.0
 #: Ids light clean samples from each per-item bookkeeping key (FIXED_KEYS role "meta") at the
