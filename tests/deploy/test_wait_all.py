@@ -30,7 +30,6 @@ from test_durability import sentinel_set as sentinel_set  # (a fixture)
 
 from rq_cli.connection.connect import connect
 from rq_cli.core.durable import replica_count
-from rq_cli.core.limits import ROLE_CHECK
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ConfigError, ExitCode, Unconfirmed
@@ -159,28 +158,88 @@ def test_wait_fsync_alone_is_a_warning_not_ok(make_server, tmp_path: Path) -> No
 
 # -- asking the sentinels while writing ------------------------------------------------------
 
-def test_a_durable_client_follows_the_sentinels_while_its_writes_are_confirmed(
-        sentinel_set: SentinelSet) -> None:
-    """A library client with ``wait_replicas = 1`` whose every write is confirmed never met
-    an error that would make it ask the sentinels again; it now asks before a write once a
-    second (ROLE_CHECK) has passed, so after a failover its next push reaches the new
-    primary instead of the demoted one (whose idle connection it still holds)."""
-    q = WorkQueue(connect(sentinel_set.url, timeout=5.0), "q",
-                  QueueOptions(wait_replicas=1, wait_timeout=2.0))
-    q.push([NewItem(b"{}", "before")])
-    old, new = sentinel_set.primary, sentinel_set.replica
-    admin = sentinel_set.sentinels[0].client(protocol=2)
+SENTINEL_USER = "sentinel-user"
+PASSWORD = "pw"
 
-    def start() -> bool:
+
+def _sentinel_user(server: ServerProcess) -> None:
+    server.client().execute_command("ACL", "SETUSER", SENTINEL_USER, "on", ">sentpw",
+                                    "~*", "&*", "+@all")
+
+
+@pytest.fixture
+def cut_off(make_server, tmp_path: Path) -> Iterator[dict[str, ServerProcess]]:
+    """The partition's shape without network namespaces: a primary ``old`` with two replicas,
+    ``beside`` and ``other``, and three sentinels that reach them through an ACL user. The
+    test deletes that user on ``old`` and ``beside``: the sentinels lose both (as across a
+    partition) and promote ``other``, while a client still reaches ``old``, whose writes
+    ``beside`` goes on confirming, and which the sentinels can never demote."""
+    # (the default user has a password: a sentinel refused its own user is then refused
+    # every command, as one cut off gets no reply)
+    old = make_server(repl_diskless_sync_delay=0, requirepass=PASSWORD, masterauth=PASSWORD)
+    replicas = {name: make_server(requirepass=PASSWORD, masterauth=PASSWORD,
+                                  extra_args=("--replicaof", "127.0.0.1", str(old.port)))
+                for name in ("beside", "other")}
+    for server in (old, *replicas.values()):
+        _sentinel_user(server)
+    wait_for(lambda: _connected(old) == 2, 20, "both replicas to connect")
+    sentinels = []
+    for n in range(3):
+        conf = tmp_path / f"sentinel{n}.conf"
+        conf.write_text(f"sentinel monitor {SERVICE} 127.0.0.1 {old.port} 2\n"
+                        f"sentinel auth-user {SERVICE} {SENTINEL_USER}\n"
+                        f"sentinel auth-pass {SERVICE} sentpw\n"
+                        f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+                        f"sentinel failover-timeout {SERVICE} 10000\n")
+        sentinels.append(make_server(config_file=conf, extra_args=("--sentinel",)))
+
+    def listed(sentinel: ServerProcess) -> int:
+        return len(sentinel.client(protocol=2).execute_command("SENTINEL", "REPLICAS",
+                                                                 SERVICE))
+    wait_for(lambda: all(listed(s) == 2 for s in sentinels), 30,
+             "the sentinels to know both replicas")
+    yield {"old": old, **replicas, "url": "redis+sentinel://" + ",".join(  # type: ignore[dict-item]
+        f"127.0.0.1:{s.port}" for s in sentinels) + f"/{SERVICE}"}
+
+
+def _cut(group: dict[str, ServerProcess]) -> None:
+    for name in ("old", "beside"):  # (ACL DELUSER also closes the sentinels' connections)
+        group[name].client().execute_command("ACL", "DELUSER", SENTINEL_USER)
+
+
+@pytest.mark.parametrize(("setting", "lands"), [(1, "other"), ("all", "nowhere")])
+def test_a_durable_client_leaves_a_cut_off_primary_whose_writes_are_confirmed(
+        cut_off: dict[str, ServerProcess], setting: int | str, lands: str) -> None:
+    """The issue's loss: a client whose writes ``beside`` confirms never met an error that
+    would make it ask the sentinels again, so it went on writing to ``old`` after they
+    promoted ``other``. It now asks before a write once a second (ROLE_CHECK) has passed:
+    with ``wait_replicas = 1`` its pushes move to ``other`` within seconds of the promotion;
+    with "all" (2, as the sentinels list them) none on ``old`` was ever confirmed once
+    ``other`` left it."""
+    url = str(cut_off["url"])
+    q = WorkQueue(connect(url, password=PASSWORD, timeout=5.0), "q",
+                  QueueOptions(wait_replicas=setting, wait_timeout=0.5))
+    q.push([NewItem(b"{}", "before")])
+    _cut(cut_off)
+    other = cut_off["other"]
+    confirmed_on_old: list[str] = []
+    deadline = time.monotonic() + 60  # (the sentinels' failover: seconds; a loaded machine)
+    n = 0
+    while time.monotonic() < deadline:
+        n += 1
         try:
-            return bool(admin.execute_command("SENTINEL", "FAILOVER", SERVICE))
-        except redis.ResponseError:  # INPROG / NOGOODSLAVE while the state settles
-            return False
-    wait_for(start, 20, "SENTINEL FAILOVER to be accepted")
-    wait_for(lambda: sentinel_set.master_port() == new.port, 30, "the replica's promotion")
-    wait_for(lambda: _connected(new) == 1, 45, "the old primary to follow the new one")
-    assert new.client().execute_command("WAIT", 1, 10_000) == 1
-    time.sleep(ROLE_CHECK)  # (the client's own timer: its next write asks the sentinels)
-    q.push([NewItem(b"{}", "after")])
-    assert new.client().exists("q:item:after")
-    assert old.client().exists("q:item:after")  # (confirmed: the replica has it)
+            q.push([NewItem(b"{}", f"p{n}")])
+            if cut_off["old"].client().exists(f"q:item:p{n}"):
+                confirmed_on_old.append(f"p{n}")
+        except (Unconfirmed, redis.RedisError):
+            pass
+        if other.client().info("replication")["role"] == "master" and \
+                other.client().exists(f"q:item:p{n}"):
+            break
+        time.sleep(0.05)
+    promoted = other.client().info("replication")["role"] == "master"
+    assert promoted, "the sentinels did not promote the other replica"
+    assert other.client().exists(f"q:item:p{n}"), "the client never left the old primary"
+    landed_late = [i for i in confirmed_on_old if not other.client().exists(f"q:item:{i}")]
+    if lands == "nowhere":
+        assert landed_late == [], "all: a write confirmed on the cut-off side"
