@@ -9,7 +9,8 @@ what a failover could lose (:data:`CONFIRMED`) is sent in one pipeline with
   far; or, with ``wait_fsync``,
 - ``WAITAOF 1 N timeout_ms``: the primary's append-only file and N replicas' have it on disk
   (Redis >= 7.2 and Valkey have WAITAOF; Redis 7.0 and 6.2 do not: a :class:`ConfigError`
-  before the first write, found once per :class:`Confirmer` with one probe).
+  before the first write, found once per :class:`Confirmer` with one probe), after a short
+  ``WAIT N`` that makes the replicas report their disk at once (limits.WAITAOF_NUDGE).
 
 One round trip per call, as without it; bulk push sends one WAIT after each batch
 (core/bulk.py). A write confirmed by fewer replicas than asked in time is neither success
@@ -37,7 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError, Unconfirmed
-from .limits import ALL_REPLICAS, ROLE_CHECK
+from .limits import ALL_REPLICAS, ROLE_CHECK, WAITAOF_NUDGE
 from .types import QueueOptions
 from .util import is_cluster
 
@@ -45,6 +46,9 @@ from .util import is_cluster
 #: worker's complete_and_lease).
 CONFIRMED = frozenset({"push", "complete", "fail", "cancel", "release", "requeue_dead",
                        "purge", "purge_ids"})
+
+#: The WAIT before each WAITAOF, at most (milliseconds).
+NUDGE_MS = round(WAITAOF_NUDGE * 1000)
 
 #: Servers with WAITAOF, for messages and docs.
 WAITAOF_SERVERS = "Redis 7.2 or later, or Valkey"
@@ -158,9 +162,14 @@ class Confirmer:
         return str(self.replicas)
 
     def commands(self) -> list[tuple[Any, ...]]:
-        """The commands sent after a write: WAIT, or WAITAOF (which implies it)."""
+        """The commands sent after a write: WAIT, or WAITAOF (which implies it), after a
+        WAIT of at most WAITAOF_NUDGE that makes the replicas report their disk in
+        milliseconds rather than within a second (see core/limits.py)."""
         if self.fsync:
-            return [("WAITAOF", 1, self.replicas, self.timeout_ms)]
+            waitaof = ("WAITAOF", 1, self.replicas, self.timeout_ms)
+            if self.replicas == 0:  # (the primary's own disk: no replica to ask)
+                return [waitaof]
+            return [("WAIT", self.replicas, min(self.timeout_ms, NUDGE_MS)), waitaof]
         return [("WAIT", self.replicas, self.timeout_ms)]
 
     def check_server(self) -> None:
@@ -208,7 +217,10 @@ class Confirmer:
 
     def shortfall(self, replies: Sequence[Any]) -> str | None:
         """None when the replies to :meth:`commands` confirm the write, else what fell
-        short, as a phrase."""
+        short, as a phrase. With ``wait_fsync`` WAITAOF's reply decides (the WAIT before
+        it only hurries the replicas)."""
+        if self.fsync:
+            replies = replies[-1:]
         for reply in replies:
             if isinstance(reply, Exception):
                 return f"the server refused to confirm it ({str(reply).splitlines()[0]})"
