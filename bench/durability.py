@@ -1,5 +1,5 @@
 """What durability costs (issues 33, 43): ``python -m bench.durability [--server valkey]
-[--reps N] [--appendfsync always]``.
+[--reps N] [--appendfsync always] [--wait-fsync]``.
 
 Starts a primary and its replica (no persistence, or ``--appendfsync always|everysec`` on
 both; the replica on the same machine) and runs
@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--appendfsync", choices=("no-aof", "always", "everysec"),
                         default="no-aof", help="the persistence of both servers (default: "
                         "none; always: what the guarantees need)")
+    parser.add_argument("--wait-fsync", action="store_true",
+                        help="durability on: wait_fsync too (WAITAOF; Valkey, Redis >= 7.2)")
     args = parser.parse_args(argv)
+    if args.wait_fsync:
+        MODES["on"] = QueueOptions(wait_replicas=1, wait_timeout=2.0, wait_fsync=True)
     binary = server_binary(args.server)
     disk = {} if args.appendfsync == "no-aof" else {"appendonly": "yes",
                                                      "appendfsync": args.appendfsync}
@@ -89,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
                 if time.monotonic() > deadline:
                     raise SystemExit("the replica did not sync")
                 time.sleep(0.05)
-            print(f"server: {primary.version}, persistence: {args.appendfsync}")
+            print(f"server: {primary.version}, persistence: {args.appendfsync}, on: "
+                  f"{MODES['on']}")
             figures: dict[tuple[str, str], list[dict[str, float]]] = {}
             for rep in range(args.reps):
                 for shape, (batch, total) in SHAPES.items():
