@@ -72,6 +72,24 @@ def test_all_in_the_config_file_and_bad_values_refused() -> None:
         parse_text("[defaults]\nwait_replicas = 101\n")
 
 
+def test_config_show_says_all_in_its_schema(tmp_path: Path) -> None:
+    """``config show --json``: "all" as the file gives it, in the queue's options and the
+    defaults, valid against config-show's schema."""
+    from jsonschema import Draft202012Validator
+
+    from rq_cli.output.shapes import SCHEMAS, schema
+
+    config = tmp_path / "rq-cli.toml"
+    config.write_text('[defaults]\nwait_replicas = "all"\n[queues.q]\nwait_timeout = 2\n')
+    run = run_cli(["--config", str(config), "config", "show", "--json"], url=None,
+                  home=tmp_path)
+    (shown,) = run.json
+    assert shown["defaults"]["wait_replicas"] == "all", shown
+    assert shown["queues"]["q"]["wait_replicas"] == "all", shown
+    check = Draft202012Validator(schema(SCHEMAS["config show"]))
+    assert not list(check.iter_errors(shown))
+
+
 @pytest.mark.parametrize("value", ["every", "1.5", "-1", ""])
 def test_a_bad_wait_replicas_flag_is_one_line_and_exit_2(value: str, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "rq_cli", "--no-config", "--url",
