@@ -8,8 +8,10 @@ A Sentinel deployment, each process in a network namespace of its own on one bri
   as it runs (its ids printed are acknowledged), and a worker (lease one, complete it);
 - side B: the other replica ``r2``, the three sentinels, and a client ``d`` (a worker).
 
-After a few seconds of work, side A is cut from side B for ``--hold`` seconds (one-sided
-blackhole routes in every namespace: connects hang, as in a real partition); the sentinels
+The client pushes a backlog first (``--backlog``, in batches), so that both sides' workers
+have items from before the cut to complete. After a few seconds of work, side A is cut from
+side B for ``--hold`` seconds (one-sided blackhole routes in every namespace: connects hang,
+as in a real partition); the sentinels
 promote ``r2``, while ``r1`` goes on answering ``p``'s WAITs. At the heal the sentinels
 demote ``p`` (the time it took is reported) and whatever was written there is thrown away.
 The pusher then stops, the workers drain the queue, and the script counts:
@@ -179,6 +181,9 @@ def client(args: argparse.Namespace) -> None:
 
     def pusher() -> None:
         q = WorkQueue(connect(url, timeout=2.0), QUEUE, options)
+        backlog = [NewItem(b"{}", f"b{args.client}{n}") for n in range(args.backlog)]
+        for batch in q.push_batches(backlog, batch_size=100):  # (both sides' work at the cut)
+            out["acked"].extend(result.id for result in batch if result.added)
         n = 0
         while not (work / "stop-push").exists():
             n += 1
@@ -288,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         net_up()
         procs = start_servers(binary, work)
         me = [sys.executable, "-m", "bench.partition", "--setting", args.setting,
-              "--dir", str(work)]
+              "--dir", str(work), "--backlog", str(args.backlog)]
         clients = {
             "c": subprocess.Popen(["ip", "netns", "exec", _ns("c"), *me, "--client", "c",
                                    "--roles", "push,pipe,work"]),
@@ -348,6 +353,9 @@ def main() -> None:
     parser.add_argument("--after", type=float, default=3.0,
                         help="seconds of pushes after the old primary is demoted")
     parser.add_argument("--server", default=None, help="redis (default), valkey, or a path")
+    parser.add_argument("--backlog", type=int, default=3000,
+                        help="items pushed first, in batches: still queued at the cut, so "
+                             "both sides' workers complete some of them (3000)")
     parser.add_argument("--keep", action="store_true", help="keep the logs' folder")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--roles", default="work", help=argparse.SUPPRESS)
