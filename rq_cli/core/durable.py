@@ -145,15 +145,21 @@ class Confirmer:
         now = time.monotonic()
         if now >= self._role_due and sentinel_pool(self.client) is not None:
             self._role_due = now + ROLE_CHECK
-            follow_primary(self.client)
-            if self.wanted == ALL_REPLICAS:
-                listed = listed_replicas(self.client)
-                if listed is not None:  # (none answers: the last count stands)
-                    self.replicas = listed
+            self._role_check()
         if not self._resolved:
             self.replicas, _ = replica_count(self.client, key)
             self._resolved = True
         self.check_server()
+
+    def _role_check(self) -> None:
+        """Behind Sentinel: ``"all"``'s count from the sentinels' list, then where the
+        primary is (:func:`follow_primary`)."""
+        if self.wanted == ALL_REPLICAS:
+            listed = listed_replicas(self.client)
+            if listed is None:  # no sentinel answers: the count stands (and asking them
+                return  # where the primary is would wait out each one again)
+            self.replicas, self._resolved = listed, True
+        follow_primary(self.client)
 
     def wanted_text(self) -> str:
         """The setting as messages show it: ``1``, or ``all (2)``."""
