@@ -1,6 +1,8 @@
-"""What durability costs (issue 33): ``python -m bench.durability [--server valkey] [--reps N]``.
+"""What durability costs (issues 33, 43): ``python -m bench.durability [--server valkey]
+[--reps N] [--appendfsync always] [--wait-fsync]``.
 
-Starts a primary and its replica (no persistence; the replica on the same machine) and runs
+Starts a primary and its replica (no persistence, or ``--appendfsync always|everysec`` on
+both; the replica on the same machine) and runs
 the same work with ``wait_replicas = 1`` (every write waits for the replica: WAIT, pipelined
 with the script call) and without, side by side, interleaved, ``--reps`` times (default 3):
 
@@ -69,12 +71,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=("redis", "valkey"), default=None)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--appendfsync", choices=("no-aof", "always", "everysec"),
+                        default="no-aof", help="the persistence of both servers (default: "
+                        "none; always: what the guarantees need)")
+    parser.add_argument("--wait-fsync", action="store_true",
+                        help="durability on: wait_fsync too (WAITAOF; Valkey, Redis >= 7.2)")
     args = parser.parse_args(argv)
+    if args.wait_fsync:
+        MODES["on"] = QueueOptions(wait_replicas=1, wait_timeout=2.0, wait_fsync=True)
     binary = server_binary(args.server)
+    disk = {} if args.appendfsync == "no-aof" else {"appendonly": "yes",
+                                                     "appendfsync": args.appendfsync}
     with tempfile.TemporaryDirectory() as tmp:
         primary = ServerProcess(Path(tmp) / "p", binary=binary,
-                                config={"repl-diskless-sync-delay": 0}).start()
-        replica = ServerProcess(Path(tmp) / "r", binary=binary, extra_args=(
+                                config={"repl-diskless-sync-delay": 0, **disk}).start()
+        replica = ServerProcess(Path(tmp) / "r", binary=binary, config=disk, extra_args=(
             "--replicaof", "127.0.0.1", str(primary.port))).start()
         try:
             deadline = time.monotonic() + 20
@@ -82,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
                 if time.monotonic() > deadline:
                     raise SystemExit("the replica did not sync")
                 time.sleep(0.05)
-            print(f"server: {primary.version}")
+            print(f"server: {primary.version}, persistence: {args.appendfsync}, on: "
+                  f"{MODES['on']}")
             figures: dict[tuple[str, str], list[dict[str, float]]] = {}
             for rep in range(args.reps):
                 for shape, (batch, total) in SHAPES.items():

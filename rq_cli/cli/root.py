@@ -42,7 +42,7 @@ from ..ops.filters import FLAG_OF
 from ..ops.scrub import scrub
 from ..output.render import Output, Terminal, debug_enabled, message
 from ..settings import config as configmod
-from ..settings.rules import wait_replicas_verdict, wait_timeout_verdict
+from ..settings.rules import parse_wait_replicas, wait_timeout_verdict
 from . import internals, signals
 from .commands import BY_NAME, COMMANDS
 from .common import READ_ONLY, JsonOpt, State
@@ -226,11 +226,13 @@ def root(
         "--prefix", help="Treat every QUEUE as a raw key prefix, even a name the config "
                          "file defines.")] = False,
     as_json: JsonOpt = False,
-    wait_replicas: Annotated[int | None, typer.Option(
-        "--wait-replicas", envvar=ENV_WAIT_REPLICAS, show_envvar=True, metavar="N",
+    wait_replicas: Annotated[str | None, typer.Option(
+        "--wait-replicas", envvar=ENV_WAIT_REPLICAS, show_envvar=True, metavar="N|all",
         help="Durability: acknowledge a write (push, complete, fail, requeue-dead, purge, "
              "work's outcomes) only once N replicas hold it (WAIT); unconfirmed in time: "
-             "exit 8. Overrides the config's wait_replicas; 0: off.")] = None,
+             "exit 8. all: every replica (as the sentinels list them, else the primary's): "
+             "survives any single partition. Overrides the config's wait_replicas; 0: "
+             "off.")] = None,
     wait_timeout: Annotated[float | None, typer.Option(
         "--wait-timeout", envvar=ENV_WAIT_TIMEOUT, show_envvar=True,
         metavar="SECONDS", help="How long a write waits for its replicas (default: the "
@@ -281,15 +283,12 @@ def _config_choice(config: str | None, no_config: bool,
     return (None if from_env else config), no_config
 
 
-def _durability(replicas: int | None, timeout: float | None) -> dict[str, Any]:
+def _durability(replicas: str | None, timeout: float | None) -> dict[str, Any]:
     """The durability options the flags (or their environment variables) set: checked as
     the config file's are; a bad value is a usage error."""
     out: dict[str, Any] = {}
     if replicas is not None:
-        verdict = wait_replicas_verdict(replicas)
-        if verdict is not True:
-            raise UsageError(f"--wait-replicas {verdict} (got {replicas})")
-        out["wait_replicas"] = replicas
+        out["wait_replicas"] = parse_wait_replicas(replicas)
     if timeout is not None:
         verdict = wait_timeout_verdict(timeout)
         if verdict is not True:

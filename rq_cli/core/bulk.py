@@ -308,7 +308,7 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     confirmer = q.confirmer
     waits: list[Any] = []
     if confirmer is not None:
-        confirmer.check_server()
+        confirmer.prepare(q.script_keys[0])
         waits = [part for command in confirmer.commands()
                  for part in conn.pack_command(*command)]
     unconfirmed: list[Pushed] = []  # batches stored and not confirmed (then none is sent)

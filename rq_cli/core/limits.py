@@ -66,8 +66,26 @@ BLOCK_CHUNK = 2.0
 #: Longest wait for replicas to confirm a write (``wait_timeout``, seconds): WAIT blocks
 #: the connection, so the client's socket timeout (5 s) must exceed it.
 MAX_WAIT_TIMEOUT = 4.0
+#: ``wait_fsync``: the longest WAIT sent before each WAITAOF (seconds). A replica answers the
+#: primary's ask for its offsets (REPLCONF GETACK, which WAIT and WAITAOF both send) as soon
+#: as it reads it, before it writes to its append-only file the write that came with it, and
+#: says it wrote it only in its once-a-second report: WAITAOF alone took about 1 s on an
+#: idle Valkey 9.1.2 pair. The WAIT first makes WAITAOF's own ask reach the replica after it
+#: has written (and, with appendfsync always, synced) the write: a few ms. WAITAOF decides;
+#: a WAIT that times out only delays it, so the two wait at most wait_timeout + this (under
+#: the client's 5 s socket timeout with MAX_WAIT_TIMEOUT).
+WAITAOF_NUDGE = 0.5
 #: Most replicas a write may wait for (``wait_replicas``).
 MAX_WAIT_REPLICAS = 100
+#: ``wait_replicas = "all"``: every replica the deployment has (as the sentinels list them,
+#: or as the primary counts them when the queue first writes); the setting that survives
+#: any single partition (the manual's "Guarantees").
+ALL_REPLICAS = "all"
+#: Seconds between a durable client's role checks behind Sentinel (the worker's too): a
+#: primary the sentinels demoted goes on taking writes until it is told (11-12 s measured
+#: after a partition heals), all thrown away when it is; the client follows the sentinels
+#: within this, and re-reads their replica list for ``wait_replicas = "all"``.
+ROLE_CHECK = 1.0
 #: Longest grace period that clean waits out itself to look again (seconds).
 MAX_CLEAN_WAIT = 60.0
 #: Clean: past-due ids of P:expires (push --expire) one call dead-letters at most, and how

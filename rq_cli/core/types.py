@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from .codes import Outcome as Outcome  # (the documented import: rq_cli.core.types)
 from .codes import PurgeState as PurgeState
 from .codes import State as State
+from .limits import ALL_REPLICAS
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,17 @@ class QueueOptions:
     dedup_window: float | None = None
     #: durability (the manual's "Guarantees"): replicas that must hold a write before it is
     #: acknowledged (WAIT; 0: off), seconds to wait for them, and whether it must also be
-    #: on disk (WAITAOF: the primary's and each such replica's append-only file)
-    wait_replicas: int = 0
+    #: on disk (WAITAOF: the primary's and each such replica's append-only file);
+    #: ``"all"`` (limits.ALL_REPLICAS): every replica the deployment has
+    wait_replicas: int | str = 0
     wait_timeout: float = 1.0
     wait_fsync: bool = False
 
     @property
     def durable(self) -> bool:
         """Whether writes wait for replicas or the disk before they are acknowledged."""
-        return self.wait_replicas > 0 or self.wait_fsync
+        return self.wait_replicas == ALL_REPLICAS or int(self.wait_replicas) > 0 or \
+            self.wait_fsync
 
 
 class TlsOptions(NamedTuple):

@@ -14,6 +14,7 @@ from typing import Any
 from ..core.codes import LAYOUTS, REQUEUE_ENDS
 from ..core.keys import prefix_collision
 from ..core.limits import (
+    ALL_REPLICAS,
     MAX_ATTEMPTS,
     MAX_DELAY,
     MAX_DELAY_TEXT,
@@ -45,6 +46,8 @@ def _between(lo: float, hi: float, hi_name: str, *,
     return check
 
 
+#: What ``wait_replicas`` takes: a count, or every replica.
+WAIT_REPLICAS_KIND = f'an integer or "{ALL_REPLICAS}"'
 # Option keys allowed in [defaults] and [queues.NAME], with their checks.
 _NUMBER = "a number"
 _DELAY = _between(0, MAX_DELAY, MAX_DELAY_TEXT)
@@ -60,7 +63,7 @@ OPTION_RULES: dict[str, tuple[str, Any]] = {
     "tenant_weights": ("a table", lambda v: _weights_verdict(v)),
     "dedup_window": (_NUMBER, _DELAY),
     # durability: how many replicas (and whether their disks) confirm each write
-    "wait_replicas": ("an integer", lambda v: wait_replicas_verdict(v)),
+    "wait_replicas": (WAIT_REPLICAS_KIND, lambda v: wait_replicas_verdict(v)),
     "wait_timeout": (_NUMBER, lambda v: wait_timeout_verdict(v)),
     "wait_fsync": ("a boolean", lambda v: True),
 }
@@ -68,11 +71,24 @@ OPTION_RULES: dict[str, tuple[str, Any]] = {
 INTEGER_KEYS = ("max_attempts", "wait_replicas")
 
 
-def wait_replicas_verdict(value: int) -> Any:
-    """``wait_replicas``: True, or why the number cannot be used (the config file's check,
+def wait_replicas_verdict(value: int | str) -> Any:
+    """``wait_replicas``: True, or why the value cannot be used (the config file's check,
     and the flag's and the environment's)."""
-    return (0 <= value <= MAX_WAIT_REPLICAS) or \
-        f"must be 0 (off) or more, and at most {MAX_WAIT_REPLICAS}"
+    return value == ALL_REPLICAS or (0 <= int(value) <= MAX_WAIT_REPLICAS) or \
+        f'must be 0 (off) or more, at most {MAX_WAIT_REPLICAS}, or "{ALL_REPLICAS}"'
+
+
+def parse_wait_replicas(text: str) -> int | str:
+    """``--wait-replicas`` (or $RQ_CLI_WAIT_REPLICAS) as given: ``all`` or a whole number,
+    checked; a UsageError (exit 2) otherwise."""
+    value = text.strip()
+    parsed: int | str = ALL_REPLICAS if value.lower() == ALL_REPLICAS else \
+        int(value) if value.lstrip("-").isdigit() else ""
+    verdict = "must be a whole number or all" if parsed == "" else \
+        wait_replicas_verdict(parsed)
+    if verdict is not True:
+        raise UsageError(f"--wait-replicas {verdict} (got {text!r})")
+    return parsed
 
 
 def wait_timeout_verdict(value: float) -> Any:
@@ -246,6 +262,8 @@ class Validator:
                 continue
             ok_type = (isinstance(value, str) if kind == "a string" else
                        isinstance(value, int) if kind == "an integer" else
+                       (isinstance(value, int) or value == ALL_REPLICAS)
+                       if kind == WAIT_REPLICAS_KIND else
                        isinstance(value, dict) if kind == "a table" else
                        isinstance(value, (int, float)))
             if isinstance(value, bool) or not ok_type:

@@ -14,7 +14,7 @@ from ..core.codes import DeadReason, Outcome
 from ..core.control import take_asks
 from ..core.durable import follow_primary
 from ..core.history import snapshot
-from ..core.limits import CONTROL_EVERY, HISTORY_EVERY
+from ..core.limits import CONTROL_EVERY, HISTORY_EVERY, ROLE_CHECK
 from ..core.queue import WorkQueue
 from ..core.types import ItemOutcome
 from .guard import killpg
@@ -23,11 +23,6 @@ from .model import (
 )
 from .outage import transient
 from .spawn import Spawning
-
-#: Seconds between the worker's role checks behind Sentinel (:func:`follow_primary`): a
-#: primary the sentinels demoted goes on taking writes until it is told (up to ~10 s, its
-#: INFO period), all thrown away when it is; the worker follows the sentinels within this.
-ROLE_CHECK = 1.0
 
 
 class Beating(Spawning):
