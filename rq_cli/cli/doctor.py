@@ -125,7 +125,8 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
             if name in st.config.queues and st.spec(name).shards is not None:
                 from ..health.shards import shard_checks
 
-                checks += [("", name, c) for c in shard_checks(server.client, prefix)]
+                checks += [("", name, c) for c in shard_checks(server.client, prefix,
+                                                                st.spec(name).shards)]
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
         return [{"server": where, "queue": None, "check": "connect", "status": health.FAIL,

@@ -18,11 +18,20 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from .bulk import Pushed
-from .codes import PUSH_FLAGS, Outcome
+from .bulk import REASONS, Pushed
+from .codes import PUSH_FLAGS, RETIRED_ERROR, Outcome
 from .limits import BATCH, BLOCK_CHUNK
 from .queue import WorkQueue
-from .shardmeta import SHARD_META_REFRESH, SHARD_META_RETRY, ShardMeta, check_count, read, shard_of
+from .shardmeta import (
+    SHARD_META_REFRESH,
+    SHARD_META_RETRY,
+    Draining,
+    ShardMeta,
+    count_note,
+    place,
+    read,
+    shard_of,
+)
 from .shardops import EveryShard
 from .shardwait import Waiter, shard_down
 from .types import ItemOutcome, ItemRef, LeasedItem, NewItem, PushResult, QueueOptions
@@ -32,6 +41,8 @@ if TYPE_CHECKING:
     from .reports import PeekedItem
 
 DUPLICATE = PUSH_FLAGS["duplicate"]
+DEAD = PUSH_FLAGS["dead"]
+RECENT = PUSH_FLAGS["recently completed"]
 #: Seconds a shard whose server failed a lease call is left out of lease passes.
 SHARD_DOWN_PAUSE = 1.0
 #: outcomes of an operation by id that send it on to the id's shard of an older generation
@@ -41,8 +52,10 @@ _NOT_HERE = (Outcome.MISSING,)
 class ShardedQueue(EveryShard):
     """A sharded queue named ``prefix`` (its base prefix) on ``client``.
 
-    ``shards``: the count the caller's config names: another count on the server (or none)
-    is a ConfigError (exit 78) before anything is written. ``name``: for messages.
+    ``shards``: the count the caller's config names: a default, not a gate. The server's
+    record is followed (:meth:`count_note` says when it differs); where there is none, the
+    queue reads as an empty one of that count and the first push creates it. ``name``: for
+    messages.
     """
 
     def __init__(self, client: Any, prefix: str, options: QueueOptions | None = None, *,
@@ -56,8 +69,8 @@ class ShardedQueue(EveryShard):
         self._queues: dict[str, WorkQueue] = {}
         self._read_at = float("-inf")
         self.meta = ShardMeta()
+        self.configured = shards
         self.refresh(force=True)
-        check_count(self.name, shards, self.meta)
         if not self.meta.count:
             raise UsageError(f"queue {self.name!r} is not sharded on the server: run "
                              f"'rq-cli reshard {self.name} N' first")
@@ -80,13 +93,37 @@ class ShardedQueue(EveryShard):
         now = time.monotonic()
         if force or now - self._read_at >= SHARD_META_REFRESH:
             try:
-                self.meta = read(self.client, self.prefix)
+                meta = read(self.client, self.prefix)
+                self.meta = self._planned() if not meta.count and self.configured else meta
             except Exception as e:
                 if force or not shard_down(e):
                     raise
                 now += SHARD_META_RETRY - SHARD_META_REFRESH
             self._read_at = now
         return self.meta
+
+    def _planned(self) -> ShardMeta:
+        """The queue the config's count would create (:attr:`ShardMeta.planned`): its shards
+        as ``reshard`` would place them, and the base itself draining if it holds a plain
+        queue's keys (as ``reshard`` would set it)."""
+        if not self.meta.planned:
+            live = place(self.client, self.prefix, 1, self.configured or 1)
+            plain = WorkQueue(self.client, self.prefix).exists()
+            return ShardMeta(count=len(live), gen=1, live=live, planned=True,
+                             draining=[Draining(0, [self.prefix])] if plain else [])
+        return self.meta
+
+    def count_note(self) -> str | None:
+        """A note when the config names another count than the server's (which is followed)."""
+        return count_note(self.name, self.configured, self.meta)
+
+    def _create(self) -> None:
+        """Before the first push into a planned queue: create it with the config's count
+        (nothing written where another client created it first: its count is followed)."""
+        from .resharding import create
+
+        create(self.client, self.prefix, self.configured or 1)
+        self.refresh(force=True)
 
     def shard(self, prefix: str) -> WorkQueue:
         """The WorkQueue of one shard (made once per prefix)."""
@@ -127,11 +164,29 @@ class ShardedQueue(EveryShard):
         """Push items (the arguments of WorkQueue.push); one PushResult per item, in order."""
         out: list[tuple[int, PushResult]] = []
         for dupes, groups in self._grouped(items, kw.pop("batch_size", BATCH), **kw):
-            out += [(pos, PushResult(i, False, "duplicate")) for pos, i in dupes]
+            out += [(pos, PushResult(i, False, REASONS[flag])) for pos, i, flag in dupes]
             for prefix, group in groups.items():
-                stored = self.shard(prefix).push([it for _, it in group], **kw)
+                stored = self._into(prefix, [it for _, it in group], **kw)
                 out += [(pos, r) for (pos, _), r in zip(group, stored, strict=True)]
         return [r for _, r in sorted(out, key=lambda p: p[0])]
+
+    def _into(self, prefix: str, items: list[NewItem], **kw: Any) -> list[PushResult]:
+        """Push ``items`` into shard ``prefix``; one retired by a resize meanwhile refuses
+        them all: the record is read again and they go to the live shards."""
+        try:
+            return self.shard(prefix).push(items, **kw)
+        except Exception as e:
+            self._retired(prefix, e)  # (raises anything else)
+        return self.push(items, **kw)
+
+    def _retired(self, prefix: str, error: Exception) -> None:
+        """Re-read the record after shard ``prefix`` refused a push as retired (push.lua's
+        RETIRED_ERROR); re-raise ``error`` if it is anything else, or if the record still
+        lists the shard as live (then it is no client's stale list: a broken record)."""
+        if RETIRED_ERROR.split()[0] not in str(error).split()[:1]:
+            raise error
+        if prefix in self.refresh(force=True).live:
+            raise error
 
     def push_batches(self, items: Iterable[NewItem | bytes | str], **kw: Any,
                      ) -> Iterator[list[PushResult]]:
@@ -149,17 +204,26 @@ class ShardedQueue(EveryShard):
 
         for dupes, groups in self._grouped(items, batch_size * len(self.live), **kw):
             if dupes:
-                yield Pushed([i for _, i in dupes], DUPLICATE * len(dupes))
+                yield Pushed([i for _, i, _ in dupes], "".join(f for _, _, f in dupes))
             for prefix, group in groups.items():
-                yield from stream(self.shard(prefix), [it for _, it in group],
-                                  batch_size=batch_size, atomic=atomic, **kw)
+                sent = 0
+                try:
+                    for batch in stream(self.shard(prefix), [it for _, it in group],
+                                        batch_size=batch_size, atomic=atomic, **kw):
+                        sent += len(batch.ids)
+                        yield batch
+                except Exception as e:
+                    self._retired(prefix, e)  # (raises anything else)
+                    yield from self.stream([it for _, it in group[sent:]],
+                                           batch_size=batch_size, atomic=atomic, **kw)
 
     def _grouped(self, items: Iterable[NewItem | bytes | str], size: int, *,
                  id_from_data: bool = False, tenant: str | None = None, **_: Any,
-                 ) -> Iterator[tuple[list[tuple[int, str]],
+                 ) -> Iterator[tuple[list[tuple[int, str, str]],
                                      dict[str, list[tuple[int, NewItem]]]]]:
-        """Chunks of ``size`` items: (duplicates of an id live in a draining shard, the rest
-        by live shard), each item with its position in the input."""
+        """Chunks of ``size`` items: (those a draining shard refuses, with push's flag: see
+        :meth:`_taken_before`; the rest by live shard), each with its position in the
+        input."""
         source, seen = iter(items), 0
         while True:
             chunk: list[Any] = []
@@ -168,15 +232,17 @@ class ShardedQueue(EveryShard):
                 chunk.extend(islice(source, size))
             except Exception as e:  # a bad line: store what came before it, then raise
                 error = e
-            live = self.refresh().live
+            if self.refresh().planned and chunk:
+                self._create()
+            live = self.meta.live
             named = [_named(it, id_from_data, tenant) for it in chunk]
             taken = self._taken_before([n.id or "" for n in named])
-            dupes: list[tuple[int, str]] = []
+            dupes: list[tuple[int, str, str]] = []
             groups: dict[str, list[tuple[int, NewItem]]] = {}
             for n, item in enumerate(named):
                 item_id = item.id or ""
                 if item_id in taken:
-                    dupes.append((seen + n, item_id))
+                    dupes.append((seen + n, item_id, taken[item_id]))
                 else:
                     groups.setdefault(live[shard_of(item_id, len(live))], []).append(
                         (seen + n, item))
@@ -187,18 +253,35 @@ class ShardedQueue(EveryShard):
             if len(chunk) < size:
                 return
 
-    def _taken_before(self, ids: list[str]) -> set[str]:
-        """Ids live in their shard of a draining generation (de-dup across a resize): one
-        pipelined EXISTS per id, only while a generation drains."""
+    def _taken_before(self, ids: list[str]) -> dict[str, str]:
+        """Ids their shard of a draining generation refuses (de-dup across a resize: live,
+        dead, or in its de-dup window), with push's flag for each: one pipelined round trip
+        per batch, only while a generation drains (per old shard an EXISTS per id and one
+        ZMSCORE of its dead and de-dup ids; docs/DESIGN.md section 7)."""
         if not self.meta.draining or not ids:
-            return set()
-        pipe = self.client.pipeline(transaction=False)
-        asked: list[str] = []
-        for item_id in ids:
+            return {}
+        by_shard: dict[str, list[str]] = {}
+        for item_id in dict.fromkeys(ids):
             for q in self.older(item_id):
-                pipe.exists(q.keys.item(item_id))
-                asked.append(item_id)
-        return {i for i, found in zip(asked, pipe.execute(), strict=True) if found}
+                by_shard.setdefault(q.prefix, []).append(item_id)
+        pipe = self.client.pipeline(transaction=False)
+        for prefix, group in by_shard.items():
+            keys = self.shard(prefix).keys
+            for item_id in group:
+                pipe.exists(keys.item(item_id))
+            pipe.zmscore(keys.dead, group)
+            pipe.zmscore(keys.dedup, group)
+        replies, now_ms = iter(pipe.execute()), time.time() * 1000
+        out: dict[str, str] = {}
+        for group in by_shard.values():
+            live = [next(replies) for _ in group]
+            dead, recent = next(replies), next(replies)
+            for item_id, found, died, until in zip(group, live, dead, recent, strict=True):
+                flag = (DUPLICATE if found else DEAD if died is not None else
+                        RECENT if until is not None and until > now_ms else None)
+                if flag is not None:
+                    out.setdefault(item_id, flag)
+        return out
 
     # -- lease ---------------------------------------------------------------------------
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
