@@ -19,6 +19,7 @@ from ..errors import UsageError
 from .codes import Outcome
 from .limits import BLOCK_CHUNK
 from .queue import WorkQueue
+from .shardcopies import read_copies
 from .shardmeta import (
     SHARD_META_REFRESH,
     SHARD_META_RETRY,
@@ -82,17 +83,20 @@ class ShardedQueue(ShardPush, EveryShard):
         """Read the record again if it is older than SHARD_META_REFRESH (or ``force``).
 
         Where the record's own server cannot be reached (its primary failing over), the
-        shards go on with the record read last, tried again SHARD_META_RETRY later: nothing
-        can change the record meanwhile (a resize writes it), and the other shards' calls
-        must not stop with it."""
+        shards go on with the record read last (on opening, or ``force``: the newest of its
+        copies that answers, :func:`~rq_cli.core.shardcopies.read_copies`), tried again
+        SHARD_META_RETRY later: nothing can change the record meanwhile (a resize writes
+        it), and the other shards' calls must not stop with it."""
         now = time.monotonic()
         if force or now - self._read_at >= SHARD_META_REFRESH:
             try:
                 meta = read(self.client, self.prefix)
                 self.meta = self._planned() if not meta.count and self.configured else meta
             except Exception as e:
-                if force or not shard_down(e):
+                if not shard_down(e):
                     raise
+                if force:  # (opening: a copy of the record, if one answers)
+                    self.meta = read_copies(self.client, self.prefix) or _raise(e)
                 now += SHARD_META_RETRY - SHARD_META_REFRESH
             self._read_at = now
         return self.meta
@@ -312,6 +316,10 @@ def owner_of(queues: Sequence[Any], prefix: str) -> Any:
 def physical(queues: Sequence[Any]) -> list[WorkQueue]:
     """Every WorkQueue behind ``queues``: a sharded queue's shards in its place."""
     return [s for q in queues for s in (q.shards if isinstance(q, ShardedQueue) else [q])]
+
+
+def _raise(error: Exception) -> ShardMeta:
+    raise error
 
 
 def _refs(refs: Iterable[str | ItemRef]) -> list[ItemRef]:

@@ -48,7 +48,12 @@ def shard_prefix(base: str, gen: int, index: int, salt: int = 0) -> str:
     """Shard ``index`` of generation ``gen``: the base's hash tag ``{T}`` becomes
     ``{T~gen.index}`` (``{T~gen.index.salt}`` with a salt); an untagged base gets
     ``base~gen.index``."""
-    mark = f"~{gen}.{index}" + (f".{salt}" if salt else "")
+    return marked(base, f"~{gen}.{index}" + (f".{salt}" if salt else ""))
+
+
+def marked(base: str, mark: str) -> str:
+    """``base`` with ``mark`` added inside its hash tag (``{T}`` becomes ``{T<mark>}``), or at
+    its end when it has none."""
     start = base.find("{")
     end = base.find("}", start + 1) if start >= 0 else -1
     if start >= 0 and end > start + 1:
@@ -152,8 +157,9 @@ def refuse_if_sharded(client: Any, base: str, name: str) -> None:
 def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | None], *,
            replace: bool = False) -> ShardMeta:
     """Read the record, apply ``change`` (None: nothing to write) and write it back in one
-    WATCH/MULTI transaction, retried when another client changed it meanwhile. A record
-    that cannot be read is refused (BadInputError), or read as none with ``replace``."""
+    WATCH/MULTI transaction, retried when another client changed it meanwhile, its version
+    raised by one, then its copies. A record that cannot be read is refused (BadInputError),
+    or read as none with ``replace``."""
     import redis
 
     key = meta_key(base)
@@ -176,9 +182,12 @@ def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | Non
                 pipe.delete(key)
                 pipe.hset(key, mapping=new.fields())
                 pipe.execute()
-                return new
             except redis.WatchError:
                 continue
+        from .shardcopies import write_copies
+
+        write_copies(client, base, new)  # (on a Cluster: see shardcopies)
+        return new
 
 
 # -- placement ----------------------------------------------------------------------------
