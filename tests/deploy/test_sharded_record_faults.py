@@ -17,8 +17,8 @@ from test_cluster import Cluster, _form_cluster
 
 from rq_cli.connection.connect import connect
 from rq_cli.core.resharding import reshard
-from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.shardcopies import RECORD_COPIES, copy_base
+from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.shardmeta import meta_key, shard_of
 from rq_cli.core.types import NewItem
 
