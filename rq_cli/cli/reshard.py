@@ -32,7 +32,9 @@ def reshard(
     """Spread a queue over N shards (created or resized live; retired shards drain).
 
     The server's record is the truth: a client whose config names another count follows
-    it (with a note on stderr). Example: rq-cli reshard jobs 3 --create
+    it (with a note on stderr).
+
+    Example: rq-cli reshard jobs 3 --create
     """
     from ..connection.connect import mask_url
     from ..core.resharding import reshard as do_reshard

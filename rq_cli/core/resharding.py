@@ -3,6 +3,7 @@ section 7, "Resize"). No Typer, no rich."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +11,7 @@ from ..errors import ConfigError, UsageError
 from .keys import DEDUP_WINDOW_FIELD, glob_escape, has_hash_tag
 from .limits import BATCH
 from .queue import WorkQueue
+from .shardcopies import write_copies
 from .shardmeta import (
     SHARD_SETTLE,
     Draining,
@@ -63,7 +65,7 @@ def reshard(client: Any, base: str, count: int, *, dry_run: bool = False,
                              f"shards")
         return _resized(client, base, count, meta, plan, unsharded, before)
 
-    update(client, base, change, replace=replace)
+    update(client, base, change, replace=replace, written=_copies(client, base))
     if plan.changed and not dry_run:
         retire(client, plan.draining)
         _carry_window(client, before, plan.live)
@@ -77,7 +79,13 @@ def create(client: Any, base: str, count: int) -> ShardMeta:
     plan = ReshardPlan(base, 0, count)
     unsharded = WorkQueue(client, base).exists()
     return update(client, base, lambda meta: None if meta.count else
-                  _resized(client, base, count, meta, plan, unsharded, []))
+                  _resized(client, base, count, meta, plan, unsharded, []),
+                  written=_copies(client, base))
+
+
+def _copies(client: Any, base: str) -> Callable[[ShardMeta], int]:
+    """What follows each write of the record: its copies (on a Cluster, shardcopies.py)."""
+    return lambda meta: write_copies(client, base, meta)
 
 
 def _resized(client: Any, base: str, count: int, meta: ShardMeta, plan: ReshardPlan,
@@ -156,7 +164,7 @@ def settle(client: Any, base: str, *, settle_s: float = SHARD_SETTLE) -> list[st
         m.draining, m.retired_counters = kept, retired
         return m
 
-    update(client, base, change)
+    update(client, base, change, written=_copies(client, base))
     for prefix in empty:
         _unlink_all(client, prefix, keep={meta_key(base), WorkQueue(client, prefix).keys.retired})
     return list(empty)

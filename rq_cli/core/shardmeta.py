@@ -80,7 +80,7 @@ class ShardMeta:
     resized_ms: int = 0
     retired_counters: dict[str, int] = field(default_factory=dict)
     #: raised by one at every write of the record (a copy of an older version is not
-    #: followed: see :mod:`rq_cli.core.shardcopies`)
+    #: followed: see shardcopies.py)
     version: int = 0
     #: not on the server: the queue a config's ``shards = N`` would create (read as empty
     #: until the first push creates it)
@@ -155,11 +155,12 @@ def refuse_if_sharded(client: Any, base: str, name: str) -> None:
 
 
 def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | None], *,
-           replace: bool = False) -> ShardMeta:
+           replace: bool = False,
+           written: Callable[[ShardMeta], Any] | None = None) -> ShardMeta:
     """Read the record, apply ``change`` (None: nothing to write) and write it back in one
     WATCH/MULTI transaction, retried when another client changed it meanwhile, its version
-    raised by one, then its copies. A record that cannot be read is refused (BadInputError),
-    or read as none with ``replace``."""
+    raised by one; then ``written`` is called with it (resharding: its copies). A record
+    that cannot be read is refused (BadInputError), or read as none with ``replace``."""
     import redis
 
     key = meta_key(base)
@@ -184,9 +185,8 @@ def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | Non
                 pipe.execute()
             except redis.WatchError:
                 continue
-        from .shardcopies import write_copies
-
-        write_copies(client, base, new)  # (on a Cluster: see shardcopies)
+        if written is not None:
+            written(new)
         return new
 
 
