@@ -149,6 +149,8 @@ def refuse_if_sharded(client: Any, base: str, name: str) -> None:
     """Refuse (ConfigError, exit 78) to treat ``base`` as a plain queue where the server
     records it as sharded: a push there would go where no sharded client looks."""
     raw = client.hget(meta_key(base), "count")
+    if raw is not None and not raw.isdigit():
+        parse({b"count": raw}, meta_key(base))  # (raises: no record of a sharded queue)
     if raw is not None and int(raw):
         raise ConfigError(f"queue {name!r} is sharded on the server ({int(raw)} shards): set "
                           f"shards = {int(raw)} on its [queues.{name}] table in the config")

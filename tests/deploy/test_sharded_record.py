@@ -121,6 +121,9 @@ def test_reshard_refuses_a_missing_queue_and_a_garbage_record(cli: Any, server_u
     run = cli("reshard", "bad", "2", "--create")
     assert run.exit_code == ExitCode.DATA and "--replace" in run.stderr, run
     assert client.hgetall("bad:shards") == {b"count": b"x", b"live": b"[]"}
+    plain = cli("push", "bad", "{}")  # a plain push there: the same one line, nothing stored
+    assert plain.exit_code == ExitCode.DATA and "--replace" in plain.stderr, plain
+    assert not client.exists("bad:queue")
     assert cli("reshard", "bad", "2", "--replace", "--create").one["after"] == 2
 
 
