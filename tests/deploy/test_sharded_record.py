@@ -57,6 +57,7 @@ def test_a_config_count_that_disagrees_is_followed(cli: Any, tmp_path: Path,
 def test_dedup_and_dead_ids_are_refused_across_a_resize(cli: Any, tmp_path: Path,
                                                         server_url: str) -> None:
     write_config(tmp_path, CONFIG.format(n=2))
+    assert cli("reshard", "jobs", "2").exit_code == 0
     assert cli("push", "jobs", "--id", "X", "--dedup-window", "3600", "{}").exit_code == 0
     (x,) = cli("lease", "jobs").json
     assert cli("complete", "jobs", x["id"]).one["outcome"] == "completed"
@@ -65,6 +66,7 @@ def test_dedup_and_dead_ids_are_refused_across_a_resize(cli: Any, tmp_path: Path
         f'{{"id": "{i}", "data": {{}}}}\n' for i in dead)).exit_code == 0
     assert cli("cancel", "jobs", *dead).exit_code == 0
     assert cli("reshard", "jobs", "5").one["after"] == 5
+    write_config(tmp_path, CONFIG.format(n=5))
     assert cli("push", "jobs", "--id", "X", "{}").one["reason"] == "recently completed"
     again = cli("push", "jobs", "-", "--with-ids", input="".join(
         f'{{"id": "{i}", "data": {{}}}}\n' for i in dead))

@@ -3,10 +3,12 @@
 with ``cluster-require-full-coverage no``, so the other primaries keep serving their slots
 once the dead one is marked failed): a new client opens the queue from a copy of the record
 and pushes into the shards on the other primaries; the CLI, configured with another count,
-does too (exit 0)."""
+does too (exit 0), and a ``lease | complete`` line works the shards that answer. (``rq-cli
+work`` does not start yet: its pause check asks every shard, see the lead's report.)"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,3 +74,9 @@ def test_a_new_client_opens_the_queue_while_the_records_primary_is_down(
     run = run_cli(["push", "jobs", "--id", other, "{}"], url=None, home=tmp_path)
     assert run.exit_code == 0 and run.one["added"], run
     assert "server has 3" in run.stderr, run
+    # a `lease | complete` line: the items of the shards that answer
+    leased = run_cli(["lease", "jobs", "--count", "10"], url=None, home=tmp_path)
+    assert leased.exit_code == 0 and {r["id"] for r in leased.json} == {item_id, other}, leased
+    done = run_cli(["complete", "jobs", "-"], url=None, home=tmp_path,
+                   input="".join(json.dumps(r) + "\n" for r in leased.json))
+    assert done.exit_code == 0 and {r["outcome"] for r in done.json} == {"completed"}, done
