@@ -3,8 +3,7 @@
 with ``cluster-require-full-coverage no``, so the other primaries keep serving their slots
 once the dead one is marked failed): a new client opens the queue from a copy of the record
 and pushes into the shards on the other primaries; the CLI, configured with another count,
-does too (exit 0), and a ``lease | complete`` line works the shards that answer. (``rq-cli
-work`` does not start yet: its pause check asks every shard, see the lead's report.)"""
+does too (exit 0), and a ``lease | complete`` line works the shards that answer."""
 
 from __future__ import annotations
 
