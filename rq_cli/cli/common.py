@@ -72,6 +72,7 @@ class State:
         self._server_specs: dict[Server, configmod.QueueSpec] = {}  # whose URL it is
         self.read_only = False  # the command changes nothing (errors say nothing changed)
         self.opened: list[WorkQueue] = []  # the queues of this run (WRONGTYPE: which key)
+        self.notes: set[str] = set()  # notes said once per process (a shard count followed)
 
     @cached_property
     def config(self) -> configmod.Config:
@@ -128,8 +129,12 @@ class State:
         if spec.shards is not None:  # a sharded queue offers WorkQueue's operations
             from ..core.sharded import ShardedQueue
 
-            return cast("WorkQueue", ShardedQueue(client, spec.prefix, spec.options,
-                                                  shards=spec.shards, name=name))
+            sq = ShardedQueue(client, spec.prefix, spec.options, shards=spec.shards, name=name)
+            note = sq.count_note()
+            if note is not None and note not in self.notes:  # once per queue per process
+                self.notes.add(note)
+                message(note)
+            return cast("WorkQueue", sq)
         wq = WorkQueue(client, spec.prefix, self.options(spec.options))
         self.opened.append(wq)
         return wq

@@ -120,12 +120,14 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
             client = health.node_of(server.client, prefix)
             checks.append(("", name, presence(server, name, prefix)))
             checks.append(("", name, health.generations(_places(server, prefix))))
-            checks += [("", name, c) for c in queue_checks(client, prefix)]
+            sharded = name in st.config.queues and st.spec(name).shards is not None
+            checks += [("", name, c) for c in queue_checks(client, prefix, sharded=sharded)]
             checks.append(("", name, durability(client, server.options[name])))
-            if name in st.config.queues and st.spec(name).shards is not None:
+            if sharded:
                 from ..health.shards import shard_checks
 
-                checks += [("", name, c) for c in shard_checks(server.client, prefix)]
+                checks += [("", name, c) for c in shard_checks(server.client, prefix,
+                                                                st.spec(name).shards)]
     except Exception as exc:
         reason = _unreachable(st, server.url, exc)
         return [{"server": where, "queue": None, "check": "connect", "status": health.FAIL,

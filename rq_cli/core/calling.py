@@ -80,7 +80,35 @@ class Caller:
             done, reply = self._fcall(name, keys, argv)
             if done:
                 return reply
+        if client is None and is_cluster(self.client):
+            return self._cluster_run(name, keys, argv)
         return self.script(name)(keys=keys, args=argv, client=client or self.client)
+
+    def _cluster_run(self, name: str, keys: Sequence[Any], argv: Sequence[Any]) -> Any:
+        """EVALSHA on a Cluster; a script missing there is loaded on each primary that answers
+        (redis-py's own load asks every primary at once, and fails while one is down, which
+        would stop every shard's calls with it)."""
+        from redis.exceptions import NoScriptError
+
+        script = self.script(name)
+        try:
+            return self.client.evalsha(script.sha, len(keys), *keys, *argv)
+        except NoScriptError:
+            self._load_script(script.script)
+        return self.client.evalsha(script.sha, len(keys), *keys, *argv)
+
+    def _load_script(self, code: str) -> None:
+        """SCRIPT LOAD ``code``: on a Cluster on each primary that answers."""
+        if not is_cluster(self.client):
+            self.client.script_load(code)
+            return
+        from redis.exceptions import ConnectionError, TimeoutError
+
+        for node in self.client.get_primaries():
+            try:
+                self.client.execute_command("SCRIPT", "LOAD", code, target_nodes=node)
+            except (ConnectionError, TimeoutError):
+                continue  # (down: the scripts are loaded there when it is back, on first use)
 
     def send(self, pipe: Any, name: str, keys: Sequence[Any], argv: Sequence[Any]) -> None:
         """Queue script ``name`` on ``pipe`` (a plain pipeline): FCALL where it is known to
@@ -97,7 +125,7 @@ class Caller:
         from redis.exceptions import NoScriptError
 
         if isinstance(error, NoScriptError):
-            self.client.script_load(source(name))
+            self._load_script(source(name))
             return True
         if _refusal(error) == "missing" and self.functions is True:
             self._load(library().code)  # (False: EVALSHA from now on, self.functions says)

@@ -130,6 +130,11 @@ PUSH_FLAGS: dict[str, str] = {
     "recently completed": "3",
 }
 
+#: push.lua's error reply in a shard retired by a resize (its ``P:retired`` exists): nothing
+#: was written; a sharded client reads the record again and pushes to the live shards.
+RETIRED_ERROR = ("RETIRED this shard of a sharded queue was retired by a resize: nothing was "
+                 "written")
+
 #: clean's sightings of an id without a lease (fields ``<prefix><id>`` of ``P:suspects``):
 #: in processing, in the v0.1 cleaning journal, or stray (deep clean: data in no list).
 #: Every prefix is two characters long (clean.lua compares the first two).
@@ -166,6 +171,7 @@ def lua_constants() -> list[tuple[str, str]]:
             for w in words]
     out += [(f"PUSH_{f.upper().replace(' ', '_')}", c) for f, c in PUSH_FLAGS.items()]
     out += [(f"SEEN_{k.upper()}", c) for k, c in SIGHTINGS.items()]
+    out.append(("RETIRED_ERROR", RETIRED_ERROR))
     return [(n, f"local {n} = '{c}'") for n, c in out] + [
         (f"LEASE_{k.upper()}", f"local LEASE_{k.upper()} = {v}") for k, v in LEASE_STATUS.items()]
 

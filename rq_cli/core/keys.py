@@ -92,6 +92,9 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # the de-dup window: completed id -> when it is forgotten (ms); pruned in
     # bounded batches by clean and by push (dedup.lua)
     FixedKey("dedup", "zset", "other", rare=True),
+    # a sharded queue's retired shard (docs/DESIGN.md section 7, the tombstone): set by
+    # reshard and before a drained shard is removed; push.lua refuses a push while it exists
+    FixedKey("retired", "string", "other", rare=True),
     # history (the manual's "stats --history"): snapshots of P:counters, one per minute (kept
     # HISTORY_MINUTES) and one per hour (kept HISTORY_HOURS), score = the bucket (minutes
     # or hours since the epoch), member "<bucket>:<HISTORY_FIELDS' values, ':'-joined>";
@@ -276,6 +279,11 @@ class Keys(NamedTuple):
     def dedup(self) -> str:
         """zset id -> expiry (ms): ids completed within the de-dup window, refused by push."""
         return f"{self.prefix}:dedup"
+
+    @property
+    def retired(self) -> str:
+        """string: present once a resize retired this shard of a sharded queue (push refuses)."""
+        return f"{self.prefix}:retired"
 
     @property
     def leases(self) -> str:

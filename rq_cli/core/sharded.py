@@ -1,49 +1,57 @@
 """ShardedQueue: one logical queue spread over N shards, each a WorkQueue of its own prefix
 and hash slot (docs/DESIGN.md section 7). Built on WorkQueue's public API; no Typer, no rich.
 
-Items with an id go to the shard the id hashes to (:func:`shardmeta.shard_of`), so every
-operation by id addresses one shard; leases visit every shard from a random start; a resize
+Items with an id go to the shard the id hashes to (:func:`shardmeta.shard_of`; the write
+side is :class:`~rq_cli.core.shardpush.ShardPush`), so every operation by id addresses one
+shard; leases visit every shard from a random start; a resize
 (:func:`rq_cli.core.resharding.reshard`) retires a whole generation of shards, which keeps
 being read until drained.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import nullcontext
-from itertools import islice
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from . import shardfront
-from .bulk import Pushed
-from .codes import LEASE_PAUSED, PUSH_FLAGS, Outcome
-from .limits import BATCH, BLOCK_CHUNK
+from .codes import LEASE_PAUSED, Outcome
+from .limits import BLOCK_CHUNK
 from .queue import WorkQueue
-from .shardmeta import SHARD_META_REFRESH, SHARD_META_RETRY, ShardMeta, check_count, shard_of
+from .shardcopies import read_copies
+from .shardmeta import (
+    SHARD_META_REFRESH,
+    SHARD_META_RETRY,
+    Draining,
+    ShardMeta,
+    count_note,
+    place,
+    shard_of,
+)
 from .shardops import EveryShard
+from .shardpush import ShardPush
 from .shardwait import Waiter, shard_down
-from .types import ItemOutcome, ItemRef, LeasedItem, NewItem, PushResult, QueueOptions
-from .util import as_bytes, check_new_id, data_id, make_session
+from .types import ItemOutcome, ItemRef, LeasedItem, QueueOptions
+from .util import make_session
 
 if TYPE_CHECKING:
     from .reports import PeekedItem
 
-DUPLICATE = PUSH_FLAGS["duplicate"]
 #: Seconds a shard whose server failed a lease call is left out of lease passes.
 SHARD_DOWN_PAUSE = 1.0
 #: outcomes of an operation by id that send it on to the id's shard of an older generation
 _NOT_HERE = (Outcome.MISSING,)
 
 
-class ShardedQueue(EveryShard):
+class ShardedQueue(ShardPush, EveryShard):
     """A sharded queue named ``prefix`` (its base prefix) on ``client``.
 
-    ``shards``: the count the caller's config names: another count on the server (or none)
-    is a ConfigError (exit 78) before anything is written. ``name``: for messages.
+    ``shards``: the count the caller's config names: a default, not a gate. The server's
+    record is followed (:meth:`count_note` says when it differs); where there is none, the
+    queue reads as an empty one of that count and the first push creates it. ``name``: for
+    messages.
     """
 
     def __init__(self, client: Any, prefix: str, options: QueueOptions | None = None, *,
@@ -59,8 +67,8 @@ class ShardedQueue(EveryShard):
         self.meta = ShardMeta()
         #: shard prefix -> its front items not yet known leased (shardfront.py's hint)
         self.fronts: dict[str, int] = {}
+        self.configured = shards
         self.refresh(force=True)
-        check_count(self.name, shards, self.meta)
         if not self.meta.count:
             raise UsageError(f"queue {self.name!r} is not sharded on the server: run "
                              f"'rq-cli reshard {self.name} N' first")
@@ -77,19 +85,46 @@ class ShardedQueue(EveryShard):
         """Read the record again if it is older than SHARD_META_REFRESH (or ``force``).
 
         Where the record's own server cannot be reached (its primary failing over), the
-        shards go on with the record read last, tried again SHARD_META_RETRY later: nothing
-        can change the record meanwhile (a resize writes it), and the other shards' calls
-        must not stop with it."""
+        shards go on with the record read last (on opening, or ``force``: the newest of its
+        copies that answers, :func:`~rq_cli.core.shardcopies.read_copies`), tried again
+        SHARD_META_RETRY later: nothing can change the record meanwhile (a resize writes
+        it), and the other shards' calls must not stop with it."""
         now = time.monotonic()
         if force or now - self._read_at >= SHARD_META_REFRESH:
             try:
-                self.meta, self.fronts = shardfront.read_with_fronts(self.client, self.prefix)
+                meta, self.fronts = shardfront.read_with_fronts(self.client, self.prefix)
+                self.meta = self._planned() if not meta.count and self.configured else meta
             except Exception as e:
-                if force or not shard_down(e):
+                if not shard_down(e):
                     raise
+                if force:  # (opening: a copy of the record, if one answers)
+                    self.meta = read_copies(self.client, self.prefix) or _raise(e)
                 now += SHARD_META_RETRY - SHARD_META_REFRESH
             self._read_at = now
         return self.meta
+
+    def _planned(self) -> ShardMeta:
+        """The queue the config's count would create (:attr:`ShardMeta.planned`): its shards
+        as ``reshard`` would place them, and the base itself draining if it holds a plain
+        queue's keys (as ``reshard`` would set it)."""
+        if not self.meta.planned:
+            live = place(self.client, self.prefix, 1, self.configured or 1)
+            plain = WorkQueue(self.client, self.prefix).exists()
+            return ShardMeta(count=len(live), gen=1, live=live, planned=True,
+                             draining=[Draining(0, [self.prefix])] if plain else [])
+        return self.meta
+
+    def count_note(self) -> str | None:
+        """A note when the config names another count than the server's (which is followed)."""
+        return count_note(self.name, self.configured, self.meta)
+
+    def _create(self) -> None:
+        """Before the first push into a planned queue: create it with the config's count
+        (nothing written where another client created it first: its count is followed)."""
+        from .resharding import create
+
+        create(self.client, self.prefix, self.configured or 1)
+        self.refresh(force=True)
 
     def shard(self, prefix: str) -> WorkQueue:
         """The WorkQueue of one shard (made once per prefix)."""
@@ -124,90 +159,6 @@ class ShardedQueue(EveryShard):
             if prefix is not None:
                 out.append(self.shard(prefix))
         return out
-
-    # -- push ----------------------------------------------------------------------------
-    def push(self, items: Iterable[NewItem | bytes | str], **kw: Any) -> list[PushResult]:
-        """Push items (the arguments of WorkQueue.push); one PushResult per item, in order."""
-        out: list[tuple[int, PushResult]] = []
-        for dupes, groups in self._grouped(items, kw.pop("batch_size", BATCH), **kw):
-            out += [(pos, PushResult(i, False, "duplicate")) for pos, i in dupes]
-            for prefix, group in groups.items():
-                stored = self.shard(prefix).push([it for _, it in group], **kw)
-                if shardfront.to_front(kw, [it for _, it in group]):
-                    shardfront.pushed(self.client, self.prefix, prefix,
-                                      sum(r.added for r in stored))
-                out += [(pos, r) for (pos, _), r in zip(group, stored, strict=True)]
-        return [r for _, r in sorted(out, key=lambda p: p[0])]
-
-    def push_batches(self, items: Iterable[NewItem | bytes | str], **kw: Any,
-                     ) -> Iterator[list[PushResult]]:
-        """:meth:`stream`, with one PushResult per item."""
-        for batch in self.stream(items, **kw):
-            yield batch.results()
-
-    def stream(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
-               atomic: Callable[[], Any] = nullcontext, **kw: Any) -> Iterator[Pushed]:
-        """``bulk.stream`` over the shards: each shard's part of a batch goes through that
-        shard's own stream (pipelined, and drained on Ctrl-C as there), so what was
-        yielded is exactly what was stored; within a batch, results come grouped by
-        shard. A bad input line: what came before it is stored first, then it raises."""
-        from .bulk import stream
-
-        for dupes, groups in self._grouped(items, batch_size * len(self.live), **kw):
-            if dupes:
-                yield Pushed([i for _, i in dupes], DUPLICATE * len(dupes))
-            for prefix, group in groups.items():
-                for batch in stream(self.shard(prefix), [it for _, it in group],
-                                    batch_size=batch_size, atomic=atomic, **kw):
-                    if shardfront.to_front(kw, [it for _, it in group]):
-                        shardfront.pushed(self.client, self.prefix, prefix, batch.added)
-                    yield batch
-
-    def _grouped(self, items: Iterable[NewItem | bytes | str], size: int, *,
-                 id_from_data: bool = False, tenant: str | None = None, **_: Any,
-                 ) -> Iterator[tuple[list[tuple[int, str]],
-                                     dict[str, list[tuple[int, NewItem]]]]]:
-        """Chunks of ``size`` items: (duplicates of an id live in a draining shard, the rest
-        by live shard), each item with its position in the input."""
-        source, seen = iter(items), 0
-        while True:
-            chunk: list[Any] = []
-            error: Exception | None = None
-            try:
-                chunk.extend(islice(source, size))
-            except Exception as e:  # a bad line: store what came before it, then raise
-                error = e
-            live = self.refresh().live
-            named = [_named(it, id_from_data, tenant) for it in chunk]
-            taken = self._taken_before([n.id or "" for n in named])
-            dupes: list[tuple[int, str]] = []
-            groups: dict[str, list[tuple[int, NewItem]]] = {}
-            for n, item in enumerate(named):
-                item_id = item.id or ""
-                if item_id in taken:
-                    dupes.append((seen + n, item_id))
-                else:
-                    groups.setdefault(live[shard_of(item_id, len(live))], []).append(
-                        (seen + n, item))
-            yield dupes, groups
-            seen += len(chunk)
-            if error is not None:
-                raise error
-            if len(chunk) < size:
-                return
-
-    def _taken_before(self, ids: list[str]) -> set[str]:
-        """Ids live in their shard of a draining generation (de-dup across a resize): one
-        pipelined EXISTS per id, only while a generation drains."""
-        if not self.meta.draining or not ids:
-            return set()
-        pipe = self.client.pipeline(transaction=False)
-        asked: list[str] = []
-        for item_id in ids:
-            for q in self.older(item_id):
-                pipe.exists(q.keys.item(item_id))
-                asked.append(item_id)
-        return {i for i, found in zip(asked, pipe.execute(), strict=True) if found}
 
     # -- lease ---------------------------------------------------------------------------
     def lease(self, count: int = 1, *, lease_seconds: float | None = None, wait: float = 0.0,
@@ -381,16 +332,8 @@ def physical(queues: Sequence[Any]) -> list[WorkQueue]:
     return [s for q in queues for s in (q.shards if isinstance(q, ShardedQueue) else [q])]
 
 
-def _named(item: NewItem | bytes | str, id_from_data: bool, tenant: str | None) -> NewItem:
-    """The item with its id made here (random, as the peers make them, or from its data):
-    the id decides the shard."""
-    if isinstance(item, NewItem):
-        data, item_id, tenant = item.data, item.id, item.tenant or tenant
-    else:
-        data, item_id = as_bytes(item), None
-    if item_id is None:
-        item_id = data_id(data) if id_from_data else os.urandom(16).hex()
-    return NewItem(data, check_new_id(item_id), tenant)
+def _raise(error: Exception) -> ShardMeta:
+    raise error
 
 
 def _refs(refs: Iterable[str | ItemRef]) -> list[ItemRef]:

@@ -28,8 +28,8 @@ def read_with_fronts(client: Any, base: str) -> tuple[ShardMeta, dict[str, int]]
     pipe.hgetall(meta_key(base))
     pipe.hgetall(fronts_key(base))
     raw, fronts = pipe.execute()
-    return parse(raw), {k.decode("utf-8", "replace"): int(v) for k, v in fronts.items()
-                        if int(v) > 0}
+    counts = {k.decode("utf-8", "replace"): int(v) for k, v in fronts.items() if int(v) > 0}
+    return parse(raw, meta_key(base)), counts
 
 
 def to_front(kw: dict[str, Any], items: Sequence[NewItem]) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, UsageError
+from ..errors import BadInputError, ConfigError, UsageError
 from .util import is_cluster
 
 #: Seconds a client keeps the record before reading it again while it works.
@@ -48,7 +48,12 @@ def shard_prefix(base: str, gen: int, index: int, salt: int = 0) -> str:
     """Shard ``index`` of generation ``gen``: the base's hash tag ``{T}`` becomes
     ``{T~gen.index}`` (``{T~gen.index.salt}`` with a salt); an untagged base gets
     ``base~gen.index``."""
-    mark = f"~{gen}.{index}" + (f".{salt}" if salt else "")
+    return marked(base, f"~{gen}.{index}" + (f".{salt}" if salt else ""))
+
+
+def marked(base: str, mark: str) -> str:
+    """``base`` with ``mark`` added inside its hash tag (``{T}`` becomes ``{T<mark>}``), or at
+    its end when it has none."""
     start = base.find("{")
     end = base.find("}", start + 1) if start >= 0 else -1
     if start >= 0 and end > start + 1:
@@ -74,6 +79,12 @@ class ShardMeta:
     draining: list[Draining] = field(default_factory=list)
     resized_ms: int = 0
     retired_counters: dict[str, int] = field(default_factory=dict)
+    #: raised by one at every write of the record (a copy of an older version is not
+    #: followed: see shardcopies.py)
+    version: int = 0
+    #: not on the server: the queue a config's ``shards = N`` would create (read as empty
+    #: until the first push creates it)
+    planned: bool = False
 
     def draining_prefixes(self) -> list[str]:
         return [p for d in self.draining for p in d.shards if p is not None]
@@ -83,50 +94,75 @@ class ShardMeta:
                 "draining": json.dumps([{"gen": d.gen, "shards": d.shards}
                                         for d in self.draining]),
                 "resized_ms": str(self.resized_ms),
-                "retired_counters": json.dumps(self.retired_counters)}
+                "retired_counters": json.dumps(self.retired_counters),
+                "version": str(self.version)}
 
 
-def parse(raw: dict[bytes, bytes]) -> ShardMeta:
+def parse(raw: dict[bytes, bytes], key: str = "") -> ShardMeta:
+    """The record from its hash; a hash that is no record (BadInputError, exit 65) names ``key``."""
     if not raw:
         return ShardMeta()
-    f = {k.decode(): v.decode() for k, v in raw.items()}
-    return ShardMeta(
-        count=int(f.get("count", 0)), gen=int(f.get("gen", 0)),
-        live=json.loads(f.get("live", "[]")),
-        draining=[Draining(d["gen"], d["shards"]) for d in json.loads(f.get("draining", "[]"))],
-        resized_ms=int(f.get("resized_ms", 0)),
-        retired_counters=json.loads(f.get("retired_counters", "{}")))
+    try:
+        f = {k.decode(): v.decode() for k, v in raw.items()}
+        meta = ShardMeta(
+            count=int(f["count"]), gen=int(f.get("gen", 0)),
+            live=json.loads(f.get("live", "[]")),
+            draining=[Draining(int(d["gen"]), list(d["shards"]))
+                      for d in json.loads(f.get("draining", "[]"))],
+            resized_ms=int(f.get("resized_ms", 0)),
+            retired_counters=json.loads(f.get("retired_counters", "{}")),
+            version=int(f.get("version", 0)))
+        ok = (len(meta.live) == meta.count and all(isinstance(p, str) for p in meta.live)
+              and isinstance(meta.retired_counters, dict))
+    except (KeyError, ValueError, TypeError, UnicodeDecodeError, AttributeError):
+        ok = False
+    if not ok:
+        raise BadInputError(f"{key or 'the record'} is not the record of a sharded queue "
+                        f"(fields count, gen, live, draining ...): "
+                        f"'rq-cli reshard --replace' writes a new one over it")
+    return meta
 
 
 def read(client: Any, base: str) -> ShardMeta:
-    return parse(client.hgetall(meta_key(base)))
+    return parse(client.hgetall(meta_key(base)), meta_key(base))
 
 
-def check_count(name: str, expected: int | None, meta: ShardMeta) -> None:
-    """Refuse (ConfigError, exit 78) a client whose config names another shard count."""
-    if expected is None or expected == meta.count:
-        return
-    if meta.count == 0:
-        raise ConfigError(f"queue {name!r} is configured with shards = {expected} but is not "
-                          f"sharded on the server: run 'rq-cli reshard {name} {expected}' "
-                          f"first")
-    raise ConfigError(f"queue {name!r} is configured with shards = {expected} but the server "
-                      f"has {meta.count}: set shards = {meta.count} in the config (or run "
-                      f"'rq-cli reshard {name} N')")
+def count_note(name: str, configured: int | None, meta: ShardMeta) -> str | None:
+    """The note for a client whose config names another shard count than the record, which
+    is followed (None when they agree, or the config names none)."""
+    if configured is None or meta.planned or not meta.count or configured == meta.count:
+        return None
+    return (f"rq-cli: note: queue {name!r} is configured with shards = {configured} but the "
+            f"server has {meta.count}: the server's count is followed (set shards = "
+            f"{meta.count} in the config to silence this)")
+
+
+def acl_patterns(base: str) -> list[str]:
+    """The ACL key patterns a sharded queue of base ``base`` uses: ``base:*`` (the record)
+    and its shards' (every generation, index and salt: :func:`shard_prefix`)."""
+    marked = shard_prefix(base, 0, 0)
+    cut = marked.index("~") + 1
+    return [f"{base}:*", marked[:cut] + "*"]
 
 
 def refuse_if_sharded(client: Any, base: str, name: str) -> None:
     """Refuse (ConfigError, exit 78) to treat ``base`` as a plain queue where the server
     records it as sharded: a push there would go where no sharded client looks."""
     raw = client.hget(meta_key(base), "count")
+    if raw is not None and not raw.isdigit():
+        parse({b"count": raw}, meta_key(base))  # (raises: no record of a sharded queue)
     if raw is not None and int(raw):
         raise ConfigError(f"queue {name!r} is sharded on the server ({int(raw)} shards): set "
                           f"shards = {int(raw)} on its [queues.{name}] table in the config")
 
 
-def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | None]) -> ShardMeta:
+def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | None], *,
+           replace: bool = False,
+           written: Callable[[ShardMeta], Any] | None = None) -> ShardMeta:
     """Read the record, apply ``change`` (None: nothing to write) and write it back in one
-    WATCH/MULTI transaction, retried when another client changed it meanwhile."""
+    WATCH/MULTI transaction, retried when another client changed it meanwhile, its version
+    raised by one; then ``written`` is called with it (resharding: its copies). A record
+    that cannot be read is refused (BadInputError), or read as none with ``replace``."""
     import redis
 
     key = meta_key(base)
@@ -134,18 +170,26 @@ def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | Non
         with client.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(key)
-                meta = parse(pipe.hgetall(key))
+                try:
+                    meta = parse(pipe.hgetall(key), key)
+                except BadInputError:
+                    if not replace:
+                        raise
+                    meta = ShardMeta()
                 new = change(meta)
                 if new is None:
                     pipe.unwatch()
                     return meta
+                new.version = meta.version + 1
                 pipe.multi()
                 pipe.delete(key)
                 pipe.hset(key, mapping=new.fields())
                 pipe.execute()
-                return new
             except redis.WatchError:
                 continue
+        if written is not None:
+            written(new)
+        return new
 
 
 # -- placement ----------------------------------------------------------------------------

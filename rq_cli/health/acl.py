@@ -50,46 +50,55 @@ def _argv(command: str, template: str, key: str) -> list[str]:
     return [fill.get(word, word) for word in words]
 
 
-def queue_checks(client: Any, prefix: str) -> list[Check]:
+def queue_checks(client: Any, prefix: str, *, sharded: bool = False) -> list[Check]:
     """The ACL rights the queue of ``prefix`` needs, for the user the client logs in as.
 
     With ``ACL DRYRUN`` (Redis >= 7, Valkey; the user may need to be allowed it): every
-    command of the manual's "ACL" on one of the queue's keys, in one round trip. Without it:
-    probes that change nothing (EXISTS and UNLINK of a key no queue uses, EVALSHA of a
+    command of the manual's "ACL" on one of the queue's keys (``sharded``: and on one of its
+    shards' keys, :func:`~rq_cli.core.shardmeta.acl_patterns`), in one round trip. Without
+    it: probes that change nothing (EXISTS and UNLINK of a key no queue uses, EVALSHA of a
     script that does not exist, SCAN of one key): the commands inside the scripts are then
     not checked.
     """
+    from ..core.shardmeta import acl_patterns, shard_prefix
+
     key = f"{prefix}:rq-cli-doctor-probe"  # (no queue key ends so: nothing is touched)
+    keys = [key, f"{shard_prefix(prefix, 0, 0)}:rq-cli-doctor-probe"] if sharded else [key]
+    patterns = acl_patterns(prefix) if sharded else [f"{prefix}:*"]
     whoami = read_all(client, {"user": ("ACL", "WHOAMI")})["user"]
     user = "default" if isinstance(whoami, BaseException) else as_text(whoami)
     wanted = {**NEEDED, **FASTER}
-    got = read_all(client, {name: ("ACL", "DRYRUN", user, *_argv(name, template, key))
-                            for name, template in wanted.items()})
+    got = read_all(client, {f"{name} {n}": ("ACL", "DRYRUN", user, *_argv(name, template, k))
+                            for n, k in enumerate(keys) for name, template in wanted.items()})
     if any(isinstance(reply, BaseException) for reply in got.values()):
         return [_probe(client, user, key, reason(next(
-            r for r in got.values() if isinstance(r, BaseException))))]
-    denied = {name: as_text(reply) for name, reply in got.items() if as_text(reply) != "OK"}
-    return [_rights(user, prefix, denied, how="ACL DRYRUN")]
+            r for r in got.values() if isinstance(r, BaseException))), patterns)]
+    denied: dict[str, str] = {}
+    for asked, reply in got.items():
+        if as_text(reply) != "OK":
+            denied.setdefault(asked.split()[0], as_text(reply))
+    return [_rights(user, patterns, denied, how="ACL DRYRUN")]
 
 
-def _rights(user: str, prefix: str, denied: Mapping[str, str], how: str) -> Check:
+def _rights(user: str, patterns: list[str], denied: Mapping[str, str], how: str) -> Check:
     missing = [name for name in NEEDED if name in denied]
     slower = [name for name in FASTER if name in denied]
     plus = " ".join(f"+{name}" for name in missing + slower)
+    where = " and ".join(patterns)
     if missing:
         return Check("acl", FAIL, f"user {user} may not run {', '.join(missing)} on "
-                     f"{prefix}:* ({how}: {denied[missing[0]]})",
-                     f"ACL SETUSER {user} ~{prefix}:* {plus} "
+                     f"{where} ({how}: {denied[missing[0]]})",
+                     f"ACL SETUSER {user} {' '.join('~' + p for p in patterns)} {plus} "
                      "(the manual's Deployments page, 'ACL', lists the rule)")
     if slower:
         instead = "; ".join(dict.fromkeys(_INSTEAD[name] for name in slower))
         return Check("acl", WARN, f"user {user} may run what the queue needs, but not "
                      f"{', '.join(slower)} ({how}): {instead}", f"ACL SETUSER {user} {plus}")
     return Check("acl", OK, f"user {user} may run every command the queue needs on "
-                 f"{prefix}:* ({how})")
+                 f"{where} ({how})")
 
 
-def _probe(client: Any, user: str, key: str, why: str) -> Check:
+def _probe(client: Any, user: str, key: str, why: str, patterns: list[str]) -> Check:
     """Rights without ACL DRYRUN: commands a client sends itself, each harmless."""
     prefix = key.rsplit(":", 1)[0]
     got = read_all(client, {
@@ -99,7 +108,7 @@ def _probe(client: Any, user: str, key: str, why: str) -> Check:
     denied = {name: reason(reply) for name, reply in got.items()
               if isinstance(reply, BaseException) and "acl" in reason(reply).lower()}
     how = f"probed EXISTS, UNLINK, EVALSHA, SCAN, FCALL; ACL DRYRUN {why}"
-    check = _rights(user, prefix, denied, how)
+    check = _rights(user, patterns, denied, how)
     if check.status == OK and _may_do_anything(client, user):
         return Check("acl", OK, f"user {user} may run every command on every key (ACL GETUSER: "
                      "+@all, ~*)")

@@ -9,16 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.shardmeta import placement, read
+from ..core.shardmeta import ShardMeta, placement, read
 from ..core.util import is_cluster
 from .doctor import OK, WARN, Check
 
 
-def shard_checks(client: Any, prefix: str) -> list[Check]:
-    """The ``shards`` check of queue ``prefix``, or none when it is not sharded."""
+def shard_checks(client: Any, prefix: str, configured: int | None = None) -> list[Check]:
+    """The ``shards`` checks of queue ``prefix``, or none when it is not sharded: a config
+    count that is not the server's (followed: a warning), then placement."""
     meta = read(client, prefix)
     if not meta.count:
         return []
+    if configured is not None and configured != meta.count:
+        return [Check("shards", WARN, f"the config says shards = {configured} but the "
+                      f"server has {meta.count}: clients follow the server's count",
+                      f"set shards = {meta.count} in the config (or run 'rq-cli reshard' "
+                      f"to {configured})"), *_placed(client, meta)]
+    return _placed(client, meta)
+
+
+def _placed(client: Any, meta: ShardMeta) -> list[Check]:
     if not is_cluster(client):
         return [Check("shards", WARN, f"{meta.count} shards on one server: a sharded queue "
                       f"brings no scale there (every shard shares its one core)",

@@ -271,8 +271,8 @@ def test_pause_resume_queues_dedup_and_config(cli: Any, checked: Checked, tmp_pa
     checked("pause", cli("pause", "q"))
     checked("stats", cli("stats", "q"))
     checked("resume", cli("resume", "q"))
-    checked("reshard", cli("reshard", "sharded", "2", "--dry-run"))
-    checked("reshard", cli("reshard", "sharded", "2"))
+    checked("reshard", cli("reshard", "sharded", "2", "--dry-run", "--create"))
+    checked("reshard", cli("reshard", "sharded", "2", "--create"))
     (tmp_path / "rq-cli.toml").write_text(
         f'url = "{server_url}"\n[queues.jobs]\nprefix = "jobs"\nmax_attempts = 3\n'
         '[queues.fair]\ntenant_weights = { acme = 2 }\n')

@@ -19,7 +19,7 @@ from rq_cli.core.resharding import reshard, settle
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.shardmeta import read, shard_of
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
-from rq_cli.errors import ClusterError, ConfigError, ExitCode, UsageError
+from rq_cli.errors import ConfigError, ExitCode, UsageError
 
 BASE = "app:{jobs}"
 OPTS = QueueOptions(lease_seconds=30, grace_seconds=0)
@@ -124,18 +124,19 @@ def test_wait_wakes_for_any_shard_within_milliseconds(rc: Any,
         q.complete(got)
 
 
-def test_wrong_shard_count_is_refused_before_any_write(rc: Any) -> None:
-    with pytest.raises(ConfigError, match="not sharded on the server"):
-        ShardedQueue(rc, BASE, OPTS, shards=3)
+def test_the_servers_count_is_followed_and_a_bad_prefix_refused(rc: Any) -> None:
+    planned = ShardedQueue(rc, BASE, OPTS, shards=3)  # nothing on the server: planned
+    assert planned.meta.planned and planned.stats().pending == 0
+    assert not rc.exists(BASE + ":shards")
     reshard(rc, BASE, 3)
-    with pytest.raises(ConfigError, match="server has 3") as err:
-        ShardedQueue(rc, BASE, OPTS, shards=4)
-    assert err.value.exit_code == ExitCode.CONFIG
+    other = ShardedQueue(rc, BASE, OPTS, shards=4)  # another count: the server's is followed
+    assert other.meta.count == 3 and "server has 3" in (other.count_note() or "")
     assert sum(ShardedQueue(rc, BASE).stats().counters.values()) == 0
     with pytest.raises(UsageError, match="reshard"):
         ShardedQueue(rc, "app:{other}", OPTS)
-    with pytest.raises(ClusterError, match="no hash tag"):
+    with pytest.raises(ConfigError, match="no hash tag") as err:
         reshard(rc, "untagged", 3)
+    assert err.value.exit_code == ExitCode.CONFIG
 
 
 def test_operations_over_every_shard(rc: Any) -> None:

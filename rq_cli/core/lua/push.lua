@@ -13,12 +13,17 @@
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
 --@uses prune_dedup wake_waiters zadd_after
+local call = redis.call
 do local bad = wrong_type(); if bad then return bad end end
+-- a shard retired by a resize of its sharded queue (docs/DESIGN.md section 7): nothing is
+-- written; the client reads the queue's record again and pushes to the live shards
+if not QUIET and call('EXISTS', K_RETIRED) == 1 then
+  return redis.error_reply(RETIRED_ERROR)
+end
 local front = A_FRONT == '1'
 local delay = tonumber(A_DELAY_MS)
 local expire = tonumber(A_EXPIRE_MS)
 local fresh = A_FRESH == '1'
-local call = redis.call
 local item_prefix = ITEM_KEY_PREFIX
 local added, flags, n, dups = {}, {}, 0, 0
 if fresh then

@@ -1,0 +1,81 @@
+"""The record of a sharded queue while its own primary is down (docs/DESIGN.md section 7,
+"Copies of the record"; issue 37 item 6), on a real local 3-primary Cluster of its own (run
+with ``cluster-require-full-coverage no``, so the other primaries keep serving their slots
+once the dead one is marked failed): a new client opens the queue from a copy of the record
+and pushes into the shards on the other primaries; the CLI, configured with another count,
+does too (exit 0), and a ``lease | complete`` line works the shards that answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_cli, write_config
+from servers import ServerProcess
+from test_cluster import Cluster, _form_cluster
+
+from rq_cli.connection.connect import connect
+from rq_cli.core.resharding import reshard
+from rq_cli.core.shardcopies import RECORD_COPIES, copy_base
+from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.shardmeta import meta_key, shard_of
+from rq_cli.core.types import NewItem
+
+pytest_plugins = ["cli_helpers"]
+
+BASE = "app:{rec}"
+
+
+@pytest.fixture
+def lenient_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    nodes: list[ServerProcess] = []
+    try:
+        for i in range(3):
+            directory = tmp_path_factory.mktemp(f"lenient-node{i}")
+            nodes.append(ServerProcess(directory, config={
+                "cluster-enabled": "yes",
+                "cluster-config-file": str(directory / "nodes.conf"),
+                "cluster-node-timeout": 5000,
+                "cluster-require-full-coverage": "no",
+            }).start())
+        _form_cluster(nodes)
+        yield Cluster(nodes)
+    finally:
+        for node in nodes:
+            node.close()
+
+
+def test_a_new_client_opens_the_queue_while_the_records_primary_is_down(
+        lenient_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = lenient_cluster
+    client = connect(cluster.url)
+    reshard(client, BASE, 3)
+    record_node = cluster.node_of(meta_key(BASE))
+    copies = {cluster.node_of(meta_key(copy_base(BASE, k))) for k in range(RECORD_COPIES)}
+    assert copies - {record_node}, "every copy on the record's primary: pick another base"
+    live = ShardedQueue(client, BASE).meta.live
+    alive = next(i for i in range(3) if i != record_node)
+    cluster.nodes[record_node].kill()
+    # a new client, seeded with a live node: opens from a copy, pushes to a live shard
+    fresh = ShardedQueue(connect(cluster.url_via(alive)), BASE, shards=3)
+    assert fresh.meta.live == live
+    item_id = next(i for i in (f"x{n}" for n in range(1000))
+                   if cluster.node_of(live[shard_of(i, 3)] + ":queue") != record_node)
+    assert fresh.push([NewItem(b"{}", item_id)])[0].added
+    # the command line, configured with another count: stored, exit 0
+    monkeypatch.chdir(tmp_path)
+    write_config(tmp_path, f'[queues.jobs]\nprefix = "{BASE}"\nurl = '
+                           f'"{cluster.url_via(alive)}"\nshards = 5\n')
+    other = next(i for i in (f"y{n}" for n in range(1000))
+                 if cluster.node_of(live[shard_of(i, 3)] + ":queue") != record_node)
+    run = run_cli(["push", "jobs", "--id", other, "{}"], url=None, home=tmp_path)
+    assert run.exit_code == 0 and run.one["added"], run
+    assert "server has 3" in run.stderr, run
+    # a `lease | complete` line: the items of the shards that answer
+    leased = run_cli(["lease", "jobs", "--count", "10"], url=None, home=tmp_path)
+    assert leased.exit_code == 0 and {r["id"] for r in leased.json} == {item_id, other}, leased
+    done = run_cli(["complete", "jobs", "-"], url=None, home=tmp_path,
+                   input="".join(json.dumps(r) + "\n" for r in leased.json))
+    assert done.exit_code == 0 and {r["outcome"] for r in done.json} == {"completed"}, done
