@@ -10,8 +10,9 @@ at once in one try in ten), and checks:
   holds = the lines the push printed;
 - exit 130 (two signals): one line; the server holds at least what was printed;
 - exit 0: the signal came after the push had finished; everything fed is stored and printed;
-- killed by the signal itself, or Python's own KeyboardInterrupt traceback with no frame of
-  rq_cli: the signal came before rq-cli's first line ran (no program can handle that);
+- killed by the signal itself, or Python's own KeyboardInterrupt traceback, with nothing
+  stored and the traceback not past the hold (``rq_cli.cli.run``'s first call): the signal
+  came before rq-cli could hold it (no program can handle that);
 - anything else (a crash: -11 SIGSEGV, -6 SIGABRT; a traceback; a count that differs) is
   reported with its stderr.
 
@@ -39,7 +40,8 @@ import redis
 LINES = 60_000
 LATEST = 1.5  # seconds: past the end of a push of LINES lines on a loaded 2-core machine
 EXACT = re.compile(r"^rq-cli: interrupted: push: exactly (\d+) items? stored")
-RQ_CLI_FRAME = re.compile(r'File "[^"]*[/\\]rq_cli[/\\]')
+#: lines of a traceback that show start-up past the hold (rq_cli/cli/__init__.py ``run``)
+PAST_THE_HOLD = ("from .root import run as run_app", "run_app()")
 
 
 def one_try(url: str, command: list[str], rng: random.Random) -> tuple[str, dict[str, Any]]:
@@ -102,8 +104,8 @@ def one_try(url: str, command: list[str], rng: random.Random) -> tuple[str, dict
             "stderr": err[-2000:]}
     if code == -sig or (code == 1 and err.rstrip().endswith("KeyboardInterrupt")
                         and "rq-cli:" not in err):
-        if RQ_CLI_FRAME.search(err) is None and stored == 0:
-            return "before rq-cli's first line", seen
+        if not any(line in err for line in PAST_THE_HOLD) and stored == printed[0] == 0:
+            return "before the hold", seen
         return "failed", seen
     if code == 0:
         ok = stored == printed[0] == LINES and not err

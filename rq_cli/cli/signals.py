@@ -29,8 +29,11 @@ This module imports nothing but the standard library (it runs before everything 
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator
+import os  # (already imported by the interpreter's start-up)
+
+TYPE_CHECKING = False  # (typing and collections cost start-up, before the hold: see run)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
 
 #: the signals that stop a command
 STOPS = (2, 15)  # SIGINT, SIGTERM (POSIX numbers: this module imports ``signal`` late)
@@ -171,7 +174,7 @@ def _empty(fd: int) -> None:
 def _interrupting(sig: int) -> bool:
     import _signal
 
-    return _signal.getsignal(sig) is _signal.default_int_handler  # type: ignore[no-any-return]
+    return _signal.getsignal(sig) is _signal.default_int_handler
 
 
 class interrupt_deferred:  # (lower case: it reads as a function, `with interrupt_deferred():`)
