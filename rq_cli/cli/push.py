@@ -3,7 +3,7 @@
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Annotated, Any
 
@@ -129,8 +129,9 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
         return
     stream = reading.stdin_binary()
     read = signals.stoppable(stream)  # (a wait for input ends at a signal)
-    lines: Iterator[Any] = (reading.push_objects(read, raw=raw) if with_ids
-                            else reading.push_lines(read, raw=raw))
+    place = reading.Place()
+    lines: Iterator[Any] = (reading.push_objects(read, raw=raw, place=place) if with_ids
+                            else reading.push_lines(read, raw=raw, place=place))
     tally.use(out, summary or not out.json)
     # no progress bar over lines being typed (stdin a terminal): it would draw over them
     typing = st.terminal.stdin_isatty()
@@ -141,7 +142,9 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
                 if hasattr(wq, "stream") else \
                 bulk.stream(wq, lines, stop=signals.stopping, **options)
             _stream(st, batches, tally,
-                    lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
+                    lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"),
+                    None if hasattr(wq, "stream") else lambda sent: _not_sent(place, read,
+                                                                             sent))
         except RqError:
             if tally.summary:  # the summary of what was stored, then the one error line
                 tally.finish(table=False)
@@ -159,7 +162,7 @@ def _exactly(tally: "_Tally") -> str:
             f"of the input (pushed again, items without an id would be stored twice)")
 
 def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
-            progress: Callable[[], None]) -> None:
+            progress: Callable[[], None], not_sent: Callable[[int], str] | None) -> None:
     """Count (and print) each stored batch. A failure ends in ONE error line that says how
     many items were stored, exactly where that is known: before a bad line; before a
     server that could not be reached; at a Ctrl-C, once the batches in flight are read."""
@@ -190,7 +193,7 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
             _exactly(tally) if exact else f"{tally.describe()} and confirmed; {IN_FLIGHT}"))
         raise
     except Unconfirmed as exc:  # stored, not confirmed: named, never pushed again here
-        raise _unconfirmed(exc, tally) from None
+        raise _unconfirmed(exc, tally, not_sent) from None
     except BadInputError as exc:  # exact: all before the bad line is stored, none after
         raise BadInputError(f"{exc}; push: {tally.describe()} before it, nothing after "
                             f"it") from None
@@ -209,15 +212,38 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
                         f"{IN_FLIGHT}") from None
 
 
-def _unconfirmed(exc: Unconfirmed, tally: "_Tally") -> Unconfirmed:
+def _unconfirmed(exc: Unconfirmed, tally: "_Tally",
+                 not_sent: Callable[[int], str] | None = None) -> Unconfirmed:
     """Durability (``wait_replicas``): the ids of the items stored but not confirmed in time
     on stderr, one ``rq-cli: unconfirmed: ID`` line each, so a script can push them again
-    with their ids (stdout printed only the confirmed items); then the one error line."""
+    with their ids (stdout printed only the confirmed items); then the one error line,
+    which says too which input lines were never sent (``not_sent``, given the items sent:
+    a bulk push sends nothing more once a batch is not confirmed)."""
     message("".join(f"rq-cli: unconfirmed: {i}\n" for i in exc.ids).rstrip("\n"))
     said = str(exc).rstrip(".")
+    rest = not_sent(tally.items + len(exc.ids)) if not_sent is not None else ""
     return Unconfirmed(f"{said}; push: {tally.describe()} and confirmed (printed), then "
                        f"{plural(len(exc.ids), 'item')} not confirmed (named above: push them "
-                       f"again with their ids, --with-ids)", ids=exc.ids, reply=exc.reply)
+                       f"again with their ids, --with-ids){rest}", ids=exc.ids,
+                       reply=exc.reply)
+
+
+def _not_sent(place: reading.Place, read: Iterable[bytes], sent: int) -> str:
+    """``; input lines X to Y (N lines) were never sent: push them next`` for a push that
+    stopped after taking ``sent`` items (the rest of stdin is read to count its lines; a
+    Ctrl-C or SIGTERM stops the count), or "" where nothing was left unsent or where it is
+    not known which line the items sent end at."""
+    first = place.line_after(sent)
+    if first is None:
+        return ""
+    try:
+        total = place.taken + sum(1 for _ in read)
+    except KeyboardInterrupt:
+        return f"; the input from line {first} on was never sent: push it next"
+    if total < first:
+        return ""
+    return (f"; input lines {first} to {total} ({plural(total - first + 1, 'line')}) were "
+            f"never sent: push them next")
 
 
 def _drain(batches: Iterator[bulk.Pushed], tally: "_Tally") -> None:
