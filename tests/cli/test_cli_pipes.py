@@ -129,9 +129,10 @@ class FedPush:
     or only once it ended (then a push blocks once the pipe is full)."""
 
     def __init__(self, server_url: str, lines: bytes, *args: str,
-                 read_stdout: bool = True) -> None:
+                 read_stdout: bool = True, config: Path | None = None) -> None:
         self.proc = subprocess.Popen(
-            [*rq_cli_command(), "--no-config", "--url", server_url, *args, "push", "q", "-"],
+            [*rq_cli_command(), *(["--config", str(config)] if config else ["--no-config"]),
+             "--url", server_url, *args, "push", "q", "-"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=env_without_rq_cli())
         self.ended = threading.Event()
@@ -316,6 +317,22 @@ def test_a_push_waiting_for_input_stops_at_a_signal_with_the_exact_count(
     assert code == 130 and err.count("\n") == 1, err
     assert err.startswith("rq-cli: interrupted: push: exactly 2000 items stored"), err
     assert printed == r.llen("q:queue") == 2_000
+
+
+def test_a_sharded_push_stopped_while_waiting_for_input_says_exactly_what_was_stored(
+        server_url: str, r: redis.Redis, tmp_path: Path, cli) -> None:
+    """The same for a queue of two shards (each shard's part of a batch stored by its own
+    stream): a signal while the push waits for input, nothing in flight: the exact count."""
+    config = write_config(tmp_path, '[queues.q]\nprefix = "q"\nshards = 2\n')
+    assert cli("--config", str(config), "reshard", "q", "2").exit_code == 0
+    push = FedPush(server_url, json_lines(2_500), config=config)
+    wait_until(lambda: sum(r.llen(f"q~1.{n}:queue") for n in (0, 1)) == 2_000,
+               "two batches stored")
+    push.proc.send_signal(signal.SIGTERM)
+    code, err, printed = push.finish()
+    assert code == 130 and err.count("\n") == 1, err
+    assert err.startswith("rq-cli: interrupted: push: exactly 2000 items stored"), err
+    assert printed == 2_000
 
 
 def test_a_second_signal_ends_a_push_at_once_saying_what_it_stored(
