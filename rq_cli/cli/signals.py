@@ -178,17 +178,13 @@ def _interrupting(sig: int) -> bool:
 
 
 class interrupt_deferred:  # (lower case: it reads as a function, `with interrupt_deferred():`)
-    """Hold a Ctrl-C (and a SIGTERM that interrupts) back until the block ends, so that a
-    write and its count stay together.
-
-    ``push`` says how many items it printed when interrupted; a Ctrl-C between printing a
-    batch and counting it made the two differ. A second signal interrupts at once (a write
-    to a reader that stopped reading would otherwise hold the first one back forever).
-    Outside the main thread, or with SIGINT handled elsewhere, this does nothing.
-
-    It runs around every batch of a push (three times a batch): the handlers are read and
-    set through signal's C half, ``_signal``, whose plain numbers skip ``signal``'s enum
-    conversions (a tenth of a push's client CPU at 200,000 lines, bench case ``push``).
+    """Hold a Ctrl-C back until the block ends, so that a write and its count stay
+    together (the filtered commands, ``cli/filtered.py``: a step moved is a step printed;
+    ``push`` holds every signal all along instead: :func:`record_stops`). A second signal
+    interrupts at once (a write to a reader that stopped reading would otherwise hold the
+    first one back forever). Outside the main thread, or with SIGINT handled elsewhere,
+    this does nothing. The handlers are read and set through signal's C half,
+    ``_signal``, whose plain numbers skip ``signal``'s enum conversions.
     """
 
     def __init__(self) -> None:
