@@ -23,6 +23,7 @@ each try flushes its database. Exit 1 if any try failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -71,10 +72,8 @@ def one_try(url: str, command: list[str], rng: random.Random) -> tuple[str, dict
         except (BrokenPipeError, OSError):
             pass
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 proc.stdin.close()
-            except OSError:
-                pass
 
     printed: list[int] = []
     feeder = threading.Thread(target=feed)

@@ -19,7 +19,7 @@ HISTORY_COLUMNS = [Column("queue"), Column("at", kind="time"),
                    Column("seconds", kind="number", drop=2)] + [
     Column(k, kind="number", drop=0) for k in HISTORY_FIELDS]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw]?)")  # (ASCII digits: \d takes any script's)
 #: The history shown without --since.
 DEFAULT_SINCE = "1h"
 

@@ -97,12 +97,13 @@ def read_history(wq: WorkQueue, since: float, *, hourly: bool | None = None,
 
 def _parse(member: Any) -> tuple[int, list[int]]:
     """A snapshot ``<bucket>:<v1>:<v2>...``: (bucket, values in HISTORY_FIELDS' order, 0
-    for a field it lacks); (-1, []) for a member it cannot read (skipped)."""
+    for a field it lacks); (-1, []) for a member it cannot read (skipped): each part must be
+    ASCII digits (another client's garbage, ``-5``, ``+1``, ``1_0`` or other scripts' digits,
+    reads as no snapshot rather than as a counter that ran backwards)."""
     parts = (text(member) or "").split(":")
-    try:
-        numbers = [int(p) for p in parts]
-    except ValueError:
+    if not all(p.isascii() and p.isdigit() for p in parts):
         return -1, []
+    numbers = [int(p) for p in parts]
     values = numbers[1:] + [0] * (len(HISTORY_FIELDS) - len(numbers) + 1)
     return numbers[0], values[:len(HISTORY_FIELDS)]
 

@@ -18,12 +18,32 @@ DEFAULT_BIND = "127.0.0.1:8325"
 
 
 def parse_bind(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; ``:PORT`` is loopback) as (host, port)."""
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; ``:PORT`` is loopback) as (host, port).
+    HOST is an IP address or a host name (ASCII labels of 1 to 63 letters, digits and
+    hyphens); PORT, ASCII digits up to 65535. UsageError (exit 2) for anything else."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535:
         raise UsageError(f"--bind needs HOST:PORT (for example {DEFAULT_BIND}), not {text!r}")
     host = host.strip("[]") or "127.0.0.1"
+    if not _is_address(host) and not _is_host_name(host):
+        raise UsageError(f"--bind {text!r}: {host!r} is neither an IP address nor a host "
+                         "name (letters, digits and hyphens, 63 at most between dots)")
     return host, int(port)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_host_name(host: str) -> bool:
+    labels = host.removesuffix(".").split(".")
+    return len(host) <= 253 and all(
+        0 < len(label) <= 63 and label.isascii() and label.replace("-", "").isalnum()
+        and not label.startswith("-") and not label.endswith("-") for label in labels)
 
 
 def is_loopback(host: str) -> bool:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -156,10 +157,8 @@ class FedPush:
         except BrokenPipeError:  # (the push ended before reading it all)
             pass
         finally:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 stdin.close()
-            except BrokenPipeError:
-                pass
 
     def _read_out(self) -> None:
         assert self.proc.stdout is not None
