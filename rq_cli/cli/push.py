@@ -3,7 +3,7 @@
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Annotated, Any
 
@@ -17,7 +17,6 @@ from ..output.progress import Progress
 from ..output.render import Column, Output, message
 from . import reading, signals
 from .common import JsonOpt, QueueArg, State, read_stdin, state
-from .signals import interrupt_deferred
 
 DataArg = Annotated[list[str] | None, typer.Argument(
     help="Items, each a JSON text (any bytes with --raw). '-' (or none, with stdin not a "
@@ -67,14 +66,20 @@ def push(
     Example: rq-cli push emails '{"to": "a@example.com"}'
     """
     tally = _Tally(queue)  # (what a Ctrl-C or SIGTERM at any moment says was stored)
+    # Ctrl-C and SIGTERM are only recorded (from start-up on), and acted on where nothing is
+    # in flight: before and after the call, between batches, or where stdin is waited for
+    signals.record_stops(tally.last_words)
     try:
-        signals.release(sigterm_interrupts=True)  # (a Ctrl-C held in start-up: raised here)
+        if signals.stopping():  # (in start-up)
+            raise KeyboardInterrupt
         _push(ctx, tally, data, item_id, id_from_data, summary, as_json,
                       {"id_from_data": id_from_data, "front": front, "delay": delay,
                        "expire": expire, "tenant": tenant},
                       with_ids=with_ids, raw=raw, tenant=tenant, dedup_window=dedup_window)
     except KeyboardInterrupt:  # before the first batch, or after the last: nothing in flight
         raise _stopped(tally) from None
+    if signals.stopping():  # (after the last batch was stored: the count is all of them)
+        raise _stopped(tally)
 
 
 def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: str | None,
@@ -108,35 +113,38 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
         items = [NewItem(reading.check_data(reading.arg_bytes(d), raw, f"argument {n}"),
                          item_id) for n, d in enumerate(data or [], 1)]
         tally.use(out, summary)
-        sent = False
+        if signals.stopping():
+            raise KeyboardInterrupt
         try:
-            with interrupt_deferred():  # a Ctrl-C waits for the reply: the count is known
-                sent = True
-                tally.add(wq.push(items, **options))
+            tally.add(wq.push(items, **options))
         except Unconfirmed as exc:
             raise _unconfirmed(exc, tally) from None
-        except KeyboardInterrupt:
-            if sent and not tally.items:  # a second Ctrl-C cut the call short
-                raise Interrupted(f"interrupted: push: the {plural(len(items), 'item')} "
-                                  f"given may or may not have been stored (re-running is "
-                                  f"safe only with ids: --id or --id-from-data)") from None
-            raise
+        except KeyboardInterrupt:  # (no hold: a program's Ctrl-C raised in the call)
+            raise Interrupted(f"interrupted: push: the {plural(len(items), 'item')} "
+                              f"given may or may not have been stored (re-running is "
+                              f"safe only with ids: --id or --id-from-data)") from None
+        if signals.stopping():
+            raise KeyboardInterrupt
         tally.finish(table=True)
         return
     stream = reading.stdin_binary()
-    lines: Iterator[Any] = (reading.push_objects(stream, raw=raw) if with_ids
-                            else reading.push_lines(stream, raw=raw))
+    read = signals.stoppable(stream)  # (a wait for input ends at a signal)
+    place = reading.Place()
+    lines: Iterator[Any] = (reading.push_objects(read, raw=raw, place=place) if with_ids
+                            else reading.push_lines(read, raw=raw, place=place))
     tally.use(out, summary or not out.json)
     # no progress bar over lines being typed (stdin a terminal): it would draw over them
     typing = st.terminal.stdin_isatty()
     with (contextlib.nullcontext(Progress()) if typing else
           out.progress(f"push {queue}", total=_size(stream), unit="bytes")) as bar:
         try:
-            batches = wq.stream(lines, atomic=interrupt_deferred, **options) \
+            batches = wq.stream(lines, stop=signals.stopping, **options) \
                 if hasattr(wq, "stream") else \
-                bulk.stream(wq, lines, atomic=interrupt_deferred, **options)
+                bulk.stream(wq, lines, stop=signals.stopping, **options)
             _stream(st, batches, tally,
-                    lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"))
+                    lambda: bar.set(_tell(stream), f"push {queue}: {tally.items} items"),
+                    None if hasattr(wq, "stream") else lambda sent: _not_sent(place, read,
+                                                                             sent))
         except RqError:
             if tally.summary:  # the summary of what was stored, then the one error line
                 tally.finish(table=False)
@@ -154,7 +162,7 @@ def _exactly(tally: "_Tally") -> str:
             f"of the input (pushed again, items without an id would be stored twice)")
 
 def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
-            progress: Callable[[], None]) -> None:
+            progress: Callable[[], None], not_sent: Callable[[int], str] | None) -> None:
     """Count (and print) each stored batch. A failure ends in ONE error line that says how
     many items were stored, exactly where that is known: before a bad line; before a
     server that could not be reached; at a Ctrl-C, once the batches in flight are read."""
@@ -170,9 +178,8 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
     except bulk.Drained:
         raise _stopped(tally) from None
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted: push: {tally.describe()} and confirmed; a batch "
-                          f"being stored may also have been (re-running is safe only with "
-                          f"ids: --with-ids or --id-from-data)") from None
+        raise Interrupted(f"interrupted: push: {tally.describe()} and confirmed; "
+                          f"{IN_FLIGHT}") from None
     except BrokenPipeError:  # stdout closed (`| head`): silent 141, but say what was stored:
         tally.closed = True  # exactly, once the batches in flight are read (and not printed)
         exact = False
@@ -183,12 +190,10 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
         except KeyboardInterrupt:  # (a Ctrl-C while draining: the bound, not the count)
             pass
         message("rq-cli: push: stdout was closed; " + (
-            _exactly(tally) if exact else f"{tally.describe()} and confirmed; a batch in "
-            f"flight may also have been stored (re-running is safe only with ids: "
-            f"--with-ids or --id-from-data)"))
+            _exactly(tally) if exact else f"{tally.describe()} and confirmed; {IN_FLIGHT}"))
         raise
     except Unconfirmed as exc:  # stored, not confirmed: named, never pushed again here
-        raise _unconfirmed(exc, tally) from None
+        raise _unconfirmed(exc, tally, not_sent) from None
     except BadInputError as exc:  # exact: all before the bad line is stored, none after
         raise BadInputError(f"{exc}; push: {tally.describe()} before it, nothing after "
                             f"it") from None
@@ -203,20 +208,42 @@ def _stream(st: State, batches: Iterator[bulk.Pushed], tally: "_Tally",
         if "connecting to" in str(exc):  # no connection: nothing was sent on it
             raise type(err)(f"{said}; push: {tally.describe()} before it, nothing after "
                             f"it" if tally.items else f"{said}; push: nothing stored") from None
-        raise type(err)(f"{said}; push: {tally.describe()} and confirmed before it; a batch "
-                        f"in flight may also have been stored (re-running is safe only "
-                        f"with ids: --with-ids or --id-from-data)") from None
+        raise type(err)(f"{said}; push: {tally.describe()} and confirmed before it; "
+                        f"{IN_FLIGHT}") from None
 
 
-def _unconfirmed(exc: Unconfirmed, tally: "_Tally") -> Unconfirmed:
+def _unconfirmed(exc: Unconfirmed, tally: "_Tally",
+                 not_sent: Callable[[int], str] | None = None) -> Unconfirmed:
     """Durability (``wait_replicas``): the ids of the items stored but not confirmed in time
     on stderr, one ``rq-cli: unconfirmed: ID`` line each, so a script can push them again
-    with their ids (stdout printed only the confirmed items); then the one error line."""
+    with their ids (stdout printed only the confirmed items); then the one error line,
+    which says too which input lines were never sent (``not_sent``, given the items sent:
+    a bulk push sends nothing more once a batch is not confirmed)."""
     message("".join(f"rq-cli: unconfirmed: {i}\n" for i in exc.ids).rstrip("\n"))
     said = str(exc).rstrip(".")
+    rest = not_sent(tally.items + len(exc.ids)) if not_sent is not None else ""
     return Unconfirmed(f"{said}; push: {tally.describe()} and confirmed (printed), then "
                        f"{plural(len(exc.ids), 'item')} not confirmed (named above: push them "
-                       f"again with their ids, --with-ids)", ids=exc.ids, reply=exc.reply)
+                       f"again with their ids, --with-ids){rest}", ids=exc.ids,
+                       reply=exc.reply)
+
+
+def _not_sent(place: reading.Place, read: Iterable[bytes], sent: int) -> str:
+    """``; input lines X to Y (N lines) were never sent: push them next`` for a push that
+    stopped after taking ``sent`` items (the rest of stdin is read to count its lines; a
+    Ctrl-C or SIGTERM stops the count), or "" where nothing was left unsent or where it is
+    not known which line the items sent end at."""
+    first = place.line_after(sent)
+    if first is None:
+        return ""
+    try:
+        total = place.taken + sum(1 for _ in read)
+    except KeyboardInterrupt:
+        return f"; the input from line {first} on was never sent: push it next"
+    if total < first:
+        return ""
+    return (f"; input lines {first} to {total} ({plural(total - first + 1, 'line')}) were "
+            f"never sent: push them next")
 
 
 def _drain(batches: Iterator[bulk.Pushed], tally: "_Tally") -> None:
@@ -255,10 +282,9 @@ class _Tally:
                 self.reasons[r.reason] = self.reasons.get(r.reason, 0) + 1
         text = "" if self.summary or not self.out.json else \
             "".join(_result_line(r) + "\n" for r in results)
-        with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
-            self.out.write(text)
-            self.items += len(results)
-            self.added += added
+        self.out.write(text)
+        self.items += len(results)
+        self.added += added
         if not self.summary and not self.out.json:
             self.rows.extend({"id": r.id, "added": r.added, "reason": r.reason or None}
                              for r in results)
@@ -278,17 +304,22 @@ class _Tally:
             else:
                 text = "".join([_line(i, f == "1", bulk.REASONS.get(f)) + "\n"
                                 for i, f in zip(ids, flags, strict=True)])
-        with interrupt_deferred():  # Ctrl-C: what describe() says is what was printed
-            try:
-                self.out.write(text)
-            finally:  # (stdout closed: the batch is stored all the same)
-                self.counted = batch
-                self.items += len(ids)
-                self.added += added
-                if added < len(ids):
-                    for flag, reason in bulk.REASONS.items():
-                        if n := flags.count(flag):
-                            self.reasons[reason] = self.reasons.get(reason, 0) + n
+        try:
+            self.out.write(text)
+        finally:  # (stdout closed: the batch is stored all the same)
+            self.counted = batch
+            self.items += len(ids)
+            self.added += added
+            if added < len(ids):
+                for flag, reason in bulk.REASONS.items():
+                    if n := flags.count(flag):
+                        self.reasons[reason] = self.reasons.get(reason, 0) + n
+
+    def last_words(self) -> str:
+        """The line of a second Ctrl-C or SIGTERM, which ends the push at once (cli.signals):
+        what was printed is stored; what was being sent or printed may be too."""
+        return (f"interrupted twice: push: stopped at once; {self.describe()} and confirmed; "
+                f"{IN_FLIGHT}")
 
     def describe(self) -> str:
         dups = self.items - self.added
@@ -304,6 +335,11 @@ class _Tally:
                             title=f"push {self.queue}")
         elif self.rows and table:
             self.out.table(self.rows, _COLUMNS)
+
+
+#: where a batch was sent and its reply not read
+IN_FLIGHT = ("a batch in flight may also have been stored (re-running is safe only with ids: "
+             "--with-ids or --id-from-data)")
 
 
 def plural(n: int, noun: str) -> str:

@@ -84,17 +84,56 @@ def _fast_json_check() -> Any:
 LINES_AT_ONCE = 1000
 
 
-def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]:
+class Place:
+    """How far :func:`push_lines` or :func:`push_objects` has read (a push stopped early
+    says which input lines it never sent): ``taken`` lines taken from the stream, and where
+    the items handed out came from. Kept per chunk of lines, not per item: the line of an
+    item is found only when asked (:meth:`line_after`)."""
+
+    def __init__(self) -> None:
+        self.taken = 0  # lines taken from the stream
+        self.before = 0  # lines before ``chunk``
+        self.items_before = 0  # items handed out before ``chunk``
+        self.chunk: list[bytes] = []  # push_lines: the lines its items are being taken from
+        self.last = 0  # push_objects: the line of the last item handed out
+        self.items = 0  # push_objects: items handed out
+
+    def line_after(self, items: int) -> int | None:
+        """The input line after the one that gave item number ``items`` (the first line not
+        taken into the first ``items`` items), where the reader has handed out exactly
+        ``items`` items (what a consumer that stopped after taking them sees), else None."""
+        if items == 0:
+            return 1
+        if not self.chunk:  # push_objects (or push_lines before its first chunk)
+            return self.last + 1 if items == self.items else None
+        k = items - self.items_before
+        if k <= 0:
+            return None
+        for n, line in enumerate(self.chunk):
+            if line.strip():  # (an item; blank lines are skipped)
+                k -= 1
+                if k == 0:
+                    return self.before + n + 2
+        return None
+
+
+def push_lines(stream: Iterable[bytes], *, raw: bool = False,
+               place: Place | None = None) -> Iterator[bytes]:
     """Items of ``push -``: each non-blank line, validated as JSON unless ``raw``.
 
     Lines are taken LINES_AT_ONCE at a time and, where orjson is installed, checked with no
     Python code run per line (the terminators cut in one split, the lines parsed in one
     ``map``); a chunk with a blank, bad, CRLF or long line goes line by line instead
-    (:func:`_line_by_line`), which decides, skips and words its errors as before."""
+    (:func:`_line_by_line`), which decides, skips and words its errors as before.
+    ``place`` is kept up to date (per chunk)."""
     fast = None if raw else _fast_json_check()
     source = iter(stream)
     number = 0  # lines read before the chunk
+    place = place or Place()
+    items = 0  # items handed out before the chunk
     while chunk := list(islice(source, LINES_AT_ONCE)):
+        place.before, place.items_before, place.chunk = number, items, chunk
+        place.taken = number + len(chunk)
         lines = _cut(chunk) if fast is not None else None
         if lines is not None and fast is not None:
             try:
@@ -102,9 +141,12 @@ def push_lines(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[bytes]
             except ValueError:  # orjson.JSONDecodeError (a blank line too): line by line
                 lines = None
         if lines is None:
-            yield from _line_by_line(chunk, number, raw, fast)
+            for item in _line_by_line(chunk, number, raw, fast):
+                items += 1
+                yield item
         else:
             yield from lines
+            items += len(lines)
         number += len(chunk)
 
 
@@ -158,22 +200,28 @@ def _line_by_line(chunk: Iterable[bytes], before: int, raw: bool,
         yield line
 
 
-def push_objects(stream: Iterable[bytes], *, raw: bool = False) -> Iterator[NewItem]:
+def push_objects(stream: Iterable[bytes], *, raw: bool = False,
+                 place: Place | None = None) -> Iterator[NewItem]:
     """Items of ``push --with-ids -``: lines ``{"id": ..., "data": ...}`` as lease/peek print.
 
     ``data`` is stored as the exact JSON text of the value; a string value marked ``"raw":
     true`` (what lease and peek print for data that is not JSON), or any string value with
     ``--raw``, is stored as the string itself. ``data_b64`` (what peek prints for non-UTF-8 data) is
     decoded. A missing or null ``id`` gets a new one (or the data's hash, --id-from-data).
+    ``place`` is kept up to date (per item).
     """
+    place = place or Place()
     for number, line in enumerate(stream, 1):
+        place.taken = number
         line = _strip(line)
         if not line or line.isspace():
             continue
         try:
-            yield object_item(line, raw)
+            item = object_item(line, raw)
         except BadInputError as exc:
             raise BadInputError(str(exc), line=number) from None
+        place.last, place.items = number, place.items + 1
+        yield item
 
 
 def object_item(line: bytes, raw: bool) -> NewItem:

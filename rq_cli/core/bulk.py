@@ -30,7 +30,6 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from itertools import islice
 from typing import Any, NamedTuple
 
@@ -76,6 +75,11 @@ class Drained(KeyboardInterrupt):
     what the caller counted is exactly what was stored."""
 
 
+def never() -> bool:
+    """:func:`stream`'s default ``stop``: nothing asks the stream to stop."""
+    return False
+
+
 def push_batches(q: QueueBase, items: Iterable[NewItem | bytes | str], *,
                  batch_size: int = BATCH, id_from_data: bool = False, front: bool = False,
                  delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
@@ -89,8 +93,7 @@ def push_batches(q: QueueBase, items: Iterable[NewItem | bytes | str], *,
 def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
            id_from_data: bool = False, front: bool = False, delay: float = 0.0,
            expire: float | None = None, now_ms: int | None = None,
-           tenant: str | None = None,
-           atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
+           tenant: str | None = None, stop: Callable[[], bool] = never,
            ) -> Iterator[Pushed]:
     """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
 
@@ -99,9 +102,13 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
     KeyboardInterrupt raised here, or thrown in with ``.throw()``) the batches already sent
     are yielded, then :class:`Drained` is raised (only on the pipelined path: otherwise a
     plain KeyboardInterrupt, and the batch being stored may or may not have been).
-    ``atomic`` wraps each write of a batch and each read of a reply: a context that holds
-    Ctrl-C back until it ends (the CLI's) keeps a reply from being cut in half, which would
-    close the connection and lose the replies still in flight. ``tenant`` (or an item's own
+    ``stop`` is asked before each batch is taken from ``items`` (the safe points, where what
+    was stored is known): once it says True, the stream stops as on a Ctrl-C raised there,
+    and ends in :class:`Drained`. The CLI stops so (its signal handlers only record): a
+    KeyboardInterrupt raised by a handler can land anywhere, a reply half read (which
+    closes the connection and loses the replies in flight) or C code that does not expect
+    it. A KeyboardInterrupt raised while ``items`` is read (a read of stdin that a signal
+    ended) is taken as at a safe point. ``tenant`` (or an item's own
     ``NewItem.tenant``) puts items in that tenant's sub-queue (fair queues): such batches
     take the simple path, one call per run of items of one tenant.
     """
@@ -118,6 +125,8 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
              "expire_ms": str(ms(expire or 0))}
     source = iter(items)
     try:
+        if stop():
+            raise KeyboardInterrupt
         chunk, error = _take(source, batch_size)
     except KeyboardInterrupt:  # reading the first batch: nothing was sent
         raise Drained from None
@@ -126,13 +135,15 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
             and getattr(client, "connection", None) is None and tenant is None
             and not _tenanted(chunk)):
         yield from _send_ahead(q, chunk, source, batch_size, id_from_data, flags, now_ms,
-                               atomic)
+                               stop)
         return
     while chunk:  # the simple path: one call per batch (per tenant), each waited for
-        yield from _store_runs(q, chunk, id_from_data, flags, now_ms, tenant, atomic)
+        yield from _store_runs(q, chunk, id_from_data, flags, now_ms, tenant)
         if error is not None or len(chunk) < batch_size:
             break
         try:
+            if stop():
+                raise KeyboardInterrupt
             chunk, error = _take(source, batch_size)
         except KeyboardInterrupt:  # reading: nothing in flight
             raise Drained from None
@@ -141,14 +152,12 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
 
 
 def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[str, str],
-                now_ms: int | None, tenant: str | None = None,
-                atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
-                ) -> Iterator[Pushed]:
+                now_ms: int | None, tenant: str | None = None) -> Iterator[Pushed]:
     """Store ``chunk`` with one script call per run of one tenant (a tenant's sub-queue is
-    KEYS[2] of push.lua), each waited for inside ``atomic()``. A Ctrl-C held back through a
-    call, or thrown in where a batch was handed out, hands that batch out (again: the
-    consumer counts it once), then raises :class:`Drained`; one that cut a call short (a
-    second) is a plain KeyboardInterrupt: that batch may or may not have been stored."""
+    KEYS[2] of push.lua), each waited for. A Ctrl-C thrown in where a batch was handed out
+    hands that batch out again (the consumer counts it once), then raises
+    :class:`Drained`; one that cut a call short is a plain KeyboardInterrupt: that batch may
+    or may not have been stored."""
     for run_tenant, run in _tenant_runs(chunk, tenant):
         ids, args, fresh = _pairs(run, id_from_data)
         keys = None
@@ -157,14 +166,13 @@ def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[
             q.sync_tenant_weights()
         pushed: Pushed | None = None
         try:
-            with atomic():
-                try:
-                    reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args,
-                                   now_ms, keys=keys)
-                except Unconfirmed as exc:  # (durability: the batch is stored, not confirmed)
-                    exc.ids = ids
-                    raise
-                pushed = Pushed(ids, text(reply) or "")
+            try:
+                reply = q.call("push", {**flags, "fresh": "1" if fresh else "0"}, args,
+                               now_ms, keys=keys)
+            except Unconfirmed as exc:  # (durability: the batch is stored, not confirmed)
+                exc.ids = ids
+                raise
+            pushed = Pushed(ids, text(reply) or "")
             yield pushed
         except KeyboardInterrupt:
             if pushed is None:
@@ -275,10 +283,9 @@ def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list
 
 def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_size: int,
                 id_from_data: bool, flags: dict[str, str], now_ms: int | None,
-                atomic: Callable[[], AbstractContextManager[Any]] = nullcontext,
-                ) -> Iterator[Pushed]:
+                stop: Callable[[], bool] = never) -> Iterator[Pushed]:
     """Stream batches with up to SEND_AHEAD script calls (or transactions) in flight on one
-    connection."""
+    connection; ``stop`` is asked before each batch is taken from ``source``."""
     try:
         script = q.script("push")
         pool = q.client.connection_pool
@@ -318,31 +325,26 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     inflight: deque[tuple[list[str], bool, bool]] = deque()
     ready: deque[Pushed] = deque()  # replies read, not yet yielded
 
-    # Every send and every read changes ``inflight``/``ready`` inside the same ``atomic()``
-    # block: a Ctrl-C held back to the block's end then finds them telling the truth (a
-    # reply read but its batch still counted in flight made the drain below wait for a
-    # reply that never comes).
     def read_one() -> None:
-        with atomic():
-            ids, is_tx, loading = inflight[0]
-            if is_tx:
-                assert tx is not None
-                tx.read()
-                pushed = Pushed(ids, ADDED * len(ids))
-            else:
-                if loading:
-                    conn.read_response()
-                pushed = Pushed(ids, text(conn.read_response()) or "")
-            shortfall = None
-            if confirmer is not None:
-                shortfall = confirmer.shortfall(replies(conn, len(confirmer.commands())))
-            inflight.popleft()
-            if shortfall is None:
-                ready.append(pushed)
-            else:
-                nonlocal why
-                why = why or shortfall
-                unconfirmed.append(pushed)
+        ids, is_tx, loading = inflight[0]
+        if is_tx:
+            assert tx is not None
+            tx.read()
+            pushed = Pushed(ids, ADDED * len(ids))
+        else:
+            if loading:
+                conn.read_response()
+            pushed = Pushed(ids, text(conn.read_response()) or "")
+        shortfall = None
+        if confirmer is not None:
+            shortfall = confirmer.shortfall(replies(conn, len(confirmer.commands())))
+        inflight.popleft()
+        if shortfall is None:
+            ready.append(pushed)
+        else:
+            nonlocal why
+            why = why or shortfall
+            unconfirmed.append(pushed)
 
     def handed_out() -> Iterator[Pushed]:
         """Yield the replies read. Each stays in ``ready`` until the consumer asks for more:
@@ -362,9 +364,11 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                     yield from handed_out()
                 if unconfirmed:
                     break
-                yield from _store_runs(q, chunk, id_from_data, flags, now_ms, None, atomic)
+                yield from _store_runs(q, chunk, id_from_data, flags, now_ms, None)
                 if error is not None or len(chunk) < batch_size:
                     break
+                if stop():
+                    raise KeyboardInterrupt
                 chunk, error = _take(source, batch_size)
                 if not chunk:
                     break
@@ -383,11 +387,10 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
             if loading:
                 command = [*load, *command]
             command = [*command, *waits]
-            with atomic():
-                conn.send_packed_command(command, check_health=False)
-                inflight.append((ids, is_tx, loading))
-                if loading:
-                    load = None
+            conn.send_packed_command(command, check_health=False)
+            inflight.append((ids, is_tx, loading))
+            if loading:
+                load = None
             if error is not None or len(chunk) < batch_size:
                 break
             while len(inflight) >= SEND_AHEAD:
@@ -395,6 +398,8 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                 yield from handed_out()
             if unconfirmed:  # (send nothing more: the replicas are not keeping up)
                 break
+            if stop():  # (a safe point: what was sent is known)
+                raise KeyboardInterrupt
             chunk, error = _take(source, batch_size)  # while the server runs the calls
             if not chunk:
                 break

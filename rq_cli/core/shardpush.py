@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -90,29 +89,43 @@ class ShardPush:
             yield batch.results()
 
     def stream(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
-               atomic: Callable[[], Any] = nullcontext, **kw: Any) -> Iterator[Pushed]:
+               stop: Callable[[], bool] | None = None, **kw: Any) -> Iterator[Pushed]:
         """``bulk.stream`` over the shards: each shard's part of a batch goes through that
         shard's own stream (pipelined, and drained on Ctrl-C as there), so what was
         yielded is exactly what was stored; within a batch, results come grouped by
-        shard. A bad input line: what came before it is stored first, then it raises."""
-        from .bulk import stream
+        shard. A bad input line: what came before it is stored first, then it raises.
+        ``stop`` (as ``bulk.stream``'s) is asked before each batch is read, and by each
+        shard's stream: then (or at a KeyboardInterrupt while reading ``items``, when no
+        batch is in flight) it ends in ``Drained``. A shard retired meanwhile refuses its
+        part: the record is read again and the rest of the part goes to the live shards."""
+        from .bulk import Drained, never, stream
 
-        for dupes, groups in self._grouped(items, batch_size * len(self.live), **kw):
+        stop = stop or never
+        grouped = self._grouped(items, batch_size * len(self.live), **kw)
+        while True:
+            try:
+                if stop():
+                    raise KeyboardInterrupt
+                dupes, groups = next(grouped)
+            except StopIteration:
+                return
+            except KeyboardInterrupt:  # (reading: nothing in flight)
+                raise Drained from None
             if dupes:
                 yield Pushed([i for _, i, _ in dupes], "".join(f for _, _, f in dupes))
             for prefix, group in groups.items():
                 sent = 0
                 try:
                     for batch in stream(self.shard(prefix), [it for _, it in group],
-                                        batch_size=batch_size, atomic=atomic, **kw):
+                                        batch_size=batch_size, stop=stop, **kw):
                         sent += len(batch.ids)
                         if shardfront.to_front(kw, [it for _, it in group]):
                             shardfront.pushed(self.client, self.prefix, prefix, batch.added)
                         yield batch
-                except Exception as e:
+                except Exception as e:  # (not Drained: a KeyboardInterrupt)
                     self._retired(prefix, e)  # (raises anything else)
                     yield from self.stream([it for _, it in group[sent:]],
-                                           batch_size=batch_size, atomic=atomic, **kw)
+                                           batch_size=batch_size, stop=stop, **kw)
 
     def _grouped(self, items: Iterable[NewItem | bytes | str], size: int, *,
                  id_from_data: bool = False, tenant: str | None = None, **_: Any,

@@ -4,20 +4,26 @@
   one quiet line), not a usage error; the same for ``fail`` and ``extend``.
 - ``rq-cli push q - < big | head -2``: exit 141, one stderr line with exactly how many items
   were stored (the batches in flight are read, not printed).
-- a push stopped by Ctrl-C or SIGTERM at any moment says exactly what it stored; a Ctrl-C in
-  any command's start-up is one line, exit 130, never a traceback.
+- a push stopped by Ctrl-C or SIGTERM at any moment says exactly what it stored (its stdin a
+  pipe held open, so that no machine is fast enough to finish first), also while it waits
+  for input; a second signal ends it at once, saying what it stored; a Ctrl-C in any
+  command's start-up is one line, exit 130, never a traceback.
+- a bulk push stopped by a batch not confirmed (exit 8) names the input lines never sent.
 - a push to a server that refuses the connection does not say a batch may have been stored.
 - ``rq-cli config path`` prints the bare path, piped or not (documented).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -113,34 +119,96 @@ def test_ctrl_c_during_push_reports_exactly_what_was_stored(
     assert "push only the rest of the input" in err
 
 
-def _push_stopped_at(server_url: str, source: Path, at: float, sig: int) -> tuple[int, str,
-                                                                                  int]:
-    """``rq-cli push q - < source``, sent ``sig`` ``at`` seconds after it started; its exit code,
-    stderr and the number of lines it printed (read while it runs, as a pipe would be)."""
-    import threading
-    import time
+#: seconds: a bound for a hang (a push that never ends), never a measure of speed
+HANG = 120
 
-    with source.open("rb") as stdin:
-        proc = subprocess.Popen([*rq_cli_command(), "--no-config", "--url", server_url,
-                                 "push", "q", "-"], stdin=stdin, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env_without_rq_cli())
-        assert proc.stdout is not None and proc.stderr is not None
-        lines: list[int] = []
-        reader = threading.Thread(target=lambda: lines.append(sum(1 for _ in proc.stdout)))
-        reader.start()
-        time.sleep(at)
-        proc.send_signal(sig)
-        err = proc.stderr.read().decode()
-        code = proc.wait(timeout=120)
-        reader.join(timeout=60)
-    return code, err, lines[0]
+
+class FedPush:
+    """``rq-cli push q -`` with its stdin a pipe this test feeds ``lines`` lines and then
+    holds open until the push ends: the push cannot run out of input before a signal,
+    however fast the machine. Its stdout is counted as it is printed (``read_stdout``),
+    or only once it ended (then a push blocks once the pipe is full)."""
+
+    def __init__(self, server_url: str, lines: bytes, *args: str,
+                 read_stdout: bool = True, config: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [*rq_cli_command(), *(["--config", str(config)] if config else ["--no-config"]),
+             "--url", server_url, *args, "push", "q", "-"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env_without_rq_cli())
+        self.ended = threading.Event()
+        self.read_stdout = read_stdout
+        self.printed = b""
+        self.err = b""
+        self.threads = [threading.Thread(target=self._feed, args=(lines,)),
+                        threading.Thread(target=self._read_err)]
+        if read_stdout:
+            self.threads.append(threading.Thread(target=self._read_out))
+        for thread in self.threads:
+            thread.start()
+
+    def _feed(self, lines: bytes) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(lines)
+            stdin.flush()
+            self.ended.wait()
+        except BrokenPipeError:  # (the push ended before reading it all)
+            pass
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                stdin.close()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        self.printed = self.proc.stdout.read()
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        self.err = self.proc.stderr.read()
+
+    def finish(self) -> tuple[int, str, int]:
+        """Its exit code, stderr and the lines it printed, once it ended by itself."""
+        try:
+            code = self.proc.wait(timeout=HANG)
+        finally:
+            self.ended.set()
+            if self.proc.returncode is None:
+                self.proc.kill()
+        if not self.read_stdout:
+            assert self.proc.stdout is not None
+            self.printed = self.proc.stdout.read()
+        for thread in self.threads:
+            thread.join(timeout=HANG)
+        return code, self.err.decode(), self.printed.count(b"\n")
+
+
+def wait_until(condition, what: str) -> None:
+    """Poll ``condition`` (a state of the server) until it holds; HANG bounds a hang."""
+    deadline = time.monotonic() + HANG
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what} after {HANG} s"
+        time.sleep(0.01)
+
+
+def json_lines(n: int, first: int = 0) -> bytes:
+    return b"".join(b'{"n":%d}\n' % i for i in range(first, first + n))
+
+
+def _push_stopped_at(server_url: str, lines: bytes, at: float, sig: int) -> tuple[int, str,
+                                                                                int]:
+    """``rq-cli push q -`` fed ``lines`` by a pipe held open, sent ``sig`` ``at`` seconds after
+    it started; its exit code, stderr and the number of lines it printed."""
+    push = FedPush(server_url, lines)
+    time.sleep(at)  # (any moment will do: the push cannot end before it)
+    push.proc.send_signal(sig)
+    return push.finish()
 
 
 @pytest.fixture(scope="module")
-def lines_300k(tmp_path_factory) -> Path:
-    source = tmp_path_factory.mktemp("push") / "lines.jsonl"
-    source.write_bytes(b"".join(b'{"n":%d}\n' % n for n in range(300_000)))
-    return source
+def lines_300k() -> bytes:
+    return json_lines(300_000)
 
 
 MOMENTS = [(signal.SIGINT, at) for at in (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)] + [
@@ -192,12 +260,13 @@ def before_our_first_line(code: int, err: str, sig: int) -> bool:
 @pytest.mark.parametrize(("sig", "at"), MOMENTS,
                          ids=[f"{signal.Signals(s).name}-{at}" for s, at in MOMENTS])
 def test_a_push_stopped_at_any_moment_says_exactly_what_was_stored(
-        server_url: str, r: redis.Redis, lines_300k: Path, interpreter_start: float,
+        server_url: str, r: redis.Redis, lines_300k: bytes, interpreter_start: float,
         at: float, sig: int) -> None:
     """Ctrl-C (or SIGTERM, as ``timeout`` and systemd stop a process) at any moment of a
-    300k-line push, from the imports of start-up on (``at`` seconds after the interpreter
-    could run rq-cli's first line): one line, never a traceback, and the count it says (0
-    included) is what the server holds and what was printed; exit 130."""
+    push fed 300k lines by a pipe held open, from the imports of start-up on (``at`` seconds
+    after the interpreter could run rq-cli's first line): one line, never a traceback, and
+    the count it says (0 included) is what the server holds and what was printed; exit 130.
+    (Fed from a file, a fast machine had finished before the later moments: no line.)"""
     at += interpreter_start
     for _ in range(RETRIES):
         code, err, printed = _push_stopped_at(server_url, lines_300k, at, sig)
@@ -232,3 +301,79 @@ def test_a_ctrl_c_in_start_up_of_any_command_is_one_line_never_a_traceback(
         at = later(at)
     assert proc.returncode == 130, err
     assert b"Traceback" not in err and err.count(b"\n") == 1, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_push_waiting_for_input_stops_at_a_signal_with_the_exact_count(
+        server_url: str, r: redis.Redis, sig: int) -> None:
+    """Fed 2,500 lines by a pipe that then stays open, the push has stored two batches and
+    waits for the rest of the third: a signal ends the wait (the handler only records it:
+    the read waits on the wakeup pipe too); the two batches are counted, exactly."""
+    push = FedPush(server_url, json_lines(2_500))
+    wait_until(lambda: r.llen("q:queue") == 2_000, "two batches stored")
+    push.proc.send_signal(sig)
+    code, err, printed = push.finish()
+    assert code == 130 and err.count("\n") == 1, err
+    assert err.startswith("rq-cli: interrupted: push: exactly 2000 items stored"), err
+    assert printed == r.llen("q:queue") == 2_000
+
+
+def test_a_sharded_push_stopped_while_waiting_for_input_says_exactly_what_was_stored(
+        server_url: str, r: redis.Redis, tmp_path: Path, cli) -> None:
+    """The same for a queue of two shards (each shard's part of a batch stored by its own
+    stream): a signal while the push waits for input, nothing in flight: the exact count."""
+    config = write_config(tmp_path, '[queues.q]\nprefix = "q"\nshards = 2\n')
+    assert cli("--config", str(config), "reshard", "q", "2").exit_code == 0
+    push = FedPush(server_url, json_lines(2_500), config=config)
+    wait_until(lambda: sum(r.llen(f"q~1.{n}:queue") for n in (0, 1)) == 2_000,
+               "two batches stored")
+    push.proc.send_signal(signal.SIGTERM)
+    code, err, printed = push.finish()
+    assert code == 130 and err.count("\n") == 1, err
+    assert err.startswith("rq-cli: interrupted: push: exactly 2000 items stored"), err
+    assert printed == 2_000
+
+
+def test_a_second_signal_ends_a_push_at_once_saying_what_it_stored(
+        server_url: str, r: redis.Redis, lines_300k: bytes) -> None:
+    """A push whose stdout nobody reads blocks writing it; a first signal is recorded for
+    the next safe point, which it never reaches; a second one ends it at once: exit 130,
+    one line saying how many items were stored and printed, and that a batch in flight
+    may have been stored too."""
+    push = FedPush(server_url, lines_300k, read_stdout=False)
+    wait_until(lambda: r.llen("q:queue") >= 2_000, "batches stored")
+    push.proc.send_signal(signal.SIGINT)
+    push.proc.send_signal(signal.SIGTERM)  # (a second SIGINT might merge with the first)
+    code, err, printed = push.finish()
+    assert code == 130 and err.count("\n") == 1, err
+    said = re.search(r"^rq-cli: interrupted twice: push: stopped at once; (\d+) items? stored",
+                     err)
+    assert said, err
+    assert "a batch in flight may also have been stored" in err
+    assert int(said.group(1)) <= printed <= r.llen("q:queue")
+
+
+@pytest.mark.parametrize("with_ids", [False, True], ids=["lines", "with-ids"])
+def test_a_push_stopped_by_a_batch_not_confirmed_names_the_lines_never_sent(
+        make_server, with_ids: bool) -> None:
+    """``wait_replicas = 1`` and no replica: the batches sent are stored, none confirmed,
+    and the push sends nothing more (exit 8). The error line names the input lines never
+    sent (two blank lines first: line numbers are the input's)."""
+    from rq_cli.core.bulk import SEND_AHEAD
+    from rq_cli.core.limits import BATCH
+
+    server = make_server()
+    body = b"".join(b'{"id":"i%d","data":%d}\n' % (n, n) for n in range(20_000)) \
+        if with_ids else json_lines(20_000)
+    done = subprocess.run(
+        [*rq_cli_command(), "--no-config", "--url", server.url, "--wait-replicas", "1",
+         "--wait-timeout", "0.1", "push", "q", "-", *(["--with-ids"] if with_ids else [])],
+        input=b"\n \n" + body, capture_output=True, timeout=HANG, env=env_without_rq_cli())
+    sent = SEND_AHEAD * BATCH
+    assert done.returncode == 8, done.stderr[-2000:]
+    assert done.stdout == b""
+    last = done.stderr.decode().splitlines()[-1]
+    assert f"then {sent} items not confirmed" in last, last
+    assert (f"input lines {sent + 3} to 20002 ({20_000 - sent} lines) were never sent: "
+            f"push them next") in last, last
+    assert server.client().llen("q:queue") == sent

@@ -59,3 +59,47 @@ def test_a_ctrl_c_while_reading_the_first_batch_is_drained_with_nothing_stored(r
 
     with pytest.raises(bulk.Drained):
         next(bulk.stream(WorkQueue(r, "q"), lines()))
+
+
+@pytest.mark.parametrize("item", ITEMS.values(), ids=ITEMS.keys())
+def test_a_stop_asked_between_batches_ends_the_stream_drained_with_every_batch_sent(r, item):
+    """``stop`` (the CLI's: a signal was recorded) is asked before each batch is read: once
+    it says so, the batches in flight are read and handed out, nothing more is sent, and
+    the stream ends in Drained; what was handed out is exactly what was stored."""
+    wq = WorkQueue(r, "q")
+    handed: list[bulk.Pushed] = []
+    batches = bulk.stream(wq, (item(n) for n in range(20_000)), batch_size=1000,
+                          stop=lambda: len(handed) >= 2)
+    with pytest.raises(bulk.Drained):
+        for batch in batches:
+            handed.append(batch)
+    ids = [i for b in handed for i in b.ids]
+    assert len(handed) > 2  # (the batches sent ahead were read after the stop)
+    assert len(ids) == len(set(ids)) == r.llen(wq.keys.queue) < 20_000
+
+
+def test_a_stop_on_the_simple_path_ends_it_drained_too(r):
+    wq = WorkQueue(r, "q")
+    handed: list[bulk.Pushed] = []
+    with pytest.raises(bulk.Drained):
+        for batch in bulk.stream(wq, (NewItem(b"%d" % n, f"i{n}") for n in range(5000)),
+                                 batch_size=1000, tenant="acme",
+                                 stop=lambda: len(handed) >= 2):
+            handed.append(batch)
+    assert len(handed) == 2 and r.llen(wq.keys.tenant_queue("acme")) == 2000
+
+
+def test_an_interrupted_read_of_the_items_after_batches_were_sent_is_drained(r):
+    """A KeyboardInterrupt raised by the items (the CLI's read of stdin, ended by a signal)
+    while batches are in flight: they are read and handed out, then Drained."""
+    def lines():
+        for n in range(2500):
+            yield b'{"n":%d}' % n
+        raise KeyboardInterrupt  # (the third batch's read, two sent ahead)
+
+    wq = WorkQueue(r, "q")
+    handed = []
+    with pytest.raises(bulk.Drained):
+        for batch in bulk.stream(wq, lines(), batch_size=1000):
+            handed.append(batch)
+    assert sum(len(b.ids) for b in handed) == r.llen(wq.keys.queue) == 2000

@@ -2,10 +2,12 @@
 
 - :func:`test_sigkilled_workers_and_a_cron_clean_lose_nothing_and_do_nothing_twice`: ITEMS
   items (30,000 by default; ``RQ_SHARD_ITEMS`` to change) pushed into a queue of 3 shards on
-  3 primaries, drained by 6 worker processes, some SIGKILLed mid-run and replaced, while a
-  cron-like loop runs ``clean``: every item completed exactly once, none left. The workers
-  never stop on their own (a killed worker's items come back only after its lease ends, by
-  when idle workers could all have gone); the test ends them once the queue is empty.
+  3 primaries in KILLS + 1 parts, drained by 6 worker processes, while a cron-like loop runs
+  ``clean``; once the workers are half way through a part, one is SIGKILLed and replaced and
+  the next part is pushed (mid-run however fast the machine: the kills wait on progress,
+  not on a clock); every item completed exactly once, none left. The workers never stop on
+  their own (a killed worker's items come back only after its lease ends, by when idle
+  workers could all have gone); the test ends them once the queue is empty.
 - :func:`test_a_primary_failing_over_mid_run_loses_nothing`: a coordinated CLUSTER FAILOVER of
   the primary of one shard while workers run: the other shards carry on, nothing is lost.
 - :func:`test_a_sigkilled_primary_stops_only_its_shard_and_its_replica_takes_over`: the
@@ -44,6 +46,7 @@ from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 BASE = "app:{jobs}"
 ITEMS = int(os.environ.get("RQ_SHARD_ITEMS", "30000"))
 OPTS = QueueOptions(lease_seconds=3.0, grace_seconds=0.5)
+KILLS = 4  # workers SIGKILLed mid-run (each replaced)
 
 WORKER = r"""
 import os, sys
@@ -75,8 +78,14 @@ def test_sigkilled_workers_and_a_cron_clean_lose_nothing_and_do_nothing_twice(
     reshard(client, BASE, 3)
     q = ShardedQueue(client, BASE, OPTS, shards=3)
     ids = [f"i{n}" for n in range(ITEMS)]
-    for n in range(0, ITEMS, 5000):
-        assert all(r.added for r in q.push([NewItem(b"{}", i) for i in ids[n:n + 5000]]))
+    parts = [ids[n * ITEMS // (KILLS + 1):(n + 1) * ITEMS // (KILLS + 1)]
+             for n in range(KILLS + 1)]
+
+    def push(part: list[str]) -> None:
+        for n in range(0, len(part), 5000):
+            assert all(r.added for r in q.push([NewItem(b"{}", i) for i in part[n:n + 5000]]))
+
+    push(parts[0])
     journal = tmp_path / "journal"
     stop = threading.Event()
 
@@ -92,18 +101,23 @@ def test_sigkilled_workers_and_a_cron_clean_lose_nothing_and_do_nothing_twice(
     killed = 0
     try:
         rng = random.Random(30)
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
+        pushed = len(parts[0])
+        for part in parts[1:]:  # half way through a part: SIGKILL one, start another, push
+            half = pushed - len(part) // 2
+            wait_for(lambda h=half: q.stats().counters["completed"] >= h, 240,
+                     f"{half} items completed")  # (a bound for a hang, not a speed)
+            victim = workers.pop(rng.randrange(len(workers)))
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+            killed += 1
+            workers.append(_start(cluster.url, journal))
+            push(part)
+            pushed += len(part)
+
+        def drained() -> bool:
             s = q.stats()
-            if s.pending + s.processing + s.delayed == 0:
-                break
-            time.sleep(0.7)
-            if killed < 4 and s.pending > ITEMS // 5:  # SIGKILL one mid-run, start another
-                victim = workers.pop(rng.randrange(len(workers)))
-                victim.send_signal(signal.SIGKILL)
-                victim.wait()
-                killed += 1
-                workers.append(_start(cluster.url, journal))
+            return s.pending + s.processing + s.delayed == 0
+        wait_for(drained, 240, "the queue to be drained")  # (a bound for a hang)
     finally:
         stop.set()
         cleaning.join()
@@ -111,14 +125,14 @@ def test_sigkilled_workers_and_a_cron_clean_lose_nothing_and_do_nothing_twice(
             if w.poll() is None:
                 w.kill()
             w.wait()
-    assert killed >= 2
+    assert killed == KILLS
     s = q.stats()
     assert (s.pending, s.processing, s.delayed, s.dead) == (0, 0, 0, 0), s
     assert s.counters["completed"] == ITEMS  # each item completed once on the server
     outcomes = Counter(line.split()[1] for line in journal.read_text().splitlines()
                        if line.endswith(" completed"))
     assert max(outcomes.values()) == 1  # nobody was told "completed" twice for one id
-    assert set(outcomes) <= set(ids) and len(outcomes) >= ITEMS - 4 * 50
+    assert set(outcomes) <= set(ids) and len(outcomes) >= ITEMS - KILLS * 50
 
 
 def test_a_primary_failing_over_mid_run_loses_nothing(replicated_cluster: Any) -> None:  # noqa: F811
