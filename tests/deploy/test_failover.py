@@ -263,6 +263,13 @@ def test_rq_cli_work_rides_out_a_sentinel_failover(sentinel_group, tmp_path: Pat
     q = WorkQueue(connect(url), "w:{jobs}", OPTIONS)
     before = [f"b{n}" for n in range(40)]
     q.push([NewItem(b"{}", i) for i in before])
+    # (replication is asynchronous: the switch must find the items on the replica, or a
+    # failover a moment later loses them, which is what durability settings are for, not
+    # what this test is about)
+    held = replica.client(protocol=2)
+    wait_for(lambda: held.hget("w:{jobs}:counters", "pushed") == b"40", 30,
+             "the replica to hold the items pushed")
+    held.close()
     done = tmp_path / "done"
     proc = subprocess.Popen(
         [sys.executable, "-m", "rq_cli", "--url", url, "--no-config", "work", "w:{jobs}",
