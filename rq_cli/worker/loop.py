@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from ..core.sharded import ShardedQueue
 from .beats import Beating
 from .model import (
     COMPLETE_WITHIN,
@@ -119,8 +120,14 @@ class Worker(Beating):
         self._sweep_due = False
 
     def _ping(self) -> None:
+        """Reach the servers: a sharded queue's through its shards (it answers while any
+        shard does: the others are worked, leasing.py's _note_shards says which are not)."""
         for wq in self.queues:
-            wq.client.ping()
+            if isinstance(wq, ShardedQueue):
+                wq.ping()
+            else:
+                wq.client.ping()
+        self._note_shards()
 
     def _settle_last(self) -> None:
         """At the end: record what is held; what cannot be is said once (exit 69)."""

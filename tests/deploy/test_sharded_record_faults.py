@@ -3,16 +3,20 @@
 with ``cluster-require-full-coverage no``, so the other primaries keep serving their slots
 once the dead one is marked failed): a new client opens the queue from a copy of the record
 and pushes into the shards on the other primaries; the CLI, configured with another count,
-does too (exit 0), and a ``lease | complete`` line works the shards that answer."""
+does too (exit 0), and a ``lease | complete`` line works the shards that answer; ``rq-cli work``
+started while that primary is down works the items of the other shards and says once which
+shard does not answer."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_cli, write_config
+from cli_helpers import rq_cli_command, run_cli, write_config
 from servers import ServerProcess
 from test_cluster import Cluster, _form_cluster
 
@@ -79,3 +83,40 @@ def test_a_new_client_opens_the_queue_while_the_records_primary_is_down(
     done = run_cli(["complete", "jobs", "-"], url=None, home=tmp_path,
                    input="".join(json.dumps(r) + "\n" for r in leased.json))
     assert done.exit_code == 0 and {r["outcome"] for r in done.json} == {"completed"}, done
+
+
+def test_a_worker_started_while_the_records_primary_is_down_works_the_other_shards(
+        lenient_cluster: Cluster, tmp_path: Path) -> None:
+    cluster = lenient_cluster
+    client = connect(cluster.url)
+    reshard(client, BASE, 3)
+    record_node = cluster.node_of(meta_key(BASE))
+    queue = ShardedQueue(client, BASE)
+    live = queue.meta.live
+    assert any(cluster.node_of(p + ":queue") == record_node for p in live), \
+        "no shard on the record's primary: pick another base"
+    ids = [i for i in (f"w{n}" for n in range(1000))
+           if cluster.node_of(live[shard_of(i, 3)] + ":queue") != record_node][:6]
+    assert all(r.added for r in queue.push([NewItem(b"{}", i) for i in ids]))
+    alive = next(i for i in range(3) if i != record_node)
+    cluster.nodes[record_node].kill()
+    done = tmp_path / "done"
+    write_config(tmp_path, f'[queues.jobs]\nprefix = "{BASE}"\nurl = '
+                           f'"{cluster.url_via(alive)}"\nshards = 3\n')
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RQ_CLI_", "_RQ_CLI_")) and k != "REDIS_URL"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    # the worker exits once it has worked the items (the timeout only bounds a hang: on a
+    # loaded machine the CLI takes seconds to start and reach the cluster)
+    run = subprocess.run([*rq_cli_command(), "work", "jobs", "--max-items", str(len(ids)),
+                          "--max-outage", "20", "--",
+                          "sh", "-c", f'cat >/dev/null; echo "$RQ_ITEM_ID" >> {done}'],
+                         capture_output=True, text=True, timeout=100, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr
+    assert sorted(done.read_text().split()) == sorted(ids), run.stderr
+    events = [json.loads(line).get("event") for line in run.stderr.splitlines()
+              if line.startswith("{")]
+    assert events.count("shard_unreachable") == 1 and "unreachable" not in events, run.stderr
+    check = ShardedQueue(connect(cluster.url_via(alive)), BASE, shards=3)
+    assert sum(check.shard(p).stats().counters["completed"] for p in live
+               if cluster.node_of(p + ":queue") != record_node) == len(ids)
