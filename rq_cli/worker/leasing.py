@@ -142,9 +142,10 @@ class Leasing(Settling):
 
     def _note_shards(self) -> None:
         """Say once when a shard of a sharded queue stops answering (its items wait; the
-        other shards are worked), and once when it answers again."""
+        other shards are worked), and once when it answers again. (Its calls note it in
+        ShardedQueue.unreachable, also from the lease thread: read a copy.)"""
         down = {prefix: err for wq in self.queues  # (a sharded queue's: ShardedQueue)
-                for prefix, err in getattr(wq, "unreachable", {}).items()}
+                for prefix, err in dict(getattr(wq, "unreachable", {})).items()}
         for prefix in sorted(down.keys() - self.shards_down):
             self.log({"event": "shard_unreachable", "shard": prefix,
                       "error": self.outage.describe(down[prefix]),

@@ -27,6 +27,7 @@ class Worker(Beating):
         call's error is raised (``rq-cli work``: exit 69 at once, so a wrong URL fails
         fast); outages are ridden out only once it has been connected."""
         self._ping()
+        self._note_shards()
         if reclaim is not None:
             for wq in self.queues:
                 self._take(wq.reclaim(reclaim, lease_seconds=self.lease_seconds), True)
@@ -100,6 +101,7 @@ class Worker(Beating):
         if not self.outage.probe(self._ping, self._sig_w):  # (wakes the loop when done)
             return
         self.outage.ended()
+        self._note_shards()  # (here, not in the probe's thread)
         held = self._held()
         if held:
             self._beat(held)  # extend, or take back, every lease it holds
@@ -127,7 +129,6 @@ class Worker(Beating):
                 wq.ping()
             else:
                 wq.client.ping()
-        self._note_shards()
 
     def _settle_last(self) -> None:
         """At the end: record what is held; what cannot be is said once (exit 69)."""
