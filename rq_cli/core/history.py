@@ -43,10 +43,12 @@ class Bucket:
 def snapshot(wq: WorkQueue, now_ms: int | None = None) -> bool:
     """Snapshot ``wq``'s counters into this minute's and this hour's buckets, if nobody has
     yet (one script call, a few commands). True if this call wrote this minute's. A sharded
-    queue (docs/DESIGN.md section 7) keeps a history per shard: each is snapshotted."""
+    queue (docs/DESIGN.md section 7) keeps a history per shard: each that answers is
+    snapshotted (a shard whose server is down is skipped: the next snapshot covers it)."""
     shards = getattr(wq, "shards", None)
     if shards is not None:
-        return any([snapshot(shard, now_ms) for shard in shards])
+        return any([wq.answering(shard, False, snapshot, shard, now_ms)  # type: ignore[attr-defined]
+                    for shard in shards])
     return bool(int(wq.call("history", now_ms=now_ms)))
 
 

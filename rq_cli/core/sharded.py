@@ -75,6 +75,8 @@ class ShardedQueue(ShardPush, EveryShard):
         self._waiter = Waiter()
         self._mark = 0
         self._down: dict[str, float] = {}  # shard prefix -> left out of leases until then
+        #: shard prefix -> the error of its last failed call, until one succeeds (to say so)
+        self.unreachable: dict[str, Exception] = {}
         self._states: list[tuple[WorkQueue, int, int]] = []
 
     def __repr__(self) -> str:
@@ -204,9 +206,10 @@ class ShardedQueue(ShardPush, EveryShard):
             except Exception as e:  # a shard whose primary is down: carry on with the others
                 if not shard_down(e):
                     raise
-                failed = e
+                failed = self.unreachable[q.prefix] = e
                 self._down[q.prefix] = time.monotonic() + SHARD_DOWN_PAUSE
                 continue
+            self.unreachable.pop(q.prefix, None)
             if front and status != LEASE_PAUSED:  # (fewer than asked: it holds no more)
                 done = len(got) if len(got) == want else self.fronts[q.prefix]
                 self.fronts[q.prefix] -= done
@@ -231,7 +234,34 @@ class ShardedQueue(ShardPush, EveryShard):
         return self._waiter.mark() != self._mark
 
     def reclaim(self, sessions: Callable[[str], bool], **kw: Any) -> list[LeasedItem]:
-        return [item for q in self.shards for item in q.reclaim(sessions, **kw)]
+        """Reclaim in every shard that answers (a shard whose server is down keeps its
+        items: they come back when their leases run out)."""
+        return [item for q in self.shards
+                for item in self.answering(q, [], q.reclaim, sessions, **kw)]
+
+    def ping(self) -> None:
+        """Reach every shard's server (a keyed call, so a Cluster routes it to the shard's
+        node); those that do not answer are noted in :attr:`unreachable`. Raises only when
+        no shard answers (the caller's outage handling takes over)."""
+        shards = self.shards
+        for q in shards:
+            self.answering(q, None, q.client.exists, q.keys.queue)
+        if all(q.prefix in self.unreachable for q in shards):
+            raise self.unreachable[shards[0].prefix]
+
+    def answering(self, q: WorkQueue, default: Any, call: Callable[..., Any], *args: Any,
+                  **kw: Any) -> Any:
+        """``call(*args, **kw)`` for shard ``q``; ``default`` where its server cannot be
+        reached (noted in :attr:`unreachable`; a success clears it)."""
+        try:
+            out = call(*args, **kw)
+        except Exception as e:
+            if not shard_down(e):
+                raise
+            self.unreachable[q.prefix] = e
+            return default
+        self.unreachable.pop(q.prefix, None)
+        return out
 
     def owner(self, prefix: str) -> WorkQueue | None:
         """The shard of prefix ``prefix`` (a leased item's ``queue``), or None."""

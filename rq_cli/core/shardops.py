@@ -37,6 +37,9 @@ class EveryShard:
     def refresh(self, force: bool = False) -> ShardMeta:
         raise NotImplementedError
 
+    def answering(self, q: WorkQueue, default: Any, call: Any, *args: Any, **kw: Any) -> Any:
+        raise NotImplementedError
+
     def shard_for(self, item_id: str) -> WorkQueue:
         raise NotImplementedError
 
@@ -151,7 +154,10 @@ class EveryShard:
             q.resume()
 
     def is_paused(self) -> bool:
-        return any(q.is_paused() for q in self.shards)
+        """Whether any shard is paused. A shard whose server cannot be reached counts as not
+        paused, so the others' answer stands (a worker goes on leasing from them; nothing is
+        leased from the unreachable one anyway)."""
+        return any(self.answering(q, False, q.is_paused) for q in self.shards)
 
     def exists(self) -> bool:
         return any(q.exists() for q in self.shards)

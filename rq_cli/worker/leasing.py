@@ -68,6 +68,7 @@ class Leasing(Settling):
         self._take(items)
         self.empty = len(items) < want
         self._note_paused(paused)
+        self._note_shards()
         return len(items)
 
     def _take(self, items: list[LeasedItem], reclaimed: bool = False) -> None:
@@ -118,6 +119,7 @@ class Leasing(Settling):
         items = got or []
         self._take(items)
         self.empty = not items
+        self._note_shards()
         return bool(items)
 
     def _paused_now(self) -> set[str] | None:
@@ -137,3 +139,18 @@ class Leasing(Settling):
         for prefix in sorted(self.paused - paused):
             self.log({"event": "resumed", "queue": prefix})
         self.paused = paused
+
+    def _note_shards(self) -> None:
+        """Say once when a shard of a sharded queue stops answering (its items wait; the
+        other shards are worked), and once when it answers again. (Its calls note it in
+        ShardedQueue.unreachable, also from the lease thread: read a copy.)"""
+        down = {prefix: err for wq in self.queues  # (a sharded queue's: ShardedQueue)
+                for prefix, err in dict(getattr(wq, "unreachable", {})).items()}
+        for prefix in sorted(down.keys() - self.shards_down):
+            self.log({"event": "shard_unreachable", "shard": prefix,
+                      "error": self.outage.describe(down[prefix]),
+                      "note": "this shard's server cannot be reached: its items wait; the "
+                              "other shards are worked"})
+        for prefix in sorted(self.shards_down - down.keys()):
+            self.log({"event": "shard_back", "shard": prefix})
+        self.shards_down = set(down)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from ..core.sharded import ShardedQueue
 from .beats import Beating
 from .model import (
     COMPLETE_WITHIN,
@@ -26,6 +27,7 @@ class Worker(Beating):
         call's error is raised (``rq-cli work``: exit 69 at once, so a wrong URL fails
         fast); outages are ridden out only once it has been connected."""
         self._ping()
+        self._note_shards()
         if reclaim is not None:
             for wq in self.queues:
                 self._take(wq.reclaim(reclaim, lease_seconds=self.lease_seconds), True)
@@ -99,6 +101,7 @@ class Worker(Beating):
         if not self.outage.probe(self._ping, self._sig_w):  # (wakes the loop when done)
             return
         self.outage.ended()
+        self._note_shards()  # (here, not in the probe's thread)
         held = self._held()
         if held:
             self._beat(held)  # extend, or take back, every lease it holds
@@ -119,8 +122,13 @@ class Worker(Beating):
         self._sweep_due = False
 
     def _ping(self) -> None:
+        """Reach the servers: a sharded queue's through its shards (it answers while any
+        shard does: the others are worked, leasing.py's _note_shards says which are not)."""
         for wq in self.queues:
-            wq.client.ping()
+            if isinstance(wq, ShardedQueue):
+                wq.ping()
+            else:
+                wq.client.ping()
 
     def _settle_last(self) -> None:
         """At the end: record what is held; what cannot be is said once (exit 69)."""

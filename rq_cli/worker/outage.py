@@ -159,9 +159,14 @@ def give_back_orphans(queues: Sequence[Any], session: str, known: set[str],
     from .model import queue_of
 
     for wq in physical(queues):
-        orphans = [field.decode("utf-8", "surrogateescape")
-                   for field, value in wq.client.hscan_iter(wq.keys.holders, count=1000)
-                   if value == want]
+        try:
+            orphans = [field.decode("utf-8", "surrogateescape")
+                       for field, value in wq.client.hscan_iter(wq.keys.holders, count=1000)
+                       if value == want]
+        except Exception as err:
+            if not transient(err):
+                raise
+            continue  # a shard whose server is down: its leases there run out, items return
         orphans = [i for i in orphans if i not in known]
         for out in wq.release(orphans) if orphans else []:
             log({"event": "orphan", "queue": queue_of(wq, wq.prefix), "id": out.id,

@@ -85,6 +85,7 @@ class WorkerBase:
         self.unsettled: list[Callable[[], None]] = []  # server calls held during an outage
         self.gave_up: str | None = None  # the outage lasted past --max-outage: why
         self.paused: set[str] = set()  # queues found paused (logged once)
+        self.shards_down: set[str] = set()  # shards found unreachable (logged once)
         self._pause_checked = -math.inf  # monotonic
         self._waiter_paused: set[str] | None = None  # the lease thread's finding
         self._sweep_due = False  # an outage ended: look for leases whose reply it cut off
