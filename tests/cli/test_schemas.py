@@ -398,7 +398,13 @@ def test_work_event_lines(cli: Any, checked: Checked, server_url: str,
     marks.mkdir()
     proc = _work(server_url, "q", "--concurrency", "2", "--grace", "0.5", "--name", "w1",
                  "--", "sh", "-c", f"touch {marks}/$RQ_ITEM_ID; sleep 30")
-    wait_for(lambda: len(list(marks.iterdir())) == 2)
+    try:  # (a bound against a hang, generous: CI's two lanes load 2 cores; 10 s ran out once)
+        wait_for(lambda: len(list(marks.iterdir())) == 2 or proc.poll() is not None, 60)
+    finally:
+        if len(list(marks.iterdir())) != 2:
+            proc.kill()
+            raise AssertionError(f"the worker ran {sorted(p.name for p in marks.iterdir())}: "
+                                 f"{proc.communicate(timeout=30)}")
     proc.send_signal(signal.SIGINT)
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
@@ -414,7 +420,7 @@ def test_work_event_lines(cli: Any, checked: Checked, server_url: str,
     # killed holding an item: the restart with the same --name takes it back (reclaimed)
     first = _work(server_url, "q", "--name", "w2", "--lease", "300", "--", "sh", "-c",
                   f"touch {marks}/again-$RQ_ITEM_ID; exec sleep 30")
-    wait_for(lambda: list(marks.glob("again-*")))
+    wait_for(lambda: list(marks.glob("again-*")), 60)  # (as above: a bound against a hang)
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=10)
     again = subprocess.run([sys.executable, "-m", "rq_cli", "--no-config", "--url", server_url,
