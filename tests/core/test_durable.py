@@ -160,15 +160,22 @@ def test_config_durability_per_queue_over_defaults() -> None:
     assert (r.wait_replicas, r.durable) == (0, False)
 
 
-def test_wait_fsync_with_waitaof_confirms_on_disk(make_server) -> None:
-    """Valkey, Redis >= 7.2: WAITAOF 1 1 after each write (primary and replica with
-    appendfsync always); a server whose AOF is off is a config error before any write."""
+def _aof_pair(make_server: Any) -> tuple[Any, Any]:
+    """A primary and its synced replica, both with appendfsync always; skips where the
+    server has no WAITAOF (Redis < 7.2)."""
     primary = make_server(appendonly="yes", appendfsync="always", repl_diskless_sync_delay=0)
     if not (primary.version.kind == "valkey" or primary.version.version_tuple >= (7, 2)):
         pytest.skip("this server has no WAITAOF")
     replica = make_server(appendonly="yes", appendfsync="always",
                           extra_args=("--replicaof", "127.0.0.1", str(primary.port)))
     wait_for(lambda: replica.client().info("replication").get("master_link_status") == "up")
+    return primary, replica
+
+
+def test_wait_fsync_with_waitaof_confirms_on_disk(make_server) -> None:
+    """Valkey, Redis >= 7.2: WAITAOF 1 1 after each write (primary and replica with
+    appendfsync always); a server whose AOF is off is a config error before any write."""
+    primary, replica = _aof_pair(make_server)
     q = WorkQueue(primary.client(), "q", QueueOptions(wait_replicas=1, wait_fsync=True,
                                                       wait_timeout=2.0))
     q.push([NewItem(b"{}", "a")])
@@ -187,12 +194,7 @@ def test_wait_fsync_on_a_healthy_pair_confirms_well_within_a_second(make_server)
     and exit 8 at a shorter wait_timeout. With the WAIT sent first, each of 15 pushes is
     confirmed within 0.4 s (before: a chance of 0.4 each, as the once-a-second report
     falls in the window; measured a few ms; 0.4 s leaves a loaded machine room)."""
-    primary = make_server(appendonly="yes", appendfsync="always", repl_diskless_sync_delay=0)
-    if not (primary.version.kind == "valkey" or primary.version.version_tuple >= (7, 2)):
-        pytest.skip("this server has no WAITAOF")
-    replica = make_server(appendonly="yes", appendfsync="always",
-                          extra_args=("--replicaof", "127.0.0.1", str(primary.port)))
-    wait_for(lambda: replica.client().info("replication").get("master_link_status") == "up")
+    primary, replica = _aof_pair(make_server)
     assert primary.client().execute_command("WAITAOF", 1, 1, 10_000) == [1, 1]
     q = WorkQueue(primary.client(), "q", QueueOptions(wait_replicas=1, wait_fsync=True,
                                                       wait_timeout=0.4))

@@ -86,20 +86,27 @@ def test_a_new_client_opens_the_queue_while_the_records_primary_is_down(
     assert done.exit_code == 0 and {r["outcome"] for r in done.json} == {"completed"}, done
 
 
+def _beside_the_record(cluster: Cluster, tag: str) -> tuple[ShardedQueue, int, int, list[str]]:
+    """BASE resharded into 3; its queue, the node holding its record, another node, and 6 ids
+    (``tag`` + a number) whose shards are not on the record's node."""
+    client = connect(cluster.url)
+    reshard(client, BASE, 3)
+    queue = ShardedQueue(client, BASE)
+    record_node = cluster.node_of(meta_key(BASE))
+    live = queue.meta.live
+    ids = [i for i in (f"{tag}{n}" for n in range(1000))
+           if cluster.node_of(live[shard_of(i, 3)] + ":queue") != record_node][:6]
+    return queue, record_node, next(i for i in range(3) if i != record_node), ids
+
+
 def test_a_worker_started_while_the_records_primary_is_down_works_the_other_shards(
         lenient_cluster: Cluster, tmp_path: Path) -> None:
     cluster = lenient_cluster
-    client = connect(cluster.url)
-    reshard(client, BASE, 3)
-    record_node = cluster.node_of(meta_key(BASE))
-    queue = ShardedQueue(client, BASE)
+    queue, record_node, alive, ids = _beside_the_record(cluster, "w")
     live = queue.meta.live
     assert any(cluster.node_of(p + ":queue") == record_node for p in live), \
         "no shard on the record's primary: pick another base"
-    ids = [i for i in (f"w{n}" for n in range(1000))
-           if cluster.node_of(live[shard_of(i, 3)] + ":queue") != record_node][:6]
     assert all(r.added for r in queue.push([NewItem(b"{}", i) for i in ids]))
-    alive = next(i for i in range(3) if i != record_node)
     cluster.nodes[record_node].kill()
     done = tmp_path / "done"
     # the worker exits once it has worked the items (the timeout only bounds a hang: on a
@@ -118,14 +125,7 @@ def test_a_worker_started_while_the_records_primary_is_down_works_the_other_shar
 def test_a_running_worker_goes_on_with_the_other_shards_when_the_records_primary_fails(
         lenient_cluster: Cluster, tmp_path: Path) -> None:
     cluster = lenient_cluster
-    client = connect(cluster.url)
-    reshard(client, BASE, 3)
-    record_node = cluster.node_of(meta_key(BASE))
-    queue = ShardedQueue(client, BASE)
-    live = queue.meta.live
-    ids = [i for i in (f"r{n}" for n in range(1000))
-           if cluster.node_of(live[shard_of(i, 3)] + ":queue") != record_node][:6]
-    alive = next(i for i in range(3) if i != record_node)
+    queue, record_node, alive, ids = _beside_the_record(cluster, "r")
     done = tmp_path / "done"
     worker = subprocess.Popen(_worker(cluster.url_via(alive), len(ids), done, tmp_path),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
