@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from ..errors import ClusterError, ParameterError, Unconfirmed, UsageError
+from .ages import Clock
 from .calling import Caller
 from .codes import PURGE_STATES as _PURGE_STATES
 from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, RequeueEnd, outcomes
@@ -110,6 +111,8 @@ class QueueBase:
                          for t, w in self.options.tenant_weights}
         #: a shard of a sharded queue: that queue's base prefix (set by ShardedQueue)
         self.shard_of: str | None = None
+        #: the server's clock as this client reads it: the time the ids push makes carry
+        self.clock = Clock()
 
     def __repr__(self) -> str:
         return f"WorkQueue({self.prefix!r}, layout={self.options.layout!r})"

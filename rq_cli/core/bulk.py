@@ -10,7 +10,8 @@ the server runs the previous one (on another core), instead of the two taking tu
 - The connection is taken from the client's pool for the stream and always given back; after
   any error (or when the consumer stops early) it is disconnected first, since replies may
   still be pending on it.
-- Per batch, not per item: one ``os.urandom`` call for all the random ids, one pass packing
+- Per batch, not per item: one ``os.urandom`` call for all the random ids (v7 ids that carry
+  the push time, :mod:`.ages`: no ``P:enqueued`` stamp per item), one pass packing
   the command (plain ``bytes`` items skip the ``NewItem`` handling), and the result as
   :class:`Pushed` (ids and a string of flags) rather than an object per item.
 
@@ -27,7 +28,6 @@ through the client, which reloads the script itself if needed.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 from ..errors import Unconfirmed, UsageError
 from . import scripts
+from .ages import new_ids
 from .base import QueueBase
 from .bulk_tx import BYTES, PLAIN, Transactions, replies, split_ids
 from .codes import PUSH_FLAGS
@@ -159,7 +160,7 @@ def _store_runs(q: QueueBase, chunk: list[Any], id_from_data: bool, flags: dict[
     :class:`Drained`; one that cut a call short is a plain KeyboardInterrupt: that batch may
     or may not have been stored."""
     for run_tenant, run in _tenant_runs(chunk, tenant):
-        ids, args, fresh = _pairs(run, id_from_data)
+        ids, args, fresh = _pairs(run, id_from_data, made_at(q, now_ms))
         keys = None
         if run_tenant is not None:
             keys = [q.keys.queue, q.keys.tenant_queue(run_tenant)]
@@ -221,21 +222,29 @@ def _take(source: Iterator[Any], size: int) -> tuple[list[Any], Exception | None
     return chunk, None
 
 
-def _random_ids(n: int) -> list[str]:
-    return list(map(bytes.decode, split_ids(os.urandom(16 * n).hex().encode(), n)))
+def made_at(q: QueueBase, now_ms: int | None) -> int:
+    """The push time the ids made now carry (ms): ``now_ms`` when given (as push.lua's NOW
+    is then), else the client's reading of the server's clock (``q.clock``)."""
+    return q.clock.now_ms() if now_ms is None else now_ms
 
 
-def _pairs(chunk: list[Any], id_from_data: bool) -> tuple[list[str], list[Any], bool]:
-    """(ids, [id, data, id, data, ...], fresh) for a chunk of items of any kind; ``fresh``:
-    every id was made here at random (push.lua then skips its reused-id reset)."""
+def _random_ids(n: int, at: int) -> list[str]:
+    return list(map(bytes.decode, split_ids(new_ids(n, at), n)))
+
+
+def _pairs(chunk: list[Any], id_from_data: bool, at: int,
+           ) -> tuple[list[str], list[Any], bool]:
+    """(ids, [id, data, id, data, ...], fresh) for a chunk of items of any kind, the ids
+    made here carrying push time ``at``; ``fresh``: every id was made here at random
+    (push.lua then skips its reused-id reset)."""
     n = len(chunk)
     fresh = not id_from_data
     if all(type(item) is bytes for item in chunk):
         datas: list[bytes] = chunk
-        ids = [data_id(d) for d in datas] if id_from_data else _random_ids(n)
+        ids = [data_id(d) for d in datas] if id_from_data else _random_ids(n, at)
     else:
         datas, ids = [], []
-        made = iter(()) if id_from_data else iter(_random_ids(n))
+        made = iter(()) if id_from_data else iter(_random_ids(n, at))
         for item in chunk:
             if isinstance(item, NewItem):
                 data, item_id = as_bytes(item.data), item.id
@@ -258,20 +267,21 @@ _ITEM_32 = b"$%d\r\n%%s\r\n$%%d\r\n%%s\r\n" % FRESH_ID_LEN
 
 
 def _packed_batch(conn: Any, heads: tuple[bytes, bytes], nargs: int, chunk: list[Any],
-                  id_from_data: bool, kinds: set[type] | None = None,
+                  id_from_data: bool, at: int, kinds: set[type] | None = None,
                   ) -> tuple[list[str], list[bytes]]:
     """(ids, the EVALSHA command as RESP) for one batch; ``heads`` are the command's packed
     leading arguments (``nargs`` of them, without the array header), ending in the "fresh"
-    flag "0" and "1" respectively; ``kinds``: the types of the items, where known."""
+    flag "0" and "1" respectively; ``at``: the push time the ids made here carry;
+    ``kinds``: the types of the items, where known."""
     n = len(chunk)
     if not id_from_data and (set(map(type, chunk)) if kinds is None else kinds) == BYTES:
         # the hot path (``push -``): plain bytes, random ids, packed in one pass
-        slices = split_ids(os.urandom(16 * n).hex().encode(), n)
+        slices = split_ids(new_ids(n, at), n)
         body = b"".join(map(_ITEM_32.__mod__, zip(slices, map(len, chunk), chunk,
                                                      strict=True)))
         return list(map(bytes.decode, slices)), [
             b"*%d\r\n%s%s" % (nargs + 2 * n, heads[1], body)]
-    ids, args, fresh = _pairs(chunk, id_from_data)
+    ids, args, fresh = _pairs(chunk, id_from_data, at)
     head = heads[1] if fresh else heads[0]
     # redis-py's encoder for the ids, behind a placeholder command name (pack_command
     # splits a first argument holding spaces); its header "*<n>\r\n$1\r\nX\r\n" is dropped
@@ -379,7 +389,7 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
                     ids, command = tx.packed(chunk, kinds)
                 else:
                     ids, command = _packed_batch(conn, heads, len(lead), chunk, id_from_data,
-                                                 kinds)
+                                                 made_at(q, now_ms), kinds)
             except Exception as exc:  # a bad id: store the batches before it, then raise
                 error = exc
                 break

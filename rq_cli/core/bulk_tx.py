@@ -5,12 +5,12 @@ random ids as one transaction of plain commands ending in push_commit.lua
 
 from __future__ import annotations
 
-import os
 import struct
 import time
 from typing import Any
 
 from . import scripts
+from .ages import new_ids
 from .base import QueueBase
 from .limits import FRESH_ID_LEN
 from .scripts import SPECS
@@ -23,25 +23,25 @@ BYTES = {bytes}
 
 class Transactions:
     """A batch of plain items with fresh random ids as one transaction of plain commands
-    (MULTI, SCRIPT LOAD, MSET, HSET, LPUSH/RPUSH, EVALSHA push_commit, EXEC) instead of one
+    (MULTI, SCRIPT LOAD, MSET, LPUSH/RPUSH, EVALSHA push_commit, EXEC) instead of one
     push.lua call: the server writes the data and bookkeeping without a Lua value per item
     (about a third less server CPU per item, bench case ``push``), and push_commit.lua
     checks, counts and, on a key of the wrong type, undoes the batch in the same
     transaction, so a batch is still stored whole or not at all. The script is loaded in
     every transaction, so NOSCRIPT cannot leave a batch's plain commands without it.
 
-    The stamps in P:enqueued are the client's reading of the server's clock: the server's
-    TIME, read once when the stream starts, plus the time passed since on the client's
-    monotonic clock; push_commit stamps a batch again with the server's own time when the
-    reading is off by more than PUSH_STAMP_SLACK_MS."""
+    The ids are v7 ids (:mod:`.ages`) that carry the push time, the client's reading of the
+    server's clock: the server's TIME, read once when the stream starts (``q.clock``), plus
+    the time passed since on the client's monotonic clock; no P:enqueued stamp is written,
+    except by push_commit for a batch whose reading is off by more than
+    PUSH_STAMP_SLACK_MS when the server runs it."""
 
-    #: the replies of one batch: MULTI, five QUEUED, EXEC
-    REPLIES = 7
+    #: the replies of one batch: MULTI, four QUEUED, EXEC
+    REPLIES = 6
 
-    def __init__(self, q: QueueBase, conn: Any, flags: dict[str, str], now_ms: int | None,
-                 server_ms: float, at: float) -> None:
+    def __init__(self, q: QueueBase, conn: Any, flags: dict[str, str],
+                 now_ms: int | None) -> None:
         self.q, self.conn, self.now_ms = q, conn, now_ms
-        self.server_ms, self.at = server_ms, at
         self.front = flags["front"]
         keys = q.keys
         self.item_prefix = keys.item("").encode()
@@ -51,7 +51,6 @@ class Transactions:
         self.head = b"".join([
             b"*1\r\n$5\r\nMULTI\r\n", *conn.pack_command("SCRIPT", "LOAD", scripts.source(
                 "push_commit"))])
-        self.enqueued = bulk_string(keys.enqueued.encode())
         self.line = (b"RPUSH" if self.front == "1" else b"LPUSH", bulk_string(keys.queue.encode()))
 
     @classmethod
@@ -74,15 +73,13 @@ class Transactions:
                 got_replies[-1], list):
             return None  # (MULTI, EXEC or SCRIPT LOAD in a transaction refused)
         clock = got_replies[0]
-        server_ms = int(clock[0]) * 1000 + int(clock[1]) / 1000
-        return cls(q, conn, flags, now_ms, server_ms, (sent + got) / 2)
+        q.clock.sync(int(clock[0]) * 1000 + int(clock[1]) / 1000, (sent + got) / 2)
+        return cls(q, conn, flags, now_ms)
 
     def stamp(self) -> int:
         """The server's clock now, as this client reads it (ms; the caller's ``now_ms`` when
         given, as push.lua's NOW is then)."""
-        if self.now_ms is not None:
-            return self.now_ms
-        return round(self.server_ms + (time.monotonic() - self.at) * 1000)
+        return self.q.clock.now_ms() if self.now_ms is None else self.now_ms
 
     def packed(self, chunk: list[bytes | str],
                kinds: set[type] | None = None) -> tuple[list[str], list[bytes]]:
@@ -91,10 +88,10 @@ class Transactions:
         datas: list[Any] = chunk if kinds == BYTES else [
             d if type(d) is bytes else as_bytes(d) for d in chunk]
         n, w = len(chunk), FRESH_ID_LEN
-        raw = os.urandom(16 * n).hex().encode()
+        stamp = self.stamp()
+        raw = new_ids(n, stamp)
         slices = split_ids(raw, n)
         ids = list(map(bytes.decode, slices))
-        stamp = self.stamp()
         # (each item's bulk strings in a few joins, not one format each: id, "$<len>" of
         # its data, the data, and the next key's head)
         key_head = b"$%d\r\n%s" % (len(self.item_prefix) + w, self.item_prefix)
@@ -105,9 +102,8 @@ class Transactions:
         parts[-1] = b"\r\n"
         mset = key_head + b"".join(parts)
         # (every id is w characters: its bulk strings in one join, not one format each)
-        head, tail, stamp_bulk = b"$%d\r\n" % w, b"\r\n", bulk_string(b"%d" % stamp)
+        head, tail = b"$%d\r\n" % w, b"\r\n"
         id_bulks = head + (tail + head).join(slices) + tail
-        stamped = head + (tail + stamp_bulk + head).join(slices) + tail + stamp_bulk
         verb, queue = self.line
         commit = self.conn.pack_command(
             "EVALSHA", self.sha, len(self.q.script_keys), *self.q.script_keys,
@@ -116,7 +112,6 @@ class Transactions:
         return ids, [
             self.head,
             b"*%d\r\n$4\r\nMSET\r\n%s" % (1 + 2 * n, mset),
-            b"*%d\r\n$4\r\nHSET\r\n%s%s" % (2 + 2 * n, self.enqueued, stamped),
             b"*%d\r\n$5\r\n%s\r\n%s%s" % (2 + n, verb, queue, id_bulks),
             *commit, b"*1\r\n$4\r\nEXEC\r\n"]
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ParameterError
+from .ages import enqueued_ms
 from .codes import ItemState
 from .errnorm import group_key, normalise
 from .util import secs, text
@@ -181,8 +182,9 @@ def _items(wq: WorkQueue, state: GroupState, page: list[tuple[bytes, bytes]],
                 id=item_id, state=ItemState.DEAD.value, data=payload, attempts=meta.attempts,
                 dead_at=meta.at, dead_reason=meta.reason, error=meta.error))
         elif there:
+            at = enqueued_ms(item_id, pushed) if need_meta else None
             items.append(PeekedItem(
                 id=item_id, state=ItemState.PENDING.value, data=payload, attempts=int(tries or 0),
-                enqueued_at=secs(int(pushed)) if pushed is not None else None,
+                enqueued_at=None if at is None else secs(at),
                 error=text(value)))
     return items

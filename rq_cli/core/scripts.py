@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from functools import cache
 from typing import NamedTuple
 
+from .ages import TIME_DIGITS as ID_TIME_DIGITS
+from .ages import V7_PATTERN
 from .codes import lua_constants
 from .fields import lua_blocks as field_blocks
 from .keys import (
@@ -181,6 +183,9 @@ def _generated_blocks() -> list[tuple[str, str]]:
             # bulk push as transactions (push_commit.lua)
             ("FRESH_ID_LEN", f"local FRESH_ID_LEN = {FRESH_ID_LEN}"),
             ("PUSH_STAMP_SLACK_MS", f"local PUSH_STAMP_SLACK_MS = {PUSH_STAMP_SLACK_MS}"),
+            # ids that carry their push time (ages.py, lua/_ages.lua)
+            ("V7_PATTERN", f"local V7_PATTERN = '{V7_PATTERN}'"),
+            ("ID_TIME_DIGITS", f"local ID_TIME_DIGITS = {ID_TIME_DIGITS}"),
             # the hashes of the per-item fields each reply carries (fields.py)
             *field_blocks(frozenset(k.name for k in FIXED_KEYS if k.rare)),
             # states, outcome codes, dead-letter reasons, counters, push flags and clean's
@@ -240,14 +245,20 @@ class _Block(NamedTuple):
 
 @cache
 def _common() -> tuple[_Block, ...]:
-    """The definitions of ``lua/_fair.lua`` and ``lua/_common.lua`` (in that order: the
-    latter's use the former's), read and prepared once per process."""
+    """The definitions of ``lua/_ages.lua``, ``lua/_fair.lua`` and ``lua/_common.lua`` (in
+    that order: each one's use those before), read and prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
         blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read())
+    blocks = [*_blocks(_read("_ages.lua")), *blocks]  # (first: _common.lua's use them)
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(LUA_DIR, name)) as f:
+        return f.read()
 
 
 def declared_uses(name: str, body: str) -> set[str]:

@@ -6,13 +6,13 @@ shards. No Typer, no rich."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from . import shardfront
+from .ages import new_ids
 from .bulk import REASONS, Pushed
 from .codes import PUSH_FLAGS, RETIRED_ERROR
 from .limits import BATCH
@@ -128,7 +128,8 @@ class ShardPush:
                                            batch_size=batch_size, stop=stop, **kw)
 
     def _grouped(self, items: Iterable[NewItem | bytes | str], size: int, *,
-                 id_from_data: bool = False, tenant: str | None = None, **_: Any,
+                 id_from_data: bool = False, tenant: str | None = None,
+                 now_ms: int | None = None, **_: Any,
                  ) -> Iterator[tuple[list[tuple[int, str, str]],
                                      dict[str, list[tuple[int, NewItem]]]]]:
         """Chunks of ``size`` items: (those a draining shard refuses, with push's flag: see
@@ -145,7 +146,8 @@ class ShardPush:
             if self.refresh().planned and chunk:
                 self._create()
             live = self.meta.live
-            named = [_named(it, id_from_data, tenant) for it in chunk]
+            at = self.live[0].clock.now_ms() if now_ms is None else now_ms
+            named = [_named(it, id_from_data, tenant, at) for it in chunk]
             taken = self._taken_before([n.id or "" for n in named])
             dupes: list[tuple[int, str, str]] = []
             groups: dict[str, list[tuple[int, NewItem]]] = {}
@@ -194,13 +196,14 @@ class ShardPush:
         return out
 
 
-def _named(item: NewItem | bytes | str, id_from_data: bool, tenant: str | None) -> NewItem:
-    """The item with its id made here (random, as the peers make them, or from its data):
-    the id decides the shard."""
+def _named(item: NewItem | bytes | str, id_from_data: bool, tenant: str | None,
+           at: int) -> NewItem:
+    """The item with its id made here (a random v7 id carrying push time ``at``, or from
+    its data): the id decides the shard."""
     if isinstance(item, NewItem):
         data, item_id, tenant = item.data, item.id, item.tenant or tenant
     else:
         data, item_id = as_bytes(item), None
     if item_id is None:
-        item_id = data_id(data) if id_from_data else os.urandom(16).hex()
+        item_id = data_id(data) if id_from_data else new_ids(1, at).decode()
     return NewItem(data, check_new_id(item_id), tenant)

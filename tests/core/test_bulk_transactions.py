@@ -2,7 +2,8 @@
 fresh random ids is stored by plain commands in one MULTI/EXEC per batch, and
 push_commit.lua checks, counts and, on a key of the wrong type, undoes the batch in the same
 transaction. What push.lua guarantees holds here too: a batch is stored whole or not at all,
-the stamps are the server's time, the counters and a fair queue's waiters see every item."""
+the push time is the server's (carried by the v7 ids: no stamp per item), the counters and a
+fair queue's waiters see every item."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from rq_cli.core.ages import id_ms
 from rq_cli.core.bulk_tx import Transactions
 from rq_cli.core.limits import PUSH_STAMP_SLACK_MS, WAKE_TOKENS
 from rq_cli.core.queue import WorkQueue
@@ -31,7 +33,7 @@ def item_keys(r: redis.Redis, wq: WorkQueue) -> set[bytes]:
     return set(r.scan_iter(match=wq.keys.item("*"), count=1000))
 
 
-def test_a_stream_is_stored_by_one_transaction_per_batch_stamped_with_the_servers_time(r):
+def test_a_stream_is_stored_by_one_transaction_per_batch_aged_by_the_servers_time(r):
     wq = WorkQueue(r, "q")
     before, execs = server_ms(r), calls(r, "exec")
     out = [p for batch in wq.push_batches(b'{"n":%d}' % i for i in range(2500))
@@ -42,9 +44,12 @@ def test_a_stream_is_stored_by_one_transaction_per_batch_stamped_with_the_server
     assert calls(r, "exec") - execs == 4
     assert r.llen(wq.keys.queue) == 2500 and len(item_keys(r, wq)) == 2500
     assert wq.stats().counters["pushed"] == 2500
-    stamps = {int(v) for v in r.hvals(wq.keys.enqueued)}
-    assert len(r.hkeys(wq.keys.enqueued)) == 2500
-    assert before - 5 <= min(stamps) and max(stamps) <= after + 5
+    # no stamp per item: each id carries its push time, the server's clock as the client
+    # read it (within the slack, which push_commit enforces)
+    assert not r.exists(wq.keys.enqueued)
+    times = {id_ms(p.id) for p in out}
+    assert None not in times
+    assert before - PUSH_STAMP_SLACK_MS <= min(times) and max(times) <= after + PUSH_STAMP_SLACK_MS
     # in line in input order (the back of the line), each with its data
     leased = wq.lease(2500)
     assert [i.data for i in leased] == [b'{"n":%d}' % i for i in range(2500)]
@@ -110,19 +115,23 @@ def test_text_items_and_items_with_ids_in_one_stream(r):
     assert all(p.added for p in out) and r.llen(wq.keys.queue) == 3000
     assert r.get(wq.keys.item(out[0].id)) == b"text 0"
     assert r.get(wq.keys.item(out[2999].id)) == b"bytes 999"
-    assert r.hlen(wq.keys.enqueued) == 3000 and wq.stats().counters["pushed"] == 3000
+    # a stamp only for the ids that carry no push time (those given)
+    assert set(r.hkeys(wq.keys.enqueued)) == {f"id-{i}".encode() for i in range(1000)}
+    assert wq.stats().counters["pushed"] == 3000
 
 
-def test_a_stamp_off_by_more_than_the_slack_is_replaced_by_the_servers_time(r):
-    """The stamps are the client's reading of the server's clock; push_commit.lua writes the
-    server's own time instead when that reading is off (a clock that jumped meanwhile)."""
+def test_ids_off_by_more_than_the_slack_get_stamps_of_the_servers_time(r):
+    """The ids carry the client's reading of the server's clock; push_commit.lua stamps the
+    items with the server's own time when that reading is off (a clock that jumped
+    meanwhile), and the stamp is the age every reader shows."""
     wq = WorkQueue(r, "q")
     conn = r.connection_pool.get_connection()
     try:
         flags = {"front": "0", "delay_ms": "0", "expire_ms": "0"}
         tx = Transactions.start(wq, conn, flags, None)
         assert tx is not None
-        tx.server_ms -= 10 * PUSH_STAMP_SLACK_MS  # a reading 2.5 s behind
+        # a reading 2.5 s behind
+        wq.clock.sync(server_ms(r) - 10 * PUSH_STAMP_SLACK_MS, time.monotonic())
         before = server_ms(r)
         ids, command = tx.packed([b"a", b"b", b"c"])
         conn.send_packed_command(command)
@@ -130,8 +139,11 @@ def test_a_stamp_off_by_more_than_the_slack_is_replaced_by_the_servers_time(r):
         after = server_ms(r)
     finally:
         r.connection_pool.release(conn)
+    assert all(id_ms(i) < before - 5 * PUSH_STAMP_SLACK_MS for i in ids)
     stamps = [int(v) for v in r.hmget(wq.keys.enqueued, ids)]
     assert all(before <= s <= after for s in stamps), (before, stamps, after)
+    shown = [round(p.enqueued_at * 1000) for p in wq.peek(count=3)]
+    assert sorted(shown) == sorted(stamps)
 
 
 def wrong_type_after_the_first_batch(r: redis.Redis, key: str) -> Iterator[bytes]:
@@ -139,7 +151,7 @@ def wrong_type_after_the_first_batch(r: redis.Redis, key: str) -> Iterator[bytes
     program using the prefix), before the second batch is sent."""
     yield from (b"first %d" % i for i in range(1000))
     deadline = time.monotonic() + 10
-    while r.hlen("q:enqueued") < 1000 and time.monotonic() < deadline:
+    while r.hget("q:counters", "pushed") != b"1000" and time.monotonic() < deadline:
         time.sleep(0.005)
     r.set(key, "not ours")
     yield from (b"second %d" % i for i in range(1500))
@@ -157,7 +169,7 @@ def test_a_key_of_the_wrong_type_undoes_the_batch(r, key):
     # nothing of the later batches is left: no data, no stamp, no place in line
     assert item_keys(r, wq) == first
     if key != "q:enqueued":
-        assert set(r.hkeys("q:enqueued")) == {p.id.encode() for p in stored}
+        assert not r.exists("q:enqueued")  # (the ids carry the push time)
     if key != "q:queue":
         assert set(r.lrange("q:queue", 0, -1)) == {p.id.encode() for p in stored}
     if key != "q:counters":

@@ -219,9 +219,9 @@ local function dead_letter(id, reason, err, at) --@lazy
   redis.call('ZADD', K_DEAD, at, id)
   local info = {reason = reason, attempts = attempts, at = at / 1000}
   if err then info.error = err end
-  -- when it was first pushed (P:enqueued goes with the rest of its bookkeeping below);
-  -- requeue-dead stamps a new time, purge drops it with the dead_info entry
-  local enqueued = tonumber(redis.call('HGET', K_ENQUEUED, id))
+  -- when it was first pushed (a P:enqueued stamp goes with the rest of its bookkeeping
+  -- below); requeue-dead stamps a new time, purge drops it with the dead_info entry
+  local enqueued = enqueued_ms(id)
   if enqueued then info.enqueued = enqueued / 1000 end
   info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
@@ -492,10 +492,17 @@ end
 -- The per-item fields (rq_cli/core/fields.py ITEM_FIELDS, the one list of them): the hashes
 -- each reply reads are generated from it (PEEK_FIELD_KEYS, LEASE_FIELD_KEYS, in its order).
 -- Append to `out` item id's fields of peek, each from its hash, or false when not `live` (a
--- dead item's bookkeeping went when it died: its fields are in dead_info).
+-- dead item's bookkeeping went when it died: its fields are in dead_info). The push time is
+-- read by enqueued_ms (_ages.lua: a stamp, or the time the id carries).
 local function put_item_fields(out, id, live)
   for _, key in ipairs(PEEK_FIELD_KEYS) do
-    out[#out + 1] = live and redis.call('HGET', key, id)
+    if not live then
+      out[#out + 1] = false
+    elseif key == K_ENQUEUED then
+      out[#out + 1] = enqueued_ms(id) or false
+    else
+      out[#out + 1] = redis.call('HGET', key, id)
+    end
   end
 end
 

@@ -6,13 +6,15 @@
 --         the data is written with one MSET (no SET NX each) and the reused-id reset below
 --         is skipped
 -- ARGV[REST], ARGV[REST + 1], ... pairs id, data (at most a few thousand pairs per call)
+-- The push time: a P:enqueued stamp only for an id that does not carry it within
+-- PUSH_STAMP_SLACK_MS (_ages.lua; rq-cli's random ids are v7: no stamp).
 -- Returns a string with one character per item: "1" added, "0" duplicate (an item with
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
 -- or dead; requeue-dead or purge --state dead frees it), "3" recently completed (in the
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
---@uses prune_dedup wake_waiters zadd_after
+--@uses prune_dedup unstamped wake_waiters zadd_after
 local call = redis.call
 do local bad = wrong_type(); if bad then return bad end end
 -- a shard retired by a resize of its sharded queue (docs/DESIGN.md section 7): nothing is
@@ -84,16 +86,16 @@ if n > 0 and not fresh then
     stale[2 * i] = lbs_key(id)
   end
   call_all('DEL', nil, stale)
-  drop_metas(added, QUIET) -- (its enqueued time is written again below)
+  drop_metas(added, QUIET) -- (its push time is written again below)
 end
 if n > 0 then
   -- HSET/ZADD/LPUSH with many arguments: one command per kind, not one per item.
   local stamped, now = {}, tostring(NOW)
-  for i = 1, n do
-    stamped[2 * i - 1] = added[i]
+  for i, id in ipairs(unstamped(added, NOW)) do
+    stamped[2 * i - 1] = id
     stamped[2 * i] = now
   end
-  call_all('HSET', K_ENQUEUED, stamped)
+  if #stamped > 0 then call_all('HSET', K_ENQUEUED, stamped) end
   if expire > 0 then zadd_after(K_EXPIRES, added, expire) end
   -- fair: KEYS[2], if given, is a tenant's sub-queue: the items go there (_fair.lua)
   local line = tenant_pushed(added, delay <= 0)

@@ -1,14 +1,16 @@
 -- push_commit: the last command of one batch of a bulk push sent as a transaction
--- (rq_cli/core/bulk.py, _transaction): MULTI, SCRIPT LOAD <this script>, MSET of the items'
--- data, HSET P:enqueued <id> <stamp> ..., LPUSH (RPUSH: front) P:queue <id> ..., this script,
--- EXEC. The ids were made at random by the client (as push.lua's A_FRESH: no key can exist
--- for them), so the plain commands write what push.lua would, without a Lua value per item;
--- this script does push.lua's checks and counting, in the same transaction:
+-- (rq_cli/core/bulk_tx.py): MULTI, SCRIPT LOAD <this script>, MSET of the items' data,
+-- LPUSH (RPUSH: front) P:queue <id> ..., this script, EXEC. The ids were made at random by
+-- the client (as push.lua's A_FRESH: no key can exist for them), v7 ids that carry the push
+-- time A_STAMP_MS (rq_cli/core/ages.py), so the plain commands write what push.lua would,
+-- without a Lua value per item; this script does push.lua's checks and counting, in the
+-- same transaction:
 -- - a key of the wrong type (WRONGTYPE, from a plain command or found here): the batch is
---   undone (its data, stamps and line entries; nothing else can run in between) and the
---   error returned, as push.lua would return it before writing anything;
+--   undone (its data and line entries; nothing else can run in between) and the error
+--   returned, as push.lua would return it before writing anything;
 -- - A_STAMP_MS, the client's reading of the server's clock: if it is off by more than
---   PUSH_STAMP_SLACK_MS, every stamp is written again with the server's own time;
+--   PUSH_STAMP_SLACK_MS, the ids cannot tell the push time, so each item gets a P:enqueued
+--   stamp of the server's own time (rare: a clock that drifted, a stream paused);
 -- - the counters, and waking waiters on a fair queue (the items are untenanted: P:queue).
 -- A_COUNT the items, A_FRONT "1" = RPUSH, A_STAMP_MS, A_IDS the ids joined (FRESH_ID_LEN
 -- characters each: one argument, so the ids cost this script nothing unless it undoes them).
@@ -28,7 +30,6 @@ if bad then
   local keys = {}
   for i, id in ipairs(ids) do keys[i] = ITEM_KEY_PREFIX .. id end
   call_all('UNLINK', nil, keys)
-  if redis.call('TYPE', K_ENQUEUED)['ok'] == 'hash' then call_all('HDEL', K_ENQUEUED, ids) end
   if redis.call('TYPE', K_QUEUE)['ok'] == 'list' then
     -- (this batch's ids are the n at the end it pushed to: nothing ran in between)
     if A_FRONT == '1' then

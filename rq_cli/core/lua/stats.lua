@@ -14,16 +14,16 @@
 -- reads the rest of processing a page per call, peer_leases.lua).
 -- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses LAYOUT NOW lbs_key lease_key peer_leases tenant_key
+--@uses LAYOUT NOW enqueued_ms lbs_key lease_key peer_leases tenant_key
 local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, F_FAIR_PENDING)) or 0)
 local processing = redis.call('LLEN', K_PROCESSING)
 local leased = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')
 -- oldest: the push time of the oldest pending item whose push time is known (a peer's items
--- have none), -1 if none is. fair: each tenant's oldest item is the tail of its sub-queue;
+-- have none; _ages.lua enqueued_ms), -1 if none is. fair: each tenant's oldest item is the tail of its sub-queue;
 -- the TENANT_AGE_SAMPLE tenants nearest their turn are looked at (bounded: two reads each).
 local oldest = -1
 local function consider(tail)
-  local t = tail and tonumber(redis.call('HGET', K_ENQUEUED, tail))
+  local t = tail and enqueued_ms(tail)
   if t and (oldest < 0 or t < oldest) then oldest = t end
 end
 consider(redis.call('LINDEX', K_QUEUE, -1))
