@@ -23,7 +23,7 @@ def lines_file(work: Path, size: int, n: int) -> Path:
     """``n`` JSON lines of exactly ``size`` bytes each (the newline not counted)."""
     path = work / f"mem-{size}-{n}.jsonl"
     if not path.exists():
-        head = '{"n":%08d,"pad":"'
+        head = '{"n":"%08d","pad":"'
         pad = "x" * (size - len(head % 0) - 2)
         with open(path, "w") as f:
             for start in range(0, n, 10_000):

@@ -25,6 +25,10 @@ MAX_PUSH_BATCH = 5000
 UNPACK_CHUNK = 4000
 #: Ids a lease call promotes from P:delayed, and looks at beyond the items it wants, at most.
 LEASE_LOOKAHEAD = 1000
+#: A processing list up to this long is searched from its oldest end when an id leaves it
+#: (complete, fail, cancel); a longer one from the end the id's lease deadline is nearer
+#: (``unlist`` in lua/_common.lua: settling the newest of a long list costs what the oldest do).
+UNLIST_SHORT = 1000
 #: Most sightings (P:suspects fields) clean keeps without pruning the stale ones.
 SUSPECTS_KEPT = 5000
 #: Least time (ms) an id must sit in the v0.1 cleaning journal, lease-less and in no list,

@@ -60,6 +60,7 @@ from .limits import (
     PUSH_STAMP_SLACK_MS,
     SUSPECTS_KEPT,
     TENANT_AGE_SAMPLE,
+    UNLIST_SHORT,
     UNPACK_CHUNK,
     WAKE_TOKENS,
     WAKE_TTL_MS,
@@ -169,6 +170,7 @@ def _generated_blocks() -> list[tuple[str, str]]:
             # limits.py: multi-value commands' chunk, lease's look-ahead, clean's sightings kept
             ("UNPACK_CHUNK", f"local UNPACK_CHUNK = {UNPACK_CHUNK}"),
             ("LEASE_LOOKAHEAD", f"local LEASE_LOOKAHEAD = {LEASE_LOOKAHEAD}"),
+            ("UNLIST_SHORT", f"local UNLIST_SHORT = {UNLIST_SHORT}"),
             ("SUSPECTS_KEPT", f"local SUSPECTS_KEPT = {SUSPECTS_KEPT}"),
             ("DEDUP_PRUNE", f"local DEDUP_PRUNE = {DEDUP_PRUNE}"),
             # clean: expired items dead-lettered per call, and how far in line it looks

@@ -157,17 +157,38 @@ local function enqueue(id, front) --@lazy
   wake_waiters(1)
 end
 
+-- The LREM count that searches processing from the end id is likely near: '1' (from the
+-- left, the newest leases) when its lease deadline (P:leases) is nearer the left end's than
+-- the right end's, else '-1' (the right, the oldest; also when a deadline is unknown: a
+-- peer's lease). Five O(1) reads. (A lease extended far past its neighbours' is looked for
+-- from the wrong end: as before, one scan of the list.)
+local function near_end(id)
+  local at = tonumber(redis.call('ZSCORE', K_LEASES, id))
+  if not at then return '-1' end
+  local newest = redis.call('LINDEX', K_PROCESSING, 0)
+  local oldest = redis.call('LINDEX', K_PROCESSING, -1)
+  local left = newest and tonumber(redis.call('ZSCORE', K_LEASES, newest))
+  local right = oldest and tonumber(redis.call('ZSCORE', K_LEASES, oldest))
+  if left and right and math.abs(left - at) < math.abs(at - right) then return '1' end
+  return '-1'
+end
+
 -- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).
 -- Every copy leaves processing (a peer client decides "completed" by its own LREM there, so
 -- no copy may stay behind); the queue is searched only when the id was in neither of the
 -- others (rare: its lease expired and a cleaner re-queued it).
 -- LREM from the right (count -1) stops at the first copy found: leases LPUSH, so the oldest
 -- leases sit at the right end and completing in roughly lease order costs the same whatever
--- the number of items in flight (count 0 would scan the whole list on every call). A second
--- copy of the id (only when two clients leased it at once) stays behind as a ghost, with no
--- data, and light clean drops it.
-local function unlist(id)
-  if redis.call('LREM', K_PROCESSING, '-1', id) == 0 then
+-- the number of items in flight (count 0 would scan the whole list on every call). A list
+-- longer than UNLIST_SHORT is searched from the end the id is likely near (near_end), so
+-- settling the newest leases of a long list costs no more. A second copy of the id (only
+-- when two clients leased it at once) stays behind as a ghost, with no data, and light clean
+-- drops it. `from`: the LREM count to use, where the caller chose it (unlist_all).
+local function unlist(id, from)
+  if not from then
+    from = redis.call('LLEN', K_PROCESSING) > UNLIST_SHORT and near_end(id) or '-1'
+  end
+  if redis.call('LREM', K_PROCESSING, from, id) == 0 then
     if redis.call('ZREM', K_DELAYED, id) == 0 then
       redis.call('LREM', K_QUEUE, 1, id)
     end
@@ -179,7 +200,9 @@ end
 -- when the ids are exactly such a run, one LTRIM cuts the run and what is right of it, and
 -- one RPUSH puts the latter back (at most UNPACK_CHUNK ids moved; none when the run is the
 -- right end, a batch completed oldest first). Per id that is the copy unlist's LREM would
--- take, or another copy of the same id. Else one unlist each.
+-- take, or another copy of the same id. Else one unlist each; in a list longer than
+-- UNLIST_SHORT, the ids near its left end (the newest leases) last given first: given in
+-- lease order, as lease returns them, each is then the leftmost when its LREM looks.
 local function unlist_all(ids)
   local n = #ids
   if n > 1 then
@@ -202,7 +225,15 @@ local function unlist_all(ids)
       end
     end
   end
-  for _, id in ipairs(ids) do unlist(id) end
+  if redis.call('LLEN', K_PROCESSING) <= UNLIST_SHORT then
+    for _, id in ipairs(ids) do unlist(id, '-1') end
+    return
+  end
+  local left = {}
+  for _, id in ipairs(ids) do
+    if near_end(id) == '1' then left[#left + 1] = id else unlist(id, '-1') end
+  end
+  for k = #left, 1, -1 do unlist(left[k], '1') end
 end
 
 -- Move a live item to the dead letters. The caller has taken id out of every list.
