@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{meta['server']}")
     profile = next((res.raw.get("text") for res in results if res.name == "profile"), None)
     imports = next((res.raw.get("imports") for res in results if res.name == "startup"), None)
+    memory = next((res.raw.get("table") for res in results if res.name == "memory"), None)
 
     payload = {"meta": meta, "rows": [r.to_json() for r in rows],
                "cases": {res.name: {"seconds": res.seconds, "error": res.error, "raw": res.raw}
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"raw figures: {out}")
     if (full or args.write_md) and not args.no_md:
         md_path = HERE / "RESULTS.md"
-        md_path.write_text(results_md(meta, text, profile, imports))
+        md_path.write_text(results_md(meta, text, profile, imports, memory))
         log(f"table: {md_path}")
     return 1 if failed else 0
 
@@ -191,7 +192,7 @@ def imports_md(imports: dict[str, Any]) -> str:
 
 
 def results_md(meta: dict[str, Any], text: str, profile: str | None,
-               imports: dict[str, Any] | None) -> str:
+               imports: dict[str, Any] | None, memory: str | None = None) -> str:
     parts = [
         "# Benchmark results (latest full run)",
         "",
@@ -215,4 +216,8 @@ def results_md(meta: dict[str, Any], text: str, profile: str | None,
         parts += ["## Start-up imports", "", imports_md(imports), ""]
     if profile:
         parts += ["## Bulk push profile", "", "```", profile, "```", ""]
+    if memory:
+        parts += ["## Memory per pending item", "",
+                  "Server memory per item (`used_memory` after `MEMORY PURGE`, before and "
+                  "after loading; case `memory`, issue 42):", "", memory, ""]
     return "\n".join(parts)

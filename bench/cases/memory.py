@@ -3,7 +3,9 @@ against the peer's layout (``SET P:item:<id>`` + ``LPUSH P:queue <id>``, ids of 
 digits) and a bare ``LPUSH`` of the payload, each loaded into an empty server and measured
 as ``used_memory`` after ``MEMORY PURGE``, before and after. Also: the keys rq-cli leaves
 beside the items and the lists (no hash, set or sorted set may hold an entry per pending
-item: P:enqueued must stay empty for the ids push makes).
+item: P:enqueued must stay empty for the ids push makes). And a leased item (100 B):
+rq-cli's ``lease`` against the peer's (``redis-work-queue`` 0.1.5), with what each part of
+rq-cli's costs (each key family removed in turn: the difference).
 """
 
 from __future__ import annotations
@@ -110,5 +112,89 @@ def run(ctx: Ctx) -> CaseResult:
                             f"{max(beside)} fields", f"{n} items",
                             [max(beside) / n], "max", 0.0, unit="",
                             note="no per-item entry beside the lists"))
+    leased_rows, raw["leased"] = leased(ctx, client)
+    res.rows += leased_rows
+    raw["table"] = table_md(raw)
     res.raw = raw
     return res
+
+
+#: rq-cli's parts of a leased item beyond the peer's, each removed in turn to measure it:
+#: (name, the keys: a pattern of per-item keys, or one key)
+PARTS = (("lease key (v0.3 P:lease:<id>, TTL)", f"{QUEUE}:lease:*"),
+         ("holders (P:holders id -> session)", f"{QUEUE}:holders"),
+         ("leases index (P:leases id -> deadline)", f"{QUEUE}:leases"),
+         ("attempts (P:attempts id -> n)", f"{QUEUE}:attempts"))
+
+
+def leased(ctx: Ctx, client: Any) -> tuple[list[Row], dict[str, Any]]:
+    """Memory per leased item (100 B, one lease per item), rq-cli against the peer, and the
+    cost of each of rq-cli's parts."""
+    from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
+    from redis_work_queue import WorkQueue as PeerQueue
+
+    from rq_cli.core.queue import WorkQueue
+
+    n = ctx.scale(10_000, 1000)
+    data = b'{"n":"%08d","pad":"' + b"x" * 78 + b'"}'
+    ours: list[float] = []
+    peer: list[float] = []
+    parts: dict[str, list[float]] = {name: [] for name, _ in PARTS}
+    for rep in range(ctx.reps):
+        for who in rotated(["rq-cli", "peer"], rep):
+            ctx.server.flush()
+            before = used(client)
+            if who == "rq-cli":
+                q = WorkQueue(client, QUEUE)
+                for _ in q.push_batches(data % i for i in range(n)):
+                    pass
+                got = 0
+                while got < n:
+                    got += len(q.lease(1000, lease_seconds=3600))
+                ours.append((used(client) - before) / n)
+                for name, pattern in PARTS:  # (each removed in turn: what it costs)
+                    was = used(client)
+                    keys = list(client.scan_iter(match=pattern, count=1000)) \
+                        if "*" in pattern else [pattern]
+                    for k in range(0, len(keys), 1000):
+                        client.unlink(*keys[k:k + 1000])
+                    parts[name].append((was - used(client)) / n)
+            else:
+                p = PeerQueue(KeyPrefix(QUEUE))
+                for i in range(n):
+                    p.add_item(client, Item(data % i))
+                for _ in range(n):
+                    p.lease(client, 3600, block=False)
+                peer.append((used(client) - before) / n)
+            log(f"memory leased rep {rep + 1}: {who}")
+    ctx.server.flush()
+    rows = [Row("memory", f"leased item (100 B x {n // 1000}k) rq-cli / the peer's",
+                f"{median(ours):.0f} B", f"{median(peer):.0f} B",
+                [o / p for o, p in zip(ours, peer, strict=True)], "max", 1.5)]
+    return rows, {"items": n, "rq-cli": ours, "peer": peer, "parts": parts}
+
+
+def table_md(raw: dict[str, Any]) -> str:
+    """The memory case's tables for bench/RESULTS.md: bytes per pending item per layout and
+    payload, and what a leased item's parts cost."""
+    sizes = [k for k in raw if k.endswith("B") and k[:-1].isdigit()]
+    head = "| layout | " + " | ".join(
+        f"{k[:-1]} B payload, {raw[k]['items']:,} items" for k in sizes) + " |"
+    out = [head, "|---|" + "---|" * len(sizes)]
+    for name in ("rq-cli push", "peer layout", "bare LPUSH"):
+        out.append(f"| {name} | " + " | ".join(
+            f"{median(raw[k]['bytes_per_item'][name]):,.0f} B" for k in sizes) + " |")
+    out.append(f"| P:enqueued fields after `rq-cli push` | " + " | ".join(
+        f"{max(raw[k]['enqueued_fields']):,}" for k in sizes) + " |")
+    lz = raw["leased"]
+    out += ["", f"Leased item (100 B payload, {lz['items']:,} items, one lease each):", "",
+            "| leased item | bytes per item |", "|---|---|",
+            f"| rq-cli (compat layout) | {median(lz['rq-cli']):,.0f} B |",
+            f"| the peer (`redis-work-queue` 0.1.5) | {median(lz['peer']):,.0f} B |"]
+    for name, values in lz["parts"].items():
+        out.append(f"| of rq-cli's: {name} | {median(values):,.0f} B |")
+    rest = median(lz["rq-cli"]) - median(lz["peer"]) - sum(
+        median(v) for v in lz["parts"].values())
+    out.append(f"| of rq-cli's: the rest beyond the peer's (the v0.1 key's longer session "
+               f"value, allocator rounding) | {rest:,.0f} B |")
+    return "\n".join(out)
