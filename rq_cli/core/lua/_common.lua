@@ -160,17 +160,21 @@ end
 -- The LREM count that searches processing from the end id is likely near: '1' (from the
 -- left, the newest leases) when its lease deadline (P:leases) is nearer the left end's than
 -- the right end's, else '-1' (the right, the oldest; also when a deadline is unknown: a
--- peer's lease). Five O(1) reads. (A lease extended far past its neighbours' is looked for
--- from the wrong end: as before, one scan of the list.)
+-- peer's lease). Four O(1) reads (end_deadlines: three). (A lease extended far past its
+-- neighbours' is looked for from the wrong end: as before, one scan of the list.)
+local function end_deadlines()
+  local ends = redis.call('ZMSCORE', K_LEASES, redis.call('LINDEX', K_PROCESSING, 0) or '',
+    redis.call('LINDEX', K_PROCESSING, -1) or '')
+  return tonumber(ends[1]), tonumber(ends[2])
+end
+local function nearer_end(at, left, right)
+  if at and left and right and math.abs(left - at) < math.abs(at - right) then return '1' end
+  return '-1'
+end
 local function near_end(id)
   local at = tonumber(redis.call('ZSCORE', K_LEASES, id))
   if not at then return '-1' end
-  local newest = redis.call('LINDEX', K_PROCESSING, 0)
-  local oldest = redis.call('LINDEX', K_PROCESSING, -1)
-  local left = newest and tonumber(redis.call('ZSCORE', K_LEASES, newest))
-  local right = oldest and tonumber(redis.call('ZSCORE', K_LEASES, oldest))
-  if left and right and math.abs(left - at) < math.abs(at - right) then return '1' end
-  return '-1'
+  return nearer_end(at, end_deadlines())
 end
 
 -- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).
@@ -201,8 +205,9 @@ end
 -- one RPUSH puts the latter back (at most UNPACK_CHUNK ids moved; none when the run is the
 -- right end, a batch completed oldest first). Per id that is the copy unlist's LREM would
 -- take, or another copy of the same id. Else one unlist each; in a list longer than
--- UNLIST_SHORT, the ids near its left end (the newest leases) last given first: given in
--- lease order, as lease returns them, each is then the leftmost when its LREM looks.
+-- UNLIST_SHORT, the ids near its left end (the newest leases) from the leftmost of the
+-- first and the last given: given in lease order, as lease returns them, or against it,
+-- each is then the leftmost when its LREM looks.
 local function unlist_all(ids)
   local n = #ids
   if n > 1 then
@@ -229,11 +234,24 @@ local function unlist_all(ids)
     for _, id in ipairs(ids) do unlist(id, '-1') end
     return
   end
+  -- (the ends' deadlines read once for the batch, the ids' in one ZMSCORE per chunk)
+  local first, last = end_deadlines()
   local left = {}
-  for _, id in ipairs(ids) do
-    if near_end(id) == '1' then left[#left + 1] = id else unlist(id, '-1') end
+  for c = 1, n, UNPACK_CHUNK do
+    local chunk = {unpack(ids, c, math.min(c + UNPACK_CHUNK - 1, n))}
+    local ats = redis.call('ZMSCORE', K_LEASES, unpack(chunk))
+    for k, id in ipairs(chunk) do
+      if nearer_end(tonumber(ats[k]), first, last) == '1' then left[#left + 1] = id
+      else unlist(id, '-1') end
+    end
   end
-  for k = #left, 1, -1 do unlist(left[k], '1') end
+  -- (those near the left end from the one that is leftmost now, the first or the last
+  -- given: ids given in or against lease order are each the leftmost when their LREM looks)
+  if #left > 1 and redis.call('LINDEX', K_PROCESSING, 0) == left[1] then
+    for _, id in ipairs(left) do unlist(id, '1') end
+  else
+    for k = #left, 1, -1 do unlist(left[k], '1') end
+  end
 end
 
 -- Move a live item to the dead letters. The caller has taken id out of every list.
