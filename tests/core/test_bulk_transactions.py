@@ -130,7 +130,7 @@ def test_ids_off_by_more_than_the_slack_get_stamps_of_the_servers_time(r):
         flags = {"front": "0", "delay_ms": "0", "expire_ms": "0"}
         tx = Transactions.start(wq, conn, flags, None)
         assert tx is not None
-        # a reading 2.5 s behind
+        # a reading ten slacks behind
         wq.clock.sync(server_ms(r) - 10 * PUSH_STAMP_SLACK_MS, time.monotonic())
         before = server_ms(r)
         ids, command = tx.packed([b"a", b"b", b"c"])
