@@ -197,6 +197,5 @@ def table_md(raw: dict[str, Any]) -> str:
         out.append(f"| of rq-cli's: {name} | {median(values):,.0f} B |")
     rest = median(lz["rq-cli"]) - median(lz["peer"]) - sum(
         median(v) for v in lz["parts"].values())
-    out.append(f"| of rq-cli's: the rest beyond the peer's (the v0.1 key's longer session "
-               f"value, allocator rounding) | {rest:,.0f} B |")
+    out.append(f"| of rq-cli's: the rest beyond the peer's | {rest:,.0f} B |")
     return "\n".join(out)

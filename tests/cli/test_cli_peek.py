@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
@@ -90,3 +92,20 @@ def test_a_dead_item_keeps_its_enqueued_time(cli):
     cli("requeue-dead", "q", "d")
     again = cli("peek", "q").one["enqueued_at"]
     assert again is not None and again >= pushed
+
+
+def test_pushed_items_are_aged_by_their_ids_with_no_stamp(cli, r):
+    """The ids push makes carry the push time (UUIDv7): peek, stats and --older-than show
+    the age as before, and nothing is stored for it beside the item (issue 42)."""
+    import uuid
+
+    before = time.time()
+    one = cli("push", "q", "{}").one["id"]
+    cli("push", "q", "-", input="".join(f'{{"n": {i}}}\n' for i in range(1500)))
+    after = time.time()
+    assert uuid.UUID(one).version == 7 and not r.exists("q:enqueued")
+    head = cli("peek", "q", "-n", "1").one
+    assert head["id"] == one and before - 1 <= head["enqueued_at"] <= after + 1
+    assert cli("stats", "q").one["oldest_pending_age_s"] >= 0
+    older = cli("peek", "q", "--older-than", "0", "-n", "2000").json
+    assert len(older) == 1501 and all(row["enqueued_at"] is not None for row in older)
