@@ -4,8 +4,9 @@ Pushes ``items`` (default 200,000) JSON lines of case ``push`` in batches of 1,0
 fresh server (the bench's, Redis at /usr/bin/redis-server) and reads ``INFO cpu`` (user +
 sys, round trips included) before and after, for the library's ``push_batches`` (a batch of
 fresh random ids is one transaction: MSET, LPUSH, push_commit.lua) and for each of its plain
-commands alone (and the HSET of P:enqueued stamps it sent before issue 42, for comparison), pipelined the same way; and for what ``redis-cli --pipe``
-sends in case ``push`` (SET + LPUSH per item). The least of ``reps`` (default 3) rounds, in
+commands alone (and the HSET of P:enqueued stamps it sent before issue 42, for comparison),
+pipelined the same way; and for what ``redis-cli --pipe`` sends in case ``push`` (SET +
+LPUSH per item). The least of ``reps`` (default 3) rounds, in
 microseconds of server CPU per item.
 """
 

@@ -10,6 +10,7 @@ rq-cli's costs (each key family removed in turn: the difference).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,8 @@ def lines_file(work: Path, size: int, n: int) -> Path:
 
 def used(client: Any) -> int:
     """``used_memory`` after MEMORY PURGE (jemalloc gives back what it can first)."""
-    try:
+    with contextlib.suppress(Exception):  # (a server without it: a little higher)
         client.execute_command("MEMORY", "PURGE")
-    except Exception:  # (a server without it: the figure is a little higher)
-        pass
     return int(client.info("memory")["used_memory"])
 
 
@@ -68,7 +67,7 @@ def run(ctx: Ctx) -> CaseResult:
         n = ctx.scale(full, quick)
         path = lines_file(ctx.work, size, n)
 
-        def rq() -> None:
+        def rq(path: Path = path) -> None:
             if ctx.cli:
                 r = run_timed([ctx.cli, "push", QUEUE, "-"], stdin_path=path, env=ctx.env,
                               cwd=ctx.work)
@@ -82,8 +81,9 @@ def run(ctx: Ctx) -> CaseResult:
                             line.rstrip(b"\n") for line in f):
                         pass
 
-        loads = {"rq-cli push": rq, "peer layout": lambda: load_pipelined(client, path, True),
-                 "bare LPUSH": lambda: load_pipelined(client, path, False)}
+        loads = {"rq-cli push": rq,
+                 "peer layout": lambda path=path: load_pipelined(client, path, True),
+                 "bare LPUSH": lambda path=path: load_pipelined(client, path, False)}
         per: dict[str, list[float]] = {k: [] for k in loads}
         beside: list[int] = []
         for rep in range(ctx.reps):
@@ -186,7 +186,7 @@ def table_md(raw: dict[str, Any]) -> str:
     for name in ("rq-cli push", "peer layout", "bare LPUSH"):
         out.append(f"| {name} | " + " | ".join(
             f"{median(raw[k]['bytes_per_item'][name]):,.0f} B" for k in sizes) + " |")
-    out.append(f"| P:enqueued fields after `rq-cli push` | " + " | ".join(
+    out.append("| P:enqueued fields after `rq-cli push` | " + " | ".join(
         f"{max(raw[k]['enqueued_fields']):,}" for k in sizes) + " |")
     lz = raw["leased"]
     out += ["", f"Leased item (100 B payload, {lz['items']:,} items, one lease each):", "",

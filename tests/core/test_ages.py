@@ -91,12 +91,13 @@ def test_an_id_given_is_stamped_and_aged_by_the_stamp(r):
     tell the push time, so push stamps it; a v7 id made just now is not stamped."""
     q = WorkQueue(r, "q")
     elsewhere = new_ids(1, T0 - 3_600_000).decode()
-    now = new_ids(1, T0 + 10).decode()
-    q.push([NewItem(b"a", "given"), NewItem(b"b", elsewhere), NewItem(b"c", now)], now_ms=T0)
+    now = new_ids(1, T0 + PUSH_STAMP_SLACK_MS // 2).decode()
+    q.push([NewItem(b"a", "given"), NewItem(b"b", elsewhere), NewItem(b"c", now)],
+           now_ms=T0)
     from_data = q.push([b"d"], id_from_data=True, now_ms=T0)[0].id
     assert set(r.hkeys(q.keys.enqueued)) == {b"given", elsewhere.encode(), from_data.encode()}
-    assert ages(q) == {"given": T0 / 1000, elsewhere: T0 / 1000, now: (T0 + 10) / 1000,
-                       from_data: T0 / 1000}
+    assert ages(q) == {"given": T0 / 1000, elsewhere: T0 / 1000, from_data: T0 / 1000,
+                       now: (T0 + PUSH_STAMP_SLACK_MS // 2) / 1000}
     assert q.stats(now_ms=T0 + 2000).oldest_pending_age_s == 2.0
 
 

@@ -390,7 +390,8 @@ def test_bulk_push_transactions_killed_part_way_are_whole_or_absent(
         make_server: MakeServer, tmp_path: Path) -> None:
     """A plain ``push -`` (new random ids: a transaction per batch, core/bulk.py) with the
     server SIGKILLed part-way and restarted from its AOF: every batch is there whole (its
-    data, line entries and count: the v7 ids carry the push time) or not at all, and what rq-cli said is stored is."""
+    data, line entries and count: the v7 ids carry the push time) or not at all, and what
+    rq-cli said is stored is."""
     srv = make_server(**AOF)
     source = tmp_path / "items.jsonl"
     rows = write_input(source, "id-from-data")  # (plain JSON lines; no ids given here)

@@ -160,21 +160,20 @@ end
 -- The LREM count that searches processing from the end id is likely near: '1' (from the
 -- left, the newest leases) when its lease deadline (P:leases) is nearer the left end's than
 -- the right end's, else '-1' (the right, the oldest; also when a deadline is unknown: a
--- peer's lease). Four O(1) reads (end_deadlines: three). (A lease extended far past its
--- neighbours' is looked for from the wrong end: as before, one scan of the list.)
-local function end_deadlines()
-  local ends = redis.call('ZMSCORE', K_LEASES, redis.call('LINDEX', K_PROCESSING, 0) or '',
-    redis.call('LINDEX', K_PROCESSING, -1) or '')
-  return tonumber(ends[1]), tonumber(ends[2])
-end
+-- peer's lease). Three O(1) reads. (A lease extended far past its neighbours' is looked for
+-- from the wrong end: as before, one scan of the list.)
 local function nearer_end(at, left, right)
   if at and left and right and math.abs(left - at) < math.abs(at - right) then return '1' end
   return '-1'
 end
+-- The lease deadlines (P:leases) of id and of the ids at processing's left and right ends.
+local function ends_deadlines(id)
+  local d = redis.call('ZMSCORE', K_LEASES, id, redis.call('LINDEX', K_PROCESSING, 0) or '',
+    redis.call('LINDEX', K_PROCESSING, -1) or '')
+  return tonumber(d[1]), tonumber(d[2]), tonumber(d[3])
+end
 local function near_end(id)
-  local at = tonumber(redis.call('ZSCORE', K_LEASES, id))
-  if not at then return '-1' end
-  return nearer_end(at, end_deadlines())
+  return nearer_end(ends_deadlines(id))
 end
 
 -- Take id out of processing, or else out of the delayed set or the queue (re-queued meanwhile).
@@ -235,7 +234,7 @@ local function unlist_all(ids)
     return
   end
   -- (the ends' deadlines read once for the batch, the ids' in one ZMSCORE per chunk)
-  local first, last = end_deadlines()
+  local _, first, last = ends_deadlines('')
   local left = {}
   for c = 1, n, UNPACK_CHUNK do
     local chunk = {unpack(ids, c, math.min(c + UNPACK_CHUNK - 1, n))}
