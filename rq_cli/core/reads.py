@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
 from .codes import ItemState
+from .counts import TALLIES
+from .counts import read as read_counts
 from .fields import PEEK, decoded
 from .keys import (
     COUNTER_FIELDS,
@@ -63,23 +65,24 @@ class Reads(QueueBase):
 
         fields, rows = SPECS["stats"].decode(reply)
         f = {name: int(value) for name, value in fields.items()}
-        processing = f["processing"]
-        leased = min(f["leased"] + self._peer_leased(f), processing)
+        found = read_counts(f)
+        processing = found["processing"]
+        found["leased"] = min(f["leased"] + self._peer_leased(f), processing)
+        found["abandoned"] = processing - found["leased"]
+        oldest = f["oldest_ms"]
+        found["oldest_pending_age_s"] = (secs(max(f["now_ms"] - oldest, 0)) if oldest >= 0
+                                         else None)
         # every counter, 0 when never counted; other fields of the hash (the de-dup window,
         # a setting kept there) are no counts
         stored = {text(row.counter) or "": row.value for row in rows}
         counters = {name: int(stored.get(name, 0)) for name in COUNTER_FIELDS}
-        oldest = f["oldest_ms"]
         return Stats(
-            queue=self.prefix, pending=f["pending"], processing=processing, leased=leased,
-            abandoned=processing - leased, delayed=f["delayed"], due=f["due"], dead=f["dead"],
-            oldest_pending_age_s=secs(max(f["now_ms"] - oldest, 0)) if oldest >= 0 else None,
-            paused=bool(f["paused"]), counters=counters, tenants=f["tenants"],
-            by_tenant=None,
+            queue=self.prefix, counters=counters, by_tenant=None,
             other_generation=(OTHER_GENERATION.get(self.options.layout)
                               if f["other_generation"] else None),
-            exists=bool(stored) or any(f[n] for n in ("pending", "processing", "delayed",
-                                                      "dead", "paused", "tenants")))
+            # (an age implies a pending item: a queue with none of its counts has no key)
+            exists=bool(stored) or any(found[n] for n in TALLIES) or found["paused"],
+            **found)
 
     def _peer_leased(self, f: dict[str, int]) -> int:
         """The live leases P:leases has no live record of (a peer's): the first page's

@@ -115,34 +115,27 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # the peer-compatible key names P:processing, P:delayed, P:dead (FIXED_KEYS)
     "rq_cli.core.keys": {"processing": 1, "delayed": 1, "dead": 1},
     # the scripts' argument names and reply fields (named counts: "dead", "requeued", ...)
-    "rq_cli.core.specs": {"max_attempts": 4, "dead": 3, "missing": 1, "requeued": 1,
-                          "pending": 1, "processing": 1, "leased": 1, "delayed": 1},
+    "rq_cli.core.specs": {"max_attempts": 4, "dead": 2, "missing": 1, "requeued": 1},
+    # the Stats counts, declared once: their names, reply fields and headings
+    "rq_cli.core.counts": {"pending": 3, "processing": 2, "leased": 3, "delayed": 3,
+                           "dead": 4},
     # Redis Functions: the library is missing on the server (a refusal, not an item)
     "rq_cli.core.calling": {"missing": 3},
     # a getattr default that tells a missing attribute from None (Typer's internals)
     "rq_cli.cli.internals": {"missing": 1},
     # the config key max_attempts
     "rq_cli.settings.rules": {"max_attempts": 1},
-    # stats --check's measures (--max-pending, --max-dead), named after Stats fields
-    "rq_cli.output.metrics": {"pending": 1, "dead": 1},
     # report fields as table columns, and the verb of requeue-dead's lines
     "rq_cli.cli.maintain": {"dead": 2, "missing": 1, "requeued": 4, "pending": 1,
                             "processing": 1, "delayed": 1},
-    # the Stats fields a sharded queue's totals sum
-    "rq_cli.core.shardstats": {"pending": 1, "processing": 1, "leased": 1, "delayed": 1,
-                               "dead": 1},
     # an error group's state: a Literal type spells its values
     "rq_cli.core.errgroups": {"dead": 1},
-    # the Stats fields whose counts say that a queue exists on its server
-    "rq_cli.core.reads": {"pending": 1, "processing": 1, "delayed": 1, "dead": 1},
-    # the watch's column labels and --sort keys (Stats fields)
-    "rq_cli.cli.watch": {"dead": 2, "pending": 2},
-    # stats --sort keys (Stats fields)
-    "rq_cli.cli.inspect": {"pending": 1, "dead": 1},
+    # the watch's column of a queue's error (a Stats field)
+    "rq_cli.cli.watch": {"pending": 1},
     # the past tense of complete/fail/extend in a message
     "rq_cli.cli.leasing": {"completed": 1, "failed": 1, "extended": 1},
-    # the overview's columns and sort keys (Stats fields), a message's "failed:" prefix
-    "rq_cli.dash.app": {"pending": 4, "leased": 2, "delayed": 2, "dead": 5, "failed": 1},
+    # a message's "failed:" prefix, the dead column shown in red
+    "rq_cli.dash.app": {"dead": 1, "failed": 1},
     # the verb of a requeue's message
     "rq_cli.dash.model": {"requeued": 1},
 }
