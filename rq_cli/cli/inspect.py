@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from ..connection.connect import mask_url
-from ..core.codes import ItemState, PurgeChoice
+from ..core.codes import STATES, ItemState, PurgeChoice
 from ..core.counts import COUNTS, SORTS, column_kind
 from ..core.fields import PEEK, carried
-from ..core.queue import STATES
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..ops.filters import make_filter
 from ..ops.targets import Target
@@ -39,9 +38,9 @@ from .filtered import (
 )
 
 if TYPE_CHECKING:
+    from ..core.codes import State as StateName
     from ..core.filtering import ItemFilter
     from ..core.queue import WorkQueue
-    from ..core.types import State as StateName
 
 STATS_COLUMNS = [
     Column("queue"),

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
-from .codes import ItemState
+from .codes import STATES, ItemState, State
 from .counts import TALLIES
 from .counts import read as read_counts
 from .fields import PEEK, decoded
@@ -25,10 +25,7 @@ from .limits import (
     MAX_DELAY,
     MAX_DELAY_TEXT,
 )
-from .scripts import SPECS
-from .types import (
-    State,
-)
+from .specs import SPECS
 from .util import (
     batches,
     check_id,
@@ -42,7 +39,7 @@ from .util import (
 if TYPE_CHECKING:  # created by the methods that return them (rq_cli.core.reports loads lazily)
     from .reports import Holder, PeekedItem, Stats
 
-from .base import STATES, QueueBase
+from .base import QueueBase
 
 
 class Reads(QueueBase):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from rq_cli.core import fields, keys, scripts
+from rq_cli.core import fields, keys, scripts, specs
 
 LUA_FILES = sorted(f for f in os.listdir(scripts.LUA_DIR) if f.endswith(".lua"))
 #: Lua string literals ('...' or "..."), comments left out
@@ -192,11 +192,11 @@ def test_peek_rows_are_read_by_name() -> None:
     # (then its per-item fields, core/fields.py, in one helper)
     assert "put_item_fields(out, id, live)" in code
     assert code.count("out[#out + 1] =") + len(fields.names(fields.PEEK)) \
-        == len(scripts.SPECS["peek"].rows)
-    assert scripts.SPECS["item"].rows == scripts.SPECS["peek"].rows
-    reply = scripts.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
+        == len(specs.SPECS["peek"].rows)
+    assert specs.SPECS["item"].rows == specs.SPECS["peek"].rows
+    reply = specs.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
     assert [(r.id, r.live) for r in reply.rows] == [(b"7", 1), (b"8", 0)]
-    assert scripts.SPECS["holders"].decode([]).rows == []
+    assert specs.SPECS["holders"].decode([]).rows == []
 
 
 # -- every name a script uses, it gets ----------------------------------------------------
@@ -249,7 +249,7 @@ def _undefined(code: str) -> set[str]:
 
 
 def test_every_script_gets_every_name_it_uses() -> None:
-    for name in scripts.SCRIPTS:
+    for name in specs.SCRIPTS:
         assert not _undefined(scripts.source(name)), name
     assert not _undefined(scripts.library().code.split("\n", 1)[1])  # (after the #! line)
 
@@ -321,21 +321,19 @@ def test_one_id_rule_and_one_session_format() -> None:
 def test_one_definition_of_states_layouts_and_ends() -> None:
     from typing import get_args
 
-    from rq_cli.core import codes, filtering, queue
-    from rq_cli.core.codes import PurgeChoice
-    from rq_cli.core.types import Outcome, PurgeState, QueueOptions, State
+    from rq_cli.core import codes, filtering
+    from rq_cli.core.codes import PurgeChoice, PurgeState, State
+    from rq_cli.core.types import QueueOptions
     from rq_cli.output import metrics
     from rq_cli.settings import rules
 
     assert codes.STATES == ("pending", "processing", "delayed", "dead")
     assert get_args(State) == codes.STATES  # (the typing Literal, checked against the enum)
     assert get_args(PurgeState) == codes.PURGE_STATES == (*codes.STATES, "all")
-    assert queue.PURGE_STATES is codes.PURGE_STATES
-    assert Outcome is codes.Outcome  # (the documented import: rq_cli.core.types)
-    assert queue.STATES is codes.STATES and metrics.STATES is codes.STATES
+    assert metrics.STATES is codes.STATES
     assert filtering.STATES is codes.STATES
     assert [c.value for c in PurgeChoice] == [*codes.STATES, "all"]
-    assert keys.LAYOUTS is codes.LAYOUTS is rules.LAYOUTS
+    assert codes.LAYOUTS is rules.LAYOUTS
     assert rules.REQUEUE_ENDS is codes.REQUEUE_ENDS
     assert QueueOptions().layout in codes.LAYOUTS and QueueOptions().requeue in codes.REQUEUE_ENDS
 

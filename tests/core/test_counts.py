@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rq_cli.core import counts, scripts
+from rq_cli.core import counts, specs
 from rq_cli.core.codes import COUNTERS, STATES, Counter
 from rq_cli.core.reports import Stats
 from rq_cli.output.metrics import COUNTER_HELP, MEASURES, metric_names
@@ -33,7 +33,7 @@ def test_each_count_is_declared_completely(count: counts.Count) -> None:
     assert count.doc.endswith(".")
     assert count.kind != counts.STATE or count.name in STATES
     if count.reply is not None:
-        assert count.reply in scripts.SPECS["stats"].reply
+        assert count.reply in specs.SPECS["stats"].reply
     defs = schema("stats")["$defs"]
     for name in ("stats", "watch"):
         assert defs[name]["properties"][count.name]["description"] == count.doc
