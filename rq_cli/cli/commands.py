@@ -91,7 +91,7 @@ def load_holders() -> Any:
 
 
 def load_errors() -> Any:
-    from .errgroups import errors
+    from .errors import errors
 
     return errors
 
@@ -139,7 +139,7 @@ def load_work() -> Any:
 
 
 def load_cancel() -> Any:
-    from .work import cancel
+    from .cancel import cancel
 
     return cancel
 
