@@ -221,9 +221,7 @@ def misnamed_homes(homes: dict[str, set[str]]) -> list[str]:
     bad = []
     every = set().union(*homes.values())
     for module, names in sorted(homes.items()):
-        if len(names) == 1 and module.removesuffix("_cmd") not in names:
-            bad.append(module)
-        elif len(names) > 1 and module.removesuffix("_cmd") in every:
+        if (len(names) == 1 and module.removesuffix("_cmd") not in names) or (len(names) > 1 and module.removesuffix("_cmd") in every):
             bad.append(module)
     return bad
 
