@@ -218,10 +218,12 @@ def misnamed_homes(homes: dict[str, set[str]]) -> list[str]:
     named after it (``<command>.py``, or ``<command>_cmd.py`` for a group), and a module
     named after a command holds that command alone (a family of commands, such as
     leasing.py's lease, complete, fail and extend, is named after the family)."""
-    bad = []
     every = set().union(*homes.values())
+    bad = []
     for module, names in sorted(homes.items()):
-        if (len(names) == 1 and module.removesuffix("_cmd") not in names) or (len(names) > 1 and module.removesuffix("_cmd") in every):
+        name = module.removesuffix("_cmd")
+        alone = len(names) == 1
+        if (alone and name not in names) or (not alone and name in every):
             bad.append(module)
     return bad
 
