@@ -243,8 +243,10 @@ def _common() -> tuple[_Block, ...]:
     """The definitions of ``lua/_fair.lua`` and ``lua/_common.lua`` (in that order: the
     latter's use the former's), read and prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
-            open(os.path.join(LUA_DIR, "_common.lua")) as common:
-        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read())
+            open(os.path.join(LUA_DIR, "_common.lua")) as common, \
+            open(os.path.join(LUA_DIR, "_history.lua")) as history:
+        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read()
+                         + "\n" + history.read())
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)
