@@ -98,7 +98,8 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # history (the manual's "stats --history"): snapshots of P:counters, one per minute (kept
     # HISTORY_MINUTES) and one per hour (kept HISTORY_HOURS), score = the bucket (minutes
     # or hours since the epoch), member "<bucket>:<HISTORY_FIELDS' values, ':'-joined>";
-    # written by clean and history.lua, the first call of each bucket only
+    # written by the operations (lua/_history.lua), clean and history.lua, the first call of
+    # each bucket only
     FixedKey("history", "zset", "other"),
     FixedKey("history_hourly", "zset", "other"),
 )
