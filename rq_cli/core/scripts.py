@@ -433,8 +433,12 @@ def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set
 
 
 def _fixed_keys(wanted: set[str]) -> list[str]:
-    """The ``K_<NAME>`` of the fixed keys in ``wanted``, in keys.FIXED_KEYS order."""
-    return [f"K_{k.name.upper()}" for k in FIXED_KEYS if f"K_{k.name.upper()}" in wanted]
+    """The ``K_<NAME>`` of the fixed keys in ``wanted``, in keys.FIXED_KEYS order: those of
+    the type check (less the history's where ``record_history`` brings them: it checks them
+    itself, once a minute, and skips a foreign one; lua/_history.lua)."""
+    skip = {"K_HISTORY", "K_HISTORY_HOURLY"} if "record_history" in wanted else set()
+    return [f"K_{k.name.upper()}" for k in FIXED_KEYS
+            if f"K_{k.name.upper()}" in wanted and f"K_{k.name.upper()}" not in skip]
 
 
 def _definition(block: str) -> str:

@@ -47,3 +47,17 @@ def test_a_sharded_queue_has_the_sum_of_its_shards_history(cli: Any, r: Any,
     assert len(shards) == 3  # each shard keeps its own
     rows = cli("stats", "jobs", "--history").json
     assert _summed(rows) == {"pushed": 30, "completed": 30, "failed": 0, "dead": 0}
+
+
+def test_a_foreign_history_key_costs_the_operations_nothing(cli: Any, r: Any) -> None:
+    """P:history of another type is not this queue's: no snapshot, and every operation works
+    (the history keys are checked once a minute by the snapshot, not by each call)."""
+    r.set("q:history", "someone else's")
+    r.set("w:history_hourly", "someone else's")
+    for queue in ("q", "w"):
+        assert cli("push", queue, "1", "2").exit_code == 0
+        run = cli("lease", queue, "-n", "2")
+        assert run.exit_code == 0 and cli("complete", queue, input=run.stdout).exit_code == 0
+        assert r.hget(f"{queue}:counters", "completed") == b"2"
+    assert r.get("q:history") == b"someone else's" and not r.exists("q:history_hourly")
+    assert r.get("w:history_hourly") == b"someone else's" and not r.exists("w:history")

@@ -10,9 +10,15 @@
 -- nothing per item. The snapshot is taken before the call's own changes, which fall in the
 -- bucket it opens. `creates` (push): the call makes the queue, so a queue with no counters
 -- yet starts its history at nothing counted, and its first push shows in it.
+-- The history keys are not in these scripts' per-call type check (scripts.py _fixed_keys):
+-- a P:history or P:history_hourly of another type (not this queue's) means no snapshot,
+-- never an error in the operation.
 local function record_history(creates)
   local minute = math.floor(NOW / 60000)
-  if redis.call('ZCOUNT', K_HISTORY, minute, minute) > 0 then return end
+  -- (pcall: a foreign P:history gives an error table, not 0: no snapshot)
+  if redis.pcall('ZCOUNT', K_HISTORY, minute, minute) ~= 0 then return end
+  local hourly = redis.call('TYPE', K_HISTORY_HOURLY)['ok']
+  if hourly ~= 'none' and hourly ~= 'zset' then return end
   if creates then redis.call('HSETNX', K_COUNTERS, C_PUSHED, 0) end
   snapshot_history()
 end
