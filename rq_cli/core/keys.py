@@ -125,6 +125,8 @@ ITEM_FAMILIES = (ITEM, LEASE, LEASED_BY_SESSION, DEAD_ITEM)
 #: generates them: no Lua file spells a key suffix).
 ITEM_KEY_HELPERS = {ITEM: "item_key", LEASE: "lease_key", LEASED_BY_SESSION: "lbs_key",
                     DEAD_ITEM: "dead_item_key"}
+#: The audit trail's key ``P:audit`` (:meth:`Keys.audit`): not a fixed key (no script reads it).
+AUDIT = "audit"
 #: The family of a worker session's control key ``P:control:<digest>`` (:meth:`Keys.control`).
 CONTROL = "control"
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
@@ -300,6 +302,13 @@ class Keys(NamedTuple):
     def history_hourly(self) -> str:
         """zset hour -> a snapshot of P:counters taken in that hour."""
         return f"{self.prefix}:history_hourly"
+
+    @property
+    def audit(self) -> str:
+        """list, newest first: the audit trail, a JSON entry per repair made from the CLI or a
+        console (core/audit.py), kept to limits.AUDIT_KEPT; never touched by the scripts, so
+        ``purge --state all`` leaves it (and records itself in it)."""
+        return f"{self.prefix}:{AUDIT}"
 
     def control(self, session: str) -> str:
         """string + TTL: what a console asked worker ``session`` to do (drain or stop),
