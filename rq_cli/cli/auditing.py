@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from ..core.limits import AUDIT_KEPT
 from ..output.render import Column
 from .common import JsonOpt, QueueArg, state
 
@@ -45,8 +46,8 @@ def audit(
     ctx: typer.Context,
     queue: QueueArg,
     limit: Annotated[int, typer.Option(
-        "--limit", "-n", min=1, help="The newest N entries (at most the 1000 kept).",
-        show_default=True)] = 100,
+        "--limit", "-n", metavar="N", min=1, max=AUDIT_KEPT,
+        help=f"The newest N entries (at most the {AUDIT_KEPT} kept).")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
     """Print the repairs made to a queue from the CLI and the consoles (requeue, purge,
@@ -56,11 +57,7 @@ def audit(
     Example: rq-cli audit emails --limit 20
     """
     from ..core.audit import read_audit
-    from ..core.limits import AUDIT_KEPT
-    from ..errors import UsageError
 
-    if limit > AUDIT_KEPT:
-        raise UsageError(f"--limit {limit}: a trail keeps the newest {AUDIT_KEPT} entries")
     st = state(ctx)
     out = st.output(as_json)
     rows = [{"queue": queue, **e} for e in read_audit(st.queue(queue), limit)]
