@@ -158,7 +158,7 @@ def record(queue: Any, action: str, command: str, count: int, by: By, *,
 
 def read_audit(queue: Any, limit: int = AUDIT_KEPT) -> list[dict[str, Any]]:
     """The newest ``limit`` entries of ``queue``'s trail, newest first (one LRANGE of at
-    most AUDIT_KEPT). An entry that is not a JSON object (another client's) is given as
+    most AUDIT_KEPT). An entry that is not one (another client's) is given as
     ``{"unreadable": <its text>}``."""
     if not 1 <= limit <= AUDIT_KEPT:
         raise ParameterError("limit", f"must be between 1 and {AUDIT_KEPT} (the entries kept)")
@@ -169,5 +169,13 @@ def read_audit(queue: Any, limit: int = AUDIT_KEPT) -> list[dict[str, Any]]:
             value = json.loads(text)
         except ValueError:
             value = None
-        out.append(value if isinstance(value, dict) else {"unreadable": text})
+        out.append(value if _readable(value) else {"unreadable": text})
     return out
+
+
+def _readable(value: Any) -> bool:
+    """Whether ``value`` is an entry as :func:`entry` makes them (another client's JSON
+    may be anything)."""
+    return isinstance(value, dict) and type(value.get("at")) in (int, float) and \
+        type(value.get("count")) is int and all(
+            isinstance(value.get(k), str) for k in ("action", "command", "host", "via"))
