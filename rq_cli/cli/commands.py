@@ -90,6 +90,12 @@ def load_holders() -> Any:
     return holders
 
 
+def load_audit() -> Any:
+    from .audit import audit
+
+    return audit
+
+
 def load_errors() -> Any:
     from .errors import errors
 
@@ -186,6 +192,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("doctor", load_doctor),
     Command("holders", load_holders),
     Command("errors", load_errors),
+    Command("audit", load_audit),
     Command("clean", load_clean),
     Command("requeue-dead", load_requeue_dead),
     Command("purge", load_purge),

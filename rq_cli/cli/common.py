@@ -122,6 +122,7 @@ class State:
                 f"or another directory use embedded:{data_dir})")
 
     def queue(self, name: str) -> WorkQueue:
+        from ..core.audit import bind
         from ..core.queue import WorkQueue
 
         spec = self.spec(name)
@@ -130,12 +131,14 @@ class State:
             from ..core.sharded import ShardedQueue
 
             sq = ShardedQueue(client, spec.prefix, spec.options, shards=spec.shards, name=name)
+            bind(sq)  # (the audit trail of the command's repairs: its first queue's)
             note = sq.count_note()
             if note is not None and note not in self.notes:  # once per queue per process
                 self.notes.add(note)
                 message(note)
             return cast("WorkQueue", sq)
         wq = WorkQueue(client, spec.prefix, self.options(spec.options))
+        bind(wq)
         self.opened.append(wq)
         return wq
 
@@ -233,7 +236,7 @@ class State:
 
 
 #: Commands (and Failures verbs) that only read: an error mid-command changed nothing.
-READ_ONLY = frozenset({"stats", "peek", "queues", "holders", "discover"})
+READ_ONLY = frozenset({"stats", "peek", "queues", "holders", "discover", "audit"})
 
 
 class Failures:

@@ -52,6 +52,7 @@ def print_history(st: State, out: Output, names: list[str], since: str | None) -
         rows.extend(history_row(name, b) for b in read_history(st.queue(name), seconds))
     if not rows and not out.json:
         out.message(f"rq-cli: no history yet for {', '.join(names)}: it starts with the first "
-                    "snapshot, taken by `rq-cli clean` or a worker (`rq-cli work`)")
+                    "snapshot, taken by the queue's first push, lease, complete or fail of "
+                    "a minute, `rq-cli clean` or a worker")
         return
     out.rows(rows, HISTORY_COLUMNS)

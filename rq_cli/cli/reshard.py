@@ -37,6 +37,7 @@ def reshard(
     Example: rq-cli reshard jobs 3 --create
     """
     from ..connection.connect import mask_url
+    from ..core.audit import Home, bind
     from ..core.resharding import reshard as do_reshard
     from ..errors import UsageError
     from ..output.render import message
@@ -48,6 +49,7 @@ def reshard(
         raise UsageError(f"give the number of shards (queue {queue!r} has no shards = N in "
                          f"the config)")
     client = st.client(spec.url, spec.password, spec)
+    bind(Home(client, spec.prefix))  # (the audit trail: the queue's own, at its base prefix)
     plan = do_reshard(client, spec.prefix, shards, dry_run=dry_run,
                       create=create or spec.shards is not None,
                       replace=replace)

@@ -44,6 +44,7 @@ from ..output.render import Output, Terminal, debug_enabled, message
 from ..settings import config as configmod
 from ..settings.rules import parse_wait_replicas, wait_timeout_verdict
 from . import internals, signals
+from .audit import audit_trail
 from .commands import BY_NAME, COMMANDS
 from .common import READ_ONLY, JsonOpt, State
 from .helptext import RqCommand
@@ -92,7 +93,8 @@ class RqGroup(TyperGroup):
         standalone_mode = extra.get("standalone_mode", True)
         extra["standalone_mode"] = False
         try:
-            code = super().main(*args, **extra)
+            with audit_trail(extra.get("args")):  # (the repairs it makes: rq_cli/core/audit.py)
+                code = super().main(*args, **extra)
             code = code if isinstance(code, int) else 0  # (a return value, or Exit's code)
         except typer.Abort:  # a prompt ended by Ctrl-D or Ctrl-C
             code = report(KeyboardInterrupt())

@@ -97,7 +97,8 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # history (the manual's "stats --history"): snapshots of P:counters, one per minute (kept
     # HISTORY_MINUTES) and one per hour (kept HISTORY_HOURS), score = the bucket (minutes
     # or hours since the epoch), member "<bucket>:<HISTORY_FIELDS' values, ':'-joined>";
-    # written by clean and history.lua, the first call of each bucket only
+    # written by the operations (lua/_history.lua), clean and history.lua, the first call of
+    # each bucket only
     FixedKey("history", "zset", "other"),
     FixedKey("history_hourly", "zset", "other"),
 )
@@ -140,6 +141,8 @@ def fronts_key(base: str) -> str:
     return f"{base}:{FRONTS}"
 
 
+#: The audit trail's key ``P:audit`` (:meth:`Keys.audit`): not a fixed key (no script reads it).
+AUDIT = "audit"
 #: The family of a worker session's control key ``P:control:<digest>`` (:meth:`Keys.control`).
 CONTROL = "control"
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
@@ -315,6 +318,13 @@ class Keys(NamedTuple):
     def history_hourly(self) -> str:
         """zset hour -> a snapshot of P:counters taken in that hour."""
         return f"{self.prefix}:history_hourly"
+
+    @property
+    def audit(self) -> str:
+        """list, newest first: the audit trail, a JSON entry per repair made from the CLI or a
+        console (core/audit.py), kept to limits.AUDIT_KEPT; never touched by the scripts, so
+        ``purge --state all`` leaves it (and records itself in it)."""
+        return f"{self.prefix}:{AUDIT}"
 
     def control(self, session: str) -> str:
         """string + TTL: what a console asked worker ``session`` to do (drain or stop),

@@ -144,6 +144,9 @@ HISTORY_EVERY = 20.0
 #: stop: core/control.py), one GET per queue it works; and how long an ask is kept (a dead
 #: worker's ask is gone after this).
 CONTROL_EVERY = 1.0
+#: Entries an audit trail keeps (``P:audit``, core/audit.py): the oldest beyond are dropped as
+#: each is written; ``rq-cli audit`` reads at most these (one LRANGE, well under 1 ms).
+AUDIT_KEPT = 1000
 CONTROL_TTL = 600
 
 # -- sharded queues (docs/DESIGN.md section 7)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from ..errors import Unconfirmed, UsageError
+from .audit import note
 from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
 from .codes import LEASE_FAIR, LEASE_PAUSED, DeadReason, Outcome
 from .fields import LEASE, decoded
@@ -260,6 +261,7 @@ class WorkQueue(Reads, Repairs):
             codes = reply.decode() if isinstance(reply, bytes) else reply
             names = SCRIPT_OUTCOME_NAMES["cancel"]
             out.extend(ItemOutcome(r.id, names[c]) for r, c in zip(batch, codes, strict=True))
+            note("cancel", sum(1 for o in out[-len(batch):] if o.outcome == Outcome.DEAD))
         return out
 
     def reclaim(self, sessions: Callable[[str], bool], *, lease_seconds: float | None = None,

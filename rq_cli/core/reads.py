@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
+from .audit import note
 from .codes import STATES, ItemState, State
 from .counts import TALLIES
 from .counts import read as read_counts
@@ -237,9 +238,11 @@ class Reads(QueueBase):
     def pause(self) -> None:
         """Lease nothing from this queue (rq-cli workers) until resumed."""
         self.client.set(self.keys.paused, b"1")
+        note("pause", 1)  # (the audit trail, if open: a queue, or a shard, paused)
 
     def resume(self) -> None:
         self.client.delete(self.keys.paused)
+        note("resume", 1)
 
     def wrong_type_key(self) -> tuple[str, str, str] | None:
         """(key, its type, the type rq-cli needs) of the first fixed key of this queue that

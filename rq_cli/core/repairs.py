@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, ParameterError, UsageError
+from .audit import note
 from .codes import PURGE_STATES, STATES, ItemState, PurgeChoice, PurgeState, State
 from .keys import FAIR_PENDING_FIELD
 from .limits import (
@@ -119,8 +120,10 @@ class Repairs(QueueBase):
         if isinstance(limit, Mapping):
             limit = cap_of(limit, self.prefix)
         if crosses(self, to):  # a sharded target, or from a shard into another slot
-            return requeue_across(self, to, ids, limit=limit, older_than=older_than,
-                                  dry_run=dry_run, now_ms=now_ms, progress=progress)
+            moved = requeue_across(self, to, ids, limit=limit, older_than=older_than,
+                                   dry_run=dry_run, now_ms=now_ms, progress=progress)
+            note("requeue", 0 if dry_run else moved.requeued)  # (the audit trail, if open)
+            return moved
         target = to.prefix if to is not None else self.prefix
         if to is not None and to.client is not self.client:
             raise UsageError("requeue-dead --to needs a queue on the same server")
@@ -143,6 +146,7 @@ class Repairs(QueueBase):
             report.requeued += requeued
             report.skipped += skipped
             report.missing += missing
+            note("requeue", 0 if dry_run else requeued)  # (the audit trail, if open)
             ids = [text(row.id) or "" for row in rows]  # requeued, then skipped
             report.ids.extend(ids[:requeued])
             report.skipped_ids.extend(ids[requeued:])
@@ -216,6 +220,7 @@ class Repairs(QueueBase):
                 if not n:
                     break
                 done += n
+                note("purge", n)  # (the audit trail, if open)
                 setattr(report, s, getattr(report, s) + n)
                 if progress:
                     progress(n)
@@ -223,6 +228,7 @@ class Repairs(QueueBase):
             for batch in batches(self.scan_items(), SLOW_BATCH):
                 n = int(self.call("purge", {"state": "strays", "batch": SLOW_BATCH}, batch))
                 report.strays += n
+                note("purge", n)
                 if progress and n:
                     progress(n)
             self.call("purge", {"state": "meta", "batch": BATCH})
@@ -245,4 +251,5 @@ class Repairs(QueueBase):
         _, rows = self.decoded("purge_ids", {"state": state, "low": window[0],
                                              "high": window[1]},
                                [check_id(i) for i in ids], keys=self.tenant_keys(state, tenant))
+        note("purge", len(rows))  # (the audit trail, if open)
         return [text(row.id) or "" for row in rows]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, UsageError
+from .audit import note
 from .keys import DEDUP_WINDOW_FIELD, fronts_key, glob_escape, has_hash_tag, shards_key
 from .limits import BATCH, SHARD_SETTLE
 from .queue import WorkQueue
@@ -67,6 +68,7 @@ def reshard(client: Any, base: str, count: int, *, dry_run: bool = False,
     if plan.changed and not dry_run:
         retire(client, plan.draining)
         _carry_window(client, before, plan.live)
+        note("reshard", count)  # (the audit trail, if open: the shards the queue now has)
     plan.placement = placement(client, plan.live)
     return plan
 

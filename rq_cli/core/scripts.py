@@ -246,7 +246,8 @@ def _common() -> tuple[_Block, ...]:
     that order: each one's use those before), read and prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
-        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read())
+        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read()
+                         + "\n" + _read("_history.lua"))
     blocks = [*_blocks(_read("_ages.lua")), *blocks]  # (first: _common.lua's use them)
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
@@ -439,8 +440,12 @@ def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set
 
 
 def _fixed_keys(wanted: set[str]) -> list[str]:
-    """The ``K_<NAME>`` of the fixed keys in ``wanted``, in keys.FIXED_KEYS order."""
-    return [f"K_{k.name.upper()}" for k in FIXED_KEYS if f"K_{k.name.upper()}" in wanted]
+    """The ``K_<NAME>`` of the fixed keys in ``wanted``, in keys.FIXED_KEYS order: those of
+    the type check (less the history's where ``record_history`` brings them: it checks them
+    itself, once a minute, and skips a foreign one; lua/_history.lua)."""
+    skip = {"K_HISTORY", "K_HISTORY_HOURLY"} if "record_history" in wanted else set()
+    return [f"K_{k.name.upper()}" for k in FIXED_KEYS
+            if f"K_{k.name.upper()}" in wanted and f"K_{k.name.upper()}" not in skip]
 
 
 def _definition(block: str) -> str:

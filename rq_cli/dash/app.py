@@ -216,12 +216,13 @@ class OverviewScreen(Screen[None]):
         row = next((r for r in self.rows if str(r.get("queue")) == self.selected()), None)
         if actions is not None and row is not None and "error" not in row:
             # the end state named now, from what the row shows: not a toggle decided later
-            self.app.ask(actions.pause(not row.get("paused")))  # type: ignore[attr-defined]
+            self.app.ask(actions.pause(not row.get("paused")),  # type: ignore[attr-defined]
+                         queue=actions.wq)
 
     def action_clean(self) -> None:
         actions = self.current_actions()
         if actions is not None:
-            self.app.ask(actions.clean())  # type: ignore[attr-defined]
+            self.app.ask(actions.clean(), queue=actions.wq)  # type: ignore[attr-defined]
 
 
 class DashApp(App[int]):
@@ -276,9 +277,11 @@ class DashApp(App[int]):
         if bars:
             bars.first().open(":", "")
 
-    def ask(self, action: Action, then: Callable[[], None] | None = None) -> None:
+    def ask(self, action: Action, then: Callable[[], None] | None = None,
+            queue: Any = None) -> None:
         """Confirm ``action`` (its question, its command line), then run it in a thread;
-        ``then()`` once it is confirmed."""
+        ``then()`` once it is confirmed. ``queue``: the one it acts on, whose audit trail
+        records it (core/audit.py)."""
         if self.read_only:
             self.notify("read-only: actions are off", severity="warning")
             return
@@ -287,13 +290,16 @@ class DashApp(App[int]):
             if yes:
                 if then is not None:
                     then()
-                self.perform(action)
+                self.perform(action, queue)
         self.push_screen(ConfirmScreen(action), answered)
 
     @work(thread=True, group="actions")
-    def perform(self, action: Action) -> None:
-        result = run_action(action, self.overview.targets[0].url if self.overview.targets
-                            else "")
+    def perform(self, action: Action, queue: Any = None) -> None:
+        from ..core.audit import local_by, trail
+
+        with trail(queue, action.cli, lambda: local_by("dash")):  # (queue None: not kept)
+            result = run_action(action, self.overview.targets[0].url if self.overview.targets
+                                else "")
         self.done_log.append(f"{action.cli}  ->  {result}")
         self.call_from_thread(self.notify, f"{result}\n{action.cli}", timeout=8,
                               severity="error" if result.startswith("failed") else

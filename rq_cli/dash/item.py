@@ -103,7 +103,7 @@ class ItemScreen(Screen[None]):
 
     def _ask(self, action: Action | None) -> None:
         if action is not None:
-            self.app.ask(action)  # type: ignore[attr-defined]
+            self.app.ask(action, queue=self.target.queue)  # type: ignore[attr-defined]
 
     def action_requeue(self) -> None:
         if self.item is not None and self.item.state == ItemState.DEAD.value:

@@ -56,6 +56,7 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         Binding("p,P", "pause", "Pause/resume", show=False),
         Binding("C", "clean", "Clean", show=False),
         Binding("D", "ask_worker('drain')", "Drain"), Binding("S", "ask_worker('stop')", "Stop"),
+        Binding("a", "audit", "Audit trail", show=False),
     ]
     ACTIONS = frozenset({"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
                          "clean", "ask_worker"})
@@ -390,7 +391,8 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
         """Confirm ``action``; once confirmed, the marks are cleared (they named rows of
         the view the action changed)."""
         if action is not None:
-            self.app.ask(action, then=self.action_unmark)  # type: ignore[attr-defined]
+            self.app.ask(action, then=self.action_unmark,  # type: ignore[attr-defined]
+                         queue=self.target.queue)
 
     def on_dead_tab(self) -> bool:
         """True on the dead tab; else says that requeue moves dead items."""
@@ -493,6 +495,11 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
 
     def action_pause(self) -> None:
         self.ask(self.actions.pause(not self.counts.get("paused")))  # (its end state)
+
+    def action_audit(self) -> None:
+        from .audit import AuditScreen  # (the queue's audit trail: rq_cli/core/audit.py)
+
+        self.app.push_screen(AuditScreen(self.target))
 
     def action_clean(self) -> None:
         self.ask(self.actions.clean())

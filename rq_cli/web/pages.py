@@ -26,6 +26,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from ..core.audit import By, read_audit, trail
 from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
@@ -127,6 +128,7 @@ def make_app(web: Web) -> Any:
         route("/q/{name}/item/{item_id:path}", item_page),
         route("/q/{name}/confirm", confirm_page),
         route("/q/{name}/do", do_page, ("GET", "POST")),  # (GET: the token, then 405)
+        route("/q/{name}/audit", audit_page),
         # anything else: the token first (every request needs it), then 404
         route("/{rest:path}", not_found, ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH")),
     ]))
@@ -288,11 +290,31 @@ def do_page(web: Web, request: Request, form: dict[str, str],
                            "form), or is older than this rq-cli web or than an hour: open "
                            "the action again and confirm what it shows")
     target = web.target(name)
-    done = run_action(action, target.url)
+    with trail(target.queue, action.cli, _by(web, request)):  # (the queue's audit trail)
+        done = run_action(action, target.url)
     print(f"rq-cli web: {ctx['who']} asked: {action.cli} -> {done}", file=web.log, flush=True)
     return _templates.TemplateResponse(request, "done.html", {
         **ctx, "name": name, "action": action, "done": done,
         "failed": done.startswith("failed:")})
+
+
+def audit_page(web: Web, request: Request, form: dict[str, str],
+               ctx: dict[str, Any]) -> Response:
+    """The queue's audit trail (core/audit.py): its newest repairs, from any console or CLI."""
+    name = _name(request)
+    target = web.target(name)
+    entries = _read(web, target, lambda: read_audit(target.queue, views.AUDIT_SHOWN))
+    return _templates.TemplateResponse(request, "audit.html", {
+        **ctx, "name": name, "entries": entries})
+
+
+def _by(web: Web, request: Request) -> By:
+    """Where an action came from: the browser's address, the basic-auth user name, the
+    token's label (bearer or basic; None without a token)."""
+    who = web.guard.user(request.headers.get("authorization")) or ""
+    token = None if web.guard.token is None else "bearer" if who == "bearer" else "basic"
+    return By(request.client.host if request.client else "?",
+              None if who in ("", "bearer") else who, token, "web")
 
 
 def _filter(text: str) -> tuple[Any, list[str]]:

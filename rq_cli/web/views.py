@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: Items a page of a tab shows.
 PAGE_SIZE = 50
+#: Entries of the audit trail its page shows (the newest).
+AUDIT_SHOWN = 200
 #: The history a queue's history tab shows (seconds): the last 6 hours, per minute.
 HISTORY_SHOWN = 6 * 3600
 #: Control characters, shown as escapes in a row (and in an item's data: dash/model.py).

@@ -1,5 +1,5 @@
 """``rq-cli stats --history [--since DURATION]``: JSON lines per bucket from the first
-snapshot on (taken here by ``clean``), a table on a terminal, and the refusals (a bad
+snapshot on (taken here by ``push``), a table on a terminal, and the refusals (a bad
 duration, --since without --history, --history with other modes: exit 2 before any server
 is reached)."""
 
@@ -15,18 +15,18 @@ def test_history_starts_with_the_first_snapshot(cli, r) -> None:  # type: ignore
     empty = cli("stats", "q", "--history", tty=True)
     assert empty.exit_code == 0 and "no history yet for q" in empty.stderr
     assert cli("push", "q", "1", "2", "3").exit_code == 0
-    assert cli("clean", "q").exit_code == 0  # the first snapshot: pushed 3
+    assert cli("clean", "q").exit_code == 0
     lines = cli("lease", "q", "-n", "2").stdout
     assert cli("complete", "q", input=lines).exit_code == 0
     assert cli("fail", "q", "--dead", input=cli("lease", "q").stdout).exit_code == 0
+    # the first snapshot, nothing counted, is the push's (its minute; the run may cross one)
     rows = cli("stats", "q", "--history").json
-    assert len(rows) == 1
-    row = rows[0]
-    assert (row["queue"], row["pushed"], row["completed"], row["failed"], row["dead"]) == \
-        ("q", 0, 2, 1, 1)
-    assert row["at"] % 60 == 0 and 0 <= row["seconds"] <= 120
-    assert cli("stats", "q", "--history", "--since", "30d").one["at"] % 3600 == 0  # hourly
-    assert r.zcard("q:history") == 1
+    assert 1 <= len(rows) <= 2 and {row["queue"] for row in rows} == {"q"}
+    assert [sum(row[f] for row in rows) for f in ("pushed", "completed", "failed", "dead")] \
+        == [3, 2, 1, 1]
+    assert all(row["at"] % 60 == 0 and 0 <= row["seconds"] <= 120 for row in rows)
+    assert cli("stats", "q", "--history", "--since", "30d").json[0]["at"] % 3600 == 0  # hourly
+    assert 1 <= r.zcard("q:history") <= 2
     table = cli("stats", "q", "--history", "--since", "1h30m", tty=True)
     assert table.exit_code == 0 and "completed" in table.stdout
 

@@ -32,7 +32,9 @@ def test_purge_yes_deletes_pending_only_by_default(cli, r):
 def test_purge_state_all(cli, r):
     fill(cli)
     cli("purge", "q", "--state", "all", "--yes")
-    assert r.keys("q:*") == []
+    assert r.keys("q:*") == [b"q:audit"]  # the audit trail stays, with the purge in it
+    (entry,) = WorkQueue(r, "q").client.lrange("q:audit", 0, -1)
+    assert b'"action":"purge"' in entry and b"--state all" in entry
 
 
 def test_purge_dry_run(cli, r):

@@ -212,6 +212,9 @@ def test_items_from_push_to_complete(cli: Any, checked: Checked, r: redis.Redis)
     checked("extend", cli("extend", "q", leased[0]["id"], "--lease", "60"))
     checked("fail", cli("fail", "q", leased[0]["id"], "--error", "boom", "--retry-in", "600"))
     checked("errors", cli("errors", "q"))
+    assert cli("pause", "q").exit_code == 0 and cli("resume", "q").exit_code == 0
+    r.rpush("q:audit", "not json")  # another client's entry: {"unreadable": ...}
+    checked("audit", cli("audit", "q"), at_least=3)
     assert cli("clean", "q").exit_code == 0  # (the history's first snapshot)
     checked("stats", cli("stats", "q", "--history"))
     checked("complete", cli("complete", "q", leased[1]["id"], "nope"), codes=(3,), at_least=2)

@@ -35,6 +35,7 @@ def code_keys() -> dict[str, str | None]:
     found[f"P:{keys.TENANT_QUEUE}:<tenant>"] = "list"
     found[f"P:{keys.CONTROL}:<session digest>"] = "string + TTL"
     found[f"P:{keys.SHARDS}"] = found[f"P:{keys.FRONTS}"] = "hash"  # (a sharded queue's)
+    found[f"P:{keys.AUDIT}"] = "list"
     return found
 
 

@@ -237,7 +237,8 @@ def test_complete_is_true_once_and_cleans_up(q, r):
     second = other_worker(q).complete(["a"])
     assert [o.outcome for o in first + second] == ["completed", "missing"]
     assert first[0].ok and not second[0].ok
-    assert r.keys("jobs:*") == [b"jobs:counters"]
+    assert sorted(r.keys("jobs:*")) == [b"jobs:counters", b"jobs:history",  # (and its history)
+                                        b"jobs:history_hourly"]
 
 
 def test_complete_refuses_while_another_session_holds_the_lease(q, r):
@@ -649,7 +650,7 @@ def test_lua_and_keys_agree_on_key_names(q, r):
     names = {k.decode() for k in r.scan_iter(match="jobs*")}
     assert {q.keys.item("a"), q.keys.lease("a"), q.keys.leased_by_session("a"),
             q.keys.processing, q.keys.attempts, q.keys.enqueued, q.keys.counters,
-            q.keys.leases, q.keys.holders} == names
+            q.keys.leases, q.keys.holders, q.keys.history, q.keys.history_hourly} == names
     q.fail(["a"], dead=True)
     assert r.exists(q.keys.dead_item("a"), q.keys.dead, q.keys.dead_info) == 3
 
@@ -700,7 +701,7 @@ def test_lease_and_complete_the_largest_count(q, r):
 def test_fixed_keys_is_the_one_definition():
     """Every FIXED_KEYS entry is a Keys property naming P:<name>, and every fixed-key
     property of Keys is in FIXED_KEYS (so Python, Lua, deep clean and purge agree)."""
-    from rq_cli.core.keys import FIXED_KEYS, META_HASHES, META_ZSETS
+    from rq_cli.core.keys import AUDIT, FIXED_KEYS, META_HASHES, META_ZSETS
     from rq_cli.core.scripts import source
     from rq_cli.core.specs import SPECS
 
@@ -714,7 +715,7 @@ def test_fixed_keys_is_the_one_definition():
     props = {n for n, v in vars(Keys).items() if isinstance(v, property)}
     fixed_props = {n for n in props if isinstance(getattr(k, n), str)
                    and getattr(k, n).startswith("p:") and ":" not in getattr(k, n)[2:]}
-    assert fixed_props == names
+    assert fixed_props == names | {AUDIT}  # (P:audit: rq-cli's, no script's: core/audit.py)
     assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders", "item_tenant"}
     assert set(META_ZSETS) == {"expires", "leases"}
 

@@ -681,10 +681,11 @@ def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_m
     from rq_cli.core.util import server_ms
 
     wq = seed(r, "jobs", pending=3)
+    r.delete(wq.keys.history, wq.keys.history_hourly)  # (the seeding push's: made by hand)
     now = server_ms(r)
     # two snapshots a minute apart, 30 more pushed between them: 30 a minute in the graph
     wq.call("history", now_ms=now - 120_000)
-    wq.push([NewItem(b"x", f"h-{i}") for i in range(30)])
+    wq.push([NewItem(b"x", f"h-{i}") for i in range(30)], now_ms=now - 90_000)
     wq.call("history", now_ms=now - 60_000)
     app = make_app(server_url, "jobs")
 

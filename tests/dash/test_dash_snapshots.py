@@ -23,6 +23,9 @@ def jobs(r):
     """Queues ``jobs`` (12 dead items) and ``mail`` (paused, 3 dead items)."""
     wq = seed(r, "jobs", dead=12)
     seed(r, "mail", dead=3).pause()
+    # the history starts with the console's snapshot, not the seeding push's (whose minute
+    # and counts vary from run to run: a picture is of what the console shows of a minute)
+    r.delete(*(k for q in ("jobs", "mail") for k in (f"{q}:history", f"{q}:history_hourly")))
     return min(i.dead_at for i in wq.peek("dead", count=20))
 
 

@@ -376,7 +376,8 @@ def test_bulk_push_killed_part_way_resumes_without_duplicates(
     assert sum(1 for r in results if not r["added"]) == stored  # the first run's items
     queue = client.lrange(k.queue, 0, -1)
     assert len(queue) == len(set(queue)) == BULK_LINES, "duplicates or missing items"
-    assert client.dbsize() == BULK_LINES + 3  # items + queue list + enqueued hash + counters
+    # items + queue list + enqueued hash + counters + their history (per minute, per hour)
+    assert client.dbsize() == BULK_LINES + 5
     counters = {f.decode(): int(v) for f, v in client.hgetall(k.counters).items()}
     assert counters == {"pushed": BULK_LINES, "duplicates": stored}
     sample = random.Random(1).sample(rows, 500)

@@ -9,5 +9,7 @@
 -- one run in processing (a batch leased together), the LREM from processing.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses complete_pairs wrong_type
+--@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
+record_history()  -- this minute's history bucket (lua/_history.lua)
 return complete_pairs(REST)

@@ -12,7 +12,9 @@
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_letter del_lease enqueue exhausted forget_suspect held_by_other item_key
 --@uses never_leased not_live unlist wake_waiters wrong_type
+--@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
+record_history()  -- this minute's history bucket (lua/_history.lua)
 local err = A_ERROR
 local retry = tonumber(A_RETRY_MS)
 local dead_reason = A_DEAD_REASON

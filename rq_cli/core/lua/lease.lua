@@ -17,7 +17,9 @@
 --@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
 --@uses forget_suspects item_key lbs_key lease_key lease_fields mget_leases promote_due
 --@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type
+--@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
+record_history()  -- this minute's history bucket (lua/_history.lua)
 local completions = complete_pairs(REST)
 -- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no
 -- item has an expiry and clean has no sightings: their reads are skipped)

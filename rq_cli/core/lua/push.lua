@@ -15,6 +15,7 @@
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
 --@uses prune_dedup unstamped wake_waiters zadd_after
+--@uses record_history
 local call = redis.call
 do local bad = wrong_type(); if bad then return bad end end
 -- a shard retired by a resize of its sharded queue (docs/DESIGN.md section 7): nothing is
@@ -22,6 +23,7 @@ do local bad = wrong_type(); if bad then return bad end end
 if not QUIET and call('EXISTS', K_RETIRED) == 1 then
   return redis.error_reply(RETIRED_ERROR)
 end
+record_history(true)  -- this minute's history bucket (lua/_history.lua)
 local front = A_FRONT == '1'
 local delay = tonumber(A_DELAY_MS)
 local expire = tonumber(A_EXPIRE_MS)

@@ -17,6 +17,7 @@
 -- Returns "" (every item added), or the error reply of wrong_type().
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW call_all count wake_waiters wrong_type
+--@uses record_history
 local n = tonumber(A_COUNT)
 local function each_id()
   local ids = {}
@@ -40,6 +41,7 @@ if bad then
   end
   return bad
 end
+record_history(true)  -- this minute's history bucket (lua/_history.lua)
 if math.abs(tonumber(A_STAMP_MS) - NOW) > PUSH_STAMP_SLACK_MS then
   local stamped, now = {}, tostring(NOW)
   for i, id in ipairs(each_id()) do

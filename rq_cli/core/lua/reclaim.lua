@@ -10,7 +10,9 @@
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count forget_suspect item_key lease_holder put_lease_fields_of set_lease
 --@uses wrong_type
+--@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
+record_history()  -- this minute's history bucket (lua/_history.lua)
 local ms, session = tonumber(A_LEASE_MS), A_SESSION
 local out = {NOW + ms}
 local taken = 0

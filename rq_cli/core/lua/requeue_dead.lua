@@ -13,7 +13,9 @@
 -- stays dead.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_item_key dead_tenant enqueue wake_waiters wrong_type
+--@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
+record_history()  -- this minute's history bucket (lua/_history.lua)
 local target = A_TARGET
 local dry = A_DRY_RUN == '1'
 local out, skipped = {0, 0, 0}, {}
