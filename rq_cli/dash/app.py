@@ -20,14 +20,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
 from ..output.render import human
-from .model import Actions, Overview, run_action, sparkline
+from ..console.model import Actions, Overview, run_action, sparkline
 from .queue_screen import QueueScreen
 from .widgets import FOOTER_FIRST, CommandBar, ConfirmScreen, HelpScreen
 
 if TYPE_CHECKING:
     from ..ops.scrub import Secrets
     from ..ops.targets import Target
-    from .model import Action
+    from ..console.model import Action
 
 #: The overview's columns: (key of the stats row, title, kind for ``human``).
 COLUMNS = (("queue", "queue", "text"), ("pending", "pending", "number"),

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Static
 from ..core.codes import ItemState
 from ..core.fields import PEEK, carried
 from ..output.render import human, human_time
-from .model import Action, Actions, Browser, data_view, failure
+from ..console.model import Action, Actions, Browser, data_view, failure
 
 if TYPE_CHECKING:
     from ..core.reports import PeekedItem

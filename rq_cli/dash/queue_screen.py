@@ -21,10 +21,11 @@ from textual.worker import get_current_worker
 
 from ..core.codes import ItemState
 from ..ops.filters import make_filter
-from .asks import HOLDERS_TAB, AskingWorkers
+from ..console.asks import HOLDERS_TAB
+from .asking import AskingWorkers
 from .item import ItemScreen
 from .marks import Marking
-from .model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
+from ..console.model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
 from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
 from .widgets import FOOTER_FIRST, CommandBar
 

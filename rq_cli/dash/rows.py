@@ -125,7 +125,7 @@ def fit_rows(tab: str, rows: Sequence[Any], selected: Collection[str], now: floa
 def history_text(per_minute: dict[str, list[float]], width: int) -> Text:
     """Pushed, completed, failed and dead per minute as sparklines, two a line, on one
     scale (said), the last minute's figure after each: the queue's history graph."""
-    from .model import sparkline
+    from ..console.model import sparkline
 
     top = max((v for values in per_minute.values() for v in values), default=0.0)
     if not per_minute:

@@ -1,6 +1,6 @@
 """The pages of ``rq-cli web``: the overview, a queue's tabs, an item, and the confirmed
 actions (requeue dead items, purge, pause and resume), over the terminal console's model
-(:mod:`rq_cli.dash.model`): the same bounded reads, the same actions and command lines.
+(:mod:`rq_cli.console.model`): the same bounded reads, the same actions and command lines.
 
 Every page is server-rendered HTML (Jinja2, escaped); actions are a GET that shows what will
 be done (the exact count and the equivalent command line) and a form that POSTs it with the
@@ -29,8 +29,8 @@ from starlette.templating import Jinja2Templates
 from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
-from ..dash.asks import ask_action
-from ..dash.model import (
+from ..console.asks import ask_action
+from ..console.model import (
     Action,
     Actions,
     Browser,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 PAGE_SIZE = 50
 #: The history a queue's history tab shows (seconds): the last 6 hours, per minute.
 HISTORY_SHOWN = 6 * 3600
-#: Control characters, shown as escapes in a row (and in an item's data: dash/model.py).
+#: Control characters, shown as escapes in a row (and in an item's data: console/dataview.py).
 _CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{BIDI}]")
 _COLOURS = ("#4878d0", "#6acc64", "#ee854a", "#d65f5f", "#956cb4")
 

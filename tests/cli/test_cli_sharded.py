@@ -54,7 +54,7 @@ def test_the_dash_model_reads_a_sharded_queue_as_one(cli: Any, tmp_path: Path,
                                                     server_url: str) -> None:
     from rq_cli.connection.connect import connect
     from rq_cli.core.sharded import ShardedQueue
-    from rq_cli.dash.model import Browser
+    from rq_cli.console.model import Browser
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0
@@ -114,7 +114,7 @@ def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path,
                                                       server_url: str) -> None:
     from rq_cli.connection.connect import connect
     from rq_cli.core.sharded import ShardedQueue
-    from rq_cli.dash.model import Browser
+    from rq_cli.console.model import Browser
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0

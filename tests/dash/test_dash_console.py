@@ -570,7 +570,7 @@ def test_a_filtered_list_says_how_many_items_match(r, server_url):
 
 
 def test_the_match_count_is_a_lower_bound_when_stopped_early(r):
-    from rq_cli.dash.model import Browser, parse_filter
+    from rq_cli.console.model import Browser, parse_filter
     wq = seed(r, "jobs", dead=250)
     flt, _ = parse_filter("--error timeout")
     seen = []

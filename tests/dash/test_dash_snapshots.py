@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from dash_helpers import make_app, press, seed, settle, steady, type_in
 
-from rq_cli.dash.model import Memory
+from rq_cli.console.model import Memory
 
 SIZES = [(80, 24), (120, 40)]
 

@@ -16,7 +16,7 @@ from rq_cli.core.queue import WorkQueue
 from rq_cli.core.resharding import reshard
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.types import NewItem
-from rq_cli.dash.model import Actions, Browser, run_action
+from rq_cli.console.model import Actions, Browser, run_action
 from rq_cli.errors import ExitCode
 
 
