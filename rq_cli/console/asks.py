@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.codes import Ask
 from ..core.control import ask_worker
 from ..core.limits import CONTROL_EVERY
-from .model import Action
+from .actions import Action
 
 if TYPE_CHECKING:
     from ..core.reports import Holder

@@ -19,15 +19,16 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
+from ..console.actions import Actions, run_action
+from ..console.model import Overview, sparkline
 from ..output.render import human
-from ..console.model import Actions, Overview, run_action, sparkline
 from .queue_screen import QueueScreen
 from .widgets import FOOTER_FIRST, CommandBar, ConfirmScreen, HelpScreen
 
 if TYPE_CHECKING:
+    from ..console.actions import Action
     from ..ops.scrub import Secrets
     from ..ops.targets import Target
-    from ..console.model import Action
 
 #: The overview's columns: (key of the stats row, title, kind for ``human``).
 COLUMNS = (("queue", "queue", "text"), ("pending", "pending", "number"),

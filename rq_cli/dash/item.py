@@ -15,10 +15,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..console.actions import Action, Actions, failure
+from ..console.model import Browser, data_view
 from ..core.codes import ItemState
 from ..core.fields import PEEK, carried
 from ..output.render import human, human_time
-from ..console.model import Action, Actions, Browser, data_view, failure
 
 if TYPE_CHECKING:
     from ..core.reports import PeekedItem

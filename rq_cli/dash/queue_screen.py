@@ -8,7 +8,6 @@ reason in the status line and is tried again at the next refresh.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -19,13 +18,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
 from textual.worker import get_current_worker
 
-from ..core.codes import ItemState
-from ..ops.filters import make_filter
+from ..console.actions import Actions, failure
 from ..console.asks import HOLDERS_TAB
+from ..console.model import ERRORS_TAB, TABS, Browser, Page, parse_filter
+from ..core.codes import ItemState
+from .acting import Acting
 from .asking import AskingWorkers
 from .item import ItemScreen
 from .marks import Marking
-from ..console.model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
 from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
 from .widgets import FOOTER_FIRST, CommandBar
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
     from ..ops.targets import Target
 
-class QueueScreen(Marking, AskingWorkers, Screen[None]):
+class QueueScreen(Marking, Acting, AskingWorkers, Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -386,117 +386,6 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
             return sorted(self.selected)
         row = self.current()
         return [] if row is None else [row_key(self.tab, row)]
-
-    def ask(self, action: Action | None) -> None:
-        """Confirm ``action``; once confirmed, the marks are cleared (they named rows of
-        the view the action changed)."""
-        if action is not None:
-            self.app.ask(action, then=self.action_unmark)  # type: ignore[attr-defined]
-
-    def on_dead_tab(self) -> bool:
-        """True on the dead tab; else says that requeue moves dead items."""
-        if self.tab != ItemState.DEAD:
-            self.app.notify("requeue moves dead items: open the dead tab (4)",
-                            severity="warning")
-        return self.tab == ItemState.DEAD
-
-    def group_action(self, make: Callable[[str, int], Action]) -> None:
-        """Requeue or purge the dead error group under the cursor, counted first."""
-        row = self.current()
-        if row is None or row.state != ItemState.DEAD:
-            self.app.notify("requeue and purge act on a dead group (retrying items are live)",
-                            severity="warning")
-            return
-        key = row.key
-        self.counted(ItemState.DEAD.value, lambda n: make(key, n),
-                     make_filter(error_group=key))
-
-    def action_requeue(self) -> None:
-        if self.tab == ERRORS_TAB:
-            self.group_action(self.actions.requeue_group)
-            return
-        ids = self.chosen() if self.on_dead_tab() else []
-        if ids:
-            self.ask(self.actions.requeue_ids(ids, self.marked_by if self.selected else ()))
-
-    def action_requeue_all(self) -> None:
-        if not self.on_dead_tab():
-            return
-        flt, argv = self.flt, self.flt_argv
-        if flt is None:  # every dead item: at most the count per shard read now
-            self.confirmed(ItemState.DEAD.value,
-                           lambda caps: self.actions.requeue_matching(None, argv, caps))
-        else:
-            self.counted(ItemState.DEAD.value,
-                         lambda n: self.actions.requeue_matching(flt, argv, n))
-
-    def action_purge(self) -> None:
-        if self.tab == ERRORS_TAB:
-            self.group_action(self.actions.purge_group)
-            return
-        if self.tab not in TABS[:4]:
-            return
-        tab, flt, argv = self.tab, self.flt, self.flt_argv
-        if flt is None:
-            self.confirmed(tab, lambda caps: self.actions.purge_state(tab, caps))
-        else:
-            self.counted(tab, lambda n: self.actions.purge_matching(tab, flt, argv, n))
-
-    @work(thread=True, group="count")
-    def counted(self, state: str, make: Callable[[int], Action],
-                flt: ItemFilter | None = None) -> None:
-        """Count the items an action will touch (a dry run: ``flt``, else the view's
-        filter), then ask."""
-        flt = flt or self.flt
-        try:
-            n = (self.browser.counts()[state] if flt is None else
-                 self.actions.count_matching(state, flt))
-        except Exception as exc:
-            self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
-                                      severity="error")
-            return
-        if n == 0:
-            self.app.call_from_thread(self.app.notify, "nothing matches: nothing to do")
-            return
-        self.app.call_from_thread(self.ask, make(n))
-
-    @work(thread=True, group="count")
-    def confirmed(self, state: str, make: Callable[[dict[str, int]], Action]) -> None:
-        """Read how many items ``state`` holds (per shard), then ask: the action does at
-        most what its question says (:meth:`Browser.confirmed`)."""
-        try:
-            caps = self.browser.confirmed(state)
-        except Exception as exc:
-            self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
-                                      severity="error")
-            return
-        if not sum(caps.values()):
-            self.app.call_from_thread(self.app.notify, f"no {state} items: nothing to do")
-            return
-        self.app.call_from_thread(self.ask, make(caps))
-
-    def action_cancel(self) -> None:
-        if self.tab not in TABS[:4] or self.tab == ItemState.DEAD:
-            self.app.notify("cancel dead-letters live items: pending, processing or delayed",
-                            severity="warning")
-            return
-        ids = self.chosen()
-        if ids:
-            self.ask(self.actions.cancel(ids))
-
-    def action_extend(self, seconds: float | None = None) -> None:
-        row = self.current()
-        if self.tab != ItemState.PROCESSING or row is None:
-            self.app.notify("extend a lease: a row of the processing tab", severity="warning")
-            return
-        lease = seconds or float(self.target.queue.options.lease_seconds)
-        self.ask(self.actions.extend(row, lease))
-
-    def action_pause(self) -> None:
-        self.ask(self.actions.pause(not self.counts.get("paused")))  # (its end state)
-
-    def action_clean(self) -> None:
-        self.ask(self.actions.clean())
 
     def command(self, verb: str, rest: str) -> bool:
         """The ``:`` commands of this screen; False for one it does not know."""

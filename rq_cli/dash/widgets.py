@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 if TYPE_CHECKING:
-    from ..console.model import Action
+    from ..console.actions import Action
 
 
 #: The app's ``q`` and ``?`` again, first in a screen's bindings: the footer lists a screen's

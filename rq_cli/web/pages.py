@@ -26,20 +26,12 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from ..console.actions import Action, Actions, failure, run_action
+from ..console.asks import ask_action
+from ..console.model import Browser, Overview, data_view, parse_filter
 from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
-from ..console.asks import ask_action
-from ..console.model import (
-    Action,
-    Actions,
-    Browser,
-    Overview,
-    data_view,
-    failure,
-    parse_filter,
-    run_action,
-)
 from ..errors import RqError
 from ..ops.scrub import Secrets
 from ..ops.targets import Target

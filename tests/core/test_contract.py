@@ -144,7 +144,7 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # the overview's columns and sort keys (Stats fields), a message's "failed:" prefix
     "rq_cli.dash.app": {"pending": 4, "leased": 2, "delayed": 2, "dead": 5, "failed": 1},
     # the verb of a requeue's message
-    "rq_cli.console.model": {"requeued": 1},
+    "rq_cli.console.actions": {"requeued": 1},
 }
 
 

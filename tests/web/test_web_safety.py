@@ -12,11 +12,12 @@ import pytest
 from test_web_command import rq
 from web_helpers import client, csrf_of, form_of, make_web, seed
 
+from rq_cli.console.actions import Actions, run_action
+from rq_cli.console.model import Browser
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.resharding import reshard
 from rq_cli.core.sharded import ShardedQueue
 from rq_cli.core.types import NewItem
-from rq_cli.console.model import Actions, Browser, run_action
 from rq_cli.errors import ExitCode
 
 
