@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
 from textual.worker import get_current_worker
@@ -25,9 +25,10 @@ from ..core.codes import ItemState
 from .acting import Acting
 from .asking import AskingWorkers
 from .item import ItemScreen
+from .keymap import QUEUE, acting, bindings
 from .marks import Marking
 from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
-from .widgets import FOOTER_FIRST, CommandBar
+from .widgets import CommandBar
 
 if TYPE_CHECKING:
     from ..core.filtering import ItemFilter
@@ -36,30 +37,8 @@ if TYPE_CHECKING:
 class QueueScreen(Marking, Acting, AskingWorkers, Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *FOOTER_FIRST,
-        *(Binding(str(i + 1), f"tab('{tab}')", tab, show=False) for i, tab in enumerate(TABS)),
-        Binding("right_square_bracket,tab", "step_tab(1)", "Next tab", show=False),
-        Binding("left_square_bracket,shift+tab", "step_tab(-1)", "Prev tab", show=False),
-        Binding("n", "page(1)", "Next page"), Binding("b", "page(-1)", "Prev page"),
-        Binding("g", "first", "First", show=False), Binding("G", "last", "Last", show=False),
-        Binding("slash,F", "filter", "Filter"),
-        Binding("t", "tenant", "Tenant", show=False),
-        Binding("space", "select", "Select", show=False),
-        Binding("v", "mark_range", "Mark range", show=False),
-        Binding("asterisk", "mark_matching", "Mark matching", show=False),
-        Binding("u", "unmark", "Unmark", show=False),
-        Binding("r", "refresh", "Refresh", show=False),
-        Binding("R", "requeue", "Requeue"), Binding("A", "requeue_all", "Requeue all"),
-        Binding("X", "purge", "Purge"), Binding("x", "cancel", "Cancel"),
-        Binding("e", "extend", "Extend", show=False),
-        # p pauses/resumes everywhere (P, this screen's old key, too)
-        Binding("p,P", "pause", "Pause/resume", show=False),
-        Binding("C", "clean", "Clean", show=False),
-        Binding("D", "ask_worker('drain')", "Drain"), Binding("S", "ask_worker('stop')", "Stop"),
-    ]
-    ACTIONS = frozenset({"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
-                         "clean", "ask_worker"})
+    BINDINGS: ClassVar[list[BindingType]] = bindings(QUEUE)  # type: ignore[assignment]
+    ACTIONS = acting(QUEUE)  # (off read-only; each where its tab allows)
 
     def __init__(self, target: Target, cli_prefix: list[str], read_only: bool) -> None:
         super().__init__()
