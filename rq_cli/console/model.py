@@ -21,12 +21,12 @@ from ..core import history
 from ..core.codes import STATES, ItemState
 from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
-from ..core.keys import HISTORY_FIELDS
 from ..core.many import run_each
 from ..errors import UsageError
 from ..ops.filters import FILTER_FLAGS, make_filter
 from ..ops.polling import Poller
 from ..ops.scrub import Secrets
+from .chart import Chart, chart
 from .dataview import DATA_SHOWN as DATA_SHOWN  # (re-exported: model.py's public names)
 from .dataview import data_view as data_view
 from .servers import Memory, Outage
@@ -315,17 +315,10 @@ class Browser:
                 return report.matched, False
         return report.matched, True
 
-    def history(self, minutes: int = 60) -> dict[str, list[float]]:
-        """Pushed, completed, failed and dead per minute over the last ``minutes`` (the
-        history's buckets, a bucket spanning several minutes spread over them), oldest
-        first; empty lists before the first snapshot."""
-        buckets = history.read_history(self.wq, minutes * 60, hourly=False)
-        out: dict[str, list[float]] = {f: [] for f in HISTORY_FIELDS}
-        for bucket in buckets:
-            per = max(bucket.seconds / 60, 1.0)
-            for field in HISTORY_FIELDS:
-                out[field].append(bucket.deltas.get(field, 0) / per)
-        return out
+    def history(self, minutes: int = 60) -> Chart:
+        """The history of the last ``minutes``, per minute, as a chart (both consoles draw
+        it); an empty chart before the first snapshot."""
+        return chart(history.read_history(self.wq, minutes * 60, hourly=False))
 
     def item(self, item_id: str) -> PeekedItem | None:
         return self.wq.item(item_id)

@@ -24,13 +24,15 @@ from ..console.model import ERRORS_TAB, TABS, Browser, Page, parse_filter
 from ..core.codes import ItemState
 from .acting import Acting
 from .asking import AskingWorkers
+from .graph import LINES, graph_text
 from .item import ItemScreen
 from .keymap import QUEUE, acting, bindings
 from .marks import Marking
-from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
+from .rows import TAB_COLUMNS, fit_rows, row_key
 from .widgets import CommandBar
 
 if TYPE_CHECKING:
+    from ..console.chart import Chart
     from ..core.filtering import ItemFilter
     from ..ops.targets import Target
 
@@ -101,7 +103,8 @@ class QueueScreen(Marking, Acting, AskingWorkers, Screen[None]):
 
     @property
     def page_size(self) -> int:
-        return max(5, self.app.size.height - 10)  # (less the head, tabs, history, footer)
+        # (less the head, tabs, table header, status, footer and the history graph)
+        return max(5, self.app.size.height - 7 - LINES)
 
     def set_columns(self, widths: dict[str, int] | None = None) -> None:
         """The tab's columns: those ``widths`` keeps, that wide (None: all, sized by
@@ -170,23 +173,23 @@ class QueueScreen(Marking, Acting, AskingWorkers, Screen[None]):
             tenants = self.browser.tenants() if counts.get("tenants") else []
             page = self.browser.page(tab, offset, count, total=self.browser.total(tab, counts),
                                      flt=flt, tenant=tenant)
-            per_minute = self.history_or_none()
+            history = self.history_or_none()
         except Exception as exc:  # the server went away, a bad key: shown, tried again
             self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
             return
-        self.app.call_from_thread(self.show_history, per_minute)
+        self.app.call_from_thread(self.show_history, history)
         self.app.call_from_thread(self.show, (tab, offset, flt, tenant), counts, tenants, page)
 
-    def history_or_none(self) -> dict[str, list[float]]:
-        """The history graph's figures; none where they cannot be read (a sharded queue's
-        history is per shard): the page shows without them."""
+    def history_or_none(self) -> Chart | None:
+        """The history graph's chart; None where it cannot be read: the page shows
+        without it."""
         try:
             return self.browser.history()
         except Exception:
-            return {}
+            return None
 
-    def show_history(self, per_minute: dict[str, list[float]]) -> None:
-        self.query_one("#history", Static).update(history_text(per_minute, self.app.size.width))
+    def show_history(self, history: Chart | None) -> None:
+        self.query_one("#history", Static).update(graph_text(history, self.app.size.width))
 
     def show_error(self, reason: str) -> None:
         self.error = reason

@@ -28,6 +28,7 @@ from starlette.templating import Jinja2Templates
 
 from ..console.actions import Action, Actions, failure, run_action
 from ..console.asks import ask_action
+from ..console.chart import chart
 from ..console.model import Browser, Overview, data_view, parse_filter
 from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
@@ -235,7 +236,7 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
         page = {"groups": report.groups, "scanned": report.scanned}
     else:
         buckets = _read(web, target, lambda: read_history(target.queue, views.HISTORY_SHOWN))
-        page = {"chart": views.history_chart(buckets)}
+        page = {"chart": views.history_chart(chart(buckets))}
     return _templates.TemplateResponse(request, "queue.html", {
         **ctx, "name": name, "tab": tab, "tabs": TABS, "counts": counts, "filter": text,
         "argv": argv, "dead": _DEAD, "states": STATES, "link": _link, "asks": list(Ask),

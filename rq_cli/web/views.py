@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..core.fields import PEEK, ItemField, carried
-from ..core.keys import HISTORY_FIELDS
 from ..output.render import BIDI
 from ..output.shapes import peek_row
 
 if TYPE_CHECKING:
-    from ..core.history import Bucket
+    from ..console.chart import Chart
     from ..core.reports import PeekedItem
 
 #: Items a page of a tab shows.
@@ -24,7 +22,9 @@ PAGE_SIZE = 50
 HISTORY_SHOWN = 6 * 3600
 #: Control characters, shown as escapes in a row (and in an item's data: console/dataview.py).
 _CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{BIDI}]")
-_COLOURS = ("#4878d0", "#6acc64", "#ee854a", "#d65f5f", "#956cb4")
+#: The history's series, in HISTORY_FIELDS' order: pushed, completed, failed, dead, then
+#: what the history adds (a colour-blind-safe palette).
+_COLOURS = ("#4878d0", "#6acc64", "#ee854a", "#d65f5f", "#956cb4", "#8c613c")
 
 
 def age(seconds: float | None) -> str:
@@ -100,18 +100,31 @@ def item_fields(item: PeekedItem) -> list[tuple[str, str]]:
     return out
 
 
-def history_chart(buckets: Sequence[Bucket], width: int = 720,
-                  height: int = 120) -> dict[str, Any]:
-    """Each counter of the history as a polyline of an SVG ``width`` x ``height``, all on one
-    scale (the largest bucket), and the table's rows (newest first)."""
-    top = max((v for b in buckets for v in b.deltas.values()), default=0) or 1
-    n = max(len(buckets) - 1, 1)
+def history_chart(chart: Chart, width: int = 720, height: int = 220) -> dict[str, Any]:
+    """The history's chart (:mod:`rq_cli.console.chart`) as an SVG ``width`` x ``height``:
+    the count axis on the left with its labels and grid lines, the time axis below with
+    its labels (local time, the zone said), a polyline per counter, and the table's rows
+    (newest first)."""
+    left, right, top, bottom = 56, 12, 12, 30
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = max(len(chart.times) - 1, 1)
+
+    def x(i: int) -> float:
+        return left + i * plot_w / n
+
+    def y(v: float) -> float:
+        return top + plot_h - v * plot_h / chart.top
+
     lines = []
-    for field, colour in zip(HISTORY_FIELDS, _COLOURS, strict=False):
-        points = " ".join(
-            f"{i * width / n:.1f},{height - b.deltas.get(field, 0) * height / top:.1f}"
-            for i, b in enumerate(buckets))
-        lines.append({"field": field, "colour": colour, "points": points})
-    rows = [{"at": clock(b.at), **b.deltas} for b in reversed(buckets)]
-    return {"width": width, "height": height, "top": top, "lines": lines, "rows": rows,
-            "fields": list(HISTORY_FIELDS)}
+    for field, colour in zip(chart.series, _COLOURS, strict=False):
+        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(chart.series[field]))
+        lines.append({"field": field, "colour": colour, "points": points,
+                      "last": f"{chart.last(field):,.0f}"})
+    y_ticks = [{"y": round(y(v), 1), "label": label} for v, label in chart.y_ticks()]
+    x_ticks = [{"x": round(x(i), 1), "label": label} for i, label in chart.x_ticks()]
+    rows = [{"at": clock(at), **{f: f"{values[i]:,.0f}" for f, values in chart.series.items()}}
+            for i, at in reversed(list(enumerate(chart.times)))]
+    return {"width": width, "height": height, "left": left, "right": width - right,
+            "top": top, "bottom": height - bottom, "lines": lines, "rows": rows,
+            "fields": list(chart.series), "y_ticks": y_ticks, "x_ticks": x_ticks,
+            "zone": chart.zone, "peak": chart.top}

@@ -209,6 +209,38 @@ def test_the_history_tab_draws_the_snapshots(server_url, r):
     assert [int(n) for n in re.findall(r'<td class="n">(\d+)</td>', row)] == [2, 0, 2, 2]
 
 
+
+def test_the_history_graph_has_its_axes_labelled_and_a_series_per_counter(server_url, r):
+    import time
+
+    from rq_cli.console.chart import zone
+    from rq_cli.core.keys import HISTORY_FIELDS
+    from rq_cli.core.util import server_ms
+
+    wq = seed(r, "emails", pending=1)
+    now = server_ms(r)
+    first = now - 30 * 60_000
+    wq.call("history", now_ms=first)  # 30 minutes ago, then 40 pushed, then a minute ago
+    wq.push([NewItem(b"x", f"h-{i}") for i in range(40)])
+    wq.call("history", now_ms=now - 60_000)
+    page = client(make_web(server_url, "emails")).get("/q/emails",
+                                                      params={"tab": "history"}).text
+    svg = page.split('<svg id="history"')[1].split("</svg>")[0]
+    # one series per counter of the history
+    assert re.findall(r'data-field="(\w+)"', svg) == list(HISTORY_FIELDS)
+    # counts on the y axis: 0, the middle, a rounded top (40 over 29 minutes: 1.4 a
+    # minute, so 2), and what they count
+    y_axis = svg.split('class="y-axis"')[1].split("</g>")[0]
+    assert re.findall(r">([\d.,]+)</text>", y_axis) == ["0", "1", "2"]
+    assert "per minute" in y_axis
+    # time on the x axis: the first snapshot's minute, local time, the zone said
+    x_axis = svg.split('class="x-axis"')[1].split("</g>")[0]
+    labels = re.findall(r">([\d:-]+(?: [\d:]+)?)</text>", x_axis)
+    assert len(labels) >= 2
+    assert labels[0] == time.strftime("%H:%M", time.localtime(first // 60_000 * 60))
+    assert f"time in {zone()}" in page and f"at ({zone()})" in page
+
+
 ODD_NAMES = ("team/emails", "50%", "why?", "#1", "with space", "naïve/ünï", "a%2Fb", ".", "..",
              "~home", "~")
 
