@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..connection.server_errors import translate_error
 from ..core.codes import ItemState, Outcome
 from ..core.filtering import FilterReport, ItemFilter, scan
+from ..core.limits import SLOW_BATCH
 from ..core.types import ItemRef
 from ..errors import ParameterError, RqError
 from ..ops.filters import FLAG_OF, make_filter
@@ -65,6 +66,23 @@ class Actions:
         return Action(f"Requeue {_items(len(ids), 'dead item')} of {self.name}: each goes "
                       "back to the queue's pending list with its attempts reset",
                       self._cli("requeue-dead", *(same_as or ids)), run)
+
+    def delete_ids(self, ids: Sequence[str]) -> Action:
+        """Delete the dead items ``ids`` (only those, each only if it is still dead). No
+        command takes ids to delete, so its line is the filtered purge that finds the same
+        items by their ids (a JMESPath test of the id is not one: ``--match`` reads the
+        data), said as such."""
+        def run() -> str:
+            gone = 0
+            for i in range(0, len(ids), SLOW_BATCH):
+                gone += len(self.wq.purge_ids(ItemState.DEAD.value,
+                                              list(ids[i:i + SLOW_BATCH])))
+            return f"deleted {gone} of {len(ids)} ({len(ids) - gone} no longer dead)"
+        return Action(f"Delete {_items(len(ids), 'dead item')} of {self.name}: "
+                      f"{', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}; their data is "
+                      "gone for good", "# no rq-cli command deletes chosen ids: rq-cli purge "
+                      f"{shlex.quote(self.name)} --state dead deletes them all, or those a filter "
+                      "matches", run, destructive=True)
 
     def requeue_matching(self, flt: ItemFilter | None, argv: Sequence[str],
                          confirmed: Mapping[str, int] | int) -> Action:

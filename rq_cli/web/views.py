@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..console.chart import zone as zone  # (the zone the pages' times are in)
 from ..core.fields import PEEK, ItemField, carried
 from ..output.render import BIDI
 from ..output.shapes import peek_row
@@ -18,6 +20,21 @@ if TYPE_CHECKING:
 
 #: Items a page of a tab shows.
 PAGE_SIZE = 50
+#: Seconds between a view's reloads (its Refresh header: no script).
+REFRESH_S = 10
+#: An oldest pending item older than this (seconds) marks its queue as in trouble.
+OLD_AFTER_S = 300.0
+#: Where the one stylesheet is served (the CSP allows no inline style).
+STYLESHEET_URL = "/static/console.css"
+#: The overview's columns: (key of the stats row, title, kind): counts, the oldest pending
+#: item's age, rates per second (since the previous load).
+OVERVIEW_COLUMNS = (("pending", "pending", "count"), ("leased", "leased", "count"),
+                    ("abandoned", "abandoned", "count"), ("delayed", "delayed", "count"),
+                    ("dead", "dead", "count"), ("oldest_pending_age_s", "oldest", "age"),
+                    ("pushed", "in/s", "rate"), ("completed", "done/s", "rate"),
+                    ("failed", "failed/s", "rate"))
+#: The overview's sort keys (its columns, and the name): largest first, as given if none.
+SORTS = ("name", *(key for key, _, _ in OVERVIEW_COLUMNS))
 #: The history a queue's history tab shows (seconds): the last 6 hours, per minute.
 HISTORY_SHOWN = 6 * 3600
 #: Control characters, shown as escapes in a row (and in an item's data: console/dataview.py).
@@ -25,6 +42,41 @@ _CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{BIDI}]")
 #: The history's series, in HISTORY_FIELDS' order: pushed, completed, failed, dead, then
 #: what the history adds (a colour-blind-safe palette).
 _COLOURS = ("#4878d0", "#6acc64", "#ee854a", "#d65f5f", "#956cb4", "#8c613c")
+
+
+def sorted_rows(rows: Sequence[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+    """The overview's rows sorted by ``sort`` (SORTS; "": as given): by name, else the
+    largest first; a queue that cannot be read first, whatever the sort."""
+    if sort == "name":
+        return sorted(rows, key=lambda r: ("error" not in r, str(r.get("queue"))))
+    if not sort:
+        return sorted(rows, key=lambda r: "error" not in r)
+    return sorted(rows, key=lambda r: ("error" not in r, -(_value(r, sort) or 0.0)))
+
+
+def _value(row: dict[str, Any], key: str) -> float | None:
+    """A column's figure of an overview row: a count or age, or a rate (None: not yet)."""
+    if key in row:
+        return row[key]  # type: ignore[no-any-return]
+    return (row.get("rates") or {}).get(key)
+
+
+def rate(row: dict[str, Any], key: str) -> str:
+    """A rate per second of an overview row (``-`` until a second load measured it)."""
+    value = _value(row, key)
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def trouble(row: dict[str, Any]) -> list[str]:
+    """Why a queue is in trouble, as the overview colours it: ``dead`` (dead items),
+    ``abandoned`` (leases that ran out), ``old`` (the oldest pending item over
+    OLD_AFTER_S), ``error`` (it cannot be read); none for a queue in good health."""
+    if "error" in row:
+        return ["error"]
+    found = [k for k in ("dead", "abandoned") if row.get(k)]
+    if (row.get("oldest_pending_age_s") or 0) > OLD_AFTER_S:
+        found.append("old")
+    return found
 
 
 def age(seconds: float | None) -> str:
@@ -71,8 +123,8 @@ def queue_url(name: str, *rest: str) -> str:
 
 
 def clock(at: float | None) -> str:
-    """An epoch time as local date and time (``-`` for none)."""
-    return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    """An epoch time as local date and time with its zone (``-`` for none)."""
+    return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(at))
 
 
 #: The per-item fields with a column (core/fields.py), in a tab's table: those ``always``
@@ -86,6 +138,29 @@ def cell(item: PeekedItem, field: ItemField) -> str:
     if field.kind == "time":
         return clock(value)
     return "" if value is None else str(value)
+
+
+def timeline(item: PeekedItem) -> list[tuple[str, str, str]]:
+    """What happened to an item, oldest first, as (time, what, detail): pushed, leased
+    (each attempt), due, its lease's end, dead with its reason and last error. The queue
+    keeps an item's attempt count and its last error, not each attempt's."""
+    events: list[tuple[float, str, str]] = []
+    enqueued = getattr(item, "enqueued_at", None)
+    if enqueued is not None:
+        events.append((enqueued, "pushed", ""))
+    if item.due_at is not None:
+        events.append((item.due_at, "due", "delayed until then"))
+    if item.lease_expires_at is not None:
+        events.append((item.lease_expires_at, "lease ends",
+                       f"attempt {item.attempts}, held by {item.lease_session or '?'}"))
+    if item.dead_at is not None:
+        events.append((item.dead_at, "dead", f"after {item.attempts} attempt"
+                       f"{'' if item.attempts == 1 else 's'}, reason {item.dead_reason or '?'}"))
+    error = getattr(item, "error", None)
+    out = [(clock(at), what, detail) for at, what, detail in sorted(events)]
+    if error:
+        out.append(("", "last error", str(error)))
+    return out
 
 
 def item_fields(item: PeekedItem) -> list[tuple[str, str]]:
