@@ -6,7 +6,10 @@ and imports neither the terminal console nor the command line (rq_cli/cli/web.py
 point, starts it).
 
 - :mod:`.guard`: who may ask (the token, bearer or basic auth) and the CSRF token of actions;
-- :mod:`.pages`: the routes: overview, a queue's tabs, an item, the confirmed actions;
-- :mod:`.views`: what a page shows, in plain values (history as an inline SVG);
+- :mod:`.pages`: the routes: overview, a queue's tabs, an item, the stylesheet;
+- :mod:`.acts`: the confirmed actions, each POST redirected (303) to what it did;
+- :mod:`.site`: what every page needs (the queues, the templates, refusals, links);
+- :mod:`.views`: what a page shows, in plain values (state colours, sorting, the history as
+  an inline SVG);
 - :mod:`.serve`: the address to bind (loopback unless told) and the Uvicorn server.
 """

@@ -13,7 +13,7 @@ names, the bound address, names given with ``--allow-host``; with a wildcard bin
 address literal): another name is how DNS rebinding reaches a console through a user's
 browser, and gets 421 and no page. A POST whose ``Origin`` is another site's (or
 ``null``), or that a browser marks cross-site, is 403. Every answer carries a
-Content-Security-Policy that lets in no script at all and only the page's own style block.
+Content-Security-Policy that lets in no script at all and only the console's own stylesheet.
 """
 
 from __future__ import annotations

@@ -196,7 +196,10 @@ def history_chart(chart: Chart, width: int = 720, height: int = 220) -> dict[str
         lines.append({"field": field, "colour": colour, "points": points,
                       "last": f"{chart.last(field):,.0f}"})
     y_ticks = [{"y": round(y(v), 1), "label": label} for v, label in chart.y_ticks()]
-    x_ticks = [{"x": round(x(i), 1), "label": label} for i, label in chart.x_ticks()]
+    last = len(chart.times) - 1
+    x_ticks = [{"x": round(x(i), 1), "label": label,  # (the last label ends at its tick)
+                "anchor": "end" if i == last and i else "middle"}
+               for i, label in chart.x_ticks()]
     rows = [{"at": clock(at), **{f: f"{values[i]:,.0f}" for f, values in chart.series.items()}}
             for i, at in reversed(list(enumerate(chart.times)))]
     return {"width": width, "height": height, "left": left, "right": width - right,

@@ -316,3 +316,14 @@ def test_the_errors_tab_of_a_sharded_queue_groups_every_shard(server_url, r, tmp
     page = c.get("/q/jobs", params={"tab": "errors"})
     assert page.status_code == 200, page.text
     assert "smtp timeout" in page.text and '<td class="n">12</td>' in page.text
+
+
+def test_the_views_refresh_themselves_and_a_confirmation_and_the_dead_tab_do_not(
+        server_url, r):
+    seed(r, "emails", dead=2, pending=1)
+    c = client(make_web(server_url, "emails"))
+    for path in ("/", "/q/emails", "/q/emails?tab=history"):
+        assert c.get(path).headers.get("refresh") == "10", path
+    # a page a person acts on is left as read: the dead tab (picked items), a confirmation
+    assert "refresh" not in c.get("/q/emails?tab=dead").headers
+    assert "refresh" not in c.get("/q/emails/confirm", params={"action": "pause"}).headers
