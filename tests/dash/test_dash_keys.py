@@ -42,7 +42,7 @@ def help_rows(app) -> list[tuple[str, str]]:
     table = app.screen.query_one(Static).content
     assert isinstance(table, Table)
     keys, what = ([str(c) for c in col._cells] for col in table.columns[1:3])
-    return [(k, w) for k, w in zip(keys, what) if k]
+    return [(k, w) for k, w in zip(keys, what, strict=True) if k]
 
 
 @pytest.mark.parametrize("read_only", [False, True], ids=["actions on", "read-only"])

@@ -171,7 +171,8 @@ def test_an_outage_is_an_error_row_and_page_and_it_recovers(make_server):
     srv.start()
     seed(redis.Redis(port=srv.port), "emails", dead=2)
     back = c.get("/")
-    assert back.status_code == 200 and '<td class="n dead hot-dead" data-label="dead">2</td>' in back.text
+    assert back.status_code == 200
+    assert '<td class="n dead hot-dead" data-label="dead">2</td>' in back.text
     assert c.get("/q/emails").status_code == 200
 
 

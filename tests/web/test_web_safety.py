@@ -6,7 +6,6 @@ foreign ``Origin`` changes nothing; every answer carries a Content-Security-Poli
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from test_web_command import rq
