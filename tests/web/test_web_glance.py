@@ -11,28 +11,15 @@ import shutil
 import pytest
 
 pytest.importorskip("uvicorn")
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytest.importorskip("playwright.sync_api")
 if not shutil.which("chromium"):
     pytest.skip("no chromium (apt-get install chromium)", allow_module_level=True)
 
-from web_helpers import running, seed  # noqa: E402
+from web_helpers import running, seed
 
-from rq_cli.core.types import NewItem  # noqa: E402
+from rq_cli.core.types import NewItem
 
 NO_TOKEN = {"RQ_CLI_WEB_TOKEN": ""}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM,
-                              args=["--no-sandbox", "--headless", "--disable-gpu",
-                                    "--disable-dev-shm-usage"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def colour(page, selector: str, prop: str = "background-color") -> str:
