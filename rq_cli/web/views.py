@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..console.chart import zone as zone  # (the zone the pages' times are in)
+from ..core.codes import Counter, ItemState
 from ..core.fields import PEEK, ItemField, carried
 from ..output.render import BIDI
 from ..output.shapes import peek_row
@@ -26,13 +27,15 @@ REFRESH_S = 10
 OLD_AFTER_S = 300.0
 #: Where the one stylesheet is served (the CSP allows no inline style).
 STYLESHEET_URL = "/static/console.css"
+#: The stats row's count of leases that ran out (a Stats field, not a word of codes.py).
+ABANDONED = "abandoned"
 #: The overview's columns: (key of the stats row, title, kind): counts, the oldest pending
 #: item's age, rates per second (since the previous load).
-OVERVIEW_COLUMNS = (("pending", "pending", "count"), ("leased", "leased", "count"),
-                    ("abandoned", "abandoned", "count"), ("delayed", "delayed", "count"),
-                    ("dead", "dead", "count"), ("oldest_pending_age_s", "oldest", "age"),
-                    ("pushed", "in/s", "rate"), ("completed", "done/s", "rate"),
-                    ("failed", "failed/s", "rate"))
+OVERVIEW_COLUMNS = (
+    *((k, k, "count") for k in (ItemState.PENDING.value, Counter.LEASED.value, ABANDONED,
+                                ItemState.DELAYED.value, ItemState.DEAD.value)),
+    ("oldest_pending_age_s", "oldest", "age"), (Counter.PUSHED.value, "in/s", "rate"),
+    (Counter.COMPLETED.value, "done/s", "rate"), (Counter.FAILED.value, "failed/s", "rate"))
 #: The overview's sort keys (its columns, and the name): largest first, as given if none.
 SORTS = ("name", *(key for key, _, _ in OVERVIEW_COLUMNS))
 #: The history a queue's history tab shows (seconds): the last 6 hours, per minute.
@@ -73,7 +76,7 @@ def trouble(row: dict[str, Any]) -> list[str]:
     OLD_AFTER_S), ``error`` (it cannot be read); none for a queue in good health."""
     if "error" in row:
         return ["error"]
-    found = [k for k in ("dead", "abandoned") if row.get(k)]
+    found = [k for k in (ItemState.DEAD.value, ABANDONED) if row.get(k)]
     if (row.get("oldest_pending_age_s") or 0) > OLD_AFTER_S:
         found.append("old")
     return found
@@ -147,14 +150,14 @@ def timeline(item: PeekedItem) -> list[tuple[str, str, str]]:
     events: list[tuple[float, str, str]] = []
     enqueued = getattr(item, "enqueued_at", None)
     if enqueued is not None:
-        events.append((enqueued, "pushed", ""))
+        events.append((enqueued, Counter.PUSHED.value, ""))
     if item.due_at is not None:
         events.append((item.due_at, "due", "delayed until then"))
     if item.lease_expires_at is not None:
         events.append((item.lease_expires_at, "lease ends",
                        f"attempt {item.attempts}, held by {item.lease_session or '?'}"))
     if item.dead_at is not None:
-        events.append((item.dead_at, "dead", f"after {item.attempts} attempt"
+        events.append((item.dead_at, ItemState.DEAD.value, f"after {item.attempts} attempt"
                        f"{'' if item.attempts == 1 else 's'}, reason {item.dead_reason or '?'}"))
     error = getattr(item, "error", None)
     out = [(clock(at), what, detail) for at, what, detail in sorted(events)]
