@@ -196,6 +196,7 @@ def test_passwords_never_reach_a_page(make_server):
 
 def test_the_history_tab_draws_the_snapshots(server_url, r):
     from rq_cli.core.history import snapshot
+    from rq_cli.core.keys import HISTORY_FIELDS
 
     wq = seed(r, "emails", pending=3)
     c = client(make_web(server_url, "emails"))
@@ -204,11 +205,11 @@ def test_the_history_tab_draws_the_snapshots(server_url, r):
     assert snapshot(wq)
     seed(r, "emails", dead=2)  # (pushed and dead since the snapshot)
     page = c.get("/q/emails", params={"tab": "history"}).text
-    assert '<svg id="history"' in page and page.count("<polyline") == 4
+    assert '<svg id="history"' in page and page.count("<polyline") == len(HISTORY_FIELDS)
     assert "no history yet" not in page
     row = page.split('id="history-table"')[1].split("</tr>")[1]
     cells = re.findall(r'<td class="n" data-label="\w+">(\d+)</td>', row)
-    assert [int(n) for n in cells] == [2, 0, 2, 2]
+    assert [int(n) for n in cells] == [2, 0, 2, 2, 0]  # (pushed, ..., dead, requeued)
 
 
 
