@@ -79,6 +79,8 @@ def fill(r: redis.Redis) -> None:
         emails.complete([g for g in got[:-3]])
         emails.fail(got[-3:-1], error="smtp timeout after 30s", dead=minute % 4 == 0)
         emails.fail(got[-1:], error="550 mailbox unavailable: bounce", dead=True)
+        if minute % 15 == 0:  # someone requeues the dead now and then
+            emails.requeue_dead(None)
     emails.push([NewItem(b'{"to": "old@example.com"}', "m-old")], now_ms=now - 900_000)
     emails.lease(1, lease_seconds=1, now_ms=now - 600_000)  # (a lease that ran out)
     thumbs = WorkQueue(r, "thumbnails")
