@@ -329,3 +329,27 @@ def test_the_views_refresh_themselves_and_a_confirmation_and_the_dead_tab_do_not
     # a page a person acts on is left as read: the dead tab (picked items), a confirmation
     assert "refresh" not in c.get("/q/emails?tab=dead").headers
     assert "refresh" not in c.get("/q/emails/confirm", params={"action": "pause"}).headers
+
+
+def test_picked_dead_items_are_requeued_or_deleted_by_id_and_no_other(server_url, r):
+    wq = seed(r, "emails", dead=5)
+    c = client(make_web(server_url, "emails"))
+    # the confirmation lists the ids; its form carries them; doing it touches only those
+    page = c.get("/q/emails/confirm", params=[("action", "delete-ids"), ("id", "d-001"),
+                                              ("id", "d-003")])
+    assert page.status_code == 200 and "Delete 2 dead items of emails" in page.text
+    assert re.findall(r'name="id" value="([^"]+)"', page.text) == ["d-001", "d-003"]
+    wq.requeue_dead(["d-003"])  # (one moves on before "Do it": left alone)
+    data = {**form_of(page.text), "id": ["d-001", "d-003"]}
+    posted = c.post("/q/emails/do", data=data, follow_redirects=False)
+    assert posted.status_code == 303
+    assert posted.headers["location"].startswith("/q/emails/done/")
+    assert "deleted 1 of 2 (1 no longer dead)" in c.get(posted.headers["location"]).text
+    assert wq.item("d-001") is None and wq.item("d-003").state == "pending"
+    assert sorted(i.id for i in wq.peek("dead", count=10)) == ["d-000", "d-002", "d-004"]
+    # none picked, one picked twice, or more than a page: refused, nothing done
+    for ids in ([], ["d-000", "d-000"], [f"x-{i}" for i in range(51)]):
+        got = c.get("/q/emails/confirm",
+                    params=[("action", "requeue-ids"), *(("id", i) for i in ids)])
+        assert got.status_code == 400 and "pick 1 to 50 dead items" in got.text
+    assert wq.stats().dead == 3
