@@ -36,13 +36,16 @@ def web(
 ) -> None:
     """The console in a browser: every queue, its items page by page, and repairs.
 
-    Server-rendered pages: the overview of every queue; a queue's tabs (pending,
-    processing, delayed, dead, holders, error groups, history) with the CLI's filters; an
-    item; and the actions (requeue dead items, purge, pause and resume, ask a holder's
-    worker to drain or stop), each confirmed
-    with its exact count and its equivalent command line, then logged to stderr with who
-    asked. Listens on 127.0.0.1 unless told. Once a token is set ($RQ_CLI_WEB_TOKEN or
-    [web] token, never an option), every request needs it: Authorization: Bearer TOKEN, or
+    Server-rendered pages: the overview of every queue (a queue in trouble in colour,
+    sortable, with rates; it reloads itself); a queue's tabs (pending, processing, delayed,
+    dead, holders, error groups, history with labelled axes) with the CLI's filters; an
+    item with its timeline; and the actions (requeue dead items, purge, pause and resume,
+    requeue or delete dead items picked by id, ask a holder's worker to drain or stop),
+    each confirmed with its exact count or ids and its equivalent command line, then logged
+    to stderr with who asked and recorded in the queue's audit trail (rq-cli audit); a POST
+    redirects (303) to what it did. Listens on 127.0.0.1 unless told. Once a token is set
+    ($RQ_CLI_WEB_TOKEN or [web] token, never an option), every request needs it:
+    Authorization: Bearer TOKEN, or
     as the password of basic auth; beyond loopback the token must be 16 characters or
     more. Answers only its own host names (localhost, the --bind address, --allow-host),
     takes actions only from its own pages (Origin), and runs no script (a

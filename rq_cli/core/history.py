@@ -1,8 +1,9 @@
-"""A queue's history: pushed, completed, failed and dead per minute (7 days) and per hour (90
-days), from snapshots of its counters (``P:counters``) taken by the operations that change
-them (the first script call of each minute: ``lua/_history.lua``), by ``clean`` (each pass,
-inside its own script call), workers (:func:`snapshot` every HISTORY_EVERY seconds) and the
-consoles (:func:`snapshot`). Nothing is counted per item.
+"""A queue's history: the counters of keys.HISTORY_FIELDS (pushed, completed, failed, dead,
+requeued) per minute (7 days) and per hour (90 days), from snapshots of its counters
+(``P:counters``) taken by the operations that change them (the first script call of each
+minute: ``lua/_history.lua``), by ``clean`` (each pass, inside its own script call), workers
+(:func:`snapshot` every HISTORY_EVERY seconds) and the consoles (:func:`snapshot`). Nothing
+is counted per item.
 
 Each bucket (``P:history`` per minute, ``P:history_hourly`` per hour; keys.py) holds at most
 one snapshot, written by the first caller in it; a bucket nobody snapshotted is missing, and

@@ -398,7 +398,7 @@ COUNTER_FIELDS = COUNTERS
 #: The counters a history snapshot keeps, in the order of its member's values (a new one goes
 #: at the end: snapshots written before it read as 0 for it).
 HISTORY_FIELDS = tuple(c.value for c in (Counter.PUSHED, Counter.COMPLETED, Counter.FAILED,
-                                         Counter.DEAD))
+                                         Counter.DEAD, Counter.REQUEUED))
 
 # Suffixes by which ``queues --discover`` recognises a prefix from a key name.
 DISCOVERY_SUFFIXES = (":queue", ":processing", ":delayed", ":dead", ":counters")

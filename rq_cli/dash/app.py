@@ -14,22 +14,24 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
+from ..console.actions import Actions, run_action
+from ..console.model import Overview, sparkline
 from ..core.counts import SORTS, WATCHED, column_kind
 from ..ops.polling import sort_rows
 from ..output.render import human
-from .model import Actions, Overview, run_action, sparkline
+from .keymap import APP, OVERVIEW, acting, bindings
 from .queue_screen import QueueScreen
-from .widgets import FOOTER_FIRST, CommandBar, ConfirmScreen, HelpScreen
+from .widgets import CommandBar, ConfirmScreen, HelpScreen
 
 if TYPE_CHECKING:
+    from ..console.actions import Action
     from ..ops.scrub import Secrets
     from ..ops.targets import Target
-    from .model import Action
 
 #: The overview's columns: (key of the stats row, title, kind for ``human``).
 COLUMNS = (("queue", "queue", "text"),
@@ -43,15 +45,8 @@ class OverviewScreen(Screen[None]):
     """Every queue: depths, oldest age, throughput, a trend of the depth; the selected
     queue's throughput and depth as sparklines under the table."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *FOOTER_FIRST,
-        Binding("enter", "open", "Open"),
-        Binding("s", "sort", "Sort"),
-        Binding("slash", "search", "Find"),
-        Binding("p,P", "pause", "Pause/resume"),  # (the same keys as in a queue)
-        Binding("c", "clean", "Clean"),
-        Binding("r", "refresh", "Refresh", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(OVERVIEW)  # type: ignore[assignment]
+    ACTIONS = acting(OVERVIEW)  # (off read-only)
 
     def __init__(self, overview: Overview) -> None:
         super().__init__()
@@ -61,7 +56,7 @@ class OverviewScreen(Screen[None]):
         self.find = ""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return not (action in ("pause", "clean") and self.app.read_only)  # type: ignore[attr-defined]
+        return not (action in self.ACTIONS and self.app.read_only)  # type: ignore[attr-defined]
 
     def compose(self) -> ComposeResult:
         yield Label("", id="title")
@@ -232,12 +227,7 @@ class DashApp(App[int]):
     # the styles of the overview, the screens and the widgets (.tcss files beside this one)
     CSS_PATH: ClassVar[list[str | PurePath]] = [
         "app.tcss", "queue_screen.tcss", "item.tcss", "widgets.tcss"]
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit_or_back", "Quit/back"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help"),
-        Binding("colon", "command", "Command", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(APP)  # type: ignore[assignment]
 
     def __init__(self, st: Secrets | None, targets: Sequence[Target], *, read_only: bool = False,
                  interval: float = 2.0, cli_prefix: Sequence[str] = (),

@@ -13,8 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from ..console.actions import failure
 from ..output.render import escape_control, human_time
-from .model import failure
 
 if TYPE_CHECKING:
     from ..ops.targets import Target

@@ -10,28 +10,30 @@ from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..console.actions import Action, Actions, failure
+from ..console.model import Browser, data_view
 from ..core.codes import ItemState
 from ..core.fields import PEEK, carried
 from ..output.render import human, human_time
-from .model import Action, Actions, Browser, data_view, failure
+from .keymap import ITEM, acting, bindings
 
 if TYPE_CHECKING:
     from ..core.reports import PeekedItem
     from ..ops.targets import Target
+
+_ACTIONS = acting(ITEM)  # requeue, cancel, extend: off read-only, each where it fits
 
 
 class ItemScreen(Screen[None]):
     """One item: its fields, and its data pretty-printed (JSON highlighted; text and binary
     shown safely)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "refresh", "Refresh"), Binding("R", "requeue", "Requeue"),
-        Binding("x", "cancel", "Cancel"), Binding("e", "extend", "Extend")]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(ITEM)  # type: ignore[assignment]
 
     def __init__(self, target: Target, item_id: str, browser: Browser, actions: Actions,
                  read_only: bool) -> None:
@@ -41,7 +43,7 @@ class ItemScreen(Screen[None]):
         self.item: PeekedItem | None = None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action not in ("requeue", "cancel", "extend"):
+        if action not in _ACTIONS:
             return True
         state = self.item.state if self.item is not None else None
         return not self.read_only and state is not None and (

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import work
 from textual.widgets import DataTable
 
-from .model import failure
+from ..console.actions import failure
 from .rows import row_key
 
 #: The most ids ``*`` marks (a larger set: act on the filter itself, ``A`` or ``X``).

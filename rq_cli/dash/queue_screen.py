@@ -8,58 +8,39 @@ reason in the status line and is tried again at the next refresh.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static, Tab, Tabs
 from textual.worker import get_current_worker
 
+from ..console.actions import Actions, failure
+from ..console.asks import HOLDERS_TAB
+from ..console.model import ERRORS_TAB, TABS, Browser, Page, parse_filter
 from ..core.codes import ItemState
-from ..ops.filters import make_filter
-from .asks import HOLDERS_TAB, AskingWorkers
+from .acting import Acting
+from .asking import AskingWorkers
+from .graph import LINES, graph_text
 from .item import ItemScreen
+from .keymap import QUEUE, acting, bindings
 from .marks import Marking
-from .model import ERRORS_TAB, TABS, Action, Actions, Browser, Page, failure, parse_filter
-from .rows import TAB_COLUMNS, fit_rows, history_text, row_key
-from .widgets import FOOTER_FIRST, CommandBar
+from .rows import TAB_COLUMNS, fit_rows, row_key
+from .widgets import CommandBar
 
 if TYPE_CHECKING:
+    from ..console.chart import Chart
     from ..core.filtering import ItemFilter
     from ..ops.targets import Target
 
-class QueueScreen(Marking, AskingWorkers, Screen[None]):
+class QueueScreen(Marking, Acting, AskingWorkers, Screen[None]):
     """One queue: a tab per state, the holders and the de-dup window, a page at a time."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *FOOTER_FIRST,
-        *(Binding(str(i + 1), f"tab('{tab}')", tab, show=False) for i, tab in enumerate(TABS)),
-        Binding("right_square_bracket,tab", "step_tab(1)", "Next tab", show=False),
-        Binding("left_square_bracket,shift+tab", "step_tab(-1)", "Prev tab", show=False),
-        Binding("n", "page(1)", "Next page"), Binding("b", "page(-1)", "Prev page"),
-        Binding("g", "first", "First", show=False), Binding("G", "last", "Last", show=False),
-        Binding("slash,F", "filter", "Filter"),
-        Binding("t", "tenant", "Tenant", show=False),
-        Binding("space", "select", "Select", show=False),
-        Binding("v", "mark_range", "Mark range", show=False),
-        Binding("asterisk", "mark_matching", "Mark matching", show=False),
-        Binding("u", "unmark", "Unmark", show=False),
-        Binding("r", "refresh", "Refresh", show=False),
-        Binding("R", "requeue", "Requeue"), Binding("A", "requeue_all", "Requeue all"),
-        Binding("X", "purge", "Purge"), Binding("x", "cancel", "Cancel"),
-        Binding("e", "extend", "Extend", show=False),
-        # p pauses/resumes everywhere (P, this screen's old key, too)
-        Binding("p,P", "pause", "Pause/resume", show=False),
-        Binding("C", "clean", "Clean", show=False),
-        Binding("D", "ask_worker('drain')", "Drain"), Binding("S", "ask_worker('stop')", "Stop"),
-        Binding("a", "audit", "Audit trail", show=False),
-    ]
-    ACTIONS = frozenset({"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
-                         "clean", "ask_worker"})
+    BINDINGS: ClassVar[list[BindingType]] = bindings(QUEUE)  # type: ignore[assignment]
+    ACTIONS = acting(QUEUE)  # (off read-only; each where its tab allows)
 
     def __init__(self, target: Target, cli_prefix: list[str], read_only: bool) -> None:
         super().__init__()
@@ -122,7 +103,8 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
 
     @property
     def page_size(self) -> int:
-        return max(5, self.app.size.height - 10)  # (less the head, tabs, history, footer)
+        # (less the head, tabs, table header, status, footer and the history graph)
+        return max(5, self.app.size.height - 7 - LINES)
 
     def set_columns(self, widths: dict[str, int] | None = None) -> None:
         """The tab's columns: those ``widths`` keeps, that wide (None: all, sized by
@@ -191,23 +173,23 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
             tenants = self.browser.tenants() if counts.get("tenants") else []
             page = self.browser.page(tab, offset, count, total=self.browser.total(tab, counts),
                                      flt=flt, tenant=tenant)
-            per_minute = self.history_or_none()
+            history = self.history_or_none()
         except Exception as exc:  # the server went away, a bad key: shown, tried again
             self.app.call_from_thread(self.show_error, failure(exc, self.target.url))
             return
-        self.app.call_from_thread(self.show_history, per_minute)
+        self.app.call_from_thread(self.show_history, history)
         self.app.call_from_thread(self.show, (tab, offset, flt, tenant), counts, tenants, page)
 
-    def history_or_none(self) -> dict[str, list[float]]:
-        """The history graph's figures; none where they cannot be read (a sharded queue's
-        history is per shard): the page shows without them."""
+    def history_or_none(self) -> Chart | None:
+        """The history graph's chart; None where it cannot be read: the page shows
+        without it."""
         try:
             return self.browser.history()
         except Exception:
-            return {}
+            return None
 
-    def show_history(self, per_minute: dict[str, list[float]]) -> None:
-        self.query_one("#history", Static).update(history_text(per_minute, self.app.size.width))
+    def show_history(self, history: Chart | None) -> None:
+        self.query_one("#history", Static).update(graph_text(history, self.app.size.width))
 
     def show_error(self, reason: str) -> None:
         self.error = reason
@@ -386,123 +368,6 @@ class QueueScreen(Marking, AskingWorkers, Screen[None]):
             return sorted(self.selected)
         row = self.current()
         return [] if row is None else [row_key(self.tab, row)]
-
-    def ask(self, action: Action | None) -> None:
-        """Confirm ``action``; once confirmed, the marks are cleared (they named rows of
-        the view the action changed)."""
-        if action is not None:
-            self.app.ask(action, then=self.action_unmark,  # type: ignore[attr-defined]
-                         queue=self.target.queue)
-
-    def on_dead_tab(self) -> bool:
-        """True on the dead tab; else says that requeue moves dead items."""
-        if self.tab != ItemState.DEAD:
-            self.app.notify("requeue moves dead items: open the dead tab (4)",
-                            severity="warning")
-        return self.tab == ItemState.DEAD
-
-    def group_action(self, make: Callable[[str, int], Action]) -> None:
-        """Requeue or purge the dead error group under the cursor, counted first."""
-        row = self.current()
-        if row is None or row.state != ItemState.DEAD:
-            self.app.notify("requeue and purge act on a dead group (retrying items are live)",
-                            severity="warning")
-            return
-        key = row.key
-        self.counted(ItemState.DEAD.value, lambda n: make(key, n),
-                     make_filter(error_group=key))
-
-    def action_requeue(self) -> None:
-        if self.tab == ERRORS_TAB:
-            self.group_action(self.actions.requeue_group)
-            return
-        ids = self.chosen() if self.on_dead_tab() else []
-        if ids:
-            self.ask(self.actions.requeue_ids(ids, self.marked_by if self.selected else ()))
-
-    def action_requeue_all(self) -> None:
-        if not self.on_dead_tab():
-            return
-        flt, argv = self.flt, self.flt_argv
-        if flt is None:  # every dead item: at most the count per shard read now
-            self.confirmed(ItemState.DEAD.value,
-                           lambda caps: self.actions.requeue_matching(None, argv, caps))
-        else:
-            self.counted(ItemState.DEAD.value,
-                         lambda n: self.actions.requeue_matching(flt, argv, n))
-
-    def action_purge(self) -> None:
-        if self.tab == ERRORS_TAB:
-            self.group_action(self.actions.purge_group)
-            return
-        if self.tab not in TABS[:4]:
-            return
-        tab, flt, argv = self.tab, self.flt, self.flt_argv
-        if flt is None:
-            self.confirmed(tab, lambda caps: self.actions.purge_state(tab, caps))
-        else:
-            self.counted(tab, lambda n: self.actions.purge_matching(tab, flt, argv, n))
-
-    @work(thread=True, group="count")
-    def counted(self, state: str, make: Callable[[int], Action],
-                flt: ItemFilter | None = None) -> None:
-        """Count the items an action will touch (a dry run: ``flt``, else the view's
-        filter), then ask."""
-        flt = flt or self.flt
-        try:
-            n = (self.browser.counts()[state] if flt is None else
-                 self.actions.count_matching(state, flt))
-        except Exception as exc:
-            self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
-                                      severity="error")
-            return
-        if n == 0:
-            self.app.call_from_thread(self.app.notify, "nothing matches: nothing to do")
-            return
-        self.app.call_from_thread(self.ask, make(n))
-
-    @work(thread=True, group="count")
-    def confirmed(self, state: str, make: Callable[[dict[str, int]], Action]) -> None:
-        """Read how many items ``state`` holds (per shard), then ask: the action does at
-        most what its question says (:meth:`Browser.confirmed`)."""
-        try:
-            caps = self.browser.confirmed(state)
-        except Exception as exc:
-            self.app.call_from_thread(self.app.notify, failure(exc, self.target.url),
-                                      severity="error")
-            return
-        if not sum(caps.values()):
-            self.app.call_from_thread(self.app.notify, f"no {state} items: nothing to do")
-            return
-        self.app.call_from_thread(self.ask, make(caps))
-
-    def action_cancel(self) -> None:
-        if self.tab not in TABS[:4] or self.tab == ItemState.DEAD:
-            self.app.notify("cancel dead-letters live items: pending, processing or delayed",
-                            severity="warning")
-            return
-        ids = self.chosen()
-        if ids:
-            self.ask(self.actions.cancel(ids))
-
-    def action_extend(self, seconds: float | None = None) -> None:
-        row = self.current()
-        if self.tab != ItemState.PROCESSING or row is None:
-            self.app.notify("extend a lease: a row of the processing tab", severity="warning")
-            return
-        lease = seconds or float(self.target.queue.options.lease_seconds)
-        self.ask(self.actions.extend(row, lease))
-
-    def action_pause(self) -> None:
-        self.ask(self.actions.pause(not self.counts.get("paused")))  # (its end state)
-
-    def action_audit(self) -> None:
-        from .audit import AuditScreen  # (the queue's audit trail: rq_cli/core/audit.py)
-
-        self.app.push_screen(AuditScreen(self.target))
-
-    def action_clean(self) -> None:
-        self.ask(self.actions.clean())
 
     def command(self, verb: str, rest: str) -> bool:
         """The ``:`` commands of this screen; False for one it does not know."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from ..core.codes import Counter, ItemState
+from ..core.codes import ItemState
 from ..output.render import escape_control, human, human_duration, human_time
 from .layout import Fit, cut, fit_columns
 
@@ -38,8 +38,6 @@ TAB_FITS: dict[str, Fit] = {
     "dedup": Fit({"id": (12, 1)}),
     "errors": Fit({"error": (30, 1)}, ("last", "state")),
 }
-#: The history's counters drawn in red.
-BAD = (Counter.FAILED.value, Counter.DEAD.value)
 #: A cell's text is kept to this many characters before it is fitted (the item view shows
 #: the whole of it).
 CELL_CHARS = 300
@@ -120,30 +118,3 @@ def fit_rows(tab: str, rows: Sequence[Any], selected: Collection[str], now: floa
     return widths, [(key, [fitted(cell, widths[t])
                            for t, cell in zip(titles, cells, strict=True) if t in widths])
                     for key, cells in full]
-
-
-def history_text(per_minute: dict[str, list[float]], width: int) -> Text:
-    """Pushed, completed, failed and dead per minute as sparklines, two a line, on one
-    scale (said), the last minute's figure after each: the queue's history graph."""
-    from .model import sparkline
-
-    top = max((v for values in per_minute.values() for v in values), default=0.0)
-    if not per_minute:
-        return Text("history: not readable for this queue", style="dim")
-    if not any(per_minute.values()):
-        return Text("history: none yet (it starts with the first snapshot: this console, "
-                    "clean or a worker takes one a minute)", style="dim")
-    spark = max(6, (width - 52) // 2)  # (two of: name 10, spark, figure 13; padding)
-    lines = [Text(f"history per minute, last {max(map(len, per_minute.values()))} min, "
-                  f"0-{top:,.0f} a minute (one scale)", style="bold")]
-    pairs = list(per_minute.items())
-    for i in range(0, len(pairs), 2):
-        line = Text()
-        for field, values in pairs[i:i + 2]:
-            last = values[-1] if values else 0
-            line.append(f"{field:<9} ")
-            line.append(sparkline(values, spark, top).ljust(spark),
-                        style="red" if field in BAD else "green")
-            line.append(f" {last:>7,.0f}/min ")
-        lines.append(line)
-    return Text("\n").join(lines)

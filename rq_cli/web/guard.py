@@ -13,7 +13,7 @@ names, the bound address, names given with ``--allow-host``; with a wildcard bin
 address literal): another name is how DNS rebinding reaches a console through a user's
 browser, and gets 421 and no page. A POST whose ``Origin`` is another site's (or
 ``null``), or that a browser marks cross-site, is 403. Every answer carries a
-Content-Security-Policy that lets in no script at all and only the page's own style block.
+Content-Security-Policy that lets in no script at all and only the console's own stylesheet.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ OPEN_CONFIRMATIONS = 10_000
 CONFIRMATION_TTL = 3600.0
 
 
-def csp(nonce: str) -> str:
+def csp() -> str:
     """The Content-Security-Policy of every answer: no script, no frames, forms only to
-    this console, and only the style block that carries ``nonce``."""
-    return (f"default-src 'none'; style-src 'nonce-{nonce}'; img-src 'self'; "
+    this console, and only the console's own stylesheet (no inline style)."""
+    return ("default-src 'none'; style-src 'self'; img-src 'self'; "
             "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
 

@@ -53,8 +53,8 @@ def test_filters_walk_every_shard_with_one_limit(cli: Any, tmp_path: Path) -> No
 def test_the_dash_model_reads_a_sharded_queue_as_one(cli: Any, tmp_path: Path,
                                                     server_url: str) -> None:
     from rq_cli.connection.connect import connect
+    from rq_cli.console.model import Browser
     from rq_cli.core.sharded import ShardedQueue
-    from rq_cli.dash.model import Browser
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0
@@ -113,8 +113,8 @@ def test_lease_on_an_empty_or_delayed_sharded_queue_says_what_one_queue_says(
 def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path,
                                                       server_url: str) -> None:
     from rq_cli.connection.connect import connect
+    from rq_cli.console.model import Browser
     from rq_cli.core.sharded import ShardedQueue
-    from rq_cli.dash.model import Browser
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0

@@ -418,27 +418,44 @@ def test_docstrings_comments_and_generated_headers_name_files_that_exist():
     assert not resolves("rq_cli.reports") and resolves("rq_cli.core.reports.Stats")
 
 
-# -- the front ends: cli/ and dash/ are siblings over ops/ ------------------------------------
+# -- the front ends: cli/, dash/ and web/ are siblings over console/ and ops/ -----------------
+def _imports_package(module: str, package: str) -> list[str]:
+    """What ``module`` imports from ``package`` (imports under TYPE_CHECKING count too)."""
+    return [target for target, _ in imports_of(module, type_checking=True)
+            if target == package or target.startswith(package + ".")]
+
+
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.dash")))
-def test_no_module_of_the_console_imports_the_command_line(module):
-    # what both use lives beneath them (rq_cli/ops/, the core): imports under TYPE_CHECKING
-    # count too
-    offences = [target for target, _ in imports_of(module, type_checking=True)
-                if target == "rq_cli.cli" or target.startswith("rq_cli.cli.")]
-    assert offences == []
+def test_no_module_of_the_terminal_console_imports_the_command_line_or_the_web_view(module):
+    # what the consoles share lives beneath them (rq_cli/console/, rq_cli/ops/, the core)
+    assert _imports_package(module, "rq_cli.cli") + _imports_package(module, "rq_cli.web") == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.web")))
-def test_no_module_of_the_web_view_imports_the_command_line(module):
-    offences = [target for target, _ in imports_of(module, type_checking=True)
-                if target == "rq_cli.cli" or target.startswith("rq_cli.cli.")]
-    assert offences == []
+def test_no_module_of_the_web_view_imports_the_command_line_or_the_terminal_console(module):
+    assert _imports_package(module, "rq_cli.cli") + _imports_package(module, "rq_cli.dash") == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.console")))
+def test_the_console_model_imports_no_front_end_nor_its_libraries(module):
+    # beneath both consoles: neither Textual nor Starlette, neither console nor the CLI
+    for target, _ in imports_of(module, type_checking=True):
+        assert target.split(".")[0] not in ("typer", "click", "rich", "textual", "starlette",
+                                            "uvicorn", "jinja2"), (module, target)
+        assert not target.startswith(("rq_cli.cli", "rq_cli.dash", "rq_cli.web")), (
+            module, target)
+
+
+def test_the_consoles_share_the_model_beneath_them():
+    # both really use it (a check that reads nothing would pass the tests above)
+    assert _imports_package("rq_cli.web.pages", "rq_cli.console")
+    assert _imports_package("rq_cli.dash.app", "rq_cli.console")
+    assert _imports_package("rq_cli.dash.queue_screen", "rq_cli.console")
 
 
 def test_the_command_line_reaches_the_web_view_only_through_its_entry_point():
-    users = sorted(m for m in MODULES if m.startswith("rq_cli.cli") and any(
-        t == "rq_cli.web" or t.startswith("rq_cli.web.")
-        for t, _ in imports_of(m, type_checking=True)))
+    users = sorted(m for m in MODULES if not m.startswith("rq_cli.web")
+                   and _imports_package(m, "rq_cli.web"))
     assert users == ["rq_cli.cli.web"]
 
 
@@ -449,10 +466,9 @@ def test_only_the_web_view_imports_its_stack(module):
         assert target.split(".")[0] not in ("starlette", "uvicorn", "jinja2"), (module, target)
 
 
-def test_the_command_line_reaches_the_console_only_through_its_entry_point():
-    users = sorted(m for m in MODULES if m.startswith("rq_cli.cli") and any(
-        t == "rq_cli.dash" or t.startswith("rq_cli.dash.")
-        for t, _ in imports_of(m, type_checking=True)))
+def test_the_command_line_reaches_the_terminal_console_only_through_its_entry_point():
+    users = sorted(m for m in MODULES if not m.startswith("rq_cli.dash")
+                   and _imports_package(m, "rq_cli.dash"))
     assert users == ["rq_cli.cli.dash"]
 
 
@@ -460,11 +476,12 @@ def test_the_command_line_reaches_the_console_only_through_its_entry_point():
 def test_the_shared_operations_import_no_front_end(module):
     for target, _ in imports_of(module, type_checking=True):
         assert target.split(".")[0] not in ("typer", "click", "rich", "textual"), target
-        assert not target.startswith(("rq_cli.cli", "rq_cli.dash")), (module, target)
+        assert not target.startswith(("rq_cli.cli", "rq_cli.dash", "rq_cli.web",
+                                      "rq_cli.console")), (module, target)
 
 
 def test_the_front_end_checks_see_an_offence():
-    edges = {t for t, _ in imports_of("rq_cli.dash.model", type_checking=True)}
+    edges = {t for t, _ in imports_of("rq_cli.console.model", type_checking=True)}
     assert "rq_cli.ops.filters" in edges and "rq_cli.ops.polling" in edges
     tree = ast.parse("if TYPE_CHECKING:\n    from ..cli.common import State\n")
     assert [n.module for n in runtime_imports(tree, type_checking=True)

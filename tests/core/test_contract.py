@@ -137,7 +137,7 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # a message's "failed:" prefix, the dead column shown in red
     "rq_cli.dash.app": {"dead": 1, "failed": 1},
     # the verb of a requeue's message
-    "rq_cli.dash.model": {"requeued": 1},
+    "rq_cli.console.actions": {"requeued": 1},
 }
 
 

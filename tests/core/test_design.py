@@ -76,7 +76,7 @@ def test_the_layer_list_names_every_package_and_module() -> None:
     assert packages <= dirs, packages - dirs
     assert top <= named, top - named
     core = {p.name for p in (PACKAGE / "core").glob("*.py")} - {"__init__.py"}
-    for package in ("core", "worker", "ops", "dash", "web"):
+    for package in ("core", "worker", "ops", "console", "dash", "web"):
         modules = {p.name for p in (PACKAGE / package).glob("*.py")} - {"__init__.py"}
         assert modules <= named, (package, modules - named)
     assert core <= named
@@ -97,6 +97,18 @@ def test_the_development_guide_lists_the_same_layers_and_every_core_module() -> 
     core = {p.name for p in (PACKAGE / "core").glob("*.py")} - {"__init__.py"}
     assert core <= named, core - named
     assert named <= {p.name for p in PACKAGE.rglob("*.py")}
+def test_the_development_guide_names_every_package_and_the_consoles_modules() -> None:
+    # the guide repeats the layer list (in short): each package, and the consoles' parts
+    guide = (ROOT / "docs" / "development.md").read_text()
+    start = guide.index("```text\nrq_cli/")
+    block = guide[start:guide.index("\n```", start + 4)]
+    dirs = set(re.findall(r"^\s+(\w+)/\s", block, re.M))
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages <= dirs, packages - dirs
+    named = set(re.findall(r"\b([\w]+\.py)\b", block))
+    assert {p.name for p in (PACKAGE / "console").glob("*.py")} - {"__init__.py"} <= named
+    existing = {p.name for p in PACKAGE.rglob("*.py")}
+    assert named <= existing, named - existing
 
 
 def test_the_test_layout_names_every_test_folder() -> None:

@@ -26,10 +26,11 @@ def q(r):  # type: ignore[no-untyped-def]
 
 
 def counts(q: WorkQueue, pushed: int = 0, completed: int = 0, failed: int = 0,
-           dead: int = 0) -> None:
+           dead: int = 0, requeued: int = 0) -> None:
     """Set the counters (as the scripts count them)."""
     q.client.hset(q.keys.counters, mapping={"pushed": pushed, "completed": completed,
-                                            "failed": failed, "dead": dead})
+                                            "failed": failed, "dead": dead,
+                                            "requeued": requeued})
 
 
 def since_t0(r, key: str = "jobs:history", size: int = MIN) -> list[bytes]:  # type: ignore[no-untyped-def]
@@ -44,9 +45,9 @@ def test_each_bucket_is_written_once_whoever_writes(q, r) -> None:  # type: igno
     q.push([NewItem(b"3", "c")])
     # later in the same minute, other writers: nothing changes
     assert [snapshot(w, now_ms=T0 + 2000 + k) for k, w in enumerate(others)] == [False] * 3
-    assert since_t0(r) == [f"{T0 // MIN}:2:0:0:0".encode()]
+    assert since_t0(r) == [f"{T0 // MIN}:2:0:0:0:0".encode()]
     assert since_t0(r, "jobs:history_hourly", 3_600_000) == \
-        [f"{T0 // 3_600_000}:2:0:0:0".encode()]
+        [f"{T0 // 3_600_000}:2:0:0:0:0".encode()]
     # the next minute: a new snapshot; the hour's stays the first one
     assert snapshot(others[0], now_ms=T0 + MIN + 5) is True
     assert len(since_t0(r)) == 2 and len(since_t0(r, "jobs:history_hourly", 3_600_000)) == 1
@@ -58,7 +59,7 @@ def test_clean_snapshots_but_not_a_dry_run(q, r) -> None:  # type: ignore[no-unt
     assert since_t0(r) == []
     q.clean(now_ms=T0)
     q.clean(now_ms=T0 + 10)
-    assert since_t0(r) == [f"{T0 // MIN}:1:0:0:0".encode()]
+    assert since_t0(r) == [f"{T0 // MIN}:1:0:0:0:0".encode()]
 
 
 def test_a_queue_that_counted_nothing_gets_no_history(q, r) -> None:  # type: ignore[no-untyped-def]
@@ -87,14 +88,17 @@ def test_read_as_deltas_with_gaps_and_resets(q) -> None:  # type: ignore[no-unty
     snapshot(q, now_ms=T0 + 100)
     counts(q, pushed=25, completed=8, failed=2)
     snapshot(q, now_ms=T0 + MIN + 100)
-    counts(q, pushed=30, completed=20, failed=3, dead=1)
+    counts(q, pushed=30, completed=20, failed=3, dead=1, requeued=4)
     snapshot(q, now_ms=T0 + 4 * MIN)  # minutes 2 and 3: nobody snapshotted
     counts(q, pushed=2)  # purge --state all dropped the counters, then 2 were pushed
     got = read_history(q, 3600, now_ms=T0 + 4 * MIN + 30_000)
     assert [(b.at, b.seconds, b.deltas) for b in got] == [
-        (T0 / 1000, 60.0, {"pushed": 15, "completed": 8, "failed": 2, "dead": 0}),
-        ((T0 + MIN) / 1000, 180.0, {"pushed": 5, "completed": 12, "failed": 1, "dead": 1}),
-        ((T0 + 4 * MIN) / 1000, 30.0, {"pushed": 2, "completed": 0, "failed": 0, "dead": 0})]
+        (T0 / 1000, 60.0, {"pushed": 15, "completed": 8, "failed": 2, "dead": 0,
+                           "requeued": 0}),
+        ((T0 + MIN) / 1000, 180.0, {"pushed": 5, "completed": 12, "failed": 1, "dead": 1,
+                                    "requeued": 4}),
+        ((T0 + 4 * MIN) / 1000, 30.0, {"pushed": 2, "completed": 0, "failed": 0, "dead": 0,
+                                       "requeued": 0})]
     # since: only the buckets that start in it
     assert [b.at for b in read_history(q, 60, now_ms=T0 + 4 * MIN + 30_000)] == \
         [(T0 + 4 * MIN) / 1000]

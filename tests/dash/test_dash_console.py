@@ -457,7 +457,7 @@ def test_it_fits_small_and_large_terminals(r, server_url, size):
         return pilot.app.screen.page_size, len(ids_shown(pilot.app))
 
     page, shown = drive(make_app(server_url, "jobs"), script, size=size)
-    assert shown == min(page, 40) and page == size[1] - 10  # (the history: 3 lines)
+    assert shown == min(page, 40) and page == size[1] - 12  # (the history graph: 5 lines)
 
 
 def test_the_mouse_switches_tabs_and_opens_an_item(r, server_url):
@@ -570,7 +570,7 @@ def test_a_filtered_list_says_how_many_items_match(r, server_url):
 
 
 def test_the_match_count_is_a_lower_bound_when_stopped_early(r):
-    from rq_cli.dash.model import Browser, parse_filter
+    from rq_cli.console.model import Browser, parse_filter
     wq = seed(r, "jobs", dead=250)
     flt, _ = parse_filter("--error timeout")
     seen = []
@@ -677,7 +677,9 @@ def test_enter_on_an_error_group_shows_its_dead_items(r, server_url):
 
 def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_minute(
         r, server_url):
+    from rq_cli.console.chart import zone
     from rq_cli.core.history import read_history
+    from rq_cli.core.keys import HISTORY_FIELDS
     from rq_cli.core.util import server_ms
 
     wq = seed(r, "jobs", pending=3)
@@ -696,8 +698,17 @@ def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_m
         return graph, taken
 
     graph, taken = drive(app, script, size=(100, 30))
-    assert "history per minute" in graph and "0-30 a minute (one scale)" in graph
-    assert "pushed" in graph and "completed" in graph and "failed" in graph and "dead" in graph
+    legend, *plot, axis = graph.splitlines()
+    # one series per counter of the history, with its last minute's count
+    assert all(f"● {f} " in legend for f in HISTORY_FIELDS), legend
+    assert f"({zone()})" in legend  # the zone the times are in
+    # the count axis: 0 and a rounded top (30 a minute: 50), the middle; the plot's rows
+    assert [line.split("┤")[0].strip() for line in plot if "┤" in line] == ["50", "25"]
+    assert len(plot) == 3 and any("•" in line for line in plot)
+    # the time axis: the first and the last bucket's minute, local time
+    minute = time.strftime("%H:%M", time.localtime((now - 120_000) // 60_000 * 60))
+    assert axis.split("└")[0].strip() == "0" and minute in axis, axis
+    assert time.strftime("%H:%M", time.localtime(now // 60_000 * 60)) in axis, axis
     assert taken == 0  # at most once a minute
     assert len(read_history(wq, 600, hourly=False)) == 3  # the console's own snapshot too
 

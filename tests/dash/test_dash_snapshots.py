@@ -5,15 +5,16 @@ them after a reviewed change: open the SVGs, or the HTML report a failure writes
 What is on screen is made the same every run: fixed ids and data, no pending items (no
 ages read from the server's clock), the console's clock fixed at 90.5 s after the first
 death, no refresh after the first read, and no URL (a random port) in the command lines;
-the server's memory line is pinned to fixed figures (the real reading is tested in
-test_dash_console.py), as the clock is."""
+the server's memory line and a queue's history graph are pinned to fixed figures, in UTC
+(the real readings are tested in test_dash_console.py), as the clock is."""
 
 from __future__ import annotations
 
 import pytest
 from dash_helpers import make_app, press, seed, settle, steady, type_in
 
-from rq_cli.dash.model import Memory
+from rq_cli.console.chart import Chart, nice_top
+from rq_cli.console.model import Browser, Memory
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -27,6 +28,27 @@ def jobs(r):
     # and counts vary from run to run: a picture is of what the console shows of a minute)
     r.delete(*(k for q in ("jobs", "mail") for k in (f"{q}:history", f"{q}:history_hourly")))
     return min(i.dead_at for i in wq.peek("dead", count=20))
+
+
+#: The history graph on screen: an hour from 2026-01-02 09:00 UTC, pushes rising and dying.
+HOUR = 1767344400.0
+PINNED_HISTORY = Chart(
+    [HOUR + 60 * i for i in range(60)],
+    {"pushed": [float(i % 12) for i in range(60)], "completed": [float(i % 10) for i in range(60)],
+     "failed": [float(i % 5 == 0) * 3 for i in range(60)], "dead": [0.0] * 58 + [4.0, 6.0]},
+    nice_top(11), "UTC+00:00")
+
+
+@pytest.fixture(autouse=True)
+def pinned_history(monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.setattr(Browser, "history", lambda self, minutes=60: PINNED_HISTORY)
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 def app_for(server_url, first_death, **kwargs):

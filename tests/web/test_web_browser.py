@@ -10,27 +10,14 @@ import shutil
 import pytest
 
 pytest.importorskip("uvicorn")
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytest.importorskip("playwright.sync_api")
 if not shutil.which("chromium"):
     pytest.skip("no chromium (apt-get install chromium)", allow_module_level=True)
 
-import redis  # noqa: E402
-from web_helpers import running, seed  # noqa: E402
+import redis
+from web_helpers import running, seed
 
-from rq_cli.core.queue import WorkQueue  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM,
-                              args=["--no-sandbox", "--headless", "--disable-gpu",
-                                    "--disable-dev-shm-usage"])
-        try:
-            yield b
-        finally:
-            b.close()
+from rq_cli.core.queue import WorkQueue
 
 
 def test_overview_queue_filter_requeue_confirmed_then_counts(browser, server_url, r):

@@ -27,8 +27,8 @@ def test_the_overview_shows_every_queue_with_its_counts(server_url, r):
     page = c.get("/")
     assert page.status_code == 200
     assert 'data-queue="emails"' in page.text and 'data-queue="thumbs"' in page.text
-    assert '<td class="n dead">5</td>' in page.text
-    assert '<td class="n pending">3</td>' in page.text
+    assert re.search(r'<td class="n dead[^"]*" data-label="dead">5</td>', page.text)
+    assert re.search(r'<td class="n pending" data-label="pending">3</td>', page.text)
     assert "paused" in page.text.split('data-queue="thumbs"')[1]
 
 
@@ -67,11 +67,11 @@ def test_a_tabs_table_has_a_column_per_declared_item_field(server_url, r):
 
     seed(r, "emails", dead=3, pending=0)
     dead = client(make_web(server_url, "emails")).get("/q/emails", params={"tab": "dead"})
-    header = re.search(r"<tr><th>id</th>.*?</tr>", dead.text)
+    header = re.search(r"<tr>(?:<th></th>)?<th>id</th>.*?</tr>", dead.text)
     assert header is not None
     for field in carried(PEEK):
         assert (f"<th>{field.column}</th>" in header.group()) == bool(field.column)
-    assert dead.text.count('<td class="error">') == 3
+    assert dead.text.count('<td class="error" data-label="error">') == 3
 
 
 def test_requeue_through_the_confirmation_moves_exactly_the_matching_items(server_url, r):
@@ -171,7 +171,8 @@ def test_an_outage_is_an_error_row_and_page_and_it_recovers(make_server):
     srv.start()
     seed(redis.Redis(port=srv.port), "emails", dead=2)
     back = c.get("/")
-    assert back.status_code == 200 and '<td class="n dead">2</td>' in back.text
+    assert back.status_code == 200
+    assert '<td class="n dead hot-dead" data-label="dead">2</td>' in back.text
     assert c.get("/q/emails").status_code == 200
 
 
@@ -194,18 +195,55 @@ def test_passwords_never_reach_a_page(make_server):
 
 
 def test_the_history_tab_draws_the_snapshots(server_url, r):
+    from rq_cli.core.keys import HISTORY_FIELDS
+
     c = client(make_web(server_url, "emails", "quiet"))
     empty = c.get("/q/quiet", params={"tab": "history"}).text  # (never used)
     assert "no history yet" in empty
     seed(r, "emails", pending=3)  # the first push snapshots the counters (nothing counted)
     seed(r, "emails", dead=2)
     page = c.get("/q/emails", params={"tab": "history"}).text
-    assert '<svg id="history"' in page and page.count("<polyline") == 4
+    assert '<svg id="history"' in page and page.count("<polyline") == len(HISTORY_FIELDS)
     assert "no history yet" not in page
     rows = page.split('id="history-table"')[1].split("</table>")[0].split("</tr>")[1:]
-    counts = [[int(n) for n in re.findall(r'<td class="n">(\d+)</td>', row)] for row in rows]
-    # (one bucket, or two if the seeding crossed a minute)
-    assert [sum(c[i] for c in counts if c) for i in range(4)] == [5, 0, 2, 2]
+    counts = [[int(n) for n in re.findall(r'<td class="n" data-label="\w+">(\d+)</td>', row)]
+              for row in rows]
+    # (one bucket, or two if the seeding crossed a minute): pushed, ..., dead, requeued
+    assert [sum(c[i] for c in counts if c) for i in range(5)] == [5, 0, 2, 2, 0]
+
+
+def test_the_history_graph_has_its_axes_labelled_and_a_series_per_counter(server_url, r):
+    import time
+
+    from rq_cli.console.chart import zone
+    from rq_cli.core.keys import HISTORY_FIELDS
+    from rq_cli.core.util import server_ms
+
+    wq = seed(r, "emails", pending=1)
+    r.delete("emails:history", "emails:history_hourly")  # (the seeding push's snapshot)
+    now = server_ms(r)
+    first = now - 30 * 60_000
+    wq.call("history", now_ms=first)  # 30 minutes ago, then 40 pushed, then a minute ago
+    wq.push([NewItem(b"x", f"h-{i}") for i in range(40)])
+    # (the push's own snapshot of this minute goes: the 40 fall between the two below)
+    r.zremrangebyscore("emails:history", first // 60_000 + 1, "+inf")
+    wq.call("history", now_ms=now - 60_000)
+    page = client(make_web(server_url, "emails")).get("/q/emails",
+                                                      params={"tab": "history"}).text
+    svg = page.split('<svg id="history"')[1].split("</svg>")[0]
+    # one series per counter of the history
+    assert re.findall(r'data-field="(\w+)"', svg) == list(HISTORY_FIELDS)
+    # counts on the y axis: 0, the middle, a rounded top (40 over 29 minutes: 1.4 a
+    # minute, so 2), and what they count
+    y_axis = svg.split('class="y-axis"')[1].split("</g>")[0]
+    assert re.findall(r">([\d.,]+)</text>", y_axis) == ["0", "1", "2"]
+    assert "per minute" in y_axis
+    # time on the x axis: the first snapshot's minute, local time, the zone said
+    x_axis = svg.split('class="x-axis"')[1].split("</g>")[0]
+    labels = re.findall(r">([\d:-]+(?: [\d:]+)?)</text>", x_axis)
+    assert len(labels) >= 2
+    assert labels[0] == time.strftime("%H:%M", time.localtime(first // 60_000 * 60))
+    assert f"time in {zone()}" in page and f"at ({zone()})" in page
 
 
 ODD_NAMES = ("team/emails", "50%", "why?", "#1", "with space", "naïve/ünï", "a%2Fb", ".", "..",
@@ -218,7 +256,7 @@ def test_queue_names_with_url_unsafe_characters_round_trip_through_every_link(se
         wq.push([NewItem(b"x", "x/y?z")])
     c = client(make_web(server_url, *ODD_NAMES))
     overview = c.get("/").text
-    links = re.findall(r'<td><a href="(/q/[^"]+)">', overview)
+    links = re.findall(r'<td class="q"><a href="(/q/[^"]+)">', overview)
     assert len(links) == len(ODD_NAMES)
     for name, link in zip(ODD_NAMES, links, strict=True):
         page = c.get(link)
@@ -251,7 +289,7 @@ def test_odd_queue_names_through_a_real_uvicorn(server_url, r):
     seed(r, "team/emails", pending=1)
     with running(server_url, "team/emails", "50%") as base:
         page = httpx.get(base + "/")
-        links = re.findall(r'<td><a href="(/q/[^"]+)">', page.text)
+        links = re.findall(r'<td class="q"><a href="(/q/[^"]+)">', page.text)
         assert links == ["/q/team%2Femails", "/q/50%25"]
         for link in links:
             assert httpx.get(base + link).status_code == 200
@@ -282,3 +320,38 @@ def test_the_errors_tab_of_a_sharded_queue_groups_every_shard(server_url, r, tmp
     page = c.get("/q/jobs", params={"tab": "errors"})
     assert page.status_code == 200, page.text
     assert "smtp timeout" in page.text and '<td class="n">12</td>' in page.text
+
+
+def test_the_views_refresh_themselves_and_a_confirmation_and_the_dead_tab_do_not(
+        server_url, r):
+    seed(r, "emails", dead=2, pending=1)
+    c = client(make_web(server_url, "emails"))
+    for path in ("/", "/q/emails", "/q/emails?tab=history"):
+        assert c.get(path).headers.get("refresh") == "10", path
+    # a page a person acts on is left as read: the dead tab (picked items), a confirmation
+    assert "refresh" not in c.get("/q/emails?tab=dead").headers
+    assert "refresh" not in c.get("/q/emails/confirm", params={"action": "pause"}).headers
+
+
+def test_picked_dead_items_are_requeued_or_deleted_by_id_and_no_other(server_url, r):
+    wq = seed(r, "emails", dead=5)
+    c = client(make_web(server_url, "emails"))
+    # the confirmation lists the ids; its form carries them; doing it touches only those
+    page = c.get("/q/emails/confirm", params=[("action", "delete-ids"), ("id", "d-001"),
+                                              ("id", "d-003")])
+    assert page.status_code == 200 and "Delete 2 dead items of emails" in page.text
+    assert re.findall(r'name="id" value="([^"]+)"', page.text) == ["d-001", "d-003"]
+    wq.requeue_dead(["d-003"])  # (one moves on before "Do it": left alone)
+    data = {**form_of(page.text), "id": ["d-001", "d-003"]}
+    posted = c.post("/q/emails/do", data=data, follow_redirects=False)
+    assert posted.status_code == 303
+    assert posted.headers["location"].startswith("/q/emails/done/")
+    assert "deleted 1 of 2 (1 no longer dead)" in c.get(posted.headers["location"]).text
+    assert wq.item("d-001") is None and wq.item("d-003").state == "pending"
+    assert sorted(i.id for i in wq.peek("dead", count=10)) == ["d-000", "d-002", "d-004"]
+    # none picked, one picked twice, or more than a page: refused, nothing done
+    for ids in ([], ["d-000", "d-000"], [f"x-{i}" for i in range(51)]):
+        got = c.get("/q/emails/confirm",
+                    params=[("action", "requeue-ids"), *(("id", i) for i in ids)])
+        assert got.status_code == 400 and "pick 1 to 50 dead items" in got.text
+    assert wq.stats().dead == 3

@@ -1,8 +1,6 @@
-"""Asking the worker of a holders row to drain or stop (``D`` and ``S`` in the console, a
+"""Asking the worker of a holders row to drain or stop (``D`` and ``S`` in ``rq-cli dash``, a
 confirmed action in ``rq-cli web``): the action, said before it is done, over
-:func:`rq_cli.core.control.ask_worker`; and :class:`AskingWorkers`, the console's keys (a
-mixin of :class:`~rq_cli.dash.queue_screen.QueueScreen`). No Textual here: the web view uses
-:func:`ask_action` too."""
+:func:`rq_cli.core.control.ask_worker`, and who asks (:func:`console_user`)."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.codes import Ask
 from ..core.control import ask_worker
 from ..core.limits import CONTROL_EVERY
-from .model import Action
+from .actions import Action
 
 if TYPE_CHECKING:
     from ..core.reports import Holder
@@ -52,17 +50,3 @@ def ask_action(name: str, queue: Any, holder: Holder, ask: Ask, by: str) -> Acti
                 f"{CONTROL_EVERY:g} s or so while it runs)")
     return Action(f"Ask worker {session} ({where}; {held} of {name}) to {ask.value}: {does}",
                   cli, run, destructive=ask == Ask.STOP)
-
-
-class AskingWorkers:
-    """``D`` (drain) and ``S`` (stop) on the holders tab; the screen gives ``tab``,
-    ``current()``, ``target`` and ``ask(action)``."""
-
-    def action_ask_worker(self: Any, ask: str) -> None:
-        row = self.current()
-        if self.tab != HOLDERS_TAB or row is None or row.session is None:
-            self.app.notify("D (drain) and S (stop) ask the worker of a row of the holders "
-                            "tab (5)", severity="warning")
-            return
-        self.ask(ask_action(self.target.name, self.target.queue, row, Ask(ask),
-                            console_user()))
