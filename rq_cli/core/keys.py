@@ -101,6 +101,11 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # written by clean and history.lua, the first call of each bucket only
     FixedKey("history", "zset", "other"),
     FixedKey("history_hourly", "zset", "other"),
+    # batches (docs/DESIGN.md section 8): id -> "<state>:<batch>" for each live or dead item
+    # of a batch (its state as its batch counts it, then the batch's name); dropped when the
+    # item completes or is purged, by lua/_batch.lua's batch_move only (not a "meta" key:
+    # a dead item keeps its entry, so requeue-dead counts it again)
+    FixedKey("item_batch", "hash", "other", rare=True),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -126,6 +131,12 @@ ITEM_KEY_HELPERS = {ITEM: "item_key", LEASE: "lease_key", LEASED_BY_SESSION: "lb
                     DEAD_ITEM: "dead_item_key"}
 #: The family of a worker session's control key ``P:control:<digest>`` (:meth:`Keys.control`).
 CONTROL = "control"
+#: The families of a batch's keys ``P:<family>:<batch>`` (docs/DESIGN.md section 8): its
+#: record (a hash of counts, core/batches.py) and the list its finishing step pushes a
+#: token to (``rq-cli wait`` blocks on it).
+BATCH = "batch"
+BATCH_WAKE = "batch_wake"
+BATCH_FAMILIES = (BATCH, BATCH_WAKE)
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
 #: the name rule below is derived from, with the fixed keys' names.
 NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)
@@ -340,6 +351,20 @@ class Keys(NamedTuple):
         if tenant == DEFAULT_TENANT:
             return self.queue
         return f"{self.prefix}:{TENANT_QUEUE}:{tenant}"
+
+    # -- batches -----------------------------------------------------------------------
+    @property
+    def item_batch(self) -> str:
+        """hash id -> "<state>:<batch>" of each live or dead batch item."""
+        return f"{self.prefix}:item_batch"
+
+    def batch(self, name: str) -> str:
+        """hash: batch ``name``'s record (core/batches.py RECORD_FIELDS)."""
+        return f"{self.prefix}:{BATCH}:{name}"
+
+    def batch_wake(self, name: str) -> str:
+        """LIST: the token batch ``name``'s finishing step pushes (``rq-cli wait``)."""
+        return f"{self.prefix}:{BATCH_WAKE}:{name}"
 
     # -- patterns and groups ---------------------------------------------------------
     @property

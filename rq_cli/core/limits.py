@@ -129,3 +129,10 @@ HISTORY_EVERY = 20.0
 #: worker's ask is gone after this).
 CONTROL_EVERY = 1.0
 CONTROL_TTL = 600
+#: Batches (docs/DESIGN.md section 8): how long a push stream holds its batch open (ms)
+#: past its last call; a stream renews it with every call and closes it at its end, so a
+#: batch does not finish between two calls of one push, and a crashed pusher's batch can
+#: finish this long after its last call.
+BATCH_OPEN_MS = 600_000
+#: Longest batch name, in bytes.
+MAX_BATCH_BYTES = 256

@@ -63,20 +63,23 @@ class WorkQueue(Reads, Repairs):
     # -- push ----------------------------------------------------------------------------
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
              front: bool = False, delay: float = 0.0, expire: float | None = None,
-             now_ms: int | None = None, tenant: str | None = None) -> list[PushResult]:
+             now_ms: int | None = None, tenant: str | None = None,
+             batch: str | None = None) -> list[PushResult]:
         """Push items; returns one PushResult per item, in order (added=False: duplicate id).
-        ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins)."""
+        ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins);
+        ``batch``: the items join that batch (docs/DESIGN.md section 8)."""
         results: list[PushResult] = []
-        for batch in self.push_batches(items, id_from_data=id_from_data, front=front,
-                                       delay=delay, expire=expire, now_ms=now_ms,
-                                       tenant=tenant):
-            results.extend(batch)
+        for batch_ in self.push_batches(items, id_from_data=id_from_data, front=front,
+                                        delay=delay, expire=expire, now_ms=now_ms,
+                                        tenant=tenant, batch=batch):
+            results.extend(batch_)
         return results
 
     def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
                      id_from_data: bool = False, front: bool = False, delay: float = 0.0,
                      expire: float | None = None, now_ms: int | None = None,
-                     tenant: str | None = None) -> Iterator[list[PushResult]]:
+                     tenant: str | None = None, batch: str | None = None,
+                     ) -> Iterator[list[PushResult]]:
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
@@ -88,7 +91,7 @@ class WorkQueue(Reads, Repairs):
 
         return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
                             front=front, delay=delay, expire=expire, now_ms=now_ms,
-                            tenant=tenant)
+                            tenant=tenant, batch=batch)
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import NamedTuple
 
+from .batches import lua_blocks as batch_blocks
 from .codes import lua_constants
 from .fields import lua_blocks as field_blocks
 from .keys import (
@@ -185,7 +186,9 @@ def _generated_blocks() -> list[tuple[str, str]]:
             *field_blocks(frozenset(k.name for k in FIXED_KEYS if k.rare)),
             # states, outcome codes, dead-letter reasons, counters, push flags and clean's
             # sighting prefixes (codes.py)
-            *lua_constants()]
+            *lua_constants(),
+            # batches: the record's fields and key helpers (batches.py)
+            *batch_blocks()]
 
 
 def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
@@ -240,14 +243,39 @@ class _Block(NamedTuple):
 
 @cache
 def _common() -> tuple[_Block, ...]:
-    """The definitions of ``lua/_fair.lua`` and ``lua/_common.lua`` (in that order: the
-    latter's use the former's), read and prepared once per process."""
+    """The definitions of ``lua/_fair.lua``, ``lua/_common.lua`` and ``lua/_batch.lua`` (in
+    that order: each one's use those before), read and prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
-            open(os.path.join(LUA_DIR, "_common.lua")) as common:
-        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read())
+            open(os.path.join(LUA_DIR, "_common.lua")) as common, \
+            open(os.path.join(LUA_DIR, "_batch.lua")) as batch:
+        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read() +
+                         "\n" + batch.read())
+    blocks = _dependency_order(blocks)
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)
+
+
+def _dependency_order(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``blocks`` in their order, except that each comes after those it names (a Lua
+    ``local`` is seen only by what follows it: _common.lua's helpers call _batch.lua's
+    batch_move, which uses _common.lua's call_all)."""
+    by_name = dict(blocks)
+    out: list[tuple[str, str]] = []
+    placed: set[str] = set()
+
+    def place(name: str, text: str) -> None:
+        if name in placed:
+            return
+        placed.add(name)
+        for dep in sorted(_names(text) & by_name.keys() - {name},
+                          key=[n for n, _ in blocks].index):
+            place(dep, by_name[dep])
+        out.append((name, text))
+
+    for name, text in blocks:
+        place(name, text)
+    return out
 
 
 def declared_uses(name: str, body: str) -> set[str]:

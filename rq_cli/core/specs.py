@@ -79,7 +79,8 @@ _PEEKED = ("id", "data", "attempts", "holder", "deadline_ms", "score", "dead_inf
 _LEASED = ("id", "data", "attempt", *names(LEASE))
 
 SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
-    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "fresh"), ("id", "data")),
+    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "batch", "batch_ttl_ms", "fresh"),
+               ("id", "data")),
     # the last command of a bulk push's transaction (core/bulk_tx.py): ids, one argument
     ScriptSpec("push_commit", ("count", "front", "stamp_ms", "ids")),
     ScriptSpec("lease", ("count", "lease_ms", "session", "max_attempts", "at_most_once"),
@@ -119,6 +120,8 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     # "list" (rest: offset, count) with these fields and rows
     ScriptSpec("dedup", ("mode",), ("arg",), ("window_ms", "now_ms", "remembered"),
                ("id", "until_ms")),
+    # batches (docs/DESIGN.md section 8): a push stream's hold on a batch ("open", "close")
+    ScriptSpec("batch_hold", ("name", "mode", "ttl_ms")),
     # fair queues: a page of the ring of tenants with work (the manual's "Fair queues")
     ScriptSpec("tenants", ("offset", "size"), (), ("tenants", "default_depth"),
                ("tenant", "depth")),

@@ -32,6 +32,8 @@ def code_keys() -> dict[str, str | None]:
     found.update({f"P:{family}:<id>": None for family in keys.ITEM_FAMILIES})
     found[f"P:{keys.TENANT_QUEUE}:<tenant>"] = "list"
     found[f"P:{keys.CONTROL}:<session digest>"] = "string + TTL"
+    found[f"P:{keys.BATCH}:<batch>"] = "hash"
+    found[f"P:{keys.BATCH_WAKE}:<batch>"] = "list"
     return found
 
 

@@ -5,6 +5,8 @@
 -- A_FRESH "1" = every id is freshly made at random by the caller: no item can have it, so
 --         the data is written with one MSET (no SET NX each) and the reused-id reset below
 --         is skipped
+-- A_BATCH the batch the items join ("" = none; docs/DESIGN.md section 8), A_BATCH_TTL_MS how
+--         long it is kept once finished (set by its first push)
 -- ARGV[REST], ARGV[REST + 1], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate (an item with
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
@@ -12,7 +14,7 @@
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
---@uses prune_dedup wake_waiters zadd_after
+--@uses prune_dedup wake_waiters zadd_after batch_join
 local call = redis.call
 do local bad = wrong_type(); if bad then return bad end end
 -- a shard retired by a resize of its sharded queue (docs/DESIGN.md section 7): nothing is
@@ -107,6 +109,9 @@ if n > 0 then
   -- (delayed: one token, so that a waiting client leases again and learns when the first
   -- falls due, instead of at the end of its wait's chunk)
   wake_waiters(delay <= 0 and n or 1)
+  if A_BATCH ~= '' then
+    batch_join(added, A_BATCH, delay > 0 and S_DELAYED or S_PENDING, A_BATCH_TTL_MS)
+  end
 end
 count(C_PUSHED, n)
 count(C_DUPLICATES, dups)

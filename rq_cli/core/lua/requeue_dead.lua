@@ -12,7 +12,7 @@
 -- skipped: an item with that id is live again in the target (a peer pushed it again); it
 -- stays dead.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses NOW count dead_item_key dead_tenant enqueue wake_waiters wrong_type
+--@uses NOW count dead_item_key dead_tenant enqueue wake_waiters wrong_type batch_move
 do local bad = wrong_type(); if bad then return bad end end
 local target = A_TARGET
 local dry = A_DRY_RUN == '1'
@@ -70,6 +70,7 @@ for _, id in ipairs(ids) do
         redis.call('LPUSH', key_in(target, 'queue'), id)
         if target == PREFIX then wake_waiters(1) end
       end
+      batch_move({id}, target == PREFIX and S_PENDING or '') -- (another queue: out of its batch)
       redis.call('HSET', key_in(target, 'enqueued'), id, NOW)
       redis.call('HDEL', key_in(target, 'attempts'), id)
       redis.call('DEL', dead_item_key(id))

@@ -1,0 +1,110 @@
+"""Batches (docs/DESIGN.md section 8): reading a batch, holding it open, waiting for it.
+
+The bookkeeping itself is the scripts' (lua/_batch.lua); this module reads a batch's
+record (one HGETALL per part: a sharded queue keeps a part in each shard), holds it open
+while a push stream of several calls pushes into it (lua/batch_hold.lua), blocks on the
+token its finishing step pushes (``rq-cli wait``), and forgets it.
+
+This module imports neither Typer nor rich.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .batches import check_batch, counts, line
+from .limits import BLOCK_CHUNK
+from .util import ms
+
+
+def _sharded(q: Any) -> bool:
+    """Whether ``q`` is a ShardedQueue (its ``shards`` and ``live``; not imported here:
+    sharded.py imports the modules that import this one)."""
+    return hasattr(type(q), "shards")
+
+
+def parts(q: Any) -> list[Any]:
+    """The queues that keep a part of each of ``q``'s batches: its shards (a sharded queue),
+    else ``q`` itself."""
+    return list(q.shards) if _sharded(q) else [q]
+
+
+def read(q: Any, name: str, queue: str | None = None) -> dict[str, Any] | None:
+    """The batch line of batch ``name`` of ``q`` (batches.LINE_FIELDS), or None when it has
+    no record: one HGETALL per part, pipelined per server."""
+    check_batch(name)
+    records = [p.client.hgetall(p.keys.batch(name)) for p in parts(q)]
+    found = [counts(r) for r in records if r]
+    if not found:
+        return None
+    return line(queue or q.prefix, name, found, int(time.time() * 1000))
+
+
+@contextmanager
+def held(q: Any, name: str) -> Iterator[None]:
+    """Hold batch ``name`` open while the body pushes into it (each part: every live
+    shard of a sharded queue), so it cannot finish between two calls of one push; let go
+    at the end, whatever happens (a crashed process's hold runs out after
+    limits.BATCH_OPEN_MS)."""
+    check_batch(name)
+    ttl = str(ms(q.options.batch_ttl))
+    targets = list(q.live) if _sharded(q) else [q]
+    for p in targets:
+        p.call("batch_hold", {"name": name, "mode": "open", "ttl_ms": ttl})
+    try:
+        yield
+    finally:
+        for p in targets:
+            p.call("batch_hold", {"name": name, "mode": "close", "ttl_ms": ttl})
+
+
+def forget(q: Any, name: str) -> int:
+    """Drop batch ``name``'s keys now (its record, its wake token): how many keys went. Its
+    items are left as they are; their entries in P:item_batch go at their next move."""
+    check_batch(name)
+    return sum(int(p.client.unlink(p.keys.batch(name), p.keys.batch_wake(name)))
+               for p in parts(q))
+
+
+def wait(q: Any, name: str, timeout: float | None,
+         progress: Callable[[dict[str, Any]], None] | None = None,
+         queue: str | None = None) -> dict[str, Any] | None:
+    """Block until batch ``name`` is done, or ``timeout`` seconds (None: for ever) have
+    passed; returns its last line read (None: no such batch). Woken by the token its
+    finishing step pushes (a blocking BLMOVE that leaves it there, so every waiter sees it),
+    re-armed every BLOCK_CHUNK seconds; the record is read again after each wake-up, so a
+    token lost to a failover or an expiry costs one chunk at most. ``progress`` is called
+    with each line read."""
+    end = None if timeout is None else time.monotonic() + timeout
+    members = parts(q)
+    while True:
+        row = read(q, name, queue)
+        if row is None or row["done"]:
+            return row
+        if progress is not None:
+            progress(row)
+        left = BLOCK_CHUNK if end is None else min(BLOCK_CHUNK, end - time.monotonic())
+        if left <= 0:
+            return row
+        # (one part's token at a time: a sharded batch is done when every part is, and
+        # each part's finishing step pushes its own)
+        open_part = _open_part(members, name)
+        if open_part is None:  # (finished, while this client's clock says a push holds it)
+            time.sleep(min(left, 0.2))
+            continue
+        key = open_part.keys.batch_wake(name)
+        open_part.client.blmove(key, key, max(left, 0.01), "RIGHT", "RIGHT")
+
+
+def _open_part(members: list[Any], name: str) -> Any:
+    """The first part whose record is not finished (none: read again)."""
+    from .batches import FINISHED
+
+    for p in members:
+        if p.client.hget(p.keys.batch(name), FINISHED) is None and \
+                p.client.exists(p.keys.batch(name)):
+            return p
+    return None

@@ -1,0 +1,116 @@
+-- Batches (docs/DESIGN.md section 8): the definitions the scripts share for them (read by
+-- rq_cli/core/scripts.py with _common.lua; the record's fields B_<NAME>, batch_key(name),
+-- batch_wake_key(name) and BATCH_OPEN_MS are generated from rq_cli/core/batches.py).
+-- K_ITEM_BATCH holds, for each live or dead batch item, "<state>:<batch>": the state its
+-- batch counts it in (S_PENDING, S_PROCESSING, S_DELAYED, S_DEAD) and the batch's name, so a
+-- move reads where an item was counted and every item is counted in exactly one state.
+-- K_ITEM_BATCH is a rare key: a queue with no batch item has none, and a script whose QUIET
+-- is set (none of its rare keys exists) skips batch_move altogether.
+
+-- Batch `name` (record `key`) is open again (requeue-dead, a push): not finished, kept.
+local function batch_reopen(key, name) --@lazy
+  redis.call('HDEL', key, B_FINISHED)
+  redis.call('PERSIST', key)
+  redis.call('DEL', batch_wake_key(name))
+end
+
+-- Finish batch `name` if it has no open item and no push holds it open, or open it again
+-- if it finished and has: the finishing step sets finished_ms, pushes the wake token
+-- (rq-cli wait) and sets the batch's keys to expire after its ttl. Constant work.
+local function batch_settle(name) --@lazy
+  local key = batch_key(name)
+  local g = redis.call('HMGET', key, B_PENDING, B_PROCESSING, B_DELAYED, B_FINISHED,
+    B_OPEN_UNTIL, B_TTL)
+  -- (a push stream's hold, lua/batch_hold.lua, keeps it open until its deadline)
+  local open = (tonumber(g[1]) or 0) + (tonumber(g[2]) or 0) + (tonumber(g[3]) or 0) > 0 or
+    (tonumber(g[5]) or 0) > NOW
+  if open then
+    if g[4] then batch_reopen(key, name) end
+  elseif not g[4] then
+    local wake, ttl = batch_wake_key(name), tonumber(g[6])
+    redis.call('HSET', key, B_FINISHED, NOW)
+    redis.call('DEL', wake)
+    redis.call('RPUSH', wake, NOW)
+    if ttl then
+      redis.call('PEXPIRE', key, ttl)
+      redis.call('PEXPIRE', wake, ttl)
+    end
+  end
+end
+
+-- New items `ids` join batch `name`, counted in `state` (push): one HSET of their entries
+-- and a few commands on the record, made by the first push (created_ms, ttl_ms).
+local function batch_join(ids, name, state, ttl_ms) --@lazy
+  local key, entries, v = batch_key(name), {}, state .. ':' .. name
+  for i, id in ipairs(ids) do
+    entries[2 * i - 1] = id
+    entries[2 * i] = v
+  end
+  call_all('HSET', K_ITEM_BATCH, entries)
+  redis.call('HINCRBY', key, B_TOTAL, #ids)
+  redis.call('HINCRBY', key, state, #ids)
+  redis.call('HSETNX', key, B_CREATED, NOW)
+  redis.call('HSETNX', key, B_TTL, ttl_ms)
+  -- (a push stream holds it open: renewed by each of its calls)
+  if redis.call('HEXISTS', key, B_OPEN_UNTIL) == 1 then
+    redis.call('HSET', key, B_OPEN_UNTIL, NOW + BATCH_OPEN_MS)
+  end
+  batch_settle(name)
+end
+
+-- Items `ids` (of any batch, or none) move to state `to` (S_PENDING, S_PROCESSING,
+-- S_DELAYED, S_DEAD, B_COMPLETED; '' = out of their batch: purged, or moved to another
+-- queue). One HMGET of their entries; for batch items, per batch touched, one HINCRBY per
+-- count that changed and batch_settle, which finishes the batch when this move closed its
+-- last open item. An entry whose batch was forgotten (batch --forget, its ttl) is dropped.
+-- Called where an item changes state, before its bookkeeping goes (drop_meta).
+local function batch_move(ids, to)
+  if QUIET or #ids == 0 then return end
+  local per, names = {}, {}
+  for i = 1, #ids, UNPACK_CHUNK do
+    local part = {unpack(ids, i, math.min(i + UNPACK_CHUNK - 1, #ids))}
+    local got = redis.call('HMGET', K_ITEM_BATCH, unpack(part))
+    for k = 1, #part do
+      local from, name = false, nil
+      if got[k] then from, name = string.match(got[k], '^([^:]*):(.*)$') end
+      -- (a dead item is not live: none completes it; a ghost dropped is never a dead id)
+      if from and from ~= to and not (from == S_DEAD and to == B_COMPLETED) then
+        local p = per[name]
+        if not p then
+          p = {ids = {}, delta = {}}
+          per[name] = p
+          names[#names + 1] = name
+        end
+        p.ids[#p.ids + 1] = part[k]
+        p.delta[from] = (p.delta[from] or 0) - 1
+        local f = to == '' and B_TOTAL or to
+        p.delta[f] = (p.delta[f] or 0) + (to == '' and -1 or 1)
+      end
+    end
+  end
+  local set, del = {}, {}
+  for _, name in ipairs(names) do
+    local p = per[name]
+    local live = redis.call('EXISTS', batch_key(name)) == 1
+    for _, id in ipairs(p.ids) do
+      if live and to ~= '' and to ~= B_COMPLETED then
+        set[#set + 1] = id
+        set[#set + 1] = to .. ':' .. name
+      else
+        del[#del + 1] = id
+      end
+    end
+    if live then
+      for f, d in pairs(p.delta) do
+        if d ~= 0 then redis.call('HINCRBY', batch_key(name), f, d) end
+      end
+    else
+      per[name] = nil
+    end
+  end
+  if #del > 0 then call_all('HDEL', K_ITEM_BATCH, del) end
+  if #set > 0 then call_all('HSET', K_ITEM_BATCH, set) end
+  for _, name in ipairs(names) do
+    if per[name] then batch_settle(name) end
+  end
+end
