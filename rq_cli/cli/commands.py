@@ -78,6 +78,18 @@ def load_queues() -> Any:
     return queues
 
 
+def load_batch() -> Any:
+    from .batch import batch
+
+    return batch
+
+
+def load_wait() -> Any:
+    from .batch import wait
+
+    return wait
+
+
 def load_doctor() -> Any:
     from .doctor import doctor
 
@@ -183,6 +195,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("stats", load_stats),
     Command("peek", load_peek),
     Command("queues", load_queues),
+    Command("batch", load_batch),
+    Command("wait", load_wait),
     Command("doctor", load_doctor),
     Command("holders", load_holders),
     Command("errors", load_errors),

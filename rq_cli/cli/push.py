@@ -12,6 +12,7 @@ import typer
 from ..core import bulk
 from ..core.types import NewItem, PushResult
 from ..core.util import check_new_id, check_tenant
+from ..core.batches import check_batch
 from ..errors import BadInputError, Interrupted, RqError, ServerError, Unconfirmed, UsageError
 from ..output.progress import Progress
 from ..output.render import Column, Output, message
@@ -59,6 +60,10 @@ def push(
         "--tenant", metavar="TENANT",
         help='Put the items in this tenant\'s sub-queue: leases take turns between tenants '
              '(fair queues). With --with-ids a line\'s own "tenant" field wins.')] = None,
+    batch: Annotated[str | None, typer.Option(
+        "--batch", metavar="NAME",
+        help="The items join batch NAME of the queue (made by its first push): rq-cli batch "
+             "shows its counts, rq-cli wait waits until it is done.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Add items to a queue, from arguments or one per line from stdin.
@@ -74,7 +79,7 @@ def push(
             raise KeyboardInterrupt
         _push(ctx, tally, data, item_id, id_from_data, summary, as_json,
                       {"id_from_data": id_from_data, "front": front, "delay": delay,
-                       "expire": expire, "tenant": tenant},
+                       "expire": expire, "tenant": tenant, "batch": batch},
                       with_ids=with_ids, raw=raw, tenant=tenant, dedup_window=dedup_window)
     except KeyboardInterrupt:  # before the first batch, or after the last: nothing in flight
         raise _stopped(tally) from None
@@ -101,6 +106,8 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
         raise UsageError("nothing to push: give DATA arguments, or '-' to read stdin")
     if tenant is not None:
         check_tenant(tenant)
+    if options["batch"] is not None:
+        check_batch(options["batch"])
     wq = st.queue(queue)
     if not hasattr(wq, "stream"):  # a plain queue: not one the server records as sharded
         from ..core.shardmeta import refuse_if_sharded

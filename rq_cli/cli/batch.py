@@ -1,0 +1,80 @@
+"""``rq-cli batch`` and ``rq-cli wait``: a batch's counts, and waiting until it is done
+(docs/batches.md; the engine's side is core/batchops.py)."""
+
+from typing import Annotated, Any
+
+import typer
+
+from ..core import batchops
+from ..errors import BatchFailed, NothingToDo, TimedOut
+from .common import JsonOpt, QueueArg, state
+
+BatchArg = Annotated[str, typer.Argument(
+    help="The batch's name (as given to push --batch).", show_default=False, metavar="NAME")]
+
+
+def batch(
+    ctx: typer.Context,
+    queue: QueueArg,
+    name: BatchArg,
+    forget: Annotated[bool, typer.Option(
+        "--forget", help="Drop the batch's record now (its items are left as they are).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a batch's counts: total, pending, processing, delayed, completed, dead, done.
+
+    Exit 3 if the queue has no such batch.
+
+    Example: rq-cli batch emails newsletter-42
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    wq = st.queue(queue)
+    row = batchops.read(wq, name, queue)
+    if row is None:
+        raise NothingToDo(f"no batch {name!r} in {queue}")
+    if forget:
+        batchops.forget(wq, name)
+        out.message(f"rq-cli: forgot batch {name!r} of {queue} "
+                    f"({row['completed']} completed, {row['dead']} dead of {row['total']})")
+        return
+    out.record(row, title=f"batch {name} of {queue}")
+
+
+def wait(
+    ctx: typer.Context,
+    queue: QueueArg,
+    name: BatchArg,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", min=0, metavar="SECONDS",
+        help="Give up after this long (exit 75). Default: wait for ever.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Wait until every item of a batch is completed or dead, then print its line.
+
+    Exit 0 if every item completed, 5 if any is dead, 75 on --timeout, 3 if there is no
+    such batch. Woken by the step that finishes the batch, not by polling; a progress bar
+    on a terminal.
+
+    Example: rq-cli wait emails newsletter-42 --timeout 3600
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    wq = st.queue(queue)
+    with out.progress(f"wait {queue} {name}", total=None) as bar:
+        def shown(row: dict[str, Any]) -> None:
+            finished = row["completed"] + row["dead"]
+            bar.set(finished, f"wait {queue} {name}: {finished}/{row['total']} finished, "
+                              f"{row['dead']} dead")
+
+        row = batchops.wait(wq, name, timeout, shown, queue)
+    if row is None:
+        raise NothingToDo(f"no batch {name!r} in {queue}")
+    out.record(row, title=f"batch {name} of {queue}")
+    if not row["done"]:
+        raise TimedOut(f"wait: batch {name!r} of {queue} not done after {timeout:g} s: "
+                       f"{row['completed'] + row['dead']} of {row['total']} items finished")
+    if row["dead"]:
+        raise BatchFailed(f"wait: batch {name!r} of {queue} done: {row['dead']} of "
+                          f"{row['total']} items dead (rq-cli peek {queue} --state dead)")
