@@ -99,6 +99,24 @@ def wait(q: Any, name: str, timeout: float | None,
         open_part.client.blmove(key, key, max(left, 0.01), "RIGHT", "RIGHT")
 
 
+def sweep(q: Any, now_ms: int | None = None) -> int:
+    """Count completed the batch items a peer client completed (their data gone, their
+    entry left in P:item_batch): batch_sweep.lua over the whole hash, a page (limits.BATCH
+    entries) per call; nothing when the queue has no batch item. Returns how many."""
+    from .limits import BATCH
+
+    found, cursor = 0, "0"
+    if not q.client.exists(q.keys.item_batch):
+        return 0
+    while True:
+        fields, _ = q.decoded("batch_sweep", {"cursor": cursor, "count": BATCH}, (), now_ms)
+        found += int(fields["completed"])
+        cursor = fields["cursor"].decode() if isinstance(fields["cursor"], bytes) \
+            else str(fields["cursor"])
+        if cursor == "0":
+            return found
+
+
 def _open_part(members: list[Any], name: str) -> Any:
     """The first part whose record is not finished (none: read again)."""
     from .batches import FINISHED

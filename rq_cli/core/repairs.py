@@ -75,6 +75,10 @@ class Repairs(QueueBase):
             (wait or _sleep)(report.suspects, grace)
             report.suspects = 0
             self._clean_pass(report, grace, dry_run, now_ms, progress)
+        if not dry_run:  # batch items a peer completed: counted completed (pruned)
+            from .batchops import sweep
+
+            report.pruned += sweep(self, now_ms)
         if deep:
             from .deep import deep_clean  # the SCAN side lives on its own
 
