@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from ..core import bulk
+from ..core.batches import check_batch
 from ..core.types import NewItem, PushResult
 from ..core.util import check_new_id, check_tenant
-from ..core.batches import check_batch
 from ..errors import BadInputError, Interrupted, RqError, ServerError, Unconfirmed, UsageError
 from ..output.progress import Progress
 from ..output.render import Column, Output, message

@@ -83,7 +83,8 @@ def counts(record: dict[Any, Any]) -> dict[str, int]:
 def line(queue: str, name: str, parts: list[dict[str, int]], now_ms: int) -> dict[str, Any]:
     """The batch line of batch ``name``, from the counts of its parts (one per shard of a
     sharded queue, else one): every count added up; ``done`` when no part has an item
-    open, and no push holds it open (a batch whose items were all purged is done); ``finished_at`` (s) the latest part's finish."""
+    open, and no push holds it open (a batch whose items were all purged is done);
+    ``finished_at`` (s) the latest part's finish."""
     row: dict[str, Any] = {"queue": queue, "batch": name}
     for f in (TOTAL, *COUNTED):
         row[f] = sum(p.get(f, 0) for p in parts)

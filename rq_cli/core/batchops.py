@@ -102,15 +102,14 @@ def wait(q: Any, name: str, timeout: float | None,
 def sweep(q: Any, now_ms: int | None = None) -> int:
     """Count completed the batch items a peer client completed (their data gone, their
     entry left in P:item_batch): batch_sweep.lua over the whole hash, a page (limits.BATCH
-    entries) per call; nothing when the queue has no batch item. Returns how many."""
+    entries) per call (clean calls it where its own call saw batch items). Returns how
+    many."""
     from .limits import BATCH
 
     found, cursor = 0, "0"
-    if not q.client.exists(q.keys.item_batch):
-        return 0
     while True:
         fields, _ = q.decoded("batch_sweep", {"cursor": cursor, "count": BATCH}, (), now_ms)
-        found += int(fields["completed"])
+        found += int(fields["counted"])
         cursor = fields["cursor"].decode() if isinstance(fields["cursor"], bytes) \
             else str(fields["cursor"])
         if cursor == "0":

@@ -214,6 +214,8 @@ def _type_check(keys: Sequence[str]) -> str:
     quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
     return f"""-- True when none of this script's rare keys exists (set by wrong_type()).
 local QUIET = false
+-- The keys wrong_type() found absent, when not QUIET (batch_move: no P:item_batch).
+local ABSENT = {{}}
 -- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
 -- earlier writes behind. Returns an error reply naming the first key of the wrong type.
 local function wrong_type()
@@ -224,7 +226,9 @@ local function wrong_type()
   end
   for i = 1, #checks, 2 do
     local t = redis.call('TYPE', checks[i])['ok']
-    if t ~= 'none' and t ~= checks[i + 1] then
+    if t == 'none' then
+      ABSENT[checks[i]] = true
+    elseif t ~= checks[i + 1] then
       return redis.error_reply('WRONGTYPE key ' .. checks[i] .. ' holds a ' .. t .. ', not a ' ..
         checks[i + 1] .. ': something other than this queue uses the prefix; nothing was changed')
     end
@@ -285,7 +289,7 @@ def declared_uses(name: str, body: str) -> set[str]:
     script that names a helper it did not declare, or declares one it no longer names,
     fails to build (tests/test_contract.py builds every script)."""
     declared = {n for line in _USES.findall(body) for n in line.replace(",", " ").split()}
-    known = {b.name for b in _common()} | {"wrong_type", "QUIET"}
+    known = {b.name for b in _common()} | {"wrong_type", "QUIET", "ABSENT"}
     named = _names(body) & known
     if declared != named:
         raise ValueError(
@@ -328,7 +332,7 @@ def source(name: str) -> str:
              f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua",
              OLD_SERVER_CHECK]  # before any command: a server older than Redis 6 is refused
     parts += [text for n, text in head if n in wanted]
-    if "wrong_type" in wanted or "QUIET" in wanted:
+    if "wrong_type" in wanted or "QUIET" in wanted or "ABSENT" in wanted:
         parts.append(_type_check(keys))
     if lazy:
         parts.append("-- the --@lazy definitions, made on first use\nlocal L = {}")
@@ -402,13 +406,15 @@ def library() -> Library:
              "  KEYS, ARGV = keys, args",
              "  K_QUEUE = keys[1]",
              "  QUIET = false",
+             "  ABSENT = {}",
              "  if args[1] ~= PREFIX then",
              "    PREFIX = args[1]",
              *("    " + line for t in per_prefix.values() for line in _code_lines(t)),
              "  end",
              *("  " + line for t in per_call.values() for line in _code_lines(t)),
              "end"]
-    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", *per_prefix, *per_call]
+    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", "ABSENT", *per_prefix,
+                *per_call]
     body_parts = [f"local {', '.join(declared)}", *constants, "\n".join(begin), *functions]
     runs: list[str] = []
     for name in HOT:
@@ -416,7 +422,7 @@ def library() -> Library:
             body = f.read()
         # (as in source(), less its "local QUIET": here QUIET is shared, and begin resets it)
         check = _type_check(_fixed_keys(_uses(body, head, declared_uses(name, body))))
-        check = check.replace("local QUIET = false\n", "")
+        check = check.replace("local QUIET = false\n", "").replace("local ABSENT = {}\n", "")
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")
@@ -447,7 +453,7 @@ def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set
     ones it ``declared`` (--@uses), and what those name in turn."""
     deps = {n: _names(t) for n, t in head}
     deps.update((b.name, set(b.names)) for b in _common())
-    known = set(deps) | {"wrong_type", "QUIET"}
+    known = set(deps) | {"wrong_type", "QUIET", "ABSENT"}
     wanted: set[str] = set()
     todo = [*(_names(body) & {n for n, _ in head}), *declared]
     while todo:

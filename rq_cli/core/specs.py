@@ -97,7 +97,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("clean", ("limit", "left", "grace_ms", "max_attempts", "front", "dry_run",
                          "pass_start", "sample", "expired_offset"),
                (), ("left", "recovered", "dropped", "dead", "suspects", "promoted",
-                    "more_due", "pass_start", "pruned", "expired_offset")),
+                    "more_due", "pass_start", "pruned", "expired_offset", "batch_items")),
     ScriptSpec("deep_clean", ("grace_ms", "max_attempts", "front", "dry_run"), ("id",),
                ("recovered", "dead", "suspects")),
     ScriptSpec("prune", ("dry_run", "what"), ("id",)),
@@ -123,7 +123,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     # batches (docs/DESIGN.md section 8): a push stream's hold on a batch ("open", "close")
     ScriptSpec("batch_hold", ("name", "mode", "ttl_ms")),
     # clean: a page of P:item_batch; entries of items a peer completed counted completed
-    ScriptSpec("batch_sweep", ("cursor", "count"), (), ("cursor", "completed")),
+    ScriptSpec("batch_sweep", ("cursor", "count"), (), ("cursor", "counted")),
     # fair queues: a page of the ring of tenants with work (the manual's "Fair queues")
     ScriptSpec("tenants", ("offset", "size"), (), ("tenants", "default_depth"),
                ("tenant", "depth")),

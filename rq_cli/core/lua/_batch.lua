@@ -5,7 +5,8 @@
 -- batch counts it in (S_PENDING, S_PROCESSING, S_DELAYED, S_DEAD) and the batch's name, so a
 -- move reads where an item was counted and every item is counted in exactly one state.
 -- K_ITEM_BATCH is a rare key: a queue with no batch item has none, and a script whose QUIET
--- is set (none of its rare keys exists) skips batch_move altogether.
+-- is set (none of its rare keys exists), or whose type check found it absent (ABSENT),
+-- skips batch_move altogether: an item in no batch costs no command.
 
 -- Batch `name` (record `key`) is open again (requeue-dead, a push): not finished, kept.
 local function batch_reopen(key, name) --@lazy
@@ -65,7 +66,7 @@ end
 -- last open item. An entry whose batch was forgotten (batch --forget, its ttl) is dropped.
 -- Called where an item changes state, before its bookkeeping goes (drop_meta).
 local function batch_move(ids, to)
-  if QUIET or #ids == 0 then return end
+  if QUIET or ABSENT[K_ITEM_BATCH] or #ids == 0 then return end
   local per, names = {}, {}
   for i = 1, #ids, UNPACK_CHUNK do
     local part = {unpack(ids, i, math.min(i + UNPACK_CHUNK - 1, #ids))}

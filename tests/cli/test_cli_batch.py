@@ -1,0 +1,141 @@
+"""rq-cli push --batch, rq-cli batch, rq-cli wait (docs/batches.md): counts, exit codes,
+waking on the finishing step, a SIGKILLed worker, the batches check of issue 39."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from cli_helpers import rq_cli_command
+
+from rq_cli.core.queue import WorkQueue
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
+
+
+def spawn(server_url: str, *args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([*rq_cli_command(), "--no-config", "--url", server_url, *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, **kw)
+
+
+def until(predicate, timeout: float = 60.0, step: float = 0.05):
+    """Wait for an event another process makes (generous bound: a loaded 2-core machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("timed out waiting")
+
+
+def test_push_batch_then_batch_shows_the_counts(cli) -> None:
+    assert cli("push", "q", "--batch", "b1", "1", "2").exit_code == 0
+    run = cli("push", "q", "--batch", "b1", "-", input="".join(f"{i}\n" for i in range(3000)))
+    assert run.exit_code == 0, run
+    row = cli("batch", "q", "b1").one
+    assert {k: row[k] for k in ("queue", "batch", "total", "pending", "done")} == \
+        {"queue": "q", "batch": "b1", "total": 3002, "pending": 3002, "done": False}
+    assert row["finished_at"] is None and row["created_at"] > 0
+
+
+def test_batch_of_no_such_batch_exits_3_and_a_bad_name_exits_2(cli, r) -> None:
+    run = cli("batch", "q", "nope")
+    assert (run.exit_code, run.stdout) == (3, "")
+    assert run.stderr.strip() == "rq-cli: no batch 'nope' in q"
+    run = cli("wait", "q", "nope", "--timeout", "5")
+    assert run.exit_code == 3 and "no batch 'nope'" in run.stderr
+    for bad in ("a:b", "queue", " x"):
+        run = cli("push", "q", "--batch", bad, "1")
+        assert run.exit_code == 2, run
+        assert len(run.stderr.strip().splitlines()) == 1
+    assert r.keys("*") == []  # nothing stored
+
+
+def test_wait_exits_0_when_every_item_completed_and_75_on_timeout(cli, r) -> None:
+    cli("push", "q", "--batch", "b", "1", "2")
+    run = cli("wait", "q", "b", "--timeout", "0.2")
+    assert run.exit_code == 75 and run.one["done"] is False
+    assert "not done after 0.2 s: 0 of 2" in run.stderr
+    q = WorkQueue(r, "q")
+    q.complete(q.lease(2))
+    run = cli("wait", "q", "b")
+    assert run.exit_code == 0, run
+    assert (run.one["completed"], run.one["done"]) == (2, True)
+
+
+def test_wait_is_woken_by_the_finishing_step(cli, r, server_url) -> None:
+    """A wait started first returns once the last item completes (the token), long before
+    its timeout; the line it prints says so."""
+    cli("push", "q", "--batch", "b", "1", "2", "3")
+    waiter = spawn(server_url, "wait", "q", "b", "--timeout", "300")
+    try:
+        q = WorkQueue(r, "q")
+        q.complete(q.lease(2))
+        assert waiter.poll() is None
+        # (it is blocked on the wake key: a client in BLMOVE)
+        until(lambda: any(c.get("cmd") == "blmove" for c in r.client_list()))
+        q.complete(q.lease(1))
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+    assert waiter.returncode == 0, err
+    assert json.loads(out)["completed"] == 3
+
+
+def test_a_sigkilled_worker_leaves_the_batch_to_finish_exactly_once(cli, r, server_url) -> None:
+    cli("push", "q", "--batch", "b", "1", "2")
+    worker = spawn(server_url, "work", "q", "--lease", "1", "--", "sleep", "600")
+    try:
+        until(lambda: cli("batch", "q", "b").one["processing"] >= 1)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+    held = [i.decode() for i in r.lrange("q:processing", 0, -1)]
+    # its leases run out (1 s, not extended any more), then clean recovers the items
+    until(lambda: not any(r.exists(f"q:lease:{i}") for i in held))
+    run = cli("clean", "q", "--grace", "0")
+    assert run.exit_code == 0, run
+    assert cli("batch", "q", "b").one["processing"] == 0
+    done = spawn(server_url, "work", "q", "--idle-exit", "1", "--", "true")
+    done.communicate(timeout=120)
+    run = cli("wait", "q", "b", "--timeout", "60")
+    assert run.exit_code == 0 and run.one["completed"] == 2, run
+    assert r.llen("q:batch_wake:b") == 1  # finished once
+
+
+def test_the_batches_check(cli, r, server_url) -> None:
+    """Issue 39's check: 500 items in b1 (10 fail for good); wait, started first, exits 5 and
+    says 490 completed and 10 dead; batch --json says so too."""
+    run = cli("push", "q", "--batch", "b1", "-", input="".join(f"{i}\n" for i in range(1, 501)))
+    assert run.exit_code == 0, run
+    waiter = spawn(server_url, "wait", "q", "b1", "--timeout", "300")
+    script = 'read x; [ $((x % 50)) -ne 0 ] || exit 100; echo "$x"'
+    worker = spawn(server_url, "work", "q", "-c", "4", "--idle-exit", "2", "--", "sh", "-c",
+                   script)
+    try:
+        out, err = waiter.communicate(timeout=300)
+        worker.communicate(timeout=120)
+    finally:
+        for p in (waiter, worker):
+            if p.poll() is None:
+                p.kill()
+    assert waiter.returncode == 5, err
+    line = json.loads(out)
+    assert (line["completed"], line["dead"], line["done"]) == (490, 10, True)
+    assert "10 of 500 items dead" in err.decode()
+    row = cli("batch", "q", "b1", "--json").one
+    assert (row["total"], row["completed"], row["dead"], row["done"]) == (500, 490, 10, True)
+
+
+def test_batch_forget_drops_the_record(cli, r) -> None:
+    cli("push", "q", "--batch", "b", "1")
+    run = cli("batch", "q", "b", "--forget")
+    assert run.exit_code == 0 and "forgot batch 'b'" in run.stderr
+    assert cli("batch", "q", "b").exit_code == 3
+    assert r.keys("q:batch*") == []
