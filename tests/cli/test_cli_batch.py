@@ -139,3 +139,27 @@ def test_batch_forget_drops_the_record(cli, r) -> None:
     assert run.exit_code == 0 and "forgot batch 'b'" in run.stderr
     assert cli("batch", "q", "b").exit_code == 3
     assert r.keys("q:batch*") == []
+
+
+def test_a_batch_of_a_sharded_queue_adds_up_its_parts(cli, r, tmp_path, server_url) -> None:
+    """Each shard keeps its part of the batch; batch and wait add the parts up, and the
+    batch is done when every part is."""
+    from cli_helpers import write_config
+
+    write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
+    assert cli("reshard", "jobs", "3").exit_code == 0
+    lines = "".join(f"{n}\n" for n in range(60))
+    assert cli("push", "jobs", "--batch", "b", "-", input=lines).exit_code == 0
+    parts = [int(r.hget(f"jobs~1.{i}:batch:b", "total") or 0) for i in range(3)]
+    assert sum(parts) == 60 and all(parts), parts  # every shard has a part
+    assert r.keys("jobs*:batch:b*") and not r.hget("jobs~1.0:batch:b", "holds")
+    row = cli("batch", "jobs", "b").one
+    assert (row["total"], row["pending"], row["done"]) == (60, 60, False)
+    leased = cli("lease", "jobs", "--count", "59").json
+    assert cli("complete", "jobs", *[x["id"] for x in leased]).exit_code == 0
+    assert cli("wait", "jobs", "b", "--timeout", "0.1").exit_code == 75
+    last = cli("lease", "jobs").one
+    assert cli("fail", "jobs", "--dead", last["id"]).exit_code == 0
+    run = cli("wait", "jobs", "b", "--timeout", "60")
+    assert run.exit_code == 5, run
+    assert (run.one["completed"], run.one["dead"], run.one["done"]) == (59, 1, True)
