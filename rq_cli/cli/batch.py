@@ -7,6 +7,7 @@ import typer
 
 from ..core import batchops
 from ..errors import BatchFailed, NothingToDo, TimedOut
+from ..output.render import Column
 from .common import JsonOpt, QueueArg, state
 
 BatchArg = Annotated[str, typer.Argument(
@@ -78,3 +79,45 @@ def wait(
     if row["dead"]:
         raise BatchFailed(f"wait: batch {name!r} of {queue} done: {row['dead']} of "
                           f"{row['total']} items dead (rq-cli peek {queue} --state dead)")
+
+
+RESULT_COLUMNS = [Column("id"), Column("result", kind="words", drop=0)]
+
+
+def results(
+    ctx: typer.Context,
+    queue: QueueArg,
+    name: BatchArg,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the results of a batch's completed items: one {"id", "result"} line each.
+
+    A result that is JSON is printed as JSON, any other as a string. Only items completed
+    with a result have one (complete --result, work --result stdout). Exit 3 if the queue
+    has no such batch.
+
+    Example: rq-cli results thumbs album-7 --json
+    """
+    st = state(ctx)
+    out = st.output(as_json)
+    wq = st.queue(queue)
+    if batchops.read(wq, name, queue) is None:
+        raise NothingToDo(f"no batch {name!r} in {queue}")
+    with out.stream(RESULT_COLUMNS) as rows:
+        page: list[dict[str, Any]] = []
+        for item_id, value in batchops.results(wq, name):
+            page.append({"id": item_id, "result": result_value(value)})
+            if len(page) >= 1000:
+                rows.add(page)
+                page = []
+        rows.add(page)
+
+
+def result_value(value: bytes) -> Any:
+    """A stored result as printed: its JSON value, or else its text."""
+    import json
+
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value.decode("utf-8", "replace")

@@ -84,6 +84,12 @@ def load_batch() -> Any:
     return batch
 
 
+def load_results() -> Any:
+    from .batch import results
+
+    return results
+
+
 def load_wait() -> Any:
     from .batch import wait
 
@@ -197,6 +203,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("queues", load_queues),
     Command("batch", load_batch),
     Command("wait", load_wait),
+    Command("results", load_results),
     Command("doctor", load_doctor),
     Command("holders", load_holders),
     Command("errors", load_errors),

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .codes import ItemState, Outcome
-from .keys import BATCH, BATCH_WAKE, name_collision
+from .keys import BATCH, BATCH_WAKE, RESULTS, name_collision
 from .limits import BATCH_OPEN_MS, MAX_BATCH_BYTES
 
 #: The states a batch counts its items in, in the order its line prints them: an item of
@@ -62,12 +62,15 @@ def check_batch(name: str) -> str:
 
 def lua_blocks() -> list[tuple[str, str]]:
     """The scripts' definitions for batches: ``B_<FIELD>``, the key helpers
-    ``batch_key(name)`` and ``batch_wake_key(name)``, and ``BATCH_OPEN_MS``."""
+    ``batch_key(name)``, ``batch_wake_key(name)`` and ``results_key(name)``, and
+    ``BATCH_OPEN_MS``."""
     out = [(f"B_{n}", f"local B_{n} = '{v}'") for n, v in _LUA_FIELDS.items()]
     out.append(("batch_key", "local function batch_key(name) "
                              f"return PREFIX .. ':{BATCH}:' .. name end"))
     out.append(("batch_wake_key", "local function batch_wake_key(name) "
                                   f"return PREFIX .. ':{BATCH_WAKE}:' .. name end"))
+    out.append(("results_key", "local function results_key(name) "
+                               f"return PREFIX .. ':{RESULTS}:' .. name end"))
     out.append(("BATCH_OPEN_MS", f"local BATCH_OPEN_MS = {BATCH_OPEN_MS}"))
     return out
 

@@ -65,7 +65,8 @@ def forget(q: Any, name: str) -> int:
     """Drop batch ``name``'s keys now (its record, its wake token): how many keys went. Its
     items are left as they are; their entries in P:item_batch go at their next move."""
     check_batch(name)
-    return sum(int(p.client.unlink(p.keys.batch(name), p.keys.batch_wake(name)))
+    return sum(int(p.client.unlink(p.keys.batch(name), p.keys.batch_wake(name),
+                                   p.keys.results(name)))
                for p in parts(q))
 
 
@@ -114,6 +115,44 @@ def sweep(q: Any, now_ms: int | None = None) -> int:
             else str(fields["cursor"])
         if cursor == "0":
             return found
+
+
+def complete_results(q: Any, refs: list[Any], now_ms: int | None = None) -> list[Any]:
+    """``WorkQueue.complete`` of refs with results (complete_result.lua, limits.BATCH per
+    call): each ref's ``result`` (none: empty) is kept for a batch item. A result over
+    limits.RESULT_MAX bytes is refused (UsageError) before anything is done."""
+    from ..errors import UsageError
+    from .base import COMPLETE_OUTCOMES
+    from .limits import BATCH, RESULT_MAX
+    from .types import ItemOutcome
+
+    for ref in refs:
+        if ref.result is not None and len(ref.result) > RESULT_MAX:
+            raise UsageError(f"the result of {ref.id!r} is {len(ref.result):,} bytes: at most "
+                             f"{RESULT_MAX:,} are kept")
+    out: list[Any] = []
+    for i in range(0, len(refs), BATCH):
+        part = refs[i:i + BATCH]
+        rest = [v for ref in part for v in (ref.id, ref.session or "", ref.result or b"")]
+        codes = q.call("complete_result", {}, rest, now_ms)
+        codes = codes.decode() if isinstance(codes, bytes) else codes
+        out += [ItemOutcome(ref.id, COMPLETE_OUTCOMES[c]) for ref, c in zip(part, codes,
+                                                                            strict=True)]
+    return out
+
+
+def results(q: Any, name: str, page: int = 1000) -> Iterator[tuple[str, bytes]]:
+    """(id, result) of batch ``name``'s completed items that have one: HSCAN pages of
+    ``page`` entries of P:results:<name> (of every part of a sharded queue)."""
+    check_batch(name)
+    for p in parts(q):
+        cursor = 0
+        while True:
+            cursor, got = p.client.hscan(p.keys.results(name), cursor, count=page)
+            for k, v in got.items():
+                yield (k.decode() if isinstance(k, bytes) else k), v
+            if not cursor:
+                break
 
 
 def _open_part(members: list[Any], name: str) -> Any:

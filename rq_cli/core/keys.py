@@ -136,7 +136,9 @@ CONTROL = "control"
 #: token to (``rq-cli wait`` blocks on it).
 BATCH = "batch"
 BATCH_WAKE = "batch_wake"
-BATCH_FAMILIES = (BATCH, BATCH_WAKE)
+#: ... and the hash of its items' results (id -> the result ``complete`` was given).
+RESULTS = "results"
+BATCH_FAMILIES = (BATCH, BATCH_WAKE, RESULTS)
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
 #: the name rule below is derived from, with the fixed keys' names.
 NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)
@@ -361,6 +363,10 @@ class Keys(NamedTuple):
     def batch(self, name: str) -> str:
         """hash: batch ``name``'s record (core/batches.py RECORD_FIELDS)."""
         return f"{self.prefix}:{BATCH}:{name}"
+
+    def results(self, name: str) -> str:
+        """hash id -> result of batch ``name``'s completed items (``rq-cli results``)."""
+        return f"{self.prefix}:{RESULTS}:{name}"
 
     def batch_wake(self, name: str) -> str:
         """LIST: the token batch ``name``'s finishing step pushes (``rq-cli wait``)."""

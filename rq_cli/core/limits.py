@@ -134,5 +134,8 @@ CONTROL_TTL = 600
 #: batch does not finish between two calls of one push, and a crashed pusher's batch can
 #: finish this long after its last call.
 BATCH_OPEN_MS = 600_000
+#: Longest result kept for a batch item (``complete --result``, ``work --result stdout``:
+#: a longer output is cut to this, and the worker says so), in bytes.
+RESULT_MAX = 65536
 #: Longest batch name, in bytes.
 MAX_BATCH_BYTES = 256

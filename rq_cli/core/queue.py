@@ -224,8 +224,13 @@ class WorkQueue(Reads, Repairs):
     def complete(self, refs: Iterable[Ref], *, now_ms: int | None = None,
                  ) -> list[ItemOutcome]:
         """Complete items: ``completed`` for exactly one caller per item, else ``missing``
-        (not live) or ``conflict`` (given a session, another session holds the lease)."""
+        (not live) or ``conflict`` (given a session, another session holds the lease). An
+        ItemRef's ``result`` is kept for a batch item (``rq-cli results``)."""
         items = self.ref_args(refs)
+        if any(ref.result is not None for ref in items):  # (kept for batch items)
+            from .batchops import complete_results
+
+            return complete_results(self, items, now_ms)
         with unconfirmed_result(lambda codes: [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
                                                for ref, code in zip(items, codes,
                                                                     strict=True)]) as done:

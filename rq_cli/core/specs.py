@@ -122,6 +122,8 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
                ("id", "until_ms")),
     # batches (docs/DESIGN.md section 8): a push stream's hold on a batch ("open", "close")
     ScriptSpec("batch_hold", ("name", "mode", "ttl_ms")),
+    # complete with a result per item (kept for batch items): triples id, session, result
+    ScriptSpec("complete_result", (), ("id", "session", "result")),
     # clean: a page of P:item_batch; entries of items a peer completed counted completed
     ScriptSpec("batch_sweep", ("cursor", "count"), (), ("cursor", "counted")),
     # fair queues: a page of the ring of tenants with work (the manual's "Fair queues")

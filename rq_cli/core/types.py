@@ -104,10 +104,12 @@ class LeasedItem:
 
 @dataclass(frozen=True)
 class ItemRef:
-    """An item to act on: its id, and optionally the session that leased it."""
+    """An item to act on: its id, and optionally the session that leased it; for
+    ``complete``, optionally its result (bytes, kept for a batch item: docs/batches.md)."""
 
     id: str
     session: str | None = None
+    result: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@
 local function batch_reopen(key, name) --@lazy
   redis.call('HDEL', key, B_FINISHED)
   redis.call('PERSIST', key)
+  redis.call('PERSIST', results_key(name))
   redis.call('DEL', batch_wake_key(name))
 end
 
@@ -35,8 +36,19 @@ local function batch_settle(name) --@lazy
     if ttl then
       redis.call('PEXPIRE', key, ttl)
       redis.call('PEXPIRE', wake, ttl)
+      redis.call('PEXPIRE', results_key(name), ttl)
     end
   end
+end
+
+-- The batch of live item id whose record exists, or nil (an item in no batch, or in one
+-- forgotten).
+local function batch_of(id) --@lazy
+  if QUIET or ABSENT[K_ITEM_BATCH] then return nil end
+  local v = redis.call('HGET', K_ITEM_BATCH, id)
+  local name = v and string.match(v, '^[^:]*:(.*)$')
+  if name and redis.call('EXISTS', batch_key(name)) == 1 then return name end
+  return nil
 end
 
 -- New items `ids` join batch `name`, counted in `state` (push): one HSET of their entries
