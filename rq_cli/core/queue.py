@@ -183,6 +183,8 @@ class WorkQueue(Reads, Repairs):
         items = self.ref_args(refs)
         if len(items) > BATCH:
             raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
+        if any(ref.result is not None for ref in items):
+            raise UsageError("complete_and_lease keeps no results: complete() them")
         check_count(count)
         self.sync_tenant_weights()
         def result(done: tuple[list[LeasedItem], int, int, str],
