@@ -163,3 +163,45 @@ def test_a_batch_of_a_sharded_queue_adds_up_its_parts(cli, r, tmp_path, server_u
     run = cli("wait", "jobs", "b", "--timeout", "60")
     assert run.exit_code == 5, run
     assert (run.one["completed"], run.one["dead"], run.one["done"]) == (59, 1, True)
+
+
+def test_results_of_complete_result_and_of_complete_lines(cli, r) -> None:
+    cli("push", "q", "--batch", "b", "1", "2", "3")
+    cli("push", "q", "4")  # in no batch: its result is not kept
+    leased = {x["data"]: x["id"] for x in cli("lease", "q", "-n", "4").json}
+    run = cli("complete", "q", leased[1], "--result", '{"size": 12, "ok": true}')
+    assert run.exit_code == 0 and run.one["outcome"] == "completed"
+    lines = (f'{{"id": "{leased[2]}", "result": [1, "two"]}}\n'
+             f'{{"id": "{leased[3]}"}}\n'
+             f'{{"id": "{leased[4]}", "result": "x"}}\n')
+    assert cli("complete", "q", "-", input=lines).exit_code == 0
+    rows = {x["id"]: x["result"] for x in cli("results", "q", "b").json}
+    assert rows == {leased[1]: {"size": 12, "ok": True}, leased[2]: [1, "two"]}
+    assert not r.exists("q:results:") and r.keys("q:results:*") == [b"q:results:b"]
+    assert cli("batch", "q", "b").one["done"] is True
+    assert 0 < r.pttl("q:results:b")  # kept for batch_ttl, as the record
+
+
+def test_complete_result_refusals(cli, r) -> None:
+    cli("push", "q", "--batch", "b", "1")
+    item = cli("lease", "q").one["id"]
+    run = cli("complete", "q", item, "--result", "not json")
+    assert run.exit_code == 65 and run.stderr.startswith("rq-cli: --result: ")
+    run = cli("complete", "q", item, "--result", '"' + "a" * 70_000 + '"')
+    assert run.exit_code == 65 and "at most 65,536" in run.stderr
+    assert cli("batch", "q", "b").one["processing"] == 1  # nothing done
+    assert cli("results", "q", "nope").exit_code == 3
+    assert cli("results", "q", "b").stdout == ""
+
+
+def test_work_result_stdout_keeps_the_output_bounded(cli, r, server_url) -> None:
+    cli("push", "q", "--batch", "b", "1", "2")
+    run = spawn(server_url, "work", "q", "--idle-exit", "1", "--result", "stdout", "--json",
+                "--", "sh", "-c", 'read x; if [ "$x" = 1 ]; then echo "{\\"n\\": $x}"; '
+                'else head -c 70000 /dev/zero | tr "\\0" a; fi')
+    _, err = run.communicate(timeout=120)
+    logs = [json.loads(x) for x in err.decode().splitlines() if x.startswith("{")]
+    cut = [x for x in logs if x.get("result_cut")]
+    assert len(cut) == 1 and cut[0]["result_cut"] == 65536, logs
+    rows = sorted((x["result"] for x in cli("results", "q", "b").json), key=str)
+    assert rows[0] == "a" * 65536 and rows[1] == {"n": 1}

@@ -319,6 +319,11 @@ def test_batch_and_wait_lines(cli: Any, checked: Checked, r: redis.Redis) -> Non
     q.fail(q.lease(1), error="x", dead=True)
     checked("wait", cli("wait", "q", "b"), codes=(5,))
     checked("batch", cli("batch", "q", "b", "--json"))
+    cli("push", "q", "--batch", "c", "1", "2")
+    leased = [x["id"] for x in cli("lease", "q", "-n", "2").json]
+    cli("complete", "q", leased[0], "--result", '{"a": [1]}')
+    cli("complete", "q", leased[1], "--result", '"text"')
+    checked("results", cli("results", "q", "c"), at_least=2)
 
 
 def test_work_log_lines_and_cancel(cli: Any, checked: Checked, server_url: str,
