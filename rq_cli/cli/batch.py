@@ -6,8 +6,9 @@ from typing import Annotated, Any
 import typer
 
 from ..core import batchops
-from ..errors import BatchFailed, NothingToDo, TimedOut
-from ..output.render import Column
+from ..errors import BatchFailed, NothingToDo, TimedOut, UsageError
+from ..output.render import Column, Output
+from ..output.shapes import peek_row
 from .common import JsonOpt, QueueArg, state
 
 BatchArg = Annotated[str, typer.Argument(
@@ -121,3 +122,21 @@ def result_value(value: bytes) -> Any:
         return json.loads(value)
     except ValueError:
         return value.decode("utf-8", "replace")
+
+
+def peek_batch(out: Output, queue: str, wq: Any, batch: str, item_state: str, count: int,
+               raw: bool, other: bool, columns: list[Column]) -> None:
+    """``peek --batch NAME``: up to ``count`` of the batch's items in ``item_state``, each
+    read as ``peek --id`` reads it (``other``: a filter or --tenant was given too)."""
+    if other or item_state == "all":
+        raise UsageError("--batch shows the batch's items in one --state (pending, "
+                         "processing, delayed or dead), not with a filter or --tenant")
+    if batchops.read(wq, batch, queue) is None:
+        raise NothingToDo(f"no batch {batch!r} in {queue}")
+    found = [part.item(item_id) for part, item_id in
+             batchops.items(wq, batch, item_state, count)]
+    shown = [item for item in found if item is not None and item.state == item_state]
+    if raw:
+        out.raw([item.data for item in shown if item.data is not None])
+    else:
+        out.rows([peek_row(item) for item in shown], columns)

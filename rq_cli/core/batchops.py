@@ -155,6 +155,26 @@ def results(q: Any, name: str, page: int = 1000) -> Iterator[tuple[str, bytes]]:
                 break
 
 
+def items(q: Any, name: str, state: str, limit: int,
+          page: int = 1000) -> Iterator[tuple[Any, str]]:
+    """(part, id) of up to ``limit`` items of batch ``name`` in ``state`` (pending,
+    processing, delayed or dead: as the batch counts them), in no particular order: HSCAN
+    pages of ``page`` entries of P:item_batch, each part of a sharded queue in turn."""
+    check_batch(name)
+    want = f"{state}:{name}".encode()
+    found = 0
+    for p in parts(q):
+        cursor = 0
+        while found < limit:
+            cursor, got = p.client.hscan(p.keys.item_batch, cursor, count=page)
+            for k, v in got.items():
+                if v == want and found < limit:
+                    found += 1
+                    yield p, (k.decode() if isinstance(k, bytes) else k)
+            if not cursor:
+                break
+
+
 def _open_part(members: list[Any], name: str) -> Any:
     """The first part whose record is not finished (none: read again)."""
     from .batches import FINISHED

@@ -179,7 +179,7 @@ def test_results_of_complete_result_and_of_complete_lines(cli, r) -> None:
     assert rows == {leased[1]: {"size": 12, "ok": True}, leased[2]: [1, "two"]}
     assert not r.exists("q:results:") and r.keys("q:results:*") == [b"q:results:b"]
     assert cli("batch", "q", "b").one["done"] is True
-    assert 0 < r.pttl("q:results:b")  # kept for batch_ttl, as the record
+    assert r.pttl("q:results:b") > 0  # kept for batch_ttl, as the record
 
 
 def test_complete_result_refusals(cli, r) -> None:
@@ -205,3 +205,16 @@ def test_work_result_stdout_keeps_the_output_bounded(cli, r, server_url) -> None
     assert len(cut) == 1 and cut[0]["result_cut"] == 65536, logs
     rows = sorted((x["result"] for x in cli("results", "q", "b").json), key=str)
     assert rows[0] == "a" * 65536 and rows[1] == {"n": 1}
+
+
+def test_peek_state_dead_batch_shows_what_failed_in_the_batch(cli, r) -> None:
+    cli("push", "q", "--batch", "b", "1", "2", "3")
+    cli("push", "q", "4")  # in no batch
+    leased = {x["data"]: x["id"] for x in cli("lease", "q", "-n", "4").json}
+    cli("fail", "q", "--dead", "--error", "bad input", leased[2], leased[4])
+    rows = cli("peek", "q", "--state", "dead", "--batch", "b").json
+    assert [(x["id"], x["error"]) for x in rows] == [(leased[2], "bad input")]
+    assert len(cli("peek", "q", "--state", "processing", "--batch", "b").json) == 2
+    assert cli("peek", "q", "--state", "dead", "--batch", "nope").exit_code == 3
+    run = cli("peek", "q", "--state", "all", "--batch", "b")
+    assert run.exit_code == 2 and len(run.stderr.strip().splitlines()) == 1
