@@ -14,8 +14,8 @@ from typing import Any
 
 from ..errors import UsageError
 from .codes import ItemState, Outcome
-from .keys import BATCH, BATCH_WAKE, RESULTS, name_collision
-from .limits import BATCH_OPEN_MS, MAX_BATCH_BYTES
+from .keys import AFTER, BATCH, BATCH_WAKE, RESULTS, name_collision
+from .limits import AFTER_BATCH, BATCH_OPEN_MS, MAX_BATCH_BYTES
 
 #: The states a batch counts its items in, in the order its line prints them: an item of
 #: the batch is counted in exactly one (item_batch keeps which), so they add up to ``total``.
@@ -32,6 +32,10 @@ FINISHED = "finished_ms"
 OPEN_UNTIL = "open_until_ms"
 HOLDS = "holds"  #: push streams holding it open (lua/batch_hold.lua)
 TTL = "ttl_ms"
+#: The mode of an entry of P:after:<batch>: ``push --after`` (queued when the batch is done)
+#: or ``--after-ok`` (queued only if none of the batch died; else dead, reason after_failed).
+AFTER_ANY = "a"
+AFTER_OK = "o"
 #: The Lua name of each field (``B_<NAME>``).
 _LUA_FIELDS = {"TOTAL": TOTAL, "PENDING": ItemState.PENDING.value,
                "PROCESSING": ItemState.PROCESSING.value, "DELAYED": ItemState.DELAYED.value,
@@ -71,6 +75,11 @@ def lua_blocks() -> list[tuple[str, str]]:
                                   f"return PREFIX .. ':{BATCH_WAKE}:' .. name end"))
     out.append(("results_key", "local function results_key(name) "
                                f"return PREFIX .. ':{RESULTS}:' .. name end"))
+    out.append(("after_key", "local function after_key(name) "
+                             f"return PREFIX .. ':{AFTER}:' .. name end"))
+    out.append(("AFTER_ANY", f"local AFTER_ANY = '{AFTER_ANY}'"))
+    out.append(("AFTER_OK", f"local AFTER_OK = '{AFTER_OK}'"))
+    out.append(("AFTER_BATCH", f"local AFTER_BATCH = {AFTER_BATCH}"))
     out.append(("BATCH_OPEN_MS", f"local BATCH_OPEN_MS = {BATCH_OPEN_MS}"))
     return out
 

@@ -103,8 +103,9 @@ def wait(q: Any, name: str, timeout: float | None,
 def sweep(q: Any, now_ms: int | None = None) -> int:
     """Count completed the batch items a peer client completed (their data gone, their
     entry left in P:item_batch): batch_sweep.lua over the whole hash, a page (limits.BATCH
-    entries) per call (clean calls it where its own call saw batch items). Returns how
-    many."""
+    entries) per call (clean calls it where its own call saw batch items); then release
+    what push --after still holds for finished batches (batch_after.lua). Returns how many
+    it counted completed."""
     from .limits import BATCH
 
     found, cursor = 0, "0"
@@ -114,7 +115,14 @@ def sweep(q: Any, now_ms: int | None = None) -> int:
         cursor = fields["cursor"].decode() if isinstance(fields["cursor"], bytes) \
             else str(fields["cursor"])
         if cursor == "0":
-            return found
+            break
+    # items push --after holds for a batch finished (or gone) beyond what its finishing
+    # step released: limits.AFTER_BATCH per call
+    for name in q.client.sscan_iter(q.keys.afters, count=BATCH):
+        name = name.decode() if isinstance(name, bytes) else name
+        while int(q.call("batch_after", {"name": name}, (), now_ms)):
+            pass
+    return found
 
 
 def complete_results(q: Any, refs: list[Any], now_ms: int | None = None) -> list[Any]:

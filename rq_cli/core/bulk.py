@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from ..errors import Unconfirmed, UsageError
 from . import scripts
 from .base import QueueBase
-from .batches import check_batch
+from .batches import AFTER_ANY, AFTER_OK, check_batch
 from .bulk_tx import BYTES, PLAIN, Transactions, replies, split_ids
 from .codes import PUSH_FLAGS
 from .limits import BATCH, FRESH_ID_LEN, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH
@@ -85,11 +85,12 @@ def push_batches(q: QueueBase, items: Iterable[NewItem | bytes | str], *,
                  batch_size: int = BATCH, id_from_data: bool = False, front: bool = False,
                  delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
                  tenant: str | None = None, batch: str | None = None,
+                 after: str | None = None, after_ok: bool = False,
                  ) -> Iterator[list[PushResult]]:
     """``WorkQueue.push_batches``: :func:`stream` with one PushResult per item."""
     for batch_ in stream(q, items, batch_size=batch_size, id_from_data=id_from_data,
                          front=front, delay=delay, expire=expire, now_ms=now_ms, tenant=tenant,
-                         batch=batch):
+                         batch=batch, after=after, after_ok=after_ok):
         yield batch_.results()
 
 
@@ -97,7 +98,8 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
            id_from_data: bool = False, front: bool = False, delay: float = 0.0,
            expire: float | None = None, now_ms: int | None = None,
            tenant: str | None = None, stop: Callable[[], bool] = never,
-           batch: str | None = None) -> Iterator[Pushed]:
+           batch: str | None = None, after: str | None = None,
+           after_ok: bool = False) -> Iterator[Pushed]:
     """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
 
     Memory stays bounded (a few batches). If iterating ``items`` raises, the items taken
@@ -116,7 +118,8 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
     take the simple path, one call per run of items of one tenant. ``batch``: every item
     stored joins that batch (docs/DESIGN.md section 8); a stream of more than one call
     holds the batch open until it ends (core/batchops.py ``held``), and goes through
-    push.lua (no transactions: push_commit.lua does not keep batches).
+    push.lua (no transactions: push_commit.lua does not keep batches). ``after``: the items
+    wait for that batch (``after_ok``: and are dead-lettered if any of it died).
     """
     if tenant is not None:
         check_tenant(tenant)
@@ -127,11 +130,13 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
                          " (in seconds)")
     if not 1 <= batch_size <= MAX_PUSH_BATCH:
         raise UsageError(f"batch size must be between 1 and {MAX_PUSH_BATCH}")
-    if batch is not None:
-        check_batch(batch)
+    for name in (batch, after):
+        if name is not None:
+            check_batch(name)
     flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
              "expire_ms": str(ms(expire or 0)), "batch": batch or "",
-             "batch_ttl_ms": str(ms(q.options.batch_ttl))}
+             "batch_ttl_ms": str(ms(q.options.batch_ttl)), "after": after or "",
+             "after_mode": AFTER_OK if after_ok else AFTER_ANY}
     source = iter(items)
     try:
         if stop():
@@ -320,7 +325,7 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     except KeyboardInterrupt:  # (connecting, on a slow machine: nothing was sent yet)
         raise Drained from None
     try:
-        tx = None if id_from_data or flags["batch"] else \
+        tx = None if id_from_data or flags["batch"] or flags["after"] else \
             Transactions.start(q, conn, flags, now_ms)
     except BaseException as exc:
         conn.disconnect()

@@ -106,6 +106,8 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # item completes or is purged, by lua/_batch.lua's batch_move only (not a "meta" key:
     # a dead item keeps its entry, so requeue-dead counts it again)
     FixedKey("item_batch", "hash", "other", rare=True),
+    # batches: the names of the batches with items held by push --after (P:after:<batch>)
+    FixedKey("afters", "set", "other", rare=True),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -138,7 +140,10 @@ BATCH = "batch"
 BATCH_WAKE = "batch_wake"
 #: ... and the hash of its items' results (id -> the result ``complete`` was given).
 RESULTS = "results"
-BATCH_FAMILIES = (BATCH, BATCH_WAKE, RESULTS)
+#: ... and the list of the items ``push --after`` holds until it is done (entries: a mode
+#: character, batches.AFTER_ANY or AFTER_OK, then the id).
+AFTER = "after"
+BATCH_FAMILIES = (BATCH, BATCH_WAKE, RESULTS, AFTER)
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
 #: the name rule below is derived from, with the fixed keys' names.
 NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)
@@ -367,6 +372,15 @@ class Keys(NamedTuple):
     def results(self, name: str) -> str:
         """hash id -> result of batch ``name``'s completed items (``rq-cli results``)."""
         return f"{self.prefix}:{RESULTS}:{name}"
+
+    def after(self, name: str) -> str:
+        """LIST of the items ``push --after`` holds until batch ``name`` is done."""
+        return f"{self.prefix}:{AFTER}:{name}"
+
+    @property
+    def afters(self) -> str:
+        """SET of the batches with items held by ``push --after``."""
+        return f"{self.prefix}:afters"
 
     def batch_wake(self, name: str) -> str:
         """LIST: the token batch ``name``'s finishing step pushes (``rq-cli wait``)."""

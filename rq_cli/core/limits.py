@@ -137,5 +137,8 @@ BATCH_OPEN_MS = 600_000
 #: Longest result kept for a batch item (``complete --result``, ``work --result stdout``:
 #: a longer output is cut to this, and the worker says so), in bytes.
 RESULT_MAX = 65536
+#: Items held by ``push --after`` that the step finishing their batch releases (the rest:
+#: clean, in steps of this many).
+AFTER_BATCH = 1000
 #: Longest batch name, in bytes.
 MAX_BATCH_BYTES = 256

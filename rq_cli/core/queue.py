@@ -64,14 +64,17 @@ class WorkQueue(Reads, Repairs):
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
              front: bool = False, delay: float = 0.0, expire: float | None = None,
              now_ms: int | None = None, tenant: str | None = None,
-             batch: str | None = None) -> list[PushResult]:
+             batch: str | None = None, after: str | None = None,
+             after_ok: bool = False) -> list[PushResult]:
         """Push items; returns one PushResult per item, in order (added=False: duplicate id).
         ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins);
-        ``batch``: the items join that batch (docs/DESIGN.md section 8)."""
+        ``batch``: the items join that batch; ``after``: they wait until that batch is done
+        (``after_ok``: dead-lettered if any of it died) (docs/batches.md)."""
         results: list[PushResult] = []
         for batch_ in self.push_batches(items, id_from_data=id_from_data, front=front,
                                         delay=delay, expire=expire, now_ms=now_ms,
-                                        tenant=tenant, batch=batch):
+                                        tenant=tenant, batch=batch, after=after,
+                                        after_ok=after_ok):
             results.extend(batch_)
         return results
 
@@ -79,6 +82,7 @@ class WorkQueue(Reads, Repairs):
                      id_from_data: bool = False, front: bool = False, delay: float = 0.0,
                      expire: float | None = None, now_ms: int | None = None,
                      tenant: str | None = None, batch: str | None = None,
+                     after: str | None = None, after_ok: bool = False,
                      ) -> Iterator[list[PushResult]]:
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
@@ -91,7 +95,7 @@ class WorkQueue(Reads, Repairs):
 
         return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
                             front=front, delay=delay, expire=expire, now_ms=now_ms,
-                            tenant=tenant, batch=batch)
+                            tenant=tenant, batch=batch, after=after, after_ok=after_ok)
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,

@@ -108,7 +108,7 @@ class Repairs(QueueBase):
             if progress:
                 progress(BATCH)
             if left <= 0 and not int(r["more_due"]):
-                return bool(int(r["batch_items"]))
+                return int(r["batch_items"]) > 0
 
     # -- dead letters --------------------------------------------------------------------
     def requeue_dead(self, ids: Sequence[str] | None = None, *,

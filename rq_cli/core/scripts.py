@@ -388,13 +388,14 @@ def library() -> Library:
     per_call: dict[str, str] = {}
     per_prefix: dict[str, str] = {}
     constants: list[str] = []
-    functions: list[str] = []
+    functions: dict[str, str] = {}
     for n, t in [*head, *((b.name, b.plain) for b in _common())]:
         if n in ("PREFIX", "K_QUEUE"):  # (set first thing in begin)
             continue
         used = _names(t) - {n}
         if _is_function(t):
-            functions.append(t)
+            functions[n] = re.sub(rf"^local function {n}\b", f"function {n}", t, count=1,
+                                  flags=re.M)
         elif used & {"ARGV", "KEYS", "K_QUEUE", *per_call}:
             per_call[n] = _bare(t, n)
         elif used & {"PREFIX", *per_prefix}:
@@ -415,7 +416,11 @@ def library() -> Library:
              "end"]
     declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", "ABSENT", *per_prefix,
                 *per_call]
-    body_parts = [f"local {', '.join(declared)}", *constants, "\n".join(begin), *functions]
+    # (the functions declared first, then defined: helpers that call each other in a cycle,
+    # as batch_move -> batch_settle -> batch_release -> dead_letter -> batch_move, each see
+    # the others, which the --@lazy table gives source()'s scripts)
+    body_parts = [f"local {', '.join(declared)}", f"local {', '.join(functions)}", *constants,
+                  "\n".join(begin), *functions.values()]
     runs: list[str] = []
     for name in HOT:
         with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:

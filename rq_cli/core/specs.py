@@ -79,8 +79,8 @@ _PEEKED = ("id", "data", "attempts", "holder", "deadline_ms", "score", "dead_inf
 _LEASED = ("id", "data", "attempt", *names(LEASE))
 
 SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
-    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "batch", "batch_ttl_ms", "fresh"),
-               ("id", "data")),
+    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "batch", "batch_ttl_ms", "after",
+                        "after_mode", "fresh"), ("id", "data")),
     # the last command of a bulk push's transaction (core/bulk_tx.py): ids, one argument
     ScriptSpec("push_commit", ("count", "front", "stamp_ms", "ids")),
     ScriptSpec("lease", ("count", "lease_ms", "session", "max_attempts", "at_most_once"),
@@ -126,6 +126,8 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("complete_result", (), ("id", "session", "result")),
     # clean: a page of P:item_batch; entries of items a peer completed counted completed
     ScriptSpec("batch_sweep", ("cursor", "count"), (), ("cursor", "counted")),
+    # clean: the next items push --after holds for a finished batch, released
+    ScriptSpec("batch_after", ("name",)),
     # fair queues: a page of the ring of tenants with work (the manual's "Fair queues")
     ScriptSpec("tenants", ("offset", "size"), (), ("tenants", "default_depth"),
                ("tenant", "depth")),

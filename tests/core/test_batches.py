@@ -191,3 +191,50 @@ def test_a_batch_of_100000_items_finishes_in_one_bounded_call(r: redis.Redis) ->
     assert sum(v["calls"] for v in calls.values()) == 1, calls
     assert max(v["usec_per_call"] for v in calls.values()) < 20_000
     r.config_set("slowlog-log-slower-than", 10_000)
+
+
+def test_push_after_holds_items_until_the_batch_is_done(r) -> None:
+    q = WorkQueue(r, "q")
+    ids = [p.id for p in q.push([b"1", b"2"], batch="b")]
+    after = q.push([b"after"], after="b")[0].id
+    after_ok = q.push([b"after-ok"], after="b", after_ok=True)[0].id
+    assert r.llen("q:queue") == 2 and r.exists(f"q:item:{after}")  # held: in no list
+    got = q.lease(10)
+    assert sorted(x.id for x in got) == sorted(ids)  # the held ones are not leasable
+    q.complete(got[:1])
+    q.fail(got[1:], error="boom", dead=True)  # the step that finishes b: releases them
+    released = q.lease(10)
+    assert [x.id for x in released] == [after]
+    dead = r.hget("q:dead_info", after_ok)
+    assert dead is not None and b'"reason":"after_failed"' in dead
+    assert not r.exists("q:after:b") and not r.exists("q:afters")
+    # a batch already done: --after pushes at once, --after-ok dead-letters at once
+    assert q.push([b"late"], after="b")[0].added and r.llen("q:queue") == 1
+    late_ok = q.push([b"late-ok"], after="b", after_ok=True)[0].id
+    assert r.zscore("q:dead", late_ok) is not None
+
+
+def test_a_long_after_list_is_released_in_bounded_steps(r) -> None:
+    from rq_cli.core.limits import AFTER_BATCH
+
+    q = WorkQueue(r, "q")
+    q.push([b"x"], batch="b")
+    for _ in q.push_batches((b"a" for _ in range(AFTER_BATCH + 10)), after="b"):
+        pass
+    assert r.llen("q:after:b") == AFTER_BATCH + 10
+    assert q.clean(deep=True, grace_seconds=0).recovered == 0  # held items are not strays
+    q.complete(q.lease(1))
+    assert r.llen("q:queue") == AFTER_BATCH and r.llen("q:after:b") == 10
+    q.clean()  # the rest
+    assert r.llen("q:queue") == AFTER_BATCH + 10 and not r.exists("q:after:b")
+    assert not r.exists("q:afters")
+
+
+def test_every_script_and_the_library_load_on_the_server(r) -> None:
+    """Lua's limits (60 upvalues a function, 200 locals a chunk) hold for every script as
+    built, with the batches' helpers (they call each other in a cycle through dead_letter)."""
+    from rq_cli.core import scripts
+
+    for name in scripts.SCRIPTS:
+        r.script_load(scripts.source(name))
+    r.function_load(scripts.library().code, replace=True)

@@ -38,7 +38,58 @@ local function batch_settle(name) --@lazy
       redis.call('PEXPIRE', wake, ttl)
       redis.call('PEXPIRE', results_key(name), ttl)
     end
+    if redis.call('SISMEMBER', K_AFTERS, name) == 1 then batch_release(name) end
   end
+end
+
+-- Release the items push --after holds for finished batch `name` (P:after:<name>), up to
+-- AFTER_BATCH of them, oldest first: into the queue, or (AFTER_OK, the batch having a dead
+-- item) into the dead letters, reason after_failed. Returns whether more are left (clean
+-- releases them).
+local function batch_release(name)
+  local key = after_key(name)
+  local got = redis.call('LPOP', key, AFTER_BATCH) or {}
+  local failed = (tonumber(redis.call('HGET', batch_key(name), B_DEAD)) or 0) > 0
+  local ready = {}
+  for _, e in ipairs(got) do
+    local mode, id = string.sub(e, 1, 1), string.sub(e, 2)
+    if redis.call('EXISTS', item_key(id)) == 1 then
+      if mode == AFTER_OK and failed then
+        dead_letter(id, R_AFTER_FAILED, 'batch ' .. name .. ' ended with a dead item')
+      else
+        ready[#ready + 1] = id
+      end
+    end
+  end
+  if #ready > 0 then
+    call_all('LPUSH', K_QUEUE, ready)
+    wake_waiters(#ready)
+  end
+  local more = redis.call('EXISTS', key) == 1
+  if not more then redis.call('SREM', K_AFTERS, name) end
+  return more
+end
+
+-- push --after NAME (AFTER_ANY) or --after-ok NAME (AFTER_OK): new items `ids` wait for
+-- batch `name`, held in P:after:<name>, in no list (peers never see them), until the step
+-- that finishes the batch releases them. Returns true if it held (or, the batch having
+-- finished with a dead item, dead-lettered) them; false: push them as usual (the batch is
+-- done, or has no record).
+local function batch_hold_items(ids, name, mode) --@lazy
+  local g = redis.call('HMGET', batch_key(name), B_TOTAL, B_FINISHED, B_DEAD)
+  if not g[1] then return false end
+  if g[2] then
+    if mode ~= AFTER_OK or (tonumber(g[3]) or 0) == 0 then return false end
+    for _, id in ipairs(ids) do
+      dead_letter(id, R_AFTER_FAILED, 'batch ' .. name .. ' ended with a dead item')
+    end
+    return true
+  end
+  local entries = {}
+  for i, id in ipairs(ids) do entries[i] = mode .. id end
+  call_all('RPUSH', after_key(name), entries)
+  redis.call('SADD', K_AFTERS, name)
+  return true
 end
 
 -- The batch of live item id whose record exists, or nil (an item in no batch, or in one

@@ -7,6 +7,8 @@
 --         is skipped
 -- A_BATCH the batch the items join ("" = none; docs/DESIGN.md section 8), A_BATCH_TTL_MS how
 --         long it is kept once finished (set by its first push)
+-- A_AFTER the batch the items wait for ("" = none: push --after), A_AFTER_MODE AFTER_ANY or
+--         AFTER_OK (--after-ok)
 -- ARGV[REST], ARGV[REST + 1], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate (an item with
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
@@ -14,7 +16,7 @@
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
---@uses prune_dedup wake_waiters zadd_after batch_join
+--@uses prune_dedup wake_waiters zadd_after batch_join batch_hold_items
 local call = redis.call
 do local bad = wrong_type(); if bad then return bad end end
 -- a shard retired by a resize of its sharded queue (docs/DESIGN.md section 7): nothing is
@@ -99,7 +101,8 @@ if n > 0 then
   if expire > 0 then zadd_after(K_EXPIRES, added, expire) end
   -- fair: KEYS[2], if given, is a tenant's sub-queue: the items go there (_fair.lua)
   local line = tenant_pushed(added, delay <= 0)
-  if delay > 0 then
+  if A_AFTER ~= '' and batch_hold_items(added, A_AFTER, A_AFTER_MODE) then -- (_batch.lua)
+  elseif delay > 0 then
     zadd_after(K_DELAYED, added, delay)
   elseif front then
     call_all('RPUSH', line, added)
