@@ -109,15 +109,19 @@ def test_a_sigkilled_worker_leaves_the_batch_to_finish_exactly_once(cli, r, serv
     assert r.llen("q:batch_wake:b") == 1  # finished once
 
 
-def test_the_batches_check(cli, r, server_url) -> None:
-    """Issue 39's check: 500 items in b1 (10 fail for good); wait, started first, exits 5 and
-    says 490 completed and 10 dead; batch --json says so too."""
+def test_the_batches_check(cli, r, server_url, tmp_path) -> None:
+    """Issue 39's check: 500 items in b1 (10 fail for good), one pushed --after b1; wait,
+    started first, exits 5 and says 490 completed and 10 dead; results prints 490 results
+    with the job's stdout; batch --json says so too; the --after item runs only after every
+    item of b1 has finished."""
     run = cli("push", "q", "--batch", "b1", "-", input="".join(f"{i}\n" for i in range(1, 501)))
     assert run.exit_code == 0, run
+    assert cli("push", "q", "--after", "b1", "1001").exit_code == 0
     waiter = spawn(server_url, "wait", "q", "b1", "--timeout", "300")
-    script = 'read x; [ $((x % 50)) -ne 0 ] || exit 100; echo "$x"'
-    worker = spawn(server_url, "work", "q", "-c", "4", "--idle-exit", "2", "--", "sh", "-c",
-                   script)
+    done = tmp_path / "done.txt"  # each job appends its number as it ends
+    script = f'read x; [ $((x % 50)) -ne 0 ] || exit 100; echo "$x" >> {done}; echo "$x"'
+    worker = spawn(server_url, "work", "q", "-c", "4", "--idle-exit", "2", "--result",
+                   "stdout", "--", "sh", "-c", script)
     try:
         out, err = waiter.communicate(timeout=300)
         worker.communicate(timeout=120)
@@ -131,6 +135,10 @@ def test_the_batches_check(cli, r, server_url) -> None:
     assert "10 of 500 items dead" in err.decode()
     row = cli("batch", "q", "b1", "--json").one
     assert (row["total"], row["completed"], row["dead"], row["done"]) == (500, 490, 10, True)
+    results = sorted(x["result"] for x in cli("results", "q", "b1").json)
+    assert results == [n for n in range(1, 501) if n % 50]
+    finished = [int(x) for x in done.read_text().split()]
+    assert len(finished) == 491 and finished[-1] == 1001
 
 
 def test_batch_forget_drops_the_record(cli, r) -> None:

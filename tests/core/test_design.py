@@ -34,6 +34,8 @@ def code_keys() -> dict[str, str | None]:
     found[f"P:{keys.CONTROL}:<session digest>"] = "string + TTL"
     found[f"P:{keys.BATCH}:<batch>"] = "hash"
     found[f"P:{keys.BATCH_WAKE}:<batch>"] = "list"
+    found[f"P:{keys.RESULTS}:<batch>"] = "hash"
+    found[f"P:{keys.AFTER}:<batch>"] = "list"
     return found
 
 
