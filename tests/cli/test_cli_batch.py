@@ -226,3 +226,12 @@ def test_peek_state_dead_batch_shows_what_failed_in_the_batch(cli, r) -> None:
     assert cli("peek", "q", "--state", "dead", "--batch", "nope").exit_code == 3
     run = cli("peek", "q", "--state", "all", "--batch", "b")
     assert run.exit_code == 2 and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_wait_with_its_progress_bar_on_a_terminal(cli) -> None:
+    """(the bar is drawn on stderr and cleared: what stays is the line and the error)"""
+    cli("push", "q", "--batch", "b", "1", "2")
+    run = cli("wait", "q", "b", "--timeout", "0.3", stderr_tty=True)
+    assert run.exit_code == 75
+    assert run.stderr.strip().splitlines()[-1].startswith("rq-cli: wait: batch 'b' of q")
+    assert run.one["total"] == 2  # the line on stdout all the same
