@@ -36,7 +36,7 @@ TTL = "ttl_ms"
 #: or ``--after-ok`` (queued only if none of the batch died; else dead, reason after_failed).
 AFTER_ANY = "a"
 AFTER_OK = "o"
-#: The Lua name of each field (``B_<NAME>``).
+#: The Lua name of each field (``B.<NAME>``: :func:`lua_blocks`).
 _LUA_FIELDS = {"TOTAL": TOTAL, "PENDING": ItemState.PENDING.value,
                "PROCESSING": ItemState.PROCESSING.value, "DELAYED": ItemState.DELAYED.value,
                "COMPLETED": COMPLETED, "DEAD": DEAD, "CREATED": CREATED,
@@ -65,23 +65,17 @@ def check_batch(name: str) -> str:
 
 
 def lua_blocks() -> list[tuple[str, str]]:
-    """The scripts' definitions for batches: ``B_<FIELD>``, the key helpers
-    ``batch_key(name)``, ``batch_wake_key(name)`` and ``results_key(name)``, and
-    ``BATCH_OPEN_MS``."""
-    out = [(f"B_{n}", f"local B_{n} = '{v}'") for n, v in _LUA_FIELDS.items()]
-    out.append(("batch_key", "local function batch_key(name) "
-                             f"return PREFIX .. ':{BATCH}:' .. name end"))
-    out.append(("batch_wake_key", "local function batch_wake_key(name) "
-                                  f"return PREFIX .. ':{BATCH_WAKE}:' .. name end"))
-    out.append(("results_key", "local function results_key(name) "
-                               f"return PREFIX .. ':{RESULTS}:' .. name end"))
-    out.append(("after_key", "local function after_key(name) "
-                             f"return PREFIX .. ':{AFTER}:' .. name end"))
-    out.append(("AFTER_ANY", f"local AFTER_ANY = '{AFTER_ANY}'"))
-    out.append(("AFTER_OK", f"local AFTER_OK = '{AFTER_OK}'"))
-    out.append(("AFTER_BATCH", f"local AFTER_BATCH = {AFTER_BATCH}"))
-    out.append(("BATCH_OPEN_MS", f"local BATCH_OPEN_MS = {BATCH_OPEN_MS}"))
-    return out
+    """The scripts' definitions for batches, in two names (the Functions library is near
+    Lua's 200 locals of a chunk): ``B``, a table of the record's fields (``B.TOTAL``, ...),
+    the key families (``B.RECORD``, ``B.WAKE``, ``B.RESULTS``, ``B.AFTER``), the modes of
+    an after-entry and the limits; and ``batch_key(family, name)``."""
+    fields = {**_LUA_FIELDS, "RECORD": BATCH, "WAKE": BATCH_WAKE, "RESULTS": RESULTS,
+              "AFTER": AFTER, "AFTER_ANY": AFTER_ANY, "AFTER_OK": AFTER_OK}
+    table = ", ".join([*(f"{k} = '{v}'" for k, v in fields.items()),
+                       f"AFTER_BATCH = {AFTER_BATCH}", f"OPEN_MS = {BATCH_OPEN_MS}"])
+    return [("B", f"local B = {{{table}}}"),
+            ("batch_key", "local function batch_key(family, name) "
+                          "return PREFIX .. ':' .. family .. ':' .. name end")]
 
 
 def counts(record: dict[Any, Any]) -> dict[str, int]:

@@ -144,7 +144,7 @@ end
 -- Forget rq-cli's bookkeeping of an item that no longer exists (every per-item key of
 -- keys.py FIXED_KEYS with role "meta", and clean's sightings).
 local function drop_meta(id) --@lazy
-  batch_move({id}, B_COMPLETED) -- (an item gone: completed, by a peer or at most once)
+  batch_move({id}, B.COMPLETED) -- (an item gone: completed, by a peer or at most once)
   for _, e in ipairs(META_USUAL) do redis.call(e[1], e[2], id) end
   for _, e in ipairs(META_RARE) do redis.call(e[1], e[2], id) end
   forget_suspect(id)
@@ -407,7 +407,7 @@ local function complete_one(id, session)
   if QUIET then
     for _, e in ipairs(META_USUAL) do redis.call(e[1], e[2], id) end
   else
-    batch_move({id}, B_COMPLETED)
+    batch_move({id}, B.COMPLETED)
     drop_metas({id})
   end
   remember_completed({id})
@@ -485,7 +485,7 @@ local function complete_pairs(first)
   end
   if #gone > 0 then
     unlist_all(gone)
-    batch_move(gone, B_COMPLETED)
+    batch_move(gone, B.COMPLETED)
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
     remember_completed(gone)

@@ -13,5 +13,5 @@ for i = 1, #page, 2 do
     gone[#gone + 1] = id
   end
 end
-batch_move(gone, B_COMPLETED)
+batch_move(gone, B.COMPLETED)
 return {got[1], #gone}

@@ -12,7 +12,7 @@ local out = {}
 for i = REST, #ARGV, 3 do
   local id = ARGV[i]
   local name = ARGV[i + 2] ~= '' and batch_of(id)
-  local key = name and results_key(name)
+  local key = name and batch_key(B.RESULTS, name)
   if key then redis.call('HSET', key, id, ARGV[i + 2]) end
   local code = complete_one(id, ARGV[i + 1])
   if key and code ~= O_COMPLETED then redis.call('HDEL', key, id) end

@@ -7,8 +7,8 @@
 --         is skipped
 -- A_BATCH the batch the items join ("" = none; docs/DESIGN.md section 8), A_BATCH_TTL_MS how
 --         long it is kept once finished (set by its first push)
--- A_AFTER the batch the items wait for ("" = none: push --after), A_AFTER_MODE AFTER_ANY or
---         AFTER_OK (--after-ok)
+-- A_AFTER the batch the items wait for ("" = none: push --after), A_AFTER_MODE B.AFTER_ANY or
+--         B.AFTER_OK (--after-ok)
 -- ARGV[REST], ARGV[REST + 1], ... pairs id, data (at most a few thousand pairs per call)
 -- Returns a string with one character per item: "1" added, "0" duplicate (an item with
 -- that id is live), "2" dead (the id is dead-lettered: an id names one item at a time, live
