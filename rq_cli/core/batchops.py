@@ -61,13 +61,27 @@ def held(q: Any, name: str) -> Iterator[None]:
             p.call("batch_hold", {"name": name, "mode": "close", "ttl_ms": ttl})
 
 
+def listed(q: Any, limit: int) -> list[dict[str, Any]]:
+    """The lines of the newest ``limit`` batches of ``q`` (P:batches, each part of a sharded
+    queue), newest first; a batch whose record is gone is left out."""
+    names: dict[str, None] = {}
+    for p in parts(q):
+        for n in p.client.zrevrange(p.keys.batches, 0, limit - 1):
+            names[n.decode() if isinstance(n, bytes) else n] = None
+    rows = [read(q, name) for name in list(names)[:limit]]
+    return [row for row in rows if row is not None]
+
+
 def forget(q: Any, name: str) -> int:
     """Drop batch ``name``'s keys now (its record, its wake token): how many keys went. Its
     items are left as they are; their entries in P:item_batch go at their next move."""
     check_batch(name)
-    return sum(int(p.client.unlink(p.keys.batch(name), p.keys.batch_wake(name),
-                                   p.keys.results(name)))
-               for p in parts(q))
+    gone = 0
+    for p in parts(q):
+        gone += int(p.client.unlink(p.keys.batch(name), p.keys.batch_wake(name),
+                                    p.keys.results(name)))
+        p.client.zrem(p.keys.batches, name)
+    return gone
 
 
 def wait(q: Any, name: str, timeout: float | None,

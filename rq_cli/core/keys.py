@@ -108,6 +108,9 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     FixedKey("item_batch", "hash", "other", rare=True),
     # batches: the names of the batches with items held by push --after (P:after:<batch>)
     FixedKey("afters", "set", "other", rare=True),
+    # batches: name -> when it was made (ms), for the consoles' list (the oldest entry whose
+    # record is gone is dropped as each batch is made)
+    FixedKey("batches", "zset", "other", rare=True),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -376,6 +379,11 @@ class Keys(NamedTuple):
     def after(self, name: str) -> str:
         """LIST of the items ``push --after`` holds until batch ``name`` is done."""
         return f"{self.prefix}:{AFTER}:{name}"
+
+    @property
+    def batches(self) -> str:
+        """ZSET batch name -> when it was made (ms): the batches the consoles list."""
+        return f"{self.prefix}:batches"
 
     @property
     def afters(self) -> str:

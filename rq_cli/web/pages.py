@@ -56,9 +56,10 @@ from .guard import (
 )
 from .paths import ITEM_KEY, NAME_KEY, RawNames
 
-#: A queue's tabs: its states, who holds its leases, its error groups, its history.
-HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
-TABS = (*STATES, HOLDERS, GROUPS, HISTORY)
+#: A queue's tabs: its states, who holds its leases, its error groups, its history, its
+#: batches (docs/batches.md).
+HOLDERS, GROUPS, HISTORY, BATCHES = "holders", "errors", "history", "batches"
+TABS = (*STATES, HOLDERS, GROUPS, HISTORY, BATCHES)
 #: The actions, by the name their forms carry (and a worker's asks: Ask.DRAIN, Ask.STOP);
 #: pause and resume each name their end state (never a toggle).
 REQUEUE, PURGE, PAUSE, RESUME = "requeue", "purge", "pause", "resume"
@@ -238,6 +239,10 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
                 "next": offset + views.PAGE_SIZE, "prev": max(0, offset - views.PAGE_SIZE)}
     elif tab == HOLDERS:
         page = {"holders": _read(web, target, target.queue.holders)}
+    elif tab == BATCHES:  # (the newest ones, with their progress)
+        from ..core.batchops import listed
+
+        page = {"batches": _read(web, target, lambda: listed(target.queue, views.PAGE_SIZE))}
     elif tab == GROUPS:
         report = _read(web, target, lambda: group_errors(target.queue, flt))
         page = {"groups": report.groups, "scanned": report.scanned}

@@ -238,3 +238,13 @@ def test_every_script_and_the_library_load_on_the_server(r) -> None:
     for name in scripts.SCRIPTS:
         r.script_load(scripts.source(name))
     r.function_load(scripts.library().code, replace=True)
+
+
+def test_the_list_of_batches_drops_expired_ones_as_batches_are_made(r) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"1"], batch="old")
+    q.push([b"2"], batch="mid")
+    r.delete("q:batch:old")  # (as its batch_ttl would, once finished)
+    q.push([b"3"], batch="new")
+    assert [x.decode() for x in r.zrange("q:batches", 0, -1)] == ["mid", "new"]
+    assert [row["batch"] for row in batchops.listed(q, 10)] == ["new", "mid"]

@@ -283,3 +283,21 @@ def test_the_errors_tab_of_a_sharded_queue_groups_every_shard(server_url, r, tmp
     page = c.get("/q/jobs", params={"tab": "errors"})
     assert page.status_code == 200, page.text
     assert "smtp timeout" in page.text and '<td class="n">12</td>' in page.text
+
+
+def test_the_batches_tab_shows_each_batch_with_its_progress(server_url, r):
+    wq = WorkQueue(r, "emails")
+    wq.push([b"1", b"2", b"3", b"4"], batch="news-42")
+    wq.complete(wq.lease(2))
+    wq.fail(wq.lease(1), error="x", dead=True)
+    c = client(make_web(server_url, "emails"))
+    empty = c.get("/q/emails", params={"tab": "batches"})
+    assert empty.status_code == 200 and 'data-batch="news-42"' in empty.text
+    row = empty.text.split('data-batch="news-42"')[1].split("</tr>")[0]
+    cells = re.findall(r'<td class="n[^"]*">([^<]*)</td>', row)
+    assert cells == ["4", "1", "0", "0", "2", "1", "75%"], cells
+    from rq_cli.core import batchops
+
+    assert batchops.forget(wq, "news-42") == 1
+    gone = c.get("/q/emails", params={"tab": "batches"})
+    assert 'data-batch="news-42"' not in gone.text and "no batches" in gone.text

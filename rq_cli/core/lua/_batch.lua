@@ -103,6 +103,17 @@ local function batch_of(id) --@lazy
   return nil
 end
 
+-- Batch `name` was just made: list it in K_BATCHES (the consoles' list), and drop the oldest
+-- entry if its record is gone (expired, forgotten): one per batch made, so the list holds
+-- about the batches that exist.
+local function batch_listed(name) --@lazy
+  redis.call('ZADD', K_BATCHES, NOW, name)
+  local oldest = redis.call('ZRANGE', K_BATCHES, 0, 0)[1]
+  if oldest and redis.call('EXISTS', batch_key(B.RECORD, oldest)) == 0 then
+    redis.call('ZREM', K_BATCHES, oldest)
+  end
+end
+
 -- New items `ids` join batch `name`, counted in `state` (push): one HSET of their entries
 -- and a few commands on the record, made by the first push (created_ms, ttl_ms).
 local function batch_join(ids, name, state, ttl_ms) --@lazy
@@ -114,7 +125,7 @@ local function batch_join(ids, name, state, ttl_ms) --@lazy
   call_all('HSET', K_ITEM_BATCH, entries)
   redis.call('HINCRBY', key, B.TOTAL, #ids)
   redis.call('HINCRBY', key, state, #ids)
-  redis.call('HSETNX', key, B.CREATED, NOW)
+  if redis.call('HSETNX', key, B.CREATED, NOW) == 1 then batch_listed(name) end
   redis.call('HSETNX', key, B.TTL, ttl_ms)
   -- (a push stream holds it open: renewed by each of its calls)
   if redis.call('HEXISTS', key, B.OPEN_UNTIL) == 1 then

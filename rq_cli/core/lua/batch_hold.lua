@@ -6,13 +6,13 @@
 -- less (the last one gone, the deadline goes too). Then settles the batch (batch_settle:
 -- finishes it if nothing is open, or opens it again).
 -- Returns the holds left.
---@uses NOW batch_settle
+--@uses NOW batch_listed batch_settle
 local key = batch_key(B.RECORD, A_NAME)
 local holds
 if A_MODE == 'open' then
   holds = redis.call('HINCRBY', key, B.HOLDS, 1)
   redis.call('HSET', key, B.OPEN_UNTIL, NOW + B.OPEN_MS)
-  redis.call('HSETNX', key, B.CREATED, NOW)
+  if redis.call('HSETNX', key, B.CREATED, NOW) == 1 then batch_listed(A_NAME) end
   redis.call('HSETNX', key, B.TTL, A_TTL_MS)
   redis.call('HSETNX', key, B.TOTAL, 0)
 else
