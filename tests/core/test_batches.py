@@ -11,7 +11,7 @@ from redis_work_queue import WorkQueue as PeerQueue
 
 from rq_cli.core import batchops, bulk
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.types import QueueOptions
+from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import UsageError
 
 pytestmark = pytest.mark.filterwarnings(  # redis-py deprecates SETEX, which the peer uses
@@ -242,9 +242,21 @@ def test_every_script_and_the_library_load_on_the_server(r) -> None:
 
 def test_the_list_of_batches_drops_expired_ones_as_batches_are_made(r) -> None:
     q = WorkQueue(r, "q")
-    q.push([b"1"], batch="old")
-    q.push([b"2"], batch="mid")
+    q.push([b"1"], batch="old", now_ms=T0)  # (made in this order, each a ms apart)
+    q.push([b"2"], batch="mid", now_ms=T0 + 1)
     r.delete("q:batch:old")  # (as its batch_ttl would, once finished)
-    q.push([b"3"], batch="new")
+    q.push([b"3"], batch="new", now_ms=T0 + 2)
     assert [x.decode() for x in r.zrange("q:batches", 0, -1)] == ["mid", "new"]
     assert [row["batch"] for row in batchops.listed(q, 10)] == ["new", "mid"]
+
+
+def test_an_id_a_peer_completed_pushed_again_counts_its_earlier_item_completed(r) -> None:
+    q = WorkQueue(r, "jobs")
+    peer = PeerQueue(KeyPrefix("jobs"))
+    q.push([NewItem(b"a", "same")], batch="b")
+    item = peer.lease(r, 30, block=False)
+    assert item is not None and peer.complete(r, item)  # (its entry left in P:item_batch)
+    q.push([NewItem(b"again", "same")])  # before any clean: the same id, in no batch
+    assert counts(q) == state(total=1, completed=1, done=True)
+    q.complete(q.lease(1))
+    assert counts(q) == state(total=1, completed=1, done=True)  # the new item is not b's

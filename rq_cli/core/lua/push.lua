@@ -16,7 +16,7 @@
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
---@uses prune_dedup wake_waiters zadd_after batch_join batch_hold_items
+--@uses prune_dedup wake_waiters zadd_after batch_join batch_hold_items batch_move
 local call = redis.call
 do local bad = wrong_type(); if bad then return bad end end
 -- a shard retired by a resize of its sharded queue (docs/DESIGN.md section 7): nothing is
@@ -88,6 +88,7 @@ if n > 0 and not fresh then
     stale[2 * i] = lbs_key(id)
   end
   call_all('DEL', nil, stale)
+  batch_move(added, B.COMPLETED) -- (its earlier item, in a batch, counts completed there)
   drop_metas(added, QUIET) -- (its enqueued time is written again below)
 end
 if n > 0 then
