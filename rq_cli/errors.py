@@ -19,15 +19,15 @@ class ExitCode(enum.IntEnum):
     OK = 0
     INTERNAL = 1  # a bug: please report it (RQ_CLI_DEBUG=1 shows the traceback)
     USAGE = 2  # bad arguments or options (Typer/Click's own code)
-    NOTHING = 3  # lease found nothing in time; complete/fail/extend found no live item
+    NOTHING = 3  # lease found nothing in time; no such live item (complete, ...) or batch
     LEASE_LOST = 4  # another session holds the lease, or the lease expired (extend)
-    BREACHED = 5  # stats --check: a queue is past a threshold; doctor: a check failed
+    BREACHED = 5  # stats --check: past a threshold; doctor: a check failed; wait: an item died
     UNKNOWN = 6  # stats --check, doctor: a server could not be reached (the state is unknown)
     WARNED = 7  # doctor: warnings, and no check failed
     UNCONFIRMED = 8  # a write made, not confirmed by the replicas (wait_replicas) in time
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
-    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): work --name held by a live worker
+    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): work --name in use; wait --timeout ran out
     CONFIG = 78  # config file error (EX_CONFIG)
     BROKEN_PIPE = 141  # stdout was closed early (``| head``): silent, like any Unix tool
     INTERRUPTED = 130  # Ctrl-C
@@ -117,6 +117,16 @@ class CheckWarned(RqError):
 
 class NameInUse(RqError):
     """``work --name``: the name is held by a live worker."""
+
+    exit_code = ExitCode.TEMPFAIL
+
+
+class BatchFailed(ThresholdBreached):
+    """``wait``: the batch is done, and at least one of its items is dead."""
+
+
+class TimedOut(RqError):
+    """``wait --timeout``: the batch was not done in time."""
 
     exit_code = ExitCode.TEMPFAIL
 

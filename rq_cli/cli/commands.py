@@ -78,6 +78,24 @@ def load_queues() -> Any:
     return queues
 
 
+def load_batch() -> Any:
+    from .batches import batch
+
+    return batch
+
+
+def load_results() -> Any:
+    from .batches import results
+
+    return results
+
+
+def load_wait() -> Any:
+    from .batches import wait
+
+    return wait
+
+
 def load_doctor() -> Any:
     from .doctor import doctor
 
@@ -189,6 +207,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("stats", load_stats),
     Command("peek", load_peek),
     Command("queues", load_queues),
+    Command("batch", load_batch),
+    Command("wait", load_wait),
+    Command("results", load_results),
     Command("doctor", load_doctor),
     Command("holders", load_holders),
     Command("errors", load_errors),

@@ -279,6 +279,10 @@ def peek(
     tenant: Annotated[str | None, typer.Option(
         "--tenant", metavar="TENANT",
         help="Show the pending items of this tenant's sub-queue (fair queues).")] = None,
+    batch: Annotated[str | None, typer.Option(
+        "--batch", metavar="NAME",
+        help="Show only the items of this batch in --state (in no particular order): "
+             "--state dead shows what failed.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show items without changing anything; with a filter, the first COUNT that match.
@@ -314,6 +318,12 @@ def peek(
     if tenant is not None and item_state is not PurgeChoice.PENDING:
         raise UsageError("--tenant shows pending items only (a tenant's sub-queue)")
     wq = st.queue(queue)
+    if batch is not None:
+        from .batches import peek_batch
+
+        peek_batch(out, queue, wq, batch, item_state.value, count, raw,
+                   flt is not None or tenant is not None, _peek_columns(item_state.value))
+        return
     if flt is not None:
         peek_matching(out, queue, wq, cast("StateName", item_state.value), flt, count=count,
                       from_end=end.value, raw=raw, tenant=tenant)

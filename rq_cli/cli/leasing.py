@@ -138,12 +138,20 @@ def _delayed(wqs: "list[WorkQueue]", names: list[str]) -> str:
 
 
 def complete(ctx: typer.Context, queue: QueueArg, ids: IdsArg = None,
+             result: Annotated[str | None, typer.Option(
+                 "--result", metavar="JSON",
+                 help="The items' result (JSON, at most 64 KiB), kept for batch items: "
+                      "rq-cli results prints it. A stdin line's own \"result\" wins.")
+             ] = None,
              as_json: JsonOpt = False) -> None:
     """Mark leased items done, deleting them.
 
     Example: rq-cli lease q | my-worker | rq-cli complete q -
     """
-    _act(ctx, queue, ids, as_json, "complete", lambda wq, refs: wq.complete(refs))
+    given = None if result is None else reading.check_result(result)
+    _act(ctx, queue, ids, as_json, "complete", lambda wq, refs: wq.complete(
+        refs if given is None else
+        [r if r.result is not None else ItemRef(r.id, r.session, given) for r in refs]))
 
 
 def fail(

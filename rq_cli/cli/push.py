@@ -10,9 +10,18 @@ from typing import Annotated, Any
 import typer
 
 from ..core import bulk
+from ..core.batches import check_batch
 from ..core.types import NewItem, PushResult
 from ..core.util import check_new_id, check_tenant
-from ..errors import BadInputError, Interrupted, RqError, ServerError, Unconfirmed, UsageError
+from ..errors import (
+    BadInputError,
+    Interrupted,
+    NothingToDo,
+    RqError,
+    ServerError,
+    Unconfirmed,
+    UsageError,
+)
 from ..output.progress import Progress
 from ..output.render import Column, Output, message
 from . import reading, signals
@@ -59,12 +68,26 @@ def push(
         "--tenant", metavar="TENANT",
         help='Put the items in this tenant\'s sub-queue: leases take turns between tenants '
              '(fair queues). With --with-ids a line\'s own "tenant" field wins.')] = None,
+    batch: Annotated[str | None, typer.Option(
+        "--batch", metavar="NAME",
+        help="The items join batch NAME of the queue (made by its first push): rq-cli batch "
+             "shows its counts, rq-cli wait waits until it is done.")] = None,
+    after: Annotated[str | None, typer.Option(
+        "--after", metavar="NAME",
+        help="Hold the items until batch NAME of the queue is done, then queue them.")
+    ] = None,
+    after_ok: Annotated[str | None, typer.Option(
+        "--after-ok", metavar="NAME",
+        help="As --after, but if any item of NAME died, dead-letter them instead (reason "
+             "after_failed).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Add items to a queue, from arguments or one per line from stdin.
 
     Example: rq-cli push emails '{"to": "a@example.com"}'
     """
+    if after is not None and after_ok is not None:
+        raise UsageError("--after and --after-ok cannot be used together")
     tally = _Tally(queue)  # (what a Ctrl-C or SIGTERM at any moment says was stored)
     # Ctrl-C and SIGTERM are only recorded (from start-up on), and acted on where nothing is
     # in flight: before and after the call, between batches, or where stdin is waited for
@@ -74,7 +97,9 @@ def push(
             raise KeyboardInterrupt
         _push(ctx, tally, data, item_id, id_from_data, summary, as_json,
                       {"id_from_data": id_from_data, "front": front, "delay": delay,
-                       "expire": expire, "tenant": tenant},
+                       "expire": expire, "tenant": tenant, "batch": batch,
+                       "after": after if after_ok is None else after_ok,
+                       "after_ok": after_ok is not None},
                       with_ids=with_ids, raw=raw, tenant=tenant, dedup_window=dedup_window)
     except KeyboardInterrupt:  # before the first batch, or after the last: nothing in flight
         raise _stopped(tally) from None
@@ -101,7 +126,11 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
         raise UsageError("nothing to push: give DATA arguments, or '-' to read stdin")
     if tenant is not None:
         check_tenant(tenant)
+    if options["batch"] is not None:
+        check_batch(options["batch"])
     wq = st.queue(queue)
+    if options["after"] is not None:
+        _check_after(wq, queue, options)
     if not hasattr(wq, "stream"):  # a plain queue: not one the server records as sharded
         from ..core.shardmeta import refuse_if_sharded
 
@@ -150,6 +179,21 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
                 tally.finish(table=False)
             raise
     tally.finish(table=False)
+
+
+def _check_after(wq: Any, queue: str, options: dict[str, Any]) -> None:
+    """``push --after``/``--after-ok NAME``: one of them, on a plain queue, not with a delay
+    or a tenant, naming a batch the queue has (else exit 3)."""
+    from ..core.batchops import read
+
+    name = check_batch(options["after"])
+    if hasattr(wq, "stream"):
+        raise UsageError("--after holds items in one slot: not on a sharded queue (yet)")
+    if options["delay"] or options["tenant"] is not None:
+        raise UsageError("--after holds items until the batch is done: not with --delay or "
+                         "--tenant")
+    if read(wq, name, queue) is None:
+        raise NothingToDo(f"no batch {name!r} in {queue} to push --after")
 
 
 def _stopped(tally: "_Tally") -> Interrupted:

@@ -69,6 +69,23 @@ def check_data(data: bytes, raw: bool, where: str) -> bytes:
     return data
 
 
+def check_result(text: str) -> bytes:
+    """``complete --result``'s value as bytes: JSON, at most limits.RESULT_MAX bytes (else
+    BadInputError, exit 65)."""
+    from ..core.limits import RESULT_MAX
+
+    data = arg_bytes(text)
+    try:
+        check_json(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        why = _json_error(exc) if isinstance(exc, ValueError) and \
+            not isinstance(exc, UnicodeDecodeError) else "not UTF-8"
+        raise BadInputError(f"--result: {why}") from None
+    if len(data) > RESULT_MAX:
+        raise BadInputError(f"--result: {len(data):,} bytes, at most {RESULT_MAX:,} are kept")
+    return data
+
+
 def _fast_json_check() -> Any:
     """orjson's ``loads`` when installed: a fast path that accepts a subset of what the
     standard library's strict decoder accepts (anything it refuses is checked again the slow
@@ -307,7 +324,8 @@ def check_input_id(item_id: Any) -> str:
 # -- ids and refs -------------------------------------------------------------------------------
 def read_refs(stream: Iterable[bytes]) -> Iterator[tuple[str | None, ItemRef]]:
     """(queue or None, ref) for each line: a plain id, a JSON string, or a JSON object with
-    ``id`` and optionally ``session`` and ``queue`` (the lines lease and peek print)."""
+    ``id`` and optionally ``session``, ``queue`` (the lines lease and peek print) and
+    ``result`` (any JSON: its text is the ref's result, for complete)."""
     for number, line in enumerate(stream, 1):
         line = _strip(line)
         if not line or line.isspace():
@@ -341,7 +359,8 @@ def parse_ref(line: bytes) -> tuple[str | None, ItemRef]:
         raise BadInputError('"session" must be a string')
     if queue is not None and not isinstance(queue, str):
         raise BadInputError('"queue" must be a string')
-    return queue or None, ItemRef(item_id, session or None)
+    result = fields["result"][1].encode() if "result" in fields else None
+    return queue or None, ItemRef(item_id, session or None, result)
 
 
 # -- a JSON object, keeping each value's exact text -----------------------------------------------

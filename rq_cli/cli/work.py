@@ -8,6 +8,7 @@ per-command hook, reached through Typer's ``cls=``) splits the arguments there f
 import os
 import sys
 from collections.abc import Callable
+from enum import Enum
 from typing import Annotated, Any
 
 import typer
@@ -20,6 +21,12 @@ from .common import JsonOpt, LeaseOpt, Order, QueuesArg, state
 from .helptext import RqCommand
 
 _COMMAND_KEY = "rq_cli_work_command"
+
+
+class ResultFrom(str, Enum):
+    """Where ``work --result`` takes an item's result from."""
+
+    stdout = "stdout"
 
 
 class WorkCommand(RqCommand):
@@ -82,6 +89,11 @@ def work(
     keep_running: Annotated[bool, typer.Option(
         "--keep-running-on-lost-lease",
         help="Let a command go on when its lease is lost (default: stop it).")] = False,
+    result: Annotated[ResultFrom | None, typer.Option(
+        "--result", metavar="stdout",
+        help="Keep each command's standard output (at most 64 KiB; a longer one is cut, "
+             "and its log line says so) as its item's result, for a batch item: rq-cli "
+             "results prints it.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run COMMAND for each item: data on stdin, exit 0 completes, 100 dead-letters.
@@ -121,7 +133,8 @@ def work(
                          lease_seconds=lease_seconds, max_items=max_items,
                          idle_exit=idle_exit, order=order.value,
                          keep_running_on_lost_lease=keep_running, heartbeat=heartbeat,
-                         max_outage=max_outage, env=env, stderr_as_log=json_log)
+                         max_outage=max_outage, env=env, stderr_as_log=json_log,
+                         result=None if result is None else result.value)
     worker = Worker(wqs, command, opts, log, describe=describe_error(st.urls_used))
     host = os.uname().nodename
     reclaim = lock = None

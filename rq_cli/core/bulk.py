@@ -37,6 +37,7 @@ from ..errors import Unconfirmed, UsageError
 from . import scripts
 from .ages import new_ids
 from .base import QueueBase
+from .batches import AFTER_ANY, AFTER_OK, check_batch
 from .bulk_tx import BYTES, PLAIN, Transactions, replies, split_ids
 from .codes import PUSH_FLAGS
 from .limits import BATCH, FRESH_ID_LEN, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH, SEND_AHEAD
@@ -81,18 +82,22 @@ def never() -> bool:
 def push_batches(q: QueueBase, items: Iterable[NewItem | bytes | str], *,
                  batch_size: int = BATCH, id_from_data: bool = False, front: bool = False,
                  delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
-                 tenant: str | None = None) -> Iterator[list[PushResult]]:
+                 tenant: str | None = None, batch: str | None = None,
+                 after: str | None = None, after_ok: bool = False,
+                 ) -> Iterator[list[PushResult]]:
     """``WorkQueue.push_batches``: :func:`stream` with one PushResult per item."""
-    for batch in stream(q, items, batch_size=batch_size, id_from_data=id_from_data,
-                        front=front, delay=delay, expire=expire, now_ms=now_ms, tenant=tenant):
-        yield batch.results()
+    for batch_ in stream(q, items, batch_size=batch_size, id_from_data=id_from_data,
+                         front=front, delay=delay, expire=expire, now_ms=now_ms, tenant=tenant,
+                         batch=batch, after=after, after_ok=after_ok):
+        yield batch_.results()
 
 
 def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
            id_from_data: bool = False, front: bool = False, delay: float = 0.0,
            expire: float | None = None, now_ms: int | None = None,
            tenant: str | None = None, stop: Callable[[], bool] = never,
-           ) -> Iterator[Pushed]:
+           batch: str | None = None, after: str | None = None,
+           after_ok: bool = False) -> Iterator[Pushed]:
     """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
 
     Memory stays bounded (a few batches). If iterating ``items`` raises, the items taken
@@ -108,7 +113,11 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
     it. A KeyboardInterrupt raised while ``items`` is read (a read of stdin that a signal
     ended) is taken as at a safe point. ``tenant`` (or an item's own
     ``NewItem.tenant``) puts items in that tenant's sub-queue (fair queues): such batches
-    take the simple path, one call per run of items of one tenant.
+    take the simple path, one call per run of items of one tenant. ``batch``: every item
+    stored joins that batch (docs/DESIGN.md section 8); a stream of more than one call
+    holds the batch open until it ends (core/batchops.py ``held``), and goes through
+    push.lua (no transactions: push_commit.lua does not keep batches). ``after``: the items
+    wait for that batch (``after_ok``: and are dead-lettered if any of it died).
     """
     if tenant is not None:
         check_tenant(tenant)
@@ -119,8 +128,13 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
                          " (in seconds)")
     if not 1 <= batch_size <= MAX_PUSH_BATCH:
         raise UsageError(f"batch size must be between 1 and {MAX_PUSH_BATCH}")
+    for name in (batch, after):
+        if name is not None:
+            check_batch(name)
     flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
-             "expire_ms": str(ms(expire or 0))}
+             "expire_ms": str(ms(expire or 0)), "batch": batch or "",
+             "batch_ttl_ms": str(ms(q.options.batch_ttl)), "after": after or "",
+             "after_mode": AFTER_OK if after_ok else AFTER_ANY}
     source = iter(items)
     try:
         if stop():
@@ -128,6 +142,21 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
         chunk, error = _take(source, batch_size)
     except KeyboardInterrupt:  # reading the first batch: nothing was sent
         raise Drained from None
+    if batch is not None and error is None and len(chunk) == batch_size:  # (more may come)
+        from .batchops import held
+
+        with held(q, batch):
+            yield from _stored(q, chunk, error, source, batch_size, id_from_data, flags,
+                               now_ms, tenant, stop)
+        return
+    yield from _stored(q, chunk, error, source, batch_size, id_from_data, flags, now_ms,
+                       tenant, stop)
+
+
+def _stored(q: QueueBase, chunk: list[Any], error: Exception | None, source: Iterator[Any],
+            batch_size: int, id_from_data: bool, flags: dict[str, str], now_ms: int | None,
+            tenant: str | None, stop: Callable[[], bool]) -> Iterator[Pushed]:
+    """:func:`stream` from its first chunk on."""
     client = q.client
     if (error is None and len(chunk) == batch_size and not is_cluster(client)
             and getattr(client, "connection", None) is None and tenant is None
@@ -303,7 +332,8 @@ def _send_ahead(q: QueueBase, chunk: list[Any], source: Iterator[Any], batch_siz
     except KeyboardInterrupt:  # (connecting, on a slow machine: nothing was sent yet)
         raise Drained from None
     try:
-        tx = None if id_from_data else Transactions.start(q, conn, flags, now_ms)
+        tx = None if id_from_data or flags["batch"] or flags["after"] else \
+            Transactions.start(q, conn, flags, now_ms)
     except BaseException as exc:
         conn.disconnect()
         pool.release(conn)

@@ -68,13 +68,15 @@ _DONE = frozenset({Outcome.COMPLETED, Outcome.RETRIED, Outcome.DEAD, Outcome.EXT
 class DeadReason(Word):
     """Why an item was dead-lettered (``reason`` of ``P:dead_info``, peek's
     ``dead_reason``, ``--reason``): its ``expire`` time passed, it was leased
-    ``max_attempts`` times, ``cancel`` or ``fail --dead`` put it there, or by hand."""
+    ``max_attempts`` times, ``cancel`` or ``fail --dead`` put it there, by hand, or
+    ``push --after-ok`` held it for a batch that ended with a dead item."""
 
     EXPIRED = "expired"
     MAX_ATTEMPTS = "max_attempts"
     CANCELLED = "cancelled"
     FAILED = "failed"
     MANUAL = "manual"
+    AFTER_FAILED = "after_failed"  #: push --after-ok: the batch it waited for had a dead item
 
 
 class Counter(Word):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from .base import QueueBase
+from .batches import AFTER_ANY
 from .keys import META_HASHES, META_ZSETS
 from .limits import BATCH, DEEP_PAGE, DEEP_SCAN_COUNT, MAX_CLEAN_WAIT
 from .util import batches, is_cluster, ms
@@ -28,8 +29,9 @@ _META_ZSETS = META_ZSETS
 
 
 def _listed(q: QueueBase, delayed: set[bytes] | None = None) -> set[bytes]:
-    """Every id in the queue, processing, cleaning and delayed structures, and in the
-    sub-queues of the tenants with work (fair queues) (paged reads); the delayed ids are
+    """Every id in the queue, processing, cleaning and delayed structures, in the
+    sub-queues of the tenants with work (fair queues) and held by push --after (batches)
+    (paged reads); the delayed ids are
     also added to ``delayed`` when given."""
     k, client = q.keys, q.client
     seen: set[bytes] = set()
@@ -38,6 +40,11 @@ def _listed(q: QueueBase, delayed: set[bytes] | None = None) -> set[bytes]:
         start = 0
         while page := client.lrange(key, start, start + DEEP_PAGE - 1):
             seen.update(page)
+            start += DEEP_PAGE
+    for name in client.sscan_iter(k.afters, count=DEEP_PAGE):  # held by push --after (batches)
+        start = 0
+        while page := client.lrange(k.after(name.decode()), start, start + DEEP_PAGE - 1):
+            seen.update(entry[len(AFTER_ANY):] for entry in page)  # (a mode, then the id)
             start += DEEP_PAGE
     start = 0
     while page := client.zrange(k.delayed, start, start + DEEP_PAGE - 1):

@@ -46,7 +46,7 @@ from .util import is_cluster
 #: The scripts whose writes are confirmed (``lease`` too when it carries completes: the
 #: worker's complete_and_lease).
 CONFIRMED = frozenset({"push", "complete", "fail", "cancel", "release", "requeue_dead",
-                       "purge", "purge_ids"})
+                       "purge", "purge_ids", "complete_result"})
 
 #: The WAIT before each WAITAOF, at most (milliseconds).
 NUDGE_MS = round(WAITAOF_NUDGE * 1000)

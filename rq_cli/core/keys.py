@@ -101,6 +101,16 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # each bucket only
     FixedKey("history", "zset", "other"),
     FixedKey("history_hourly", "zset", "other"),
+    # batches (docs/DESIGN.md section 8): id -> "<state>:<batch>" for each live or dead item
+    # of a batch (its state as its batch counts it, then the batch's name); dropped when the
+    # item completes or is purged, by lua/_batch.lua's batch_move only (not a "meta" key:
+    # a dead item keeps its entry, so requeue-dead counts it again)
+    FixedKey("item_batch", "hash", "other", rare=True),
+    # batches: the names of the batches with items held by push --after (P:after:<batch>)
+    FixedKey("afters", "set", "other", rare=True),
+    # batches: name -> when it was made (ms), for the consoles' list (the oldest entry whose
+    # record is gone is dropped as each batch is made)
+    FixedKey("batches", "zset", "other", rare=True),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -145,6 +155,17 @@ def fronts_key(base: str) -> str:
 AUDIT = "audit"
 #: The family of a worker session's control key ``P:control:<digest>`` (:meth:`Keys.control`).
 CONTROL = "control"
+#: The families of a batch's keys ``P:<family>:<batch>`` (docs/DESIGN.md section 8): its
+#: record (a hash of counts, core/batches.py) and the list its finishing step pushes a
+#: token to (``rq-cli wait`` blocks on it).
+BATCH = "batch"
+BATCH_WAKE = "batch_wake"
+#: ... and the hash of its items' results (id -> the result ``complete`` was given).
+RESULTS = "results"
+#: ... and the list of the items ``push --after`` holds until it is done (entries: a mode
+#: character, batches.AFTER_ANY or AFTER_OK, then the id).
+AFTER = "after"
+BATCH_FAMILIES = (BATCH, BATCH_WAKE, RESULTS, AFTER)
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
 #: the name rule below is derived from, with the fixed keys' names.
 NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)
@@ -366,6 +387,38 @@ class Keys(NamedTuple):
         if tenant == DEFAULT_TENANT:
             return self.queue
         return f"{self.prefix}:{TENANT_QUEUE}:{tenant}"
+
+    # -- batches -----------------------------------------------------------------------
+    @property
+    def item_batch(self) -> str:
+        """hash id -> "<state>:<batch>" of each live or dead batch item."""
+        return f"{self.prefix}:item_batch"
+
+    def batch(self, name: str) -> str:
+        """hash: batch ``name``'s record (core/batches.py RECORD_FIELDS)."""
+        return f"{self.prefix}:{BATCH}:{name}"
+
+    def results(self, name: str) -> str:
+        """hash id -> result of batch ``name``'s completed items (``rq-cli results``)."""
+        return f"{self.prefix}:{RESULTS}:{name}"
+
+    def after(self, name: str) -> str:
+        """LIST of the items ``push --after`` holds until batch ``name`` is done."""
+        return f"{self.prefix}:{AFTER}:{name}"
+
+    @property
+    def batches(self) -> str:
+        """ZSET batch name -> when it was made (ms): the batches the consoles list."""
+        return f"{self.prefix}:batches"
+
+    @property
+    def afters(self) -> str:
+        """SET of the batches with items held by ``push --after``."""
+        return f"{self.prefix}:afters"
+
+    def batch_wake(self, name: str) -> str:
+        """LIST: the token batch ``name``'s finishing step pushes (``rq-cli wait``)."""
+        return f"{self.prefix}:{BATCH_WAKE}:{name}"
 
     # -- patterns and groups ---------------------------------------------------------
     @property

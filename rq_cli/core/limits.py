@@ -196,3 +196,16 @@ ERRGROUP_SCAN_COUNT = 100
 #: Longest error text read for its error group's pattern (a traceback's tail varies; its
 #: head names the cause).
 MAX_ERROR_CHARS = 2000
+#: Batches (docs/DESIGN.md section 8): how long a push stream holds its batch open (ms)
+#: past its last call; a stream renews it with every call and closes it at its end, so a
+#: batch does not finish between two calls of one push, and a crashed pusher's batch can
+#: finish this long after its last call.
+BATCH_OPEN_MS = 600_000
+#: Longest result kept for a batch item (``complete --result``, ``work --result stdout``:
+#: a longer output is cut to this, and the worker says so), in bytes.
+RESULT_MAX = 65536
+#: Items held by ``push --after`` that the step finishing their batch releases (the rest:
+#: clean, in steps of this many).
+AFTER_BATCH = 1000
+#: Longest batch name, in bytes.
+MAX_BATCH_BYTES = 256

@@ -61,20 +61,27 @@ class WorkQueue(Reads, Repairs):
     # -- push ----------------------------------------------------------------------------
     def push(self, items: Iterable[NewItem | bytes | str], *, id_from_data: bool = False,
              front: bool = False, delay: float = 0.0, expire: float | None = None,
-             now_ms: int | None = None, tenant: str | None = None) -> list[PushResult]:
+             now_ms: int | None = None, tenant: str | None = None,
+             batch: str | None = None, after: str | None = None,
+             after_ok: bool = False) -> list[PushResult]:
         """Push items; returns one PushResult per item, in order (added=False: duplicate id).
-        ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins)."""
+        ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins);
+        ``batch``: the items join that batch; ``after``: they wait until that batch is done
+        (``after_ok``: dead-lettered if any of it died) (docs/batches.md)."""
         results: list[PushResult] = []
-        for batch in self.push_batches(items, id_from_data=id_from_data, front=front,
-                                       delay=delay, expire=expire, now_ms=now_ms,
-                                       tenant=tenant):
-            results.extend(batch)
+        for batch_ in self.push_batches(items, id_from_data=id_from_data, front=front,
+                                        delay=delay, expire=expire, now_ms=now_ms,
+                                        tenant=tenant, batch=batch, after=after,
+                                        after_ok=after_ok):
+            results.extend(batch_)
         return results
 
     def push_batches(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
                      id_from_data: bool = False, front: bool = False, delay: float = 0.0,
                      expire: float | None = None, now_ms: int | None = None,
-                     tenant: str | None = None) -> Iterator[list[PushResult]]:
+                     tenant: str | None = None, batch: str | None = None,
+                     after: str | None = None, after_ok: bool = False,
+                     ) -> Iterator[list[PushResult]]:
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
@@ -86,7 +93,7 @@ class WorkQueue(Reads, Repairs):
 
         return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
                             front=front, delay=delay, expire=expire, now_ms=now_ms,
-                            tenant=tenant)
+                            tenant=tenant, batch=batch, after=after, after_ok=after_ok)
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,
@@ -178,6 +185,8 @@ class WorkQueue(Reads, Repairs):
         items = self.ref_args(refs)
         if len(items) > BATCH:
             raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
+        if any(ref.result is not None for ref in items):
+            raise UsageError("complete_and_lease keeps no results: complete() them")
         check_count(count)
         self.sync_tenant_weights()
         def result(done: tuple[list[LeasedItem], int, int, str],
@@ -219,8 +228,13 @@ class WorkQueue(Reads, Repairs):
     def complete(self, refs: Iterable[Ref], *, now_ms: int | None = None,
                  ) -> list[ItemOutcome]:
         """Complete items: ``completed`` for exactly one caller per item, else ``missing``
-        (not live) or ``conflict`` (given a session, another session holds the lease)."""
+        (not live) or ``conflict`` (given a session, another session holds the lease). An
+        ItemRef's ``result`` is kept for a batch item (``rq-cli results``)."""
         items = self.ref_args(refs)
+        if any(ref.result is not None for ref in items):  # (kept for batch items)
+            from .batchops import complete_results
+
+            return complete_results(self, items, now_ms)
         with unconfirmed_result(lambda codes: [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
                                                for ref, code in zip(items, codes,
                                                                     strict=True)]) as done:

@@ -65,13 +65,17 @@ class Repairs(QueueBase):
         # ``wait(suspects, seconds)``, if given, sleeps out the grace period instead of
         # time.sleep (the command line counts it down on a terminal)
         report = CleanReport(dry_run=dry_run)
-        self._clean_pass(report, grace, dry_run, now_ms, progress)
+        batched = self._clean_pass(report, grace, dry_run, now_ms, progress)
         if report.suspects and not dry_run and now_ms is None and grace <= MAX_CLEAN_WAIT:
             # Lease-less ids seen for the first time: look again once the grace period is
             # over, so one run recovers them (a cron need not run twice).
             (wait or _sleep)(report.suspects, grace)
             report.suspects = 0
-            self._clean_pass(report, grace, dry_run, now_ms, progress)
+            batched = self._clean_pass(report, grace, dry_run, now_ms, progress)
+        if batched and not dry_run:  # batch items a peer completed: counted completed
+            from .batchops import sweep
+
+            report.pruned += sweep(self, now_ms)
         if deep:
             from .deep import deep_clean  # the SCAN side lives on its own
 
@@ -80,8 +84,9 @@ class Repairs(QueueBase):
         return report
 
     def _clean_pass(self, report: CleanReport, grace: float, dry_run: bool,
-                    now_ms: int | None, progress: Progress | None) -> None:
-        """One pass of light clean over processing, in bounded script calls."""
+                    now_ms: int | None, progress: Progress | None) -> bool:
+        """One pass of light clean over processing, in bounded script calls. Returns
+        whether the queue has batch items (P:item_batch: its last call's answer)."""
         left, pass_start, expired_offset = -1, 0, 0
         while True:
             r, _ = self.decoded("clean", {
@@ -100,7 +105,7 @@ class Repairs(QueueBase):
             if progress:
                 progress(BATCH)
             if left <= 0 and not int(r["more_due"]):
-                break
+                return int(r["batch_items"]) > 0
 
     # -- dead letters --------------------------------------------------------------------
     def requeue_dead(self, ids: Sequence[str] | None = None, *,

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from .ages import TIME_DIGITS as ID_TIME_DIGITS
 from .ages import V7_PATTERN
+from .batches import lua_blocks as batch_blocks
 from .codes import lua_constants
 from .fields import lua_blocks as field_blocks
 from .keys import (
@@ -187,7 +188,9 @@ def _generated_blocks() -> list[tuple[str, str]]:
             *field_blocks(frozenset(k.name for k in FIXED_KEYS if k.rare)),
             # states, outcome codes, dead-letter reasons, counters, push flags and clean's
             # sighting prefixes (codes.py)
-            *lua_constants()]
+            *lua_constants(),
+            # batches: the record's fields and key helpers (batches.py)
+            *batch_blocks()]
 
 
 def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
@@ -213,6 +216,8 @@ def _type_check(keys: Sequence[str]) -> str:
     quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
     return f"""-- True when none of this script's rare keys exists (set by wrong_type()).
 local QUIET = false
+-- The keys wrong_type() found absent, when not QUIET (batch_move: no P:item_batch).
+local ABSENT = {{}}
 -- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
 -- earlier writes behind. Returns an error reply naming the first key of the wrong type.
 local function wrong_type()
@@ -223,7 +228,9 @@ local function wrong_type()
   end
   for i = 1, #checks, 2 do
     local t = redis.call('TYPE', checks[i])['ok']
-    if t ~= 'none' and t ~= checks[i + 1] then
+    if t == 'none' then
+      ABSENT[checks[i]] = true
+    elseif t ~= checks[i + 1] then
       return redis.error_reply('WRONGTYPE key ' .. checks[i] .. ' holds a ' .. t .. ', not a ' ..
         checks[i + 1] .. ': something other than this queue uses the prefix; nothing was changed')
     end
@@ -242,13 +249,15 @@ class _Block(NamedTuple):
 
 @cache
 def _common() -> tuple[_Block, ...]:
-    """The definitions of ``lua/_ages.lua``, ``lua/_fair.lua`` and ``lua/_common.lua`` (in
-    that order: each one's use those before), read and prepared once per process."""
+    """The definitions of ``lua/_ages.lua``, ``lua/_fair.lua``, ``lua/_common.lua``,
+    ``lua/_history.lua`` and ``lua/_batch.lua`` (in that order: each one's use those before,
+    except where a definition names a later one: :func:`_dependency_order`), read and
+    prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
         blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read()
-                         + "\n" + _read("_history.lua"))
-    blocks = [*_blocks(_read("_ages.lua")), *blocks]  # (first: _common.lua's use them)
+                         + "\n" + _read("_history.lua") + "\n" + _read("_batch.lua"))
+    blocks = _dependency_order([*_blocks(_read("_ages.lua")), *blocks])  # (_ages.lua first)
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)
@@ -257,6 +266,26 @@ def _common() -> tuple[_Block, ...]:
 def _read(name: str) -> str:
     with open(os.path.join(LUA_DIR, name)) as f:
         return f.read()
+def _dependency_order(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``blocks`` in their order, except that each comes after those it names (a Lua
+    ``local`` is seen only by what follows it: _common.lua's helpers call _batch.lua's
+    batch_move, which uses _common.lua's call_all)."""
+    by_name = dict(blocks)
+    out: list[tuple[str, str]] = []
+    placed: set[str] = set()
+
+    def place(name: str, text: str) -> None:
+        if name in placed:
+            return
+        placed.add(name)
+        for dep in sorted(_names(text) & by_name.keys() - {name},
+                          key=[n for n, _ in blocks].index):
+            place(dep, by_name[dep])
+        out.append((name, text))
+
+    for name, text in blocks:
+        place(name, text)
+    return out
 
 
 def declared_uses(name: str, body: str) -> set[str]:
@@ -266,7 +295,7 @@ def declared_uses(name: str, body: str) -> set[str]:
     script that names a helper it did not declare, or declares one it no longer names,
     fails to build (tests/test_contract.py builds every script)."""
     declared = {n for line in _USES.findall(body) for n in line.replace(",", " ").split()}
-    known = {b.name for b in _common()} | {"wrong_type", "QUIET"}
+    known = {b.name for b in _common()} | {"wrong_type", "QUIET", "ABSENT"}
     named = _names(body) & known
     if declared != named:
         raise ValueError(
@@ -309,7 +338,7 @@ def source(name: str) -> str:
              f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua",
              OLD_SERVER_CHECK]  # before any command: a server older than Redis 6 is refused
     parts += [text for n, text in head if n in wanted]
-    if "wrong_type" in wanted or "QUIET" in wanted:
+    if "wrong_type" in wanted or "QUIET" in wanted or "ABSENT" in wanted:
         parts.append(_type_check(keys))
     if lazy:
         parts.append("-- the --@lazy definitions, made on first use\nlocal L = {}")
@@ -365,13 +394,14 @@ def library() -> Library:
     per_call: dict[str, str] = {}
     per_prefix: dict[str, str] = {}
     constants: list[str] = []
-    functions: list[str] = []
+    functions: dict[str, str] = {}
     for n, t in [*head, *((b.name, b.plain) for b in _common())]:
         if n in ("PREFIX", "K_QUEUE"):  # (set first thing in begin)
             continue
         used = _names(t) - {n}
         if _is_function(t):
-            functions.append(t)
+            functions[n] = re.sub(rf"^local function {n}\b", f"function {n}", t, count=1,
+                                  flags=re.M)
         elif used & {"ARGV", "KEYS", "K_QUEUE", *per_call}:
             per_call[n] = _bare(t, n)
         elif used & {"PREFIX", *per_prefix}:
@@ -383,21 +413,27 @@ def library() -> Library:
              "  KEYS, ARGV = keys, args",
              "  K_QUEUE = keys[1]",
              "  QUIET = false",
+             "  ABSENT = {}",
              "  if args[1] ~= PREFIX then",
              "    PREFIX = args[1]",
              *("    " + line for t in per_prefix.values() for line in _code_lines(t)),
              "  end",
              *("  " + line for t in per_call.values() for line in _code_lines(t)),
              "end"]
-    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", *per_prefix, *per_call]
-    body_parts = [f"local {', '.join(declared)}", *constants, "\n".join(begin), *functions]
+    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", "ABSENT", *per_prefix,
+                *per_call]
+    # (the functions declared first, then defined: helpers that call each other in a cycle,
+    # as batch_move -> batch_settle -> batch_release -> dead_letter -> batch_move, each see
+    # the others, which the --@lazy table gives source()'s scripts)
+    body_parts = [f"local {', '.join(declared)}", f"local {', '.join(functions)}", *constants,
+                  "\n".join(begin), *functions.values()]
     runs: list[str] = []
     for name in HOT:
         with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
             body = f.read()
         # (as in source(), less its "local QUIET": here QUIET is shared, and begin resets it)
         check = _type_check(_fixed_keys(_uses(body, head, declared_uses(name, body))))
-        check = check.replace("local QUIET = false\n", "")
+        check = check.replace("local QUIET = false\n", "").replace("local ABSENT = {}\n", "")
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")
@@ -428,7 +464,7 @@ def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set
     ones it ``declared`` (--@uses), and what those name in turn."""
     deps = {n: _names(t) for n, t in head}
     deps.update((b.name, set(b.names)) for b in _common())
-    known = set(deps) | {"wrong_type", "QUIET"}
+    known = set(deps) | {"wrong_type", "QUIET", "ABSENT"}
     wanted: set[str] = set()
     todo = [*(_names(body) & {n for n, _ in head}), *declared]
     while todo:

@@ -52,7 +52,16 @@ class ShardPush:
         raise NotImplementedError
 
     def push(self, items: Iterable[NewItem | bytes | str], **kw: Any) -> list[PushResult]:
-        """Push items (the arguments of WorkQueue.push); one PushResult per item, in order."""
+        """Push items (the arguments of WorkQueue.push); one PushResult per item, in order.
+        A ``batch`` is held open in every live shard meanwhile (core/batchops.py)."""
+        if kw.get("batch") is not None:
+            from .batchops import held
+
+            with held(self, kw["batch"]):
+                return self._push(items, **kw)
+        return self._push(items, **kw)
+
+    def _push(self, items: Iterable[NewItem | bytes | str], **kw: Any) -> list[PushResult]:
         out: list[tuple[int, PushResult]] = []
         for dupes, groups in self._grouped(items, kw.pop("batch_size", BATCH), **kw):
             out += [(pos, PushResult(i, False, REASONS[flag])) for pos, i, flag in dupes]
@@ -68,7 +77,7 @@ class ShardPush:
             stored = self.shard(prefix).push(items, **kw)
         except Exception as e:
             self._retired(prefix, e)  # (raises anything else)
-            return self.push(items, **kw)
+            return self._push(items, **kw)
         if shardfront.to_front(kw, items):
             shardfront.pushed(self.client, self.prefix, prefix, sum(r.added for r in stored))
         return stored
@@ -97,7 +106,18 @@ class ShardPush:
         ``stop`` (as ``bulk.stream``'s) is asked before each batch is read, and by each
         shard's stream: then (or at a KeyboardInterrupt while reading ``items``, when no
         batch is in flight) it ends in ``Drained``. A shard retired meanwhile refuses its
-        part: the record is read again and the rest of the part goes to the live shards."""
+        part: the record is read again and the rest of the part goes to the live shards.
+        A ``batch`` is held open in every live shard meanwhile (core/batchops.py)."""
+        if kw.get("batch") is not None:
+            from .batchops import held
+
+            with held(self, kw["batch"]):
+                yield from self._stream(items, batch_size=batch_size, stop=stop, **kw)
+            return
+        yield from self._stream(items, batch_size=batch_size, stop=stop, **kw)
+
+    def _stream(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
+                stop: Callable[[], bool] | None = None, **kw: Any) -> Iterator[Pushed]:
         from .bulk import Drained, never, stream
 
         stop = stop or never
@@ -124,8 +144,8 @@ class ShardPush:
                         yield batch
                 except Exception as e:  # (not Drained: a KeyboardInterrupt)
                     self._retired(prefix, e)  # (raises anything else)
-                    yield from self.stream([it for _, it in group[sent:]],
-                                           batch_size=batch_size, stop=stop, **kw)
+                    yield from self._stream([it for _, it in group[sent:]],
+                                            batch_size=batch_size, stop=stop, **kw)
 
     def _grouped(self, items: Iterable[NewItem | bytes | str], size: int, *,
                  id_from_data: bool = False, tenant: str | None = None,

@@ -80,7 +80,8 @@ _PEEKED = ("id", "data", "attempts", "holder", "deadline_ms", "score", "dead_inf
 _LEASED = ("id", "data", "attempt", *names(LEASE))
 
 SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
-    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "fresh"), ("id", "data")),
+    ScriptSpec("push", ("front", "delay_ms", "expire_ms", "batch", "batch_ttl_ms", "after",
+                        "after_mode", "fresh"), ("id", "data")),
     # the last command of a bulk push's transaction (core/bulk_tx.py): ids, one argument
     ScriptSpec("push_commit", ("count", "front", "stamp_ms", "ids")),
     ScriptSpec("lease", ("count", "lease_ms", "session", "max_attempts", "at_most_once"),
@@ -97,7 +98,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("clean", ("limit", "left", "grace_ms", "max_attempts", "front", "dry_run",
                          "pass_start", "sample", "expired_offset"),
                (), ("left", "recovered", "dropped", "dead", "suspects", "promoted",
-                    "more_due", "pass_start", "pruned", "expired_offset")),
+                    "more_due", "pass_start", "pruned", "expired_offset", "batch_items")),
     ScriptSpec("deep_clean", ("grace_ms", "max_attempts", "front", "dry_run"), ("id",),
                ("recovered", "dead", "suspects")),
     ScriptSpec("prune", ("dry_run", "what"), ("id",)),
@@ -119,6 +120,14 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     # "list" (rest: offset, count) with these fields and rows
     ScriptSpec("dedup", ("mode",), ("arg",), ("window_ms", "now_ms", "remembered"),
                ("id", "until_ms")),
+    # batches (docs/DESIGN.md section 8): a push stream's hold on a batch ("open", "close")
+    ScriptSpec("batch_hold", ("name", "mode", "ttl_ms")),
+    # complete with a result per item (kept for batch items): triples id, session, result
+    ScriptSpec("complete_result", (), ("id", "session", "result")),
+    # clean: a page of P:item_batch; entries of items a peer completed counted completed
+    ScriptSpec("batch_sweep", ("cursor", "count"), (), ("cursor", "counted")),
+    # clean: the next items push --after holds for a finished batch, released
+    ScriptSpec("batch_after", ("name",)),
     # fair queues: a page of the ring of tenants with work (the manual's "Fair queues")
     ScriptSpec("tenants", ("offset", "size"), (), ("tenants", "default_depth"),
                ("tenant", "depth")),

@@ -32,6 +32,8 @@ class QueueOptions:
     #: seconds completed ids are remembered and refused by push (None: the queue's setting
     #: is left as it is; 0: no window). Set on the server by ``set_dedup_window``.
     dedup_window: float | None = None
+    #: seconds a finished batch's record is kept (docs/DESIGN.md section 8), then dropped
+    batch_ttl: float = 7 * 86400.0
     #: durability (the manual's "Guarantees"): replicas that must hold a write before it is
     #: acknowledged (WAIT; 0: off), seconds to wait for them, and whether it must also be
     #: on disk (WAITAOF: the primary's and each such replica's append-only file);
@@ -98,10 +100,12 @@ class LeasedItem:
 
 @dataclass(frozen=True)
 class ItemRef:
-    """An item to act on: its id, and optionally the session that leased it."""
+    """An item to act on: its id, and optionally the session that leased it; for
+    ``complete``, optionally its result (bytes, kept for a batch item: docs/batches.md)."""
 
     id: str
     session: str | None = None
+    result: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ SCHEMAS: dict[str, str] = {
     "requeue-dead": "requeue-dead", "purge": "purge", "dedup": "dedup", "pause": "paused",
     "resume": "paused", "reshard": "reshard", "work": "work-log", "config path": "config-path",
     "config show": "config-show", "server status": "server-status",
-    "server stop": "server-stop", "errors": "errors", "audit": "audit",
+    "server stop": "server-stop", "errors": "errors", "audit": "audit", "batch": "batch",
+    "wait": "batch", "results": "results",
 }
 
 

@@ -63,6 +63,7 @@ OPTION_RULES: dict[str, tuple[str, Any]] = {
     "requeue": ("a string", lambda v: v in REQUEUE_ENDS or "must be back or front"),
     "tenant_weights": ("a table", lambda v: _weights_verdict(v)),
     "dedup_window": (_NUMBER, _DELAY),
+    "batch_ttl": (_NUMBER, _between(0, MAX_DELAY, MAX_DELAY_TEXT, low_open=True)),
     # durability: how many replicas (and whether their disks) confirm each write
     "wait_replicas": (WAIT_REPLICAS_KIND, lambda v: wait_replicas_verdict(v)),
     "wait_timeout": (_NUMBER, lambda v: wait_timeout_verdict(v)),

@@ -33,9 +33,10 @@ from .site import Refused, Web, error_page, link, name_of, read, templates, type
 
 __all__ = ["Web", "make_app"]
 
-#: A queue's tabs: its states, who holds its leases, its error groups, its history.
-HOLDERS, GROUPS, HISTORY = "holders", "errors", "history"
-TABS = (*STATES, HOLDERS, GROUPS, HISTORY)
+#: A queue's tabs: its states, who holds its leases, its error groups, its history, its
+#: batches (docs/batches.md).
+HOLDERS, GROUPS, HISTORY, BATCHES = "holders", "errors", "history", "batches"
+TABS = (*STATES, HOLDERS, GROUPS, HISTORY, BATCHES)
 _DEAD = ItemState.DEAD.value
 #: The stylesheet, served at STYLESHEET_URL (the only styles the CSP lets a page use).
 _STYLESHEET = (Path(__file__).with_name("static") / "console.css").read_bytes()
@@ -162,6 +163,10 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
                 "next": offset + views.PAGE_SIZE, "prev": max(0, offset - views.PAGE_SIZE)}
     elif tab == HOLDERS:
         page = {"holders": read(web, target, target.queue.holders)}
+    elif tab == BATCHES:  # (the newest ones, with their progress)
+        from ..core.batchops import listed
+
+        page = {"batches": read(web, target, lambda: listed(target.queue, views.PAGE_SIZE))}
     elif tab == GROUPS:
         report = read(web, target, lambda: group_errors(target.queue, flt))
         page = {"groups": report.groups, "scanned": report.scanned}

@@ -43,7 +43,9 @@ class Leasing(Settling):
         finished, self.finished = self.finished, []
         items: list[LeasedItem]
         try:
-            if len(self.queues) == 1 and len(finished) <= BATCH:
+            # (results, work --result stdout: complete_result.lua, then a lease of its own)
+            if len(self.queues) == 1 and len(finished) <= BATCH and \
+                    all(h.result is None for h in finished):
                 wq = self.queues[0]
                 try:
                     outcomes, items = wq.complete_and_lease(

@@ -53,6 +53,7 @@ class WorkerOptions:
     max_outage: float | None = None  # seconds without the server before draining (None: never)
     env: dict[str, str] | None = None  # the commands' environment (default: the worker's)
     stderr_as_log: bool = False  # the commands' stderr lines as log events (a JSON log)
+    result: str | None = None  # "stdout": a command's stdout is its item's result (batches)
 
 
 @dataclass
@@ -66,10 +67,11 @@ class Held:
     reclaimed: bool = False
     lost: str | None = None  # "lost" or "cancelled": someone else owns the item now
     entry: dict[str, Any] | None = None  # exited 0: its log line, once the server has answered
+    result: bytes | None = None  # work --result stdout: what the command printed (bounded)
 
     @property
     def ref(self) -> ItemRef:
-        return ItemRef(self.item.id, self.item.session)
+        return ItemRef(self.item.id, self.item.session, self.result)
 
     @property
     def queue(self) -> str:
@@ -99,6 +101,7 @@ class Job:
     kill_at: float | None = None  # monotonic: SIGKILL the group if it is still running
     status: int | None = None  # exit code once reaped (negative: killed by that signal)
     ended: float = 0.0  # monotonic, once reaped
+    result: bytearray | None = None  # work --result stdout: its stdout, RESULT_MAX + 1 at most
 
 
 @dataclass

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from ..core.codes import Outcome
+from ..core.limits import RESULT_MAX
 from ..core.types import ItemOutcome
 from ..errors import Unconfirmed
 from .env import unrunnable
@@ -126,6 +127,10 @@ class Settling(WorkerBase):
         elif job.stopped == "shutdown":
             self._call(lambda: self._release(held, entry))
         elif code == 0 and job.stopped is None:
+            if job.result is not None:  # work --result stdout: kept for a batch item
+                held.result = bytes(job.result[:RESULT_MAX])
+                if len(job.result) > RESULT_MAX:
+                    entry["result_cut"] = RESULT_MAX
             held.entry = entry  # logged with the server's answer (_note_completions)
             self._hold_finished([held])
         else:

@@ -44,7 +44,8 @@ class Spawning(Leasing):
         actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, in_r, 0),
                                           (os.POSIX_SPAWN_DUP2, err_w, 2)]
         out_r = None
-        if self.prefix_output:
+        capture = self.opts.result == "stdout"
+        if self.prefix_output or capture:
             out_r, out_w = os.pipe()
             mine.append(out_r)
             theirs.append(out_w)
@@ -72,7 +73,8 @@ class Spawning(Leasing):
                             as_log=self._stderr_event(held) if self.opts.stderr_as_log else None)
         job.streams.append(err_stream)
         if out_r is not None:
-            job.streams.append(Stream(out_r, self.out, tag, None))
+            job.result = bytearray() if capture else None
+            job.streams.append(Stream(out_r, self.out, tag, None, keep=job.result))
         self.jobs[pid] = job
         for stream in job.streams:
             os.set_blocking(stream.fd, False)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ..core.limits import RESULT_MAX
 from ..output.render import escape_control
 from .poll import Poller
 
@@ -37,6 +38,7 @@ class Stream:
     tail: bytearray | None  # stderr: the last ERROR_TAIL bytes, for the error
     partial: bytes = b""
     as_log: Callable[[bytes], None] | None = None  # a line (or a piece) to log, no newline
+    keep: bytearray | None = None  # work --result stdout: the first RESULT_MAX + 1 bytes
 
     def copy(self, sel: Poller) -> bool:
         """Copy what the pipe has now; returns False at its end (closed then)."""
@@ -53,6 +55,8 @@ class Stream:
             if self.tail is not None:
                 self.tail += chunk
                 del self.tail[:-ERROR_TAIL]
+            if self.keep is not None and len(self.keep) <= RESULT_MAX:
+                self.keep += chunk[:RESULT_MAX + 1 - len(self.keep)]
             if not self.tag and self.as_log is None:
                 self._write(chunk)
                 continue

@@ -206,8 +206,8 @@ def complete(shell: str, line: str, *, config: Path | None = None,
 @pytest.mark.usefixtures("no_network")
 def test_subcommands(shell: str, config_file: Path) -> None:
     assert complete(shell, "rq-cli pu", config=config_file) == ["push", "purge"]
-    assert complete(shell, "rq-cli re", config=config_file) == ["requeue-dead", "resume",
-                                                                "reshard"]
+    assert complete(shell, "rq-cli re", config=config_file) == ["results", "requeue-dead",
+                                                                "resume", "reshard"]
     assert complete(shell, "rq-cli ", config=config_file) == COMMANDS
     assert complete(shell, "rq-cli config ", config=config_file) == ["path", "show"]
     assert complete(shell, "rq-cli server st", config=config_file) == ["status", "stop"]

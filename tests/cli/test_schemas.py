@@ -306,6 +306,24 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("RQ_CLI_", "REDIS_URL"))}
 
 
+def test_batch_and_wait_lines(cli: Any, checked: Checked, r: redis.Redis) -> None:
+    from rq_cli.core.queue import WorkQueue
+
+    assert cli("push", "q", "--batch", "b", "1", "2").exit_code == 0
+    checked("batch", cli("batch", "q", "b"))
+    checked("wait", cli("wait", "q", "b", "--timeout", "0.1"), codes=(75,))
+    q = WorkQueue(r, "q")
+    q.complete(q.lease(1))
+    q.fail(q.lease(1), error="x", dead=True)
+    checked("wait", cli("wait", "q", "b"), codes=(5,))
+    checked("batch", cli("batch", "q", "b", "--json"))
+    cli("push", "q", "--batch", "c", "1", "2")
+    leased = [x["id"] for x in cli("lease", "q", "-n", "2").json]
+    cli("complete", "q", leased[0], "--result", '{"a": [1]}')
+    cli("complete", "q", leased[1], "--result", '"text"')
+    checked("results", cli("results", "q", "c"), at_least=2)
+
+
 def test_work_log_lines_and_cancel(cli: Any, checked: Checked, server_url: str,
                                    r: redis.Redis) -> None:
     checked("push", cli("push", "q", "-", "--with-ids", input='{"id":"ok","data":0}\n'

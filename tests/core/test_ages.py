@@ -19,7 +19,7 @@ from rq_cli.core.filtering import FilterReport, ItemFilter, scan
 from rq_cli.core.limits import PUSH_STAMP_SLACK_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.dash.model import Browser
+from rq_cli.console.model import Browser
 
 pytestmark = pytest.mark.filterwarnings(  # redis-py deprecates SETEX, which the peer uses
     "ignore:Call to deprecated setex:DeprecationWarning")

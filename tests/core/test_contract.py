@@ -21,7 +21,7 @@ def _literals(name: str) -> list[str]:
 
 
 def test_no_lua_file_spells_a_key_suffix() -> None:
-    families = {*keys.NAME_FAMILIES}
+    families = {*keys.NAME_FAMILIES, *keys.BATCH_FAMILIES}
     bad = []
     for name in LUA_FILES:
         for lit in _literals(name):
@@ -95,13 +95,15 @@ def test_no_lua_file_spells_a_state_outcome_reason_or_counter() -> None:
 def test_the_vocabulary_is_generated_into_the_scripts_that_name_it() -> None:
     from rq_cli.core import codes
 
-    item, lease, push = (scripts.source(n) for n in ("item", "lease", "push"))
+    # (push_commit: push.lua dead-letters too since batches, push --after-ok)
+    item, lease, push = (scripts.source(n) for n in ("item", "lease", "push_commit"))
     assert "local S_DEAD = 'dead'" in item and "local S_PENDING = 'pending'" in item
     assert "local R_EXPIRED = 'expired'" in lease and "local C_LEASED = 'leased'" in lease
     assert "local C_PUSHED = 'pushed'" in push and "local S_DEAD =" not in push
     assert f"local F_FAIR_PENDING = '{keys.FAIR_PENDING_FIELD}'" in scripts.source("stats")
     assert keys.COUNTER_FIELDS == codes.COUNTERS == tuple(c.value for c in codes.Counter)
-    assert codes.DEAD_REASONS == ("expired", "max_attempts", "cancelled", "failed", "manual")
+    assert codes.DEAD_REASONS == ("expired", "max_attempts", "cancelled", "failed", "manual",
+                                  "after_failed")
     # a word is its value in text too (JSON lines, f-strings), on every supported Python
     assert f"{codes.Outcome.LOST}" == str(codes.Outcome.LOST) == "lost"
     assert codes.Outcome.COMPLETED.ok and not codes.Outcome.CONFLICT.ok

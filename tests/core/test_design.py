@@ -36,6 +36,10 @@ def code_keys() -> dict[str, str | None]:
     found[f"P:{keys.CONTROL}:<session digest>"] = "string + TTL"
     found[f"P:{keys.SHARDS}"] = found[f"P:{keys.FRONTS}"] = "hash"  # (a sharded queue's)
     found[f"P:{keys.AUDIT}"] = "list"
+    found[f"P:{keys.BATCH}:<batch>"] = "hash"
+    found[f"P:{keys.BATCH_WAKE}:<batch>"] = "list"
+    found[f"P:{keys.RESULTS}:<batch>"] = "hash"
+    found[f"P:{keys.AFTER}:<batch>"] = "list"
     return found
 
 

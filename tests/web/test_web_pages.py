@@ -355,3 +355,19 @@ def test_picked_dead_items_are_requeued_or_deleted_by_id_and_no_other(server_url
                     params=[("action", "requeue-ids"), *(("id", i) for i in ids)])
         assert got.status_code == 400 and "pick 1 to 50 dead items" in got.text
     assert wq.stats().dead == 3
+def test_the_batches_tab_shows_each_batch_with_its_progress(server_url, r):
+    wq = WorkQueue(r, "emails")
+    wq.push([b"1", b"2", b"3", b"4"], batch="news-42")
+    wq.complete(wq.lease(2))
+    wq.fail(wq.lease(1), error="x", dead=True)
+    c = client(make_web(server_url, "emails"))
+    empty = c.get("/q/emails", params={"tab": "batches"})
+    assert empty.status_code == 200 and 'data-batch="news-42"' in empty.text
+    row = empty.text.split('data-batch="news-42"')[1].split("</tr>")[0]
+    cells = re.findall(r'<td class="n[^"]*">([^<]*)</td>', row)
+    assert cells == ["4", "1", "0", "0", "2", "1", "75%"], cells
+    from rq_cli.core import batchops
+
+    assert batchops.forget(wq, "news-42") == 1
+    gone = c.get("/q/emails", params={"tab": "batches"})
+    assert 'data-batch="news-42"' not in gone.text and "no batches" in gone.text

@@ -144,6 +144,7 @@ end
 -- Forget rq-cli's bookkeeping of an item that no longer exists (every per-item key of
 -- keys.py FIXED_KEYS with role "meta", and clean's sightings).
 local function drop_meta(id) --@lazy
+  batch_move({id}, B.COMPLETED) -- (an item gone: completed, by a peer or at most once)
   for _, e in ipairs(META_USUAL) do redis.call(e[1], e[2], id) end
   for _, e in ipairs(META_RARE) do redis.call(e[1], e[2], id) end
   forget_suspect(id)
@@ -153,6 +154,7 @@ end
 -- (fair: into the item's tenant sub-queue, if it has a tenant: _fair.lua line_of)
 local function enqueue(id, front) --@lazy
   local line = line_of(id)
+  batch_move({id}, S_PENDING)
   if front then redis.call('RPUSH', line, id) else redis.call('LPUSH', line, id) end
   wake_waiters(1)
 end
@@ -273,6 +275,7 @@ local function dead_letter(id, reason, err, at) --@lazy
   if enqueued then info.enqueued = enqueued / 1000 end
   info.tenant = redis.call('HGET', K_ITEM_TENANT, id) or nil -- fair: requeue-dead reads it
   redis.call('HSET', K_DEAD_INFO, id, cjson.encode(info))
+  batch_move({id}, S_DEAD)
   drop_meta(id)
   count(C_DEAD, 1)
   if reason == R_EXPIRED then count(C_EXPIRED, 1) end
@@ -452,6 +455,7 @@ local function complete_one(id, session)
   if QUIET then
     for _, e in ipairs(META_USUAL) do redis.call(e[1], e[2], id) end
   else
+    batch_move({id}, B.COMPLETED)
     drop_metas({id})
   end
   remember_completed({id})
@@ -529,6 +533,7 @@ local function complete_pairs(first)
   end
   if #gone > 0 then
     unlist_all(gone)
+    batch_move(gone, B.COMPLETED)
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
     remember_completed(gone)

@@ -18,6 +18,8 @@
 -- A_SAMPLE how many ids to sample from each bookkeeping key at the end of a pass (prune)
 -- A_EXPIRED_OFFSET past-due ids of P:expires that earlier calls of this pass kept (0 first)
 -- Returns {left, recovered, dropped, dead, suspects, promoted, more_due, pass start, pruned,
+--   (... and last, batch_items: > 0 if the queue has batch items or items held by push
+--   --after, for clean's batch sweep)
 --          expired_offset} (dead: dead-lettered, at max_attempts or expired)
 -- (pruned: ids whose bookkeeping the sampled prune dropped, plus expired ids of the de-dup
 -- window forgotten at the end of a pass, `limit` at most; more_due is also set while more
@@ -243,4 +245,4 @@ end
 
 count(C_CLEANED, dry and 0 or recovered)
 return {left, recovered, dropped, dead, suspects, promoted, more_due, pass_start, pruned,
-        expired_offset}
+        expired_offset, redis.call('EXISTS', K_ITEM_BATCH, K_AFTERS)} -- (batchops.sweep)

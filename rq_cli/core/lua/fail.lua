@@ -11,7 +11,7 @@
 --   (another session holds the lease).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_letter del_lease enqueue exhausted forget_suspect held_by_other item_key
---@uses never_leased not_live unlist wake_waiters wrong_type
+--@uses never_leased not_live unlist wake_waiters wrong_type batch_move
 --@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
 record_history()  -- this minute's history bucket (lua/_history.lua)
@@ -52,6 +52,7 @@ for i = REST, #ARGV, 2 do
       end
       if delay > 0 then
         redis.call('ZADD', K_DELAYED, NOW + delay, id)
+        batch_move({id}, S_DELAYED)
         delayed = true
       else
         enqueue(id) -- (fair: back to its tenant)

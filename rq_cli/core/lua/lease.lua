@@ -16,7 +16,7 @@
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
 --@uses forget_suspects item_key lbs_key lease_key lease_fields mget_leases promote_due
---@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type
+--@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type batch_move
 --@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
 record_history()  -- this minute's history bucket (lua/_history.lua)
@@ -134,6 +134,7 @@ end
 if #leased > 0 then
   call_all('HSET', K_ATTEMPTS, stamps)
   call_all('LPUSH', K_PROCESSING, leased)
+  batch_move(leased, S_PROCESSING)
   call_all('ZADD', K_LEASES, deadlines)
   call_all('HSET', K_HOLDERS, holders)
   if not QUIET then forget_suspects(leased) end

@@ -5,6 +5,7 @@
 -- Returns how many entries this step removed (0 = that state is empty).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses dead_item_key del_lease drop_meta item_key lease_holder take_pending wrong_type
+--@uses batch_move
 do local bad = wrong_type(); if bad then return bad end end
 local state = A_STATE
 local batch = tonumber(A_BATCH)
@@ -15,6 +16,7 @@ if state == S_PENDING then
   for _, id in ipairs(ids) do
     -- a second copy of an id someone holds: the leased item is not pending, keep it
     if not lease_holder(id) then
+      batch_move({id}, '') -- (a purged item leaves its batch)
       redis.call('UNLINK', item_key(id))
       drop_meta(id)
     end
@@ -23,6 +25,7 @@ if state == S_PENDING then
 elseif state == S_PROCESSING then
   local ids = redis.call('RPOP', K_PROCESSING, batch)
   if not ids then return 0 end
+  batch_move(ids, '')
   for _, id in ipairs(ids) do
     redis.call('UNLINK', item_key(id))
     del_lease(id)
@@ -32,6 +35,7 @@ elseif state == S_PROCESSING then
 elseif state == S_DELAYED then
   local popped = redis.call('ZPOPMIN', K_DELAYED, batch)
   for i = 1, #popped, 2 do
+    batch_move({popped[i]}, '')
     redis.call('UNLINK', item_key(popped[i]))
     drop_meta(popped[i])
   end
@@ -39,6 +43,7 @@ elseif state == S_DELAYED then
 elseif state == S_DEAD then
   local popped = redis.call('ZPOPMIN', K_DEAD, batch)
   for i = 1, #popped, 2 do
+    batch_move({popped[i]}, '')
     redis.call('UNLINK', dead_item_key(popped[i]))
     redis.call('HDEL', K_DEAD_INFO, popped[i])
   end

@@ -11,7 +11,7 @@
 -- Returns the ids deleted.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses KEY_TENANT dead_item_key del_lease drop_metas item_key lease_holder tenant_removed
---@uses wrong_type
+--@uses wrong_type batch_move
 do local bad = wrong_type(); if bad then return bad end end
 local PURGE_SLACK = 1000
 local state = A_STATE
@@ -40,6 +40,7 @@ if state == S_PENDING or state == S_PROCESSING then
       redis.call('UNLINK', item_key(id))
       if state == S_PROCESSING then del_lease(id) end
     end
+    batch_move(out, '') -- (a purged item leaves its batch)
     drop_metas(out)
     if state == S_PENDING and KEY_TENANT then tenant_removed(KEY_TENANT, key, #out) end
   end
@@ -50,6 +51,7 @@ elseif state == S_DELAYED then
       out[#out + 1] = ARGV[i]
     end
   end
+  batch_move(out, '')
   drop_metas(out)
 elseif state == S_DEAD then
   for i = REST, #ARGV do
@@ -59,5 +61,6 @@ elseif state == S_DEAD then
       out[#out + 1] = ARGV[i]
     end
   end
+  batch_move(out, '')
 end
 return out

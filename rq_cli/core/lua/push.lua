@@ -5,6 +5,10 @@
 -- A_FRESH "1" = every id is freshly made at random by the caller: no item can have it, so
 --         the data is written with one MSET (no SET NX each) and the reused-id reset below
 --         is skipped
+-- A_BATCH the batch the items join ("" = none; docs/DESIGN.md section 8), A_BATCH_TTL_MS how
+--         long it is kept once finished (set by its first push)
+-- A_AFTER the batch the items wait for ("" = none: push --after), A_AFTER_MODE B.AFTER_ANY or
+--         B.AFTER_OK (--after-ok)
 -- ARGV[REST], ARGV[REST + 1], ... pairs id, data (at most a few thousand pairs per call)
 -- The push time: a P:enqueued stamp only for an id that does not carry it within
 -- PUSH_STAMP_SLACK_MS (_ages.lua; rq-cli's random ids are v7: no stamp).
@@ -14,7 +18,7 @@
 -- queue's de-dup window, P:dedup: `rq-cli dedup --clear` forgets it).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET call_all count drop_metas lbs_key lease_key tenant_pushed wrong_type
---@uses prune_dedup unstamped wake_waiters zadd_after
+--@uses prune_dedup unstamped wake_waiters zadd_after batch_join batch_hold_items batch_move
 --@uses record_history
 local call = redis.call
 do local bad = wrong_type(); if bad then return bad end end
@@ -88,6 +92,7 @@ if n > 0 and not fresh then
     stale[2 * i] = lbs_key(id)
   end
   call_all('DEL', nil, stale)
+  batch_move(added, B.COMPLETED) -- (its earlier item, in a batch, counts completed there)
   drop_metas(added, QUIET) -- (its push time is written again below)
 end
 if n > 0 then
@@ -101,7 +106,8 @@ if n > 0 then
   if expire > 0 then zadd_after(K_EXPIRES, added, expire) end
   -- fair: KEYS[2], if given, is a tenant's sub-queue: the items go there (_fair.lua)
   local line = tenant_pushed(added, delay <= 0)
-  if delay > 0 then
+  if A_AFTER ~= '' and batch_hold_items(added, A_AFTER, A_AFTER_MODE) then -- (_batch.lua)
+  elseif delay > 0 then
     zadd_after(K_DELAYED, added, delay)
   elseif front then
     call_all('RPUSH', line, added)
@@ -111,6 +117,9 @@ if n > 0 then
   -- (delayed: one token, so that a waiting client leases again and learns when the first
   -- falls due, instead of at the end of its wait's chunk)
   wake_waiters(delay <= 0 and n or 1)
+  if A_BATCH ~= '' then
+    batch_join(added, A_BATCH, delay > 0 and S_DELAYED or S_PENDING, A_BATCH_TTL_MS)
+  end
 end
 count(C_PUSHED, n)
 count(C_DUPLICATES, dups)

@@ -12,7 +12,7 @@
 -- skipped: an item with that id is live again in the target (a peer pushed it again); it
 -- stays dead.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
---@uses NOW count dead_item_key dead_tenant enqueue wake_waiters wrong_type
+--@uses NOW count dead_item_key dead_tenant enqueue wake_waiters wrong_type batch_move
 --@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
 record_history()  -- this minute's history bucket (lua/_history.lua)
@@ -72,6 +72,7 @@ for _, id in ipairs(ids) do
         redis.call('LPUSH', key_in(target, 'queue'), id)
         if target == PREFIX then wake_waiters(1) end
       end
+      batch_move({id}, target == PREFIX and S_PENDING or '') -- (another queue: out of its batch)
       redis.call('HSET', key_in(target, 'enqueued'), id, NOW)
       redis.call('HDEL', key_in(target, 'attempts'), id)
       redis.call('DEL', dead_item_key(id))
