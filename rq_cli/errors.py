@@ -27,7 +27,7 @@ class ExitCode(enum.IntEnum):
     UNCONFIRMED = 8  # a write made, not confirmed by the replicas (wait_replicas) in time
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
-    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): work --name held by a live worker
+    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): the queue's limits, work --name in use
     CONFIG = 78  # config file error (EX_CONFIG)
     BROKEN_PIPE = 141  # stdout was closed early (``| head``): silent, like any Unix tool
     INTERRUPTED = 130  # Ctrl-C
@@ -117,6 +117,12 @@ class CheckWarned(RqError):
 
 class NameInUse(RqError):
     """``work --name``: the name is held by a live worker."""
+
+    exit_code = ExitCode.TEMPFAIL
+
+
+class HeldBack(RqError):
+    """``lease``: the queue's limits (its rate, its in-flight cap) leased nothing now."""
 
     exit_code = ExitCode.TEMPFAIL
 

@@ -15,7 +15,7 @@ import typer
 from ..core.fields import LEASE, carried
 from ..core.limits import MAX_COUNT
 from ..core.types import ItemOutcome, ItemRef
-from ..errors import BadInputError, NothingToDo, UsageError
+from ..errors import BadInputError, HeldBack, NothingToDo, UsageError
 from ..output.render import Column
 from ..output.shapes import lease_row
 from . import reading
@@ -88,6 +88,7 @@ def lease(
                       if i.queue not in names and getattr(wq, "owner", lambda _: None)(i.queue)})
     if not items:
         _refuse_sharded_prefix(st, wqs, queues)
+        _held_back(wqs, queues)
         paused = [name for wq, name in zip(wqs, queues, strict=True) if wq.is_paused()]
         if len(paused) == len(queues):
             raise NothingToDo(f"{', '.join(paused)} {'is' if len(paused) == 1 else 'are'} "
@@ -117,6 +118,24 @@ def _refuse_sharded_prefix(st: State, wqs: "list[WorkQueue]", names: list[str]) 
         note = sharded_note(st, name, wq)
         if note is not None:
             raise UsageError(f"nothing to lease from {name}: {note}")
+
+
+def _held_back(wqs: "list[WorkQueue]", names: list[str]) -> None:
+    """Nothing was leased: exit 75 (try again later) where the queues' limits held the lease
+    back, saying when the next lease can succeed (the manual's "Limits")."""
+    from ..output.render import human_time
+
+    held = [(name, wq.held_back) for wq, name in zip(wqs, names, strict=True)
+            if getattr(wq, "held_back", None)]
+    if not held:
+        return
+    parts = []
+    for name, (by, at) in held:
+        parts.append(f"{name}: its rate is spent, the next lease can succeed at "
+                     f"{human_time(at)}" if by == "rate" else
+                     f"{name}: its in-flight cap is reached, a place frees when a lease ends "
+                     f"(at the latest {human_time(at)})")
+    raise HeldBack(f"the queue's limits held the lease back ({'; '.join(parts)})")
 
 
 def _delayed(wqs: "list[WorkQueue]", names: list[str]) -> str:

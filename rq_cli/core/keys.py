@@ -101,6 +101,12 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # written by clean and history.lua, the first call of each bucket only
     FixedKey("history", "zset", "other"),
     FixedKey("history_hourly", "zset", "other"),
+    # fleet-wide limits (docs/DESIGN.md section 9): the queue's rate and in-flight cap, with
+    # the rate's state (LIMIT_FIELDS), read by lease.lua; and wake-up tokens for clients held
+    # back by the cap, one per lease freed by complete while a cap is set (at most
+    # WAKE_TOKENS, expiring WAKE_TTL_MS after the last): they block on it (BLPOP)
+    FixedKey("limits", "hash", "other", rare=True),
+    FixedKey("freed", "list", "other", rare=True),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -113,6 +119,10 @@ DEDUP_WINDOW_FIELD = "dedup_window_ms"
 #: the items in the tenants' sub-queues (pending items, so named after the state).
 FAIR_TURN_FIELD = "turn"
 FAIR_PENDING_FIELD = ItemState.PENDING.value
+#: The fields of ``P:limits`` (``F_<NAME>`` in Lua): the rate as the user wrote it
+#: (``20/s``), its emission interval in microseconds (GCRA's T), the burst (items admitted at
+#: once after a quiet spell), the in-flight cap, and the rate's theoretical arrival time (µs).
+LIMIT_FIELDS = ("rate", "interval_us", "burst", "max_in_flight", "tat_us")
 #: The families of keys ``P:<family>:<id>`` that each item has: its data (peer-compatible),
 #: the two generations' lease keys (v0.3 and v0.1, peer-compatible) and a dead item's data.
 ITEM = "item"
@@ -306,6 +316,17 @@ class Keys(NamedTuple):
         session (16 hex digits, no ``:``), so no session can spell another key's name."""
         digest = hashlib.blake2b(session.encode(), digest_size=8).hexdigest()
         return f"{self.prefix}:{CONTROL}:{digest}"
+
+    # -- fleet-wide limits -------------------------------------------------------------
+    @property
+    def limits(self) -> str:
+        """hash: the queue's limits (LIMIT_FIELDS), read by every rq-cli lease."""
+        return f"{self.prefix}:limits"
+
+    @property
+    def freed(self) -> str:
+        """LIST of wake-up tokens for clients held back by the in-flight cap (BLPOP)."""
+        return f"{self.prefix}:freed"
 
     # -- fair queues -------------------------------------------------------------------
     @property

@@ -19,8 +19,9 @@ from ..errors import Unconfirmed, UsageError
 from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
 from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
 from .base import STATES as STATES
-from .codes import LEASE_FAIR, LEASE_PAUSED, DeadReason
+from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason
 from .fields import LEASE, decoded
+from .limiting import Limiting, held_back, wait_held_back
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -53,7 +54,7 @@ from .util import (
 T = TypeVar("T")
 
 
-class WorkQueue(Reads, Repairs):
+class WorkQueue(Reads, Repairs, Limiting):
     """One queue (a key prefix) on one server.
 
     ``client`` is a ``redis.Redis`` or ``redis.RedisCluster`` returning bytes;
@@ -128,6 +129,7 @@ class WorkQueue(Reads, Repairs):
                               **decoded(LEASE, r)) for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
+                self.held_back = held_back(status, next_due) if not items else None
                 if unconfirmed is not None:  # (only the first call carries completes)
                     unconfirmed.ids = [ref.id for ref in complete_refs]
                     unconfirmed.result = (items, status, next_due, completions)
@@ -206,6 +208,8 @@ class WorkQueue(Reads, Repairs):
         if status == LEASE_PAUSED:
             time.sleep(min(seconds, 0.5))
             return False
+        if status in (LEASE_LIMITED, LEASE_CAPPED):  # (the queue's limits: limiting.py)
+            return wait_held_back(self.client, self.keys, status, due_in_ms, seconds)
         if due_in_ms >= 0:  # a delayed item becomes due: wake up for it (whatever our clock)
             seconds = min(seconds, max(due_in_ms / 1000, 0.01))
         seconds = max(round(seconds, 3), 0.01)

@@ -41,6 +41,7 @@ from .keys import (
     HISTORY_FIELDS,
     ITEM,
     ITEM_KEY_HELPERS,
+    LIMIT_FIELDS,
     OLD_SERVER_CHECK,
     TENANT_QUEUE,
 )
@@ -146,6 +147,8 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("F_DEDUP_WINDOW", f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'"),
             ("F_FAIR_TURN", f"local F_FAIR_TURN = '{FAIR_TURN_FIELD}'"),
             ("F_FAIR_PENDING", f"local F_FAIR_PENDING = '{FAIR_PENDING_FIELD}'"),
+            # the fields of P:limits (keys.LIMIT_FIELDS)
+            *((f"F_{f.upper()}", f"local F_{f.upper()} = '{f}'") for f in LIMIT_FIELDS),
             # P:item: (push writes many item keys at once)
             ("ITEM_KEY_PREFIX", f"local ITEM_KEY_PREFIX = PREFIX .. ':{ITEM}:'"),
             # the fixed key `name` (keys.FIXED_KEYS), and item id's data key, of the queue with
@@ -201,7 +204,10 @@ def _type_check(keys: Sequence[str]) -> str:
     wrong_type() returns an error reply naming the first of them that holds another type,
     or nil. A rare key (keys.FixedKey.rare) is absent from a busy queue: one EXISTS over the
     rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
-    its reads of them)."""
+    its reads of them). A script that reads the queue's limits (``K_LIMITS``) also gets
+    ``LIMITED``: the limits' keys (:data:`_LIMIT_KEYS`) exist; they alone do not make it
+    un-QUIET (only their own two TYPE checks are added), so a limited queue's lease pays for
+    its limits and nothing else."""
     by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
 
     def flat(rare: bool) -> str:
@@ -209,15 +215,28 @@ def _type_check(keys: Sequence[str]) -> str:
 
     rare = ", ".join(n for n in keys if by_name[n].rare)
     quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
-    return f"""-- True when none of this script's rare keys exists (set by wrong_type()).
+    limited, limit_checks = "", ""
+    if "K_LIMITS" in keys:
+        mine = [n for n in _LIMIT_KEYS if n in keys]
+        limited = ("-- True when the queue has limits (set by wrong_type()).\n"
+                   "local LIMITED = false\n")
+        quiet = (f"false\n  local rare = redis.call('EXISTS', {rare})\n"
+                 f"  local limits = rare > 0 and redis.call('EXISTS', {', '.join(mine)}) or 0\n"
+                 "  LIMITED = limits > 0\n"
+                 "  QUIET = rare == limits")
+        limit_checks = ("\n  elseif LIMITED then\n    for _, v in ipairs({" +
+                        ", ".join(f"{n}, '{by_name[n].type}'" for n in mine) +
+                        "}) do checks[#checks + 1] = v end")
+    return f"""-- True when none of this script's rare keys exists, the limits' aside (set by
+-- wrong_type()).
 local QUIET = false
--- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
+{limited}-- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
 -- earlier writes behind. Returns an error reply naming the first key of the wrong type.
 local function wrong_type()
   QUIET = {quiet}
   local checks = {{{flat(False)}}}
   if not QUIET then
-    for _, v in ipairs({{{flat(True)}}}) do checks[#checks + 1] = v end
+    for _, v in ipairs({{{flat(True)}}}) do checks[#checks + 1] = v end{limit_checks}
   end
   for i = 1, #checks, 2 do
     local t = redis.call('TYPE', checks[i])['ok']
@@ -228,6 +247,11 @@ local function wrong_type()
   end
   return nil
 end"""
+
+
+#: The keys of a queue's limits (P:limits, P:freed): rare keys, but a queue where only they
+#: exist is still QUIET for the scripts that read the limits (:func:`_type_check`).
+_LIMIT_KEYS = ("K_LIMITS", "K_FREED")
 
 
 class _Block(NamedTuple):
@@ -245,9 +269,15 @@ def _common() -> tuple[_Block, ...]:
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
         blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read())
+    blocks += _blocks(_read_lua("_limits"))  # (fleet-wide limits: docs/DESIGN.md section 9)
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
                  for n, t in blocks)
+
+
+def _read_lua(name: str) -> str:
+    with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
+        return f.read()
 
 
 def declared_uses(name: str, body: str) -> set[str]:
@@ -257,7 +287,7 @@ def declared_uses(name: str, body: str) -> set[str]:
     script that names a helper it did not declare, or declares one it no longer names,
     fails to build (tests/test_contract.py builds every script)."""
     declared = {n for line in _USES.findall(body) for n in line.replace(",", " ").split()}
-    known = {b.name for b in _common()} | {"wrong_type", "QUIET"}
+    known = {b.name for b in _common()} | {"wrong_type", "QUIET", "LIMITED"}
     named = _names(body) & known
     if declared != named:
         raise ValueError(
@@ -300,7 +330,7 @@ def source(name: str) -> str:
              f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua",
              OLD_SERVER_CHECK]  # before any command: a server older than Redis 6 is refused
     parts += [text for n, text in head if n in wanted]
-    if "wrong_type" in wanted or "QUIET" in wanted:
+    if wanted & {"wrong_type", "QUIET", "LIMITED"}:
         parts.append(_type_check(keys))
     if lazy:
         parts.append("-- the --@lazy definitions, made on first use\nlocal L = {}")
@@ -373,14 +403,15 @@ def library() -> Library:
              "local function begin(keys, args)",
              "  KEYS, ARGV = keys, args",
              "  K_QUEUE = keys[1]",
-             "  QUIET = false",
+             "  QUIET, LIMITED = false, false",
              "  if args[1] ~= PREFIX then",
              "    PREFIX = args[1]",
              *("    " + line for t in per_prefix.values() for line in _code_lines(t)),
              "  end",
              *("  " + line for t in per_call.values() for line in _code_lines(t)),
              "end"]
-    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", *per_prefix, *per_call]
+    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", "LIMITED", *per_prefix,
+                *per_call]
     body_parts = [f"local {', '.join(declared)}", *constants, "\n".join(begin), *functions]
     runs: list[str] = []
     for name in HOT:
@@ -388,7 +419,8 @@ def library() -> Library:
             body = f.read()
         # (as in source(), less its "local QUIET": here QUIET is shared, and begin resets it)
         check = _type_check(_fixed_keys(_uses(body, head, declared_uses(name, body))))
-        check = check.replace("local QUIET = false\n", "")
+        check = check.replace("local QUIET = false\n", "").replace(
+            "local LIMITED = false\n", "")
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")
@@ -419,7 +451,7 @@ def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set
     ones it ``declared`` (--@uses), and what those name in turn."""
     deps = {n: _names(t) for n, t in head}
     deps.update((b.name, set(b.names)) for b in _common())
-    known = set(deps) | {"wrong_type", "QUIET"}
+    known = set(deps) | {"wrong_type", "QUIET", "LIMITED"}
     wanted: set[str] = set()
     todo = [*(_names(body) & {n for n, _ in head}), *declared]
     while todo:

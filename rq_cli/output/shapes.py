@@ -33,7 +33,7 @@ SCHEMAS: dict[str, str] = {
     "requeue-dead": "requeue-dead", "purge": "purge", "dedup": "dedup", "pause": "paused",
     "resume": "paused", "reshard": "reshard", "work": "work-log", "config path": "config-path",
     "config show": "config-show", "server status": "server-status",
-    "server stop": "server-stop", "errors": "errors",
+    "server stop": "server-stop", "errors": "errors", "limit": "limit",
 }
 
 

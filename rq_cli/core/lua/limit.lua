@@ -1,0 +1,32 @@
+-- limit: set, clear or show a queue's fleet-wide limits (P:limits: docs/DESIGN.md section 9,
+-- _limits.lua), in one step.
+-- Arguments (scripts.py SPECS): A_MODE "set", "clear" (P:limits and P:freed deleted) or
+-- "show"; for "set": A_RATE (as written: "20/s"), A_INTERVAL_US (GCRA's T) and A_BURST, or
+-- "" to leave the rate as it is; A_MAX_IN_FLIGHT, "" to leave the cap, "0" to remove it.
+-- A rate changed while workers run applies at once: an arrival time further ahead than one
+-- new interval (a slower rate's) comes back to one interval from now.
+-- Returns {rate, interval_us, burst, max_in_flight, in_flight, now_ms}: false where unset;
+-- in_flight: the live leases P:leases counts (what the cap counts).
+--@uses NOW wrong_type
+do local bad = wrong_type(); if bad then return bad end end
+if A_MODE == 'clear' then
+  redis.call('DEL', K_LIMITS, K_FREED)
+elseif A_MODE == 'set' then
+  if A_INTERVAL_US ~= '' then
+    local t, now = tonumber(A_INTERVAL_US), NOW * 1000
+    local tat = tonumber(redis.call('HGET', K_LIMITS, F_TAT_US))
+    if tat and tat > now + t then
+      redis.call('HSET', K_LIMITS, F_TAT_US, string.format('%.0f', now + t))
+    end
+    redis.call('HSET', K_LIMITS, F_RATE, A_RATE, F_INTERVAL_US, A_INTERVAL_US, F_BURST, A_BURST)
+  end
+  if A_MAX_IN_FLIGHT == '0' then
+    redis.call('HDEL', K_LIMITS, F_MAX_IN_FLIGHT)
+  elseif A_MAX_IN_FLIGHT ~= '' then
+    redis.call('HSET', K_LIMITS, F_MAX_IN_FLIGHT, A_MAX_IN_FLIGHT)
+  end
+end
+local v = redis.call('HMGET', K_LIMITS, F_RATE, F_INTERVAL_US, F_BURST, F_MAX_IN_FLIGHT)
+v[5] = redis.call('ZCOUNT', K_LEASES, '(' .. NOW, '+inf')
+v[6] = NOW
+return v
