@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ParameterError
 from .base import QueueBase
 from .codes import LEASE_CAPPED, LEASE_LIMITED
 from .keys import Keys
-from .limits import MAX_ATTEMPTS, MAX_COUNT, MAX_DELAY
+from .limits import MAX_ATTEMPTS, MAX_COUNT, MAX_DELAY, MAX_DELAY_TEXT
 from .util import text
 
 #: A rate's units: seconds per unit (``N/s``, ``N/m``, ``N/h``).
@@ -49,30 +49,31 @@ def parse_rate(value: str) -> Rate:
     """``N/s``, ``N/m`` or ``N/h`` (N a positive number) as a :class:`Rate`, or UsageError."""
     m = _RATE.fullmatch(value.lower())
     if not m or m.group(2) not in RATE_UNITS:
-        raise UsageError(f"a rate is {RATE_FORMS} (items per second, minute or hour), "
-                         f"not {value!r}")
+        raise ParameterError("rate", f"is {RATE_FORMS} (items per second, minute or hour), "
+                                     f"not {value!r}")
     n = float(m.group(1))
     if not n > 0:
-        raise UsageError(f"a rate must be more than 0 items, not {value!r}")
+        raise ParameterError("rate", f"must be more than 0 items, not {value!r}")
     interval = round(RATE_UNITS[m.group(2)] * 1e6 / n)
     if interval < 1:
-        raise UsageError(f"a rate is at most 1000000/s, not {value!r}")
+        raise ParameterError("rate", f"is at most 1000000/s, not {value!r}")
     if interval > MAX_DELAY * 1e6:
-        raise UsageError(f"a rate must admit an item at least every ten years, not {value!r}")
+        raise ParameterError("rate", f"must admit an item at least every {MAX_DELAY_TEXT}, "
+                                     f"not {value!r}")
     return Rate(f"{m.group(1)}/{m.group(2)}", interval)
 
 
 def check_burst(burst: int) -> int:
     if not 1 <= burst <= MAX_BURST:
-        raise UsageError(f"--burst must be from 1 to {MAX_BURST}, not {burst}")
+        raise ParameterError("burst", f"must be from 1 to {MAX_BURST}, not {burst}")
     return burst
 
 
 def check_max_in_flight(cap: int) -> int:
     """0 (no cap) to MAX_IN_FLIGHT, or UsageError."""
     if not 0 <= cap <= MAX_IN_FLIGHT:
-        raise UsageError(f"--max-in-flight must be from 1 to {MAX_IN_FLIGHT} (0: no cap), "
-                         f"not {cap}")
+        raise ParameterError("max_in_flight", f"must be from 1 to {MAX_IN_FLIGHT} (0: no cap), "
+                                              f"not {cap}")
     return cap
 
 
@@ -137,7 +138,7 @@ class Limiting(QueueBase):
         """Set the rate (with its burst: 1 unless given) and/or the in-flight cap (0
         removes it); a limit not given stays as it is. One script call."""
         if burst is not None and rate is None:
-            raise UsageError("--burst goes with --rate (the burst of that rate)")
+            raise ParameterError("burst", "goes with a rate (the burst of that rate)")
         return self._limit("set", rate, check_burst(burst or 1),
                            None if max_in_flight is None else check_max_in_flight(max_in_flight))
 

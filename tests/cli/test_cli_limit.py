@@ -1,0 +1,158 @@
+"""rq-cli limit, and lease under a queue's fleet-wide limits (docs/limits.md).
+
+Times come from the server's own arithmetic (GCRA in µs) and are checked against the
+reply of the same server: no test here waits on the machine's speed, except where it says
+so with a generous bound.
+"""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+from rq_cli.core.limiting import parse_rate
+from rq_cli.core.queue import WorkQueue
+
+pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
+
+
+def test_limit_sets_shows_and_clears_the_limits(cli, r: redis.Redis) -> None:
+    assert cli("limit", "q").one == {"queue": "q", "rate": None, "per_second": None,
+                                     "burst": None, "max_in_flight": None, "in_flight": 0}
+    got = cli("limit", "q", "--rate", "300/m", "--burst", "5").one
+    assert (got["rate"], got["per_second"], got["burst"]) == ("300/m", 5.0, 5)
+    got = cli("limit", "q", "--max-in-flight", "3").one  # the rate stays as it is
+    assert (got["rate"], got["max_in_flight"]) == ("300/m", 3)
+    assert cli("limit", "q").one == got
+    assert r.hget("q:limits", "interval_us") == b"200000"
+    got = cli("limit", "q", "--max-in-flight", "0").one  # 0: no cap
+    assert (got["rate"], got["max_in_flight"]) == ("300/m", None)
+    run = cli("limit", "q", "--clear")
+    assert run.one["rate"] is None and run.one["max_in_flight"] is None
+    assert "no limits" in run.stderr
+    assert not r.exists("q:limits")
+
+
+def test_bad_limits_are_usage_errors_that_change_nothing(cli, r: redis.Redis) -> None:
+    assert cli("limit", "q", "--rate", "10/s").exit_code == 0
+    before = r.hgetall("q:limits")
+    for args in (["--rate", "fast"], ["--rate", "10/d"], ["--rate", "0/s"], ["--rate", "-1/s"],
+                 ["--rate", "5000000/s"], ["--burst", "3"], ["--clear", "--rate", "1/s"],
+                 ["--max-in-flight", "-1"], ["--rate", "1/s", "--burst", "0"]):
+        run = cli("limit", "q", *args)
+        assert run.exit_code == 2, (args, run)
+        assert run.stdout == "" and len(run.stderr.strip().splitlines()) == 1, (args, run)
+    assert "--rate is N/s, N/m or N/h" in cli("limit", "q", "--rate", "fast").stderr
+    assert "--burst goes with a rate" in cli("limit", "q", "--burst", "3").stderr
+    assert r.hgetall("q:limits") == before
+
+
+def test_lease_while_the_rate_is_spent_exits_75_and_prints_nothing(cli, r: redis.Redis) -> None:
+    WorkQueue(r, "q").push([b"a", b"b", b"c"])
+    assert cli("limit", "q", "--rate", "1/h").exit_code == 0
+    assert cli("lease", "q").exit_code == 0  # the burst of 1
+    run = cli("lease", "q")
+    assert run.exit_code == 75, run
+    assert run.stdout == ""
+    line = run.stderr.strip()
+    assert len(line.splitlines()) == 1 and "rate is spent" in line and "in 59m" in line, line
+    assert r.llen("q:queue") == 2  # nothing taken, nothing lost
+    # --wait shorter than the time the rate needs: exits 75 after the wait, nothing taken
+    started = time.monotonic()
+    run = cli("lease", "q", "--wait", "0.3")
+    assert run.exit_code == 75 and run.stdout == ""
+    assert time.monotonic() - started >= 0.3
+    assert r.llen("q:queue") == 2
+    assert cli("limit", "q", "--clear").exit_code == 0
+    assert cli("lease", "q").exit_code == 0
+
+
+def test_count_takes_what_the_rate_allows(r: redis.Redis) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"x"] * 20)
+    q.set_limits(rate=parse_rate("1/h"), burst=4)
+    assert len(q.lease(10)) == 4  # the burst, whatever --count asks
+    assert q.lease(10) == [] and q.held_back is not None and q.held_back[0] == "rate"
+    assert r.llen("q:queue") == 16
+
+
+def test_the_rate_is_exact_in_server_time(r: redis.Redis) -> None:
+    """GCRA by the server's clock (now_ms given): 10/s admits one item per 100 ms, the next
+    lease's time is said exactly, and a burst of 3 admits 3 after a quiet spell."""
+    q = WorkQueue(r, "q")
+    q.push([b"x"] * 20)
+    q.set_limits(rate=parse_rate("10/s"))
+    t0 = 1_000_000_000_000
+    assert len(q.lease(5, now_ms=t0)) == 1
+    assert q.lease(5, now_ms=t0 + 99) == []
+    assert q.held_back is not None and q.held_back[0] == "rate"
+    assert 0 < q.held_back[1] - time.time() <= 0.002  # 1 ms left by the server's arithmetic
+    assert len(q.lease(5, now_ms=t0 + 100)) == 1
+    assert len(q.lease(5, now_ms=t0 + 350)) == 1  # (no credit for the quiet 150 ms: burst 1)
+    q.set_limits(rate=parse_rate("10/s"), burst=3)
+    assert len(q.lease(5, now_ms=t0 + 10_000)) == 3
+    assert q.lease(5, now_ms=t0 + 10_050) == []
+    assert len(q.lease(5, now_ms=t0 + 10_100)) == 1
+
+
+def test_the_in_flight_cap_counts_leases_and_a_complete_frees_a_place(r: redis.Redis) -> None:
+    q = WorkQueue(r, "q", session="s1")
+    q.push([b"x"] * 10)
+    q.set_limits(max_in_flight=3)
+    first = q.lease(5)
+    assert len(first) == 3
+    assert q.lease(1) == [] and q.held_back is not None and q.held_back[0] == "max_in_flight"
+    q.complete(first[:1])
+    assert r.llen("q:freed") == 1  # the token that wakes a waiting client
+    assert len(q.lease(5)) == 1
+    assert q.limits().in_flight == 3
+
+
+def test_an_expired_lease_frees_its_place(r: redis.Redis) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"x"] * 4)
+    q.set_limits(max_in_flight=2)
+    t0 = 1_000_000_000_000
+    assert len(q.lease(5, lease_seconds=10, now_ms=t0)) == 2
+    assert q.lease(1, now_ms=t0 + 9_999) == []
+    assert len(q.lease(1, now_ms=t0 + 10_000)) == 1  # the two leases ran out: 1 of 2 places
+
+
+def test_lease_wait_sleeps_exactly_until_the_rate_allows(r: redis.Redis) -> None:
+    """No polling: one held-back lease, one sleep, one lease (counted by the server's
+    INFO commandstats), and not before the rate allows."""
+    q = WorkQueue(r, "q")
+    q.push([b"x"] * 3)
+    q.set_limits(rate=parse_rate("4/s"))
+    assert len(q.lease(1)) == 1
+    r.config_resetstat()
+    started = time.monotonic()
+    got = q.lease(1, wait=10)
+    waited = time.monotonic() - started
+    assert len(got) == 1
+    assert waited >= 0.2  # 250 ms after the first, less the round trips
+    calls = sum(v["calls"] for k, v in r.info("commandstats").items()
+                if k in ("cmdstat_fcall", "cmdstat_evalsha"))
+    assert calls == 2, r.info("commandstats")
+
+
+def test_a_capped_lease_wait_wakes_when_a_complete_frees_a_place(r: redis.Redis) -> None:
+    import threading
+
+    q = WorkQueue(r, "q")
+    q.push([b"x"] * 3)
+    q.set_limits(max_in_flight=1)
+    held = q.lease(1, lease_seconds=600)
+    done = threading.Event()
+
+    def complete_when_waiting() -> None:
+        # wait for the waiter's BLPOP on P:freed (an event: the server's blocked clients)
+        while r.info("clients")["blocked_clients"] == 0:
+            time.sleep(0.005)
+        q.complete(held)
+        done.set()
+
+    threading.Thread(target=complete_when_waiting, daemon=True).start()
+    got = q.lease(1, wait=60)  # not the lease's 600 s: the complete's token wakes it
+    assert len(got) == 1 and done.is_set()
