@@ -206,8 +206,9 @@ def _type_check(keys: Sequence[str]) -> str:
     rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
     its reads of them). A script that reads the queue's limits (``K_LIMITS``) also gets
     ``LIMITED``: the limits' keys (:data:`_LIMIT_KEYS`) exist; they alone do not make it
-    un-QUIET (only their own two TYPE checks are added), so a limited queue's lease pays for
-    its limits and nothing else."""
+    un-QUIET, and are not TYPE-checked here, so a limited queue's lease pays for its limits
+    and nothing else: such a script reads P:limits (one HMGET, which a P:limits of another
+    type stops) before it writes anything, and writes P:freed with pcall (lua/_limits.lua)."""
     by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
 
     def flat(rare: bool) -> str:
@@ -215,18 +216,15 @@ def _type_check(keys: Sequence[str]) -> str:
 
     rare = ", ".join(n for n in keys if by_name[n].rare)
     quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
-    limited, limit_checks = "", ""
+    limited = ""
     if "K_LIMITS" in keys:
-        mine = [n for n in _LIMIT_KEYS if n in keys]
+        mine = ", ".join(n for n in _LIMIT_KEYS if n in keys)
         limited = ("-- True when the queue has limits (set by wrong_type()).\n"
                    "local LIMITED = false\n")
         quiet = (f"false\n  local rare = redis.call('EXISTS', {rare})\n"
-                 f"  local limits = rare > 0 and redis.call('EXISTS', {', '.join(mine)}) or 0\n"
+                 f"  local limits = rare > 0 and redis.call('EXISTS', {mine}) or 0\n"
                  "  LIMITED = limits > 0\n"
                  "  QUIET = rare == limits")
-        limit_checks = ("\n  elseif LIMITED then\n    for _, v in ipairs({" +
-                        ", ".join(f"{n}, '{by_name[n].type}'" for n in mine) +
-                        "}) do checks[#checks + 1] = v end")
     return f"""-- True when none of this script's rare keys exists, the limits' aside (set by
 -- wrong_type()).
 local QUIET = false
@@ -236,7 +234,7 @@ local function wrong_type()
   QUIET = {quiet}
   local checks = {{{flat(False)}}}
   if not QUIET then
-    for _, v in ipairs({{{flat(True)}}}) do checks[#checks + 1] = v end{limit_checks}
+    for _, v in ipairs({{{flat(True)}}}) do checks[#checks + 1] = v end
   end
   for i = 1, #checks, 2 do
     local t = redis.call('TYPE', checks[i])['ok']

@@ -156,3 +156,17 @@ def test_a_capped_lease_wait_wakes_when_a_complete_frees_a_place(r: redis.Redis)
     threading.Thread(target=complete_when_waiting, daemon=True).start()
     got = q.lease(1, wait=60)  # not the lease's 600 s: the complete's token wakes it
     assert len(got) == 1 and done.is_set()
+
+
+def test_a_limits_key_of_another_type_stops_lease_and_limit_before_any_write(
+        cli, r: redis.Redis) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"a"])
+    r.set("q:limits", "not ours")
+    run = cli("lease", "q")
+    assert run.exit_code == 69 and "WRONGTYPE" in run.stderr, run
+    assert r.llen("q:queue") == 1 and r.llen("q:processing") == 0
+    for args in ([], ["--rate", "1/s"], ["--clear"]):
+        run = cli("limit", "q", *args)
+        assert run.exit_code == 69 and "q:limits" in run.stderr, (args, run)
+    assert r.get("q:limits") == b"not ours"

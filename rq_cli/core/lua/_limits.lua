@@ -7,7 +7,8 @@
 -- to a millisecond's rounding.
 
 -- The queue's limits (P:limits): interval (GCRA's T, us), burst, cap (in-flight), tat (us);
--- nil where unset.
+-- nil where unset. Called before the script writes anything: wrong_type() does not check
+-- P:limits (scripts.py), and this HMGET stops a script whose P:limits has another type.
 local function limits_read()
   local v = redis.call('HMGET', K_LIMITS, F_INTERVAL_US, F_BURST, F_MAX_IN_FLIGHT, F_TAT_US)
   return {interval = tonumber(v[1]), burst = tonumber(v[2]) or 1, cap = tonumber(v[3]),
@@ -58,8 +59,10 @@ local function limit_freed(lim, n)
   if not lim.cap or n <= 0 then return end
   local tokens = {}
   for i = 1, math.min(n, WAKE_TOKENS) do tokens[i] = '1' end
-  if redis.call('RPUSH', K_FREED, unpack(tokens)) > WAKE_TOKENS then
-    redis.call('LTRIM', K_FREED, -WAKE_TOKENS, -1)
-  end
+  -- (pcall: a P:freed of another type, not checked by wrong_type(), wakes nobody and stops
+  -- nothing; waiters wake at their time-out)
+  local n = redis.pcall('RPUSH', K_FREED, unpack(tokens))
+  if type(n) ~= 'number' then return end
+  if n > WAKE_TOKENS then redis.call('LTRIM', K_FREED, -WAKE_TOKENS, -1) end
   redis.call('PEXPIRE', K_FREED, WAKE_TTL_MS)
 end

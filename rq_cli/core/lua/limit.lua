@@ -9,6 +9,14 @@
 -- in_flight: the live leases P:leases counts (what the cap counts).
 --@uses NOW wrong_type
 do local bad = wrong_type(); if bad then return bad end end
+-- (the limits' keys, which wrong_type() leaves to the scripts that read them: scripts.py)
+for i, key in ipairs({K_LIMITS, K_FREED}) do
+  local t, want = redis.call('TYPE', key)['ok'], i == 1 and 'hash' or 'list'
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. want ..
+      ': something other than this queue uses the prefix; nothing was changed')
+  end
+end
 if A_MODE == 'clear' then
   redis.call('DEL', K_LIMITS, K_FREED)
 elseif A_MODE == 'set' then
