@@ -13,6 +13,7 @@ from .limits import BATCH
 from .queue import WorkQueue
 from .shardcopies import write_copies
 from .shardfront import fronts_key
+from .shardlimits import check_cap, respread, totals
 from .shardmeta import (
     SHARD_SETTLE,
     Draining,
@@ -64,12 +65,17 @@ def reshard(client: Any, base: str, count: int, *, dry_run: bool = False,
             raise UsageError(f"no queue at prefix {base!r} on the server (nothing sharded, "
                              f"nothing stored): add --create to make it a queue of {count} "
                              f"shards")
+        # (a cap smaller than the new count: refused before anything is written)
+        check_cap(totals([WorkQueue(client, p) for p in meta.live or [base]]).max_in_flight,
+                  count, base)
         return _resized(client, base, count, meta, plan, unsharded, before)
 
     update(client, base, change, replace=replace, written=_copies(client, base))
     if plan.changed and not dry_run:
         retire(client, plan.draining)
         _carry_window(client, before, plan.live)
+        respread([WorkQueue(client, p) for p in before],
+                 [WorkQueue(client, p) for p in plan.live], base)
     plan.placement = placement(client, plan.live)
     return plan
 
