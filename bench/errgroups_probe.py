@@ -13,7 +13,8 @@ import time
 
 import redis
 
-from rq_cli.core.errgroups import SCAN_COUNT, group_errors
+from rq_cli.core.errgroups import group_errors
+from rq_cli.core.limits import ERRGROUP_SCAN_COUNT
 from rq_cli.core.queue import WorkQueue
 
 P = "errbench"
@@ -65,7 +66,7 @@ def main(url: str, n: int) -> None:
         fill(r, n)
         print(f"filled {r.hlen(f'{P}:dead_info'):,} dead items in {time.monotonic() - t:.0f} s")
     r.config_set("slowlog-max-len", 100_000)
-    for count in sorted({100, 250, SCAN_COUNT}):
+    for count in sorted({100, 250, ERRGROUP_SCAN_COUNT}):
         r.config_set("slowlog-log-slower-than", 0)
         r.slowlog_reset()
         cursor: int = 0

@@ -19,9 +19,9 @@ from ..output.shapes import moved_row, summary_row
 from .signals import interrupt_deferred, interruptible_sleep
 
 if TYPE_CHECKING:  # (rq_cli.core.filtering is loaded when a filter is used: stats stays light)
+    from ..core.codes import State
     from ..core.filtering import Action, FilterReport, ItemFilter
     from ..core.queue import WorkQueue
-    from ..core.types import State
 
 MatchOpt = Annotated[str | None, typer.Option(
     FLAG_OF["match"], metavar="EXPR", show_default=False,
@@ -93,13 +93,13 @@ def dry_run_title(verb: str) -> str:
 def skipped_note(label: str, queue: str, to: str, skipped: int, ids: list[str]) -> str:
     """The stderr line for dead items that stay dead because a live item of ``to`` has
     their id (a peer pushed it again since it died), naming the first few."""
-    from ..core.filtering import SAMPLE
+    from ..core.limits import FILTER_SAMPLE
     from ..output.render import human
 
     one = skipped == 1
-    named = human(ids[:SAMPLE])
-    if skipped > len(ids[:SAMPLE]):
-        named += f" and {skipped - len(ids[:SAMPLE]):,} more"
+    named = human(ids[:FILTER_SAMPLE])
+    if skipped > len(ids[:FILTER_SAMPLE]):
+        named += f" and {skipped - len(ids[:FILTER_SAMPLE]):,} more"
     return (f"rq-cli: {label} {queue}: {skipped:,} dead {'item stays' if one else 'items stay'}"
             f" dead: a live item of {to} has the same id (pushed again since it died; "
             f"complete or purge the live item, or requeue with --to): {named}")

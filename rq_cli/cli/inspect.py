@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from ..connection.connect import mask_url
-from ..core.codes import ItemState, PurgeChoice
+from ..core.codes import STATES, ItemState, PurgeChoice
+from ..core.counts import COUNTS, SORTS, column_kind
 from ..core.fields import PEEK, carried
-from ..core.queue import STATES
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..ops.filters import make_filter
 from ..ops.targets import Target
@@ -38,17 +38,13 @@ from .filtered import (
 )
 
 if TYPE_CHECKING:
+    from ..core.codes import State as StateName
     from ..core.filtering import ItemFilter
     from ..core.queue import WorkQueue
-    from ..core.types import State as StateName
 
 STATS_COLUMNS = [
-    Column("queue"), Column("pending", kind="number", drop=0),
-    Column("processing", kind="number", drop=3),
-    Column("leased", kind="number"), Column("abandoned", kind="number"),
-    Column("delayed", kind="number"), Column("due", kind="number", drop=4),
-    Column("dead", kind="number", drop=0), Column("oldest_pending_age_s", "oldest", kind="age"),
-    Column("paused", drop=2), Column("tenants", kind="number", drop=2),
+    Column("queue"),
+    *(Column(c.name, c.heading or "", kind=column_kind(c), drop=c.drop) for c in COUNTS),
     Column("error", kind="words", optional=True, drop=0),
 ]
 TENANT_COLUMNS = [Column("queue"), Column("tenant"), Column("pending", kind="number"),
@@ -64,14 +60,9 @@ class StatsFormat(str, Enum):
     prometheus = "prometheus"
 
 
-class StatsSort(str, Enum):
-    given = "given"
-    name = "name"
-    pending = "pending"
-    age = "age"
-    dead = "dead"
-    abandoned = "abandoned"
-    errors = "errors"
+#: ``--sort``'s choices (core/counts.py: the counts marked ``sort``)
+StatsSort = Enum("StatsSort", {key: key for key in SORTS}, type=str)  # type: ignore[misc]
+AS_GIVEN = StatsSort("given")
 
 
 DiscoverOpt = Annotated[bool, typer.Option(
@@ -116,9 +107,9 @@ def stats(
         help="--check: at most N abandoned leases (lease run out, not yet cleaned).")] = None,
     sort: Annotated[StatsSort, typer.Option(
         "--sort", help="Order of the rows: given (as named), name, or the largest first: "
-                       "pending, age (of the oldest pending item), dead, abandoned; errors "
+                       f"{', '.join(SORTS[2:-1])} (age: of the oldest pending item); errors "
                        "puts queues that cannot be read first. --watch keeps error rows in "
-                       "view whatever the order.")] = StatsSort.given,
+                       "view whatever the order.")] = AS_GIVEN,
     by_tenant: Annotated[bool, typer.Option(
         "--by-tenant", help="One row per tenant with pending items (fair queues): queue, "
                             "tenant (null: items pushed without --tenant), pending.")] = False,
@@ -164,11 +155,12 @@ def stats(
         from ..output.metrics import Thresholds
         from . import monitor
 
-        thresholds = Thresholds(pending=max_pending, age=max_age, dead=max_dead,
-                                abandoned=max_abandoned)
+        thresholds = Thresholds.from_config({
+            "max_pending": max_pending, "max_age": max_age, "max_dead": max_dead,
+            "max_abandoned": max_abandoned})
         monitor.check_modes(watch=watch, check=check, prometheus=prometheus,
                             limits=thresholds)
-        if sort is not StatsSort.given and not watch:
+        if sort.value != "given" and not watch:
             raise UsageError("--sort orders the rows of a table, JSON lines or --watch: not "
                              "with --check or --format prometheus")
         if watch:
@@ -244,10 +236,8 @@ def refuse_idle_flags(ctx: typer.Context, *, watch: bool, check: bool, prometheu
                          "QUEUE --by-tenant)")
 
 
-def _sorted(rows: list[dict[str, Any]], sort: StatsSort) -> list[dict[str, Any]]:
-    if sort is StatsSort.given:
-        return rows
-    from .watch import sort_rows  # (the same order as the live view's)
+def _sorted(rows: list[dict[str, Any]], sort: Any) -> list[dict[str, Any]]:
+    from ..ops.polling import sort_rows  # (the same order as the live view's, the console's)
 
     return sort_rows(rows, sort.value)
 

@@ -14,12 +14,12 @@ def sharded_note(st: State, name: str, wq: Any) -> str | None:
     """The one-line note when the server records ``wq``'s prefix as a sharded queue and
     ``wq`` reads it as one plain queue; None otherwise (one HGET: call it only where the
     queue read as empty or unused)."""
+    from ..core.keys import shards_key
     from ..core.sharded import ShardedQueue
-    from ..core.shardmeta import meta_key
 
     if isinstance(wq, ShardedQueue):  # read as the sharded queue it is
         return None
-    raw = wq.client.hget(meta_key(wq.prefix), "count")
+    raw = wq.client.hget(shards_key(wq.prefix), "count")
     count = int(raw) if raw is not None else 0
     if not count:
         return None

@@ -16,9 +16,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..ops.polling import Poller
+from ..core.counts import RUNNING, WATCHED, column_kind
+from ..ops.polling import Poller, sort_rows
 from ..output.jsonlines import json_line
-from ..output.metrics import RATE_COUNTERS
 from ..output.render import Column, Output, human
 from ..output.tables import draw_table, fit_table
 
@@ -26,35 +26,14 @@ if TYPE_CHECKING:
     from ..ops.targets import Target
     from .common import State
 
-#: the dashboard's columns; on a narrow terminal the rates go first (dead/s, fail/s, ...)
+#: the dashboard's columns (core/counts.py: the counts it shows, the counters whose rates it
+#: shows); on a narrow terminal the rates go first (dead/s, fail/s, ...)
 DASHBOARD_COLUMNS = [
     Column("queue"),
-    Column("pending", kind="number", drop=0),
-    Column("leased", kind="number"),
-    Column("abandoned", "aband.", kind="number", drop=0),
-    Column("delayed", kind="number", drop=2),
-    Column("dead", kind="number", drop=0),
-    Column("oldest_pending_age_s", "oldest", kind="age"),
-    *(Column(f"rate_{name}", f"{label}/s", kind="rate", drop=rank)
-      for name, label, rank in zip(RATE_COUNTERS, ("push", "done", "fail", "dead"),
-                                   (3, 3, 4, 4), strict=True)),
+    *(Column(c.name, c.watch or "", kind=column_kind(c), drop=c.watch_drop) for c in WATCHED),
+    *(Column(f"rate_{r.counter.value}", f"{r.rate}/s", kind="rate", drop=r.rate_drop)
+      for r in RUNNING if r.rate),
 ]
-
-#: ``--sort``: how rows are ordered (errors stay visible whatever the order).
-SORTS = ("given", "name", "pending", "age", "dead", "abandoned", "errors")
-
-
-def sort_rows(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-    """``rows`` (of stats or the watch) in the order of ``--sort``: as given, by name, or
-    the largest first (pending, age of the oldest, dead, abandoned); errors first."""
-    if key == "given":
-        return rows
-    if key == "name":
-        return sorted(rows, key=lambda row: str(row.get("queue")))
-    if key == "errors":
-        return sorted(rows, key=lambda row: "error" not in row)
-    field = "oldest_pending_age_s" if key == "age" else key
-    return sorted(rows, key=lambda row: ("error" not in row, -(row.get(field) or 0)))
 
 
 def watch(st: State, out: Output, targets: Sequence[Target], *, interval: float,

@@ -12,12 +12,17 @@ from typing import Any, cast
 
 from ..errors import ClusterError, ParameterError, Unconfirmed, UsageError
 from .calling import Caller
-from .codes import PURGE_STATES as _PURGE_STATES
-from .codes import REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, RequeueEnd, outcomes
-from .codes import STATES as _STATES
+from .codes import (
+    LAYOUTS,
+    REQUEUE_ENDS,
+    SCRIPT_OUTCOMES,
+    ItemState,
+    Outcome,
+    RequeueEnd,
+    outcomes,
+)
 from .durable import Confirmer, confirms
 from .keys import (
-    LAYOUTS,
     Keys,
     has_hash_tag,
     prefix_collision,
@@ -25,11 +30,10 @@ from .keys import (
 from .limits import (
     BATCH,
 )
-from .scripts import SPECS, Reply
+from .specs import SPECS, Reply
 from .types import (
     ItemRef,
     LeasedItem,
-    Outcome,
     QueueOptions,
 )
 from .util import (
@@ -45,12 +49,10 @@ from .util import (
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
-STATES = _STATES  # (codes.ItemState)
 #: script -> code -> outcome, of the scripts that reply with an outcome per item (codes.py)
 SCRIPT_OUTCOME_NAMES = cast("dict[str, dict[str, Outcome]]",
                  {script: outcomes(script) for script in SCRIPT_OUTCOMES})
 COMPLETE_OUTCOMES = SCRIPT_OUTCOME_NAMES["complete"]
-PURGE_STATES = _PURGE_STATES  # (codes.PurgeChoice)
 
 
 #: What complete, fail and extend take: an id, an id with the session that leased it, or
@@ -116,7 +118,7 @@ class QueueBase:
 
     # -- script calls (public: bulk push, deep clean and the worker use them) ----------
     def script(self, name: str) -> Any:
-        """Script ``name`` (scripts.SPECS) registered with the client (a redis-py Script:
+        """Script ``name`` (specs.SPECS) registered with the client (a redis-py Script:
         ``.sha``, ``.script``), made once per queue: for EVALSHA on a pipeline."""
         return self.caller.script(name)
 

@@ -38,13 +38,10 @@ from . import scripts
 from .base import QueueBase
 from .bulk_tx import BYTES, PLAIN, Transactions, replies, split_ids
 from .codes import PUSH_FLAGS
-from .limits import BATCH, FRESH_ID_LEN, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH
-from .scripts import SPECS
+from .limits import BATCH, FRESH_ID_LEN, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH, SEND_AHEAD
+from .specs import SPECS
 from .types import NewItem, PushResult
 from .util import as_bytes, check_new_id, check_tenant, data_id, is_cluster, ms, text
-
-#: Script calls written to the connection before the oldest reply is read.
-SEND_AHEAD = 3
 
 
 class Pushed(NamedTuple):

@@ -12,8 +12,8 @@ from typing import Any
 
 from . import scripts
 from .base import QueueBase
-from .limits import FRESH_ID_LEN
-from .scripts import SPECS
+from .limits import FRESH_ID_LEN, LENGTH_HEADS
+from .specs import SPECS
 from .util import as_bytes
 
 #: the types of a chunk of items that can go as a transaction, and of one that is all bytes
@@ -161,7 +161,6 @@ ID_FORMAT = f"{FRESH_ID_LEN}s"
 
 #: the head of a bulk string of each length up to LENGTH_HEADS (made on first use)
 _length_heads: list[bytes] = []
-LENGTH_HEADS = 4096
 
 
 def length_heads(datas: list[bytes]) -> list[bytes]:

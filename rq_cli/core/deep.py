@@ -16,14 +16,12 @@ from typing import TYPE_CHECKING
 
 from .base import QueueBase
 from .keys import META_HASHES, META_ZSETS
-from .limits import BATCH, MAX_CLEAN_WAIT
+from .limits import BATCH, DEEP_PAGE, DEEP_SCAN_COUNT, MAX_CLEAN_WAIT
 from .util import batches, is_cluster, ms
 
 if TYPE_CHECKING:
     from .reports import CleanReport
 
-PAGE = 10_000  # list elements per LRANGE/ZRANGE page
-SCAN_COUNT = 5_000  # SCAN/HSCAN COUNT: a few ms of server time per call
 #: the bookkeeping to sweep (keys.py FIXED_KEYS), and clean's sightings
 _META_HASHES = (*META_HASHES, "suspects")
 _META_ZSETS = META_ZSETS
@@ -38,15 +36,15 @@ def _listed(q: QueueBase, delayed: set[bytes] | None = None) -> set[bytes]:
     _, tenants = q.tenants()
     for key in (k.processing, k.queue, k.cleaning, *map(k.tenant_queue, tenants)):
         start = 0
-        while page := client.lrange(key, start, start + PAGE - 1):
+        while page := client.lrange(key, start, start + DEEP_PAGE - 1):
             seen.update(page)
-            start += PAGE
+            start += DEEP_PAGE
     start = 0
-    while page := client.zrange(k.delayed, start, start + PAGE - 1):
+    while page := client.zrange(k.delayed, start, start + DEEP_PAGE - 1):
         seen.update(page)
         if delayed is not None:
             delayed.update(page)
-        start += PAGE
+        start += DEEP_PAGE
     return seen
 
 
@@ -63,14 +61,14 @@ def _meta_ids(q: QueueBase, live: int) -> Iterator[bytes]:
         key = getattr(q.keys, name)
         if name != "suspects" and client.hlen(key) <= live:
             continue
-        for field, _ in client.hscan_iter(key, count=SCAN_COUNT):
+        for field, _ in client.hscan_iter(key, count=DEEP_SCAN_COUNT):
             # P:suspects fields carry the kind of sighting: "p:<id>", "c:<id>", "d:<id>"
             yield field[2:] if name == "suspects" else field
     for name in _META_ZSETS:
         key = getattr(q.keys, name)
         if client.zcard(key) <= live:
             continue
-        for member, _ in client.zscan_iter(key, count=SCAN_COUNT):
+        for member, _ in client.zscan_iter(key, count=DEEP_SCAN_COUNT):
             yield member
 
 
@@ -82,7 +80,7 @@ def _scan_item_ids(q: QueueBase, progress: Callable[[int], None] | None) -> set[
     items: set[bytes] = set()
     cursor = None
     while cursor != 0:
-        cursor, keys = q.client.scan(cursor or 0, match=pattern, count=SCAN_COUNT)
+        cursor, keys = q.client.scan(cursor or 0, match=pattern, count=DEEP_SCAN_COUNT)
         items.update(key[offset:] for key in keys)
         if progress and keys:
             progress(len(keys))
@@ -91,7 +89,7 @@ def _scan_item_ids(q: QueueBase, progress: Callable[[int], None] | None) -> set[
 
 def _stray_sightings(q: QueueBase) -> Iterator[bytes]:
     """Ids with a deep-clean stray sighting ("d:<id>") in P:suspects."""
-    for field, _ in q.client.hscan_iter(q.keys.suspects, match="d:*", count=SCAN_COUNT):
+    for field, _ in q.client.hscan_iter(q.keys.suspects, match="d:*", count=DEEP_SCAN_COUNT):
         yield field[2:]
 
 
@@ -131,6 +129,6 @@ def deep_clean(q: QueueBase, report: CleanReport, *, grace: float, dry_run: bool
     # its bookkeeping and its delayed entry go)
     stale = (set(_meta_ids(q, len(items))) | delayed) - items
     if stale:
-        stale -= {member for member, _ in q.client.zscan_iter(q.keys.dead, count=SCAN_COUNT)}
+        stale -= {member for member, _ in q.client.zscan_iter(q.keys.dead, count=DEEP_SCAN_COUNT)}
     for batch in batches(sorted(stale), BATCH):
         report.pruned += int(q.call("prune", {"dry_run": dry, "what": "meta"}, batch, now_ms))

@@ -22,8 +22,10 @@ def discover_queues(client: Any) -> list[str]:
     """Prefixes of the queues on the server behind ``client``, sorted. A sharded queue is
     one queue, its base prefix (found by its record, ``P:shards``): its shards' prefixes,
     live and draining, are not listed apart (docs/sharded-queues.md)."""
-    from .shardmeta import META_SUFFIX, read
+    from .keys import SHARDS
+    from .shardmeta import read
 
+    record = f":{SHARDS}"  # (a sharded queue's record, P:shards)
     found: set[str] = set()
     bases: set[str] = set()
     for key_type, suffixes in _BY_TYPE:
@@ -35,8 +37,8 @@ def discover_queues(client: Any) -> list[str]:
             for suffix in suffixes:
                 if name.endswith(suffix) and len(name) > len(suffix):
                     found.add(name[: -len(suffix)])
-            if key_type == "hash" and name.endswith(META_SUFFIX) and len(name) > len(META_SUFFIX):
-                bases.add(name[: -len(META_SUFFIX)])
+            if key_type == "hash" and name.endswith(record) and len(name) > len(record):
+                bases.add(name[: -len(record)])
     for base in sorted(bases):  # (one HGETALL per sharded queue)
         meta = read(client, base)
         if meta.count:

@@ -11,7 +11,7 @@ item by item).
 
 :func:`group_errors` reads without scripts, in bounded calls: the errors of dead items from
 ``P:dead_info`` and of retrying items (live, failed at least once) from ``P:errors``, each
-with HSCAN, ``SCAN_COUNT`` fields a call, plus one pipelined round trip per page for what a
+with HSCAN, ``ERRGROUP_SCAN_COUNT`` fields a call, plus one pipelined round trip per page for what a
 filter needs beyond the error (attempts, push time, payload). Nothing is written.
 
 This module imports neither Typer nor rich (the consoles reuse it).
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import ParameterError
 from .codes import ItemState
 from .errnorm import group_key, normalise
+from .limits import ERRGROUP_SCAN_COUNT
 from .util import secs, text
 
 if TYPE_CHECKING:
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
 #: for (or are on) another attempt.
 GroupState = Literal["dead", "retrying"]
 GROUP_STATES: tuple[GroupState, ...] = (ItemState.DEAD.value, "retrying")
-#: Fields one HSCAN call asks for (a hint to the server): on a hash of 1,000,000 fields a call
-#: took 0.3 ms (median) and 0.85 ms (p99); 250 had a p99 of 6.7 ms (the manual's "rq-cli errors").
-SCAN_COUNT = 100
 
 
 @dataclass
@@ -131,7 +129,7 @@ def _pages(wq: WorkQueue, state: GroupState) -> Iterable[list[tuple[bytes, bytes
     key = wq.keys.dead_info if state == ItemState.DEAD.value else wq.keys.errors
     cursor: Any = 0
     while True:
-        cursor, fields = wq.client.hscan(key, cursor, count=SCAN_COUNT)
+        cursor, fields = wq.client.hscan(key, cursor, count=ERRGROUP_SCAN_COUNT)
         if fields:
             yield list(fields.items())
         if not int(cursor):

@@ -10,12 +10,11 @@ import hashlib
 import re
 
 from ..errors import ParameterError
+from .limits import MAX_ERROR_CHARS
 
 #: Hex digits of a group's key.
 KEY_LEN = 12
 _KEY_RE = re.compile(rf"[0-9a-f]{{{KEY_LEN}}}")
-#: Longest error text read for its pattern (a traceback's tail varies; its head names the cause).
-MAX_ERROR_CHARS = 2000
 
 _UNIT = r"(?:ns|us|µs|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)"
 # One pass over the text: the first alternative that matches at a position wins, so the

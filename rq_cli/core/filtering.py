@@ -16,11 +16,11 @@ expression or regex is a :class:`~rq_cli.errors.UsageError` (exit 2) with nothin
 - ``error_group``: the key of the group of the last error (:mod:`.errgroups`, as ``errors``
   prints it).
 
-The scan (:func:`scan`) reads a state a page at a time with ``WorkQueue.peek`` (PAGE items,
-one short script call each), tests each item here, and acts on exactly the matched ids with
-a bounded script call that checks each id is still where it was read (``requeue_dead`` by
-ids, ``purge_ids``): an item that moved on meanwhile is left alone and counted as
-``changed``, so a run may be interrupted (Ctrl-C between two steps) and run again without
+The scan (:func:`scan`) reads a state a page at a time with ``WorkQueue.peek``
+(FILTER_PAGE items, one short script call each), tests each item here, and acts on exactly
+the matched ids with a bounded script call that checks each id is still where it was read
+(``requeue_dead`` by ids, ``purge_ids``): an item that moved on meanwhile is left alone and
+counted as ``changed``, so a run may be interrupted (Ctrl-C between two steps) and run again without
 moving anything twice. The sets (delayed, dead) are paged with a cursor, the id that follows
 the page (``peek(start_at=...)``), which stays right while the items before it leave; lists
 are paged by index, adjusted for what was removed.
@@ -42,23 +42,22 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import ParameterError, UsageError
 from .codes import STATES, ItemState
 from .errnorm import check_group_key, group_key
-from .limits import MAX_DELAY, MAX_DELAY_TEXT, MAX_MATCH_DEPTH, SLOW_BATCH
+from .limits import (
+    FILTER_CHUNK,
+    FILTER_PAGE,
+    FILTER_SAMPLE,
+    MAX_DELAY,
+    MAX_DELAY_TEXT,
+    MAX_FILTER_RATE,
+    MAX_MATCH_DEPTH,
+)
 from .util import json_int, json_too_deep, server_ms
 
 if TYPE_CHECKING:
+    from .codes import State
     from .queue import WorkQueue
     from .reports import PeekedItem
-    from .types import State
 
-#: Items read per peek call, and acted on per script call (requeue_dead by ids, purge_ids):
-#: each well under a millisecond of server time, so a busy or shared server that stalls
-#: mid-call still answers other clients within a few ms (bench case "filter").
-PAGE = 100
-CHUNK = min(100, SLOW_BATCH)
-#: Matched ids a dry run keeps as a sample (and skipped ids a requeue keeps, to name them).
-SAMPLE = 10
-#: Longest rate accepted (items per second); 0 and below are refused.
-MAX_RATE = 1_000_000
 
 Action = Literal["peek", "requeue", "purge"]
 _STATES = STATES  # (codes.ItemState)
@@ -223,7 +222,7 @@ class FilterReport:
     not_json: int = 0  # payloads that are not JSON (never match --match)
     done: int = 0  # requeued or purged
     skipped: int = 0  # requeue: a live item of the target has the id: it stays dead
-    skipped_ids: list[str] = field(default_factory=list)  # the first SAMPLE of them
+    skipped_ids: list[str] = field(default_factory=list)  # the first FILTER_SAMPLE of them
     changed: int = 0  # matched, but gone from that state when acted on: left alone
     dry_run: bool = False
     sample: list[str] = field(default_factory=list)  # the first matched ids
@@ -269,9 +268,9 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
         raise UsageError("requeue-dead moves dead items only")
     if limit is not None and limit < 0:
         raise ParameterError("limit", "cannot be negative")
-    if rate is not None and not 0 < rate <= MAX_RATE:
-        raise ParameterError("rate", f"must be more than 0 and at most {MAX_RATE} items per "
-                                     "second")
+    if rate is not None and not 0 < rate <= MAX_FILTER_RATE:
+        raise ParameterError("rate", f"must be more than 0 and at most {MAX_FILTER_RATE} items "
+                                     "per second")
     if action == "requeue":
         wq.requeue_dead([], to=to)  # checks the target (same server, same slot) up front
     report.dry_run = dry_run
@@ -283,7 +282,7 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
         cutoff_s = (now - round(flt.older_than * 1000)) / 1000
     # dead items are sorted by time of death: from the head, past the cutoff none is older
     sorted_by_age = state == ItemState.DEAD.value and from_end == "head" and cutoff_s is not None
-    chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate / 10)))
+    chunk = FILTER_CHUNK if rate is None else max(1, min(FILTER_CHUNK, int(rate / 10)))
     started = time.monotonic()
     zset = state in (ItemState.DELAYED, ItemState.DEAD)
 
@@ -291,12 +290,12 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
         """The scan of one list or set (pending: one tenant's sub-queue, None = P:queue)."""
         offset, cursor = 0, None
         while limit is None or _progress(report, action, dry_run) < limit:
-            page = wq.peek(state, count=PAGE + 1 if zset else PAGE, offset=offset,
+            page = wq.peek(state, count=FILTER_PAGE + 1 if zset else FILTER_PAGE, offset=offset,
                            from_end=from_end, start_at=cursor, now_ms=now_ms, tenant=tenant)
-            more = len(page) > PAGE if zset else len(page) == PAGE
+            more = len(page) > FILTER_PAGE if zset else len(page) == FILTER_PAGE
             if zset:
-                cursor = page[PAGE].id if more else None
-                page = page[:PAGE]
+                cursor = page[FILTER_PAGE].id if more else None
+                page = page[:FILTER_PAGE]
             matched: list[tuple[int, PeekedItem]] = []
             past_cutoff = False
             for i, item in enumerate(page):
@@ -319,7 +318,7 @@ def scan(wq: WorkQueue, state: State, flt: ItemFilter, report: FilterReport, *,
                     past_cutoff = True
                     break
             report.matched += len(matched)
-            room = SAMPLE - len(report.sample)
+            room = FILTER_SAMPLE - len(report.sample)
             report.sample.extend(it.id for _, it in matched[:max(room, 0)])
             removed = 0
             if action == "peek":
@@ -365,7 +364,8 @@ def _act(wq: WorkQueue, state: State, action: Action, to: WorkQueue | None,
     if action == "requeue":
         done = wq.requeue_dead(ids, to=to, now_ms=now_ms)
         report.skipped += done.skipped
-        report.skipped_ids.extend(done.skipped_ids[:max(SAMPLE - len(report.skipped_ids), 0)])
+        room = max(FILTER_SAMPLE - len(report.skipped_ids), 0)
+        report.skipped_ids.extend(done.skipped_ids[:room])
         report.changed += done.missing
         moved = done.ids
     else:

@@ -16,19 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterError
 from .keys import HISTORY_FIELDS
-from .limits import HISTORY_HOURS, HISTORY_MINUTES
+from .limits import HISTORY_HOURS, HISTORY_PAGE, MAX_MINUTES_SINCE, MAX_SINCE
 from .util import server_ms, text
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
 
 MINUTE_MS, HOUR_MS = 60_000, 3_600_000
-#: Longest history kept, and so the longest ``since`` (seconds): 90 days, in hours.
-MAX_SINCE = HISTORY_HOURS * 3600
-#: The longest ``since`` read per minute (7 days); longer is read per hour.
-MAX_MINUTES_SINCE = HISTORY_MINUTES * 60
-#: Snapshots read per call (ZRANGEBYSCORE ... LIMIT): well under a millisecond each.
-PAGE = 2000
 
 
 @dataclass
@@ -79,11 +73,11 @@ def read_history(wq: WorkQueue, since: float, *, hourly: bool | None = None,
     snaps: list[tuple[int, list[int]]] = []
     offset = 0
     while True:
-        members = wq.client.zrangebyscore(key, first, "+inf", start=offset, num=PAGE)
+        members = wq.client.zrangebyscore(key, first, "+inf", start=offset, num=HISTORY_PAGE)
         snaps.extend(_parse(m) for m in members)
-        if len(members) < PAGE:
+        if len(members) < HISTORY_PAGE:
             break
-        offset += PAGE
+        offset += HISTORY_PAGE
     snaps = [s for s in snaps if s[0] >= 0]
     out = []
     for i, (bucket, values) in enumerate(snaps):

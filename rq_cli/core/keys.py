@@ -19,7 +19,6 @@ import hashlib
 from typing import NamedTuple
 
 from .codes import COUNTERS, Counter, ItemState
-from .codes import LAYOUTS as LAYOUTS  # (codes.Layout: defined with the other choices)
 
 #: The generation whose keys a queue of each single-generation layout should never show.
 OTHER_GENERATION = {"v0.3": "v0.1", "v0.1": "v0.3"}
@@ -134,6 +133,23 @@ ITEM_FAMILIES = (ITEM, LEASE, LEASED_BY_SESSION, DEAD_ITEM)
 #: generates them: no Lua file spells a key suffix).
 ITEM_KEY_HELPERS = {ITEM: "item_key", LEASE: "lease_key", LEASED_BY_SESSION: "lbs_key",
                     DEAD_ITEM: "dead_item_key"}
+#: A sharded queue's own keys at its base prefix B, in the base tag's slot (no shard uses
+#: them; docs/DESIGN.md section 7): ``B:shards``, the record (core/shardmeta.py), and
+#: ``B:fronts``, the front-of-line hint (core/shardfront.py).
+SHARDS = "shards"
+FRONTS = "fronts"
+
+
+def shards_key(base: str) -> str:
+    """``B:shards``: the record of the sharded queue with base prefix ``base``."""
+    return f"{base}:{SHARDS}"
+
+
+def fronts_key(base: str) -> str:
+    """``B:fronts``: the front-of-line hint of the sharded queue with base prefix ``base``."""
+    return f"{base}:{FRONTS}"
+
+
 #: The family of a worker session's control key ``P:control:<digest>`` (:meth:`Keys.control`).
 CONTROL = "control"
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what

@@ -21,15 +21,12 @@ from ..errors import ParameterError
 from .base import QueueBase
 from .codes import LEASE_CAPPED, LEASE_LIMITED
 from .keys import Keys
-from .limits import MAX_ATTEMPTS, MAX_COUNT, MAX_DELAY, MAX_DELAY_TEXT
+from .limits import MAX_BURST, MAX_DELAY, MAX_DELAY_TEXT, MAX_IN_FLIGHT
 from .util import text
 
 #: A rate's units: seconds per unit (``N/s``, ``N/m``, ``N/h``).
 RATE_UNITS = {"s": 1, "m": 60, "h": 3600}
 RATE_FORMS = "N/s, N/m or N/h"
-#: Most items a rate may admit at once (``--burst``) and the highest in-flight cap.
-MAX_BURST = MAX_COUNT
-MAX_IN_FLIGHT = MAX_ATTEMPTS
 _RATE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*/\s*([a-z]+)\s*")
 
 

@@ -17,9 +17,18 @@ MAX_ATTEMPTS = 1_000_000_000
 MAX_ID_BYTES = 4096
 #: Most items one lease call (or ``lease --count``) returns.
 MAX_COUNT = 10_000
+#: Fleet-wide limits (``rq-cli limit``): the largest burst of a rate (items at once), and the
+#: highest in-flight cap.
+MAX_BURST = MAX_COUNT
+MAX_IN_FLIGHT = MAX_ATTEMPTS
 
 #: Most items one ``push`` call writes per script call (``--batch-size``).
 MAX_PUSH_BATCH = 5000
+#: Bulk push (bulk.py): script calls written to the connection before the oldest reply is
+#: read; and the longest data whose bulk-string head a transaction's writer (bulk_tx.py)
+#: looks up in a table (made on first use) rather than formats.
+SEND_AHEAD = 3
+LENGTH_HEADS = 4096
 #: Most values one Lua ``unpack()`` gets (past a few thousand it overflows the C stack): the
 #: scripts' multi-value commands are chunked at this (``UNPACK_CHUNK`` in Lua).
 UNPACK_CHUNK = 4000
@@ -121,6 +130,12 @@ MAX_MATCH_DEPTH = 100
 #: days); a snapshot older than that is dropped when a newer one is written.
 HISTORY_MINUTES = 7 * 24 * 60
 HISTORY_HOURS = 90 * 24
+#: Longest history kept, and so the longest ``stats --history --since`` (seconds): 90 days;
+#: and the longest read per minute (7 days): longer is read per hour.
+MAX_SINCE = HISTORY_HOURS * 3600
+MAX_MINUTES_SINCE = HISTORY_MINUTES * 60
+#: History snapshots read per call (ZRANGEBYSCORE ... LIMIT): well under a millisecond each.
+HISTORY_PAGE = 2000
 #: Seconds between a worker's calls that snapshot the history (each bucket is written once,
 #: by the first call in it: three calls a minute make sure no minute is missed).
 HISTORY_EVERY = 20.0
@@ -129,3 +144,51 @@ HISTORY_EVERY = 20.0
 #: worker's ask is gone after this).
 CONTROL_EVERY = 1.0
 CONTROL_TTL = 600
+
+# -- sharded queues (docs/DESIGN.md section 7)
+#: Seconds a client keeps a sharded queue's record (P:shards) before reading it again
+#: while it works.
+SHARD_META_REFRESH = 1.0
+#: Seconds before a client tries again a re-read that could not reach the record's server (a
+#: failing call costs the cluster client a rediscovery: tried every period, it left a worker
+#: little time for the other shards); under SHARD_SETTLE.
+SHARD_META_RETRY = 5.0
+#: Seconds after a resize before a drained shard may be removed (ten refresh periods: every
+#: working client has read the new list by then).
+SHARD_SETTLE = 10.0
+#: The most shards one queue may have.
+MAX_SHARDS = 256
+#: Salts tried per shard when looking for a slot on the emptiest primary.
+MAX_SHARD_SALT = 4096
+#: Seconds a shard whose server failed a lease call is left out of lease passes.
+SHARD_DOWN_PAUSE = 1.0
+#: Seconds a thread rests after its shard's call failed (a primary failing over).
+SHARD_WAIT_PAUSE = 0.5
+#: How many copies of a sharded queue's record (P:shards) a Cluster keeps.
+RECORD_COPIES = 4
+#: The most queues one pipeline carries (a bounded batch: 500 stats calls are a few ms of
+#: the server's time in all, each a call of its own).
+PIPELINE_QUEUES = 500
+
+# -- bulk reads and repairs
+#: Filtered repair (filtering.py): items read per peek call, and acted on per script call
+#: (requeue_dead by ids, purge_ids): each well under a millisecond of server time, so a busy
+#: or shared server that stalls mid-call still answers other clients within a few ms (bench
+#: case "filter").
+FILTER_PAGE = 100
+FILTER_CHUNK = min(100, SLOW_BATCH)
+#: Matched ids a dry run keeps as a sample (and skipped ids a requeue keeps, to name them).
+FILTER_SAMPLE = 10
+#: Longest --rate of a filtered repair accepted (items per second); 0 and below are refused.
+MAX_FILTER_RATE = 1_000_000
+#: Deep clean (deep.py): list elements per LRANGE/ZRANGE page, and the COUNT of its
+#: SCAN/HSCAN/ZSCAN calls (a few ms of server time per call).
+DEEP_PAGE = 10_000
+DEEP_SCAN_COUNT = 5_000
+#: Error groups (errgroups.py): fields one HSCAN call asks for (a hint to the server): on a
+#: hash of 1,000,000 fields a call took 0.3 ms (median) and 0.85 ms (p99); 250 had a p99 of
+#: 6.7 ms (the manual's "rq-cli errors").
+ERRGROUP_SCAN_COUNT = 100
+#: Longest error text read for its error group's pattern (a traceback's tail varies; its
+#: head names the cause).
+MAX_ERROR_CHARS = 2000

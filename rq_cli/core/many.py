@@ -11,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .limits import PIPELINE_QUEUES
 from .queue import WorkQueue
-from .scripts import SPECS
+from .specs import SPECS
 from .util import is_cluster
 
 if TYPE_CHECKING:
     from .reports import Stats
 
-#: The most queues one pipeline carries (a bounded batch: 500 stats calls are a few ms of
-#: the server's time in all, each a call of its own).
-PIPELINE_QUEUES = 500
 
 
 def run_each(queues: Sequence[Any], name: str, one: Callable[[Any], Any],

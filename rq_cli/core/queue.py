@@ -17,9 +17,7 @@ from typing import Any, TypeVar, cast
 
 from ..errors import Unconfirmed, UsageError
 from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
-from .base import PURGE_STATES as PURGE_STATES  # (the documented names, kept here)
-from .base import STATES as STATES
-from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason
+from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason, Outcome
 from .fields import LEASE, decoded
 from .limiting import Limiting, held_back, wait_held_back
 from .limits import (
@@ -33,13 +31,12 @@ from .limits import (
 )
 from .reads import Reads
 from .repairs import Repairs
-from .scripts import SPECS
+from .specs import SPECS
 from .types import (
     ItemOutcome,
     ItemRef,
     LeasedItem,
     NewItem,
-    Outcome,
     PushResult,
 )
 from .util import (

@@ -9,7 +9,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import UsageError
-from .codes import ItemState
+from .codes import STATES, ItemState, State
+from .counts import TALLIES
+from .counts import read as read_counts
 from .fields import PEEK, decoded
 from .keys import (
     COUNTER_FIELDS,
@@ -23,10 +25,7 @@ from .limits import (
     MAX_DELAY,
     MAX_DELAY_TEXT,
 )
-from .scripts import SPECS
-from .types import (
-    State,
-)
+from .specs import SPECS
 from .util import (
     batches,
     check_id,
@@ -40,7 +39,7 @@ from .util import (
 if TYPE_CHECKING:  # created by the methods that return them (rq_cli.core.reports loads lazily)
     from .reports import Holder, PeekedItem, Stats
 
-from .base import STATES, QueueBase
+from .base import QueueBase
 
 
 class Reads(QueueBase):
@@ -63,23 +62,24 @@ class Reads(QueueBase):
 
         fields, rows = SPECS["stats"].decode(reply)
         f = {name: int(value) for name, value in fields.items()}
-        processing = f["processing"]
-        leased = min(f["leased"] + self._peer_leased(f), processing)
+        found = read_counts(f)
+        processing = found["processing"]
+        found["leased"] = min(f["leased"] + self._peer_leased(f), processing)
+        found["abandoned"] = processing - found["leased"]
+        oldest = f["oldest_ms"]
+        found["oldest_pending_age_s"] = (secs(max(f["now_ms"] - oldest, 0)) if oldest >= 0
+                                         else None)
         # every counter, 0 when never counted; other fields of the hash (the de-dup window,
         # a setting kept there) are no counts
         stored = {text(row.counter) or "": row.value for row in rows}
         counters = {name: int(stored.get(name, 0)) for name in COUNTER_FIELDS}
-        oldest = f["oldest_ms"]
         return Stats(
-            queue=self.prefix, pending=f["pending"], processing=processing, leased=leased,
-            abandoned=processing - leased, delayed=f["delayed"], due=f["due"], dead=f["dead"],
-            oldest_pending_age_s=secs(max(f["now_ms"] - oldest, 0)) if oldest >= 0 else None,
-            paused=bool(f["paused"]), counters=counters, tenants=f["tenants"],
-            by_tenant=None,
+            queue=self.prefix, counters=counters, by_tenant=None,
             other_generation=(OTHER_GENERATION.get(self.options.layout)
                               if f["other_generation"] else None),
-            exists=bool(stored) or any(f[n] for n in ("pending", "processing", "delayed",
-                                                      "dead", "paused", "tenants")))
+            # (an age implies a pending item: a queue with none of its counts has no key)
+            exists=bool(stored) or any(found[n] for n in TALLIES) or found["paused"],
+            **found)
 
     def _peer_leased(self, f: dict[str, int]) -> int:
         """The live leases P:leases has no live record of (a peer's): the first page's

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, ParameterError, UsageError
-from .codes import ItemState, PurgeChoice
+from .codes import PURGE_STATES, STATES, ItemState, PurgeChoice, PurgeState, State
 from .keys import FAIR_PENDING_FIELD
 from .limits import (
     BATCH,
@@ -16,10 +16,6 @@ from .limits import (
     MAX_DELAY_TEXT,
     PRUNE_SAMPLE,
     SLOW_BATCH,
-)
-from .types import (
-    PurgeState,
-    State,
 )
 from .util import (
     batches,
@@ -34,7 +30,7 @@ from .util import (
 if TYPE_CHECKING:  # created by the methods that return them (rq_cli.core.reports loads lazily)
     from .reports import CleanReport, PurgeReport, RequeueReport
 
-from .base import PURGE_STATES, STATES, Progress, QueueBase
+from .base import Progress, QueueBase
 
 
 def _sleep(suspects: int, seconds: float) -> None:

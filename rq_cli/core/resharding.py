@@ -8,17 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, UsageError
-from .keys import DEDUP_WINDOW_FIELD, glob_escape, has_hash_tag
-from .limits import BATCH
+from .keys import DEDUP_WINDOW_FIELD, fronts_key, glob_escape, has_hash_tag, shards_key
+from .limits import BATCH, SHARD_SETTLE
 from .queue import WorkQueue
 from .shardcopies import write_copies
-from .shardfront import fronts_key
 from .shardlimits import check_cap, respread, totals
 from .shardmeta import (
-    SHARD_SETTLE,
     Draining,
     ShardMeta,
-    meta_key,
     place,
     placement,
     read,
@@ -173,7 +170,7 @@ def settle(client: Any, base: str, *, settle_s: float = SHARD_SETTLE) -> list[st
 
     update(client, base, change, written=_copies(client, base))
     for prefix in empty:
-        _unlink_all(client, prefix, keep={meta_key(base), fronts_key(base),
+        _unlink_all(client, prefix, keep={shards_key(base), fronts_key(base),
                                              WorkQueue(client, prefix).keys.retired})
     return list(empty)
 

@@ -63,12 +63,7 @@ from .limits import (
     WAKE_TOKENS,
     WAKE_TTL_MS,
 )
-from .specs import HEAD as HEAD
-from .specs import SCRIPTS as SCRIPTS
-from .specs import SPECS as SPECS
-from .specs import Reply as Reply
-from .specs import ScriptSpec as ScriptSpec
-from .specs import row_type as row_type
+from .specs import HEAD, SPECS, ScriptSpec
 
 LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
 

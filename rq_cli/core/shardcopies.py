@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .shardmeta import ShardMeta, marked, meta_key, parse
+from .keys import shards_key
+from .limits import RECORD_COPIES
+from .shardmeta import ShardMeta, marked, parse
 from .shardwait import shard_down
 from .util import is_cluster
-
-#: How many copies of the record a Cluster keeps.
-RECORD_COPIES = 4
 
 
 def copy_base(base: str, k: int) -> str:
@@ -36,7 +35,7 @@ def write_copies(client: Any, base: str, meta: ShardMeta) -> int:
         return 0
     written = 0
     for k in range(RECORD_COPIES):
-        key = meta_key(copy_base(base, k))
+        key = shards_key(copy_base(base, k))
         try:
             with client.pipeline(transaction=True) as pipe:
                 pipe.watch(key)
@@ -62,10 +61,10 @@ def read_copies(client: Any, base: str) -> ShardMeta | None:
     one is down) which answer, or None (none answers, or off a Cluster)."""
     if not is_cluster(client):
         return None
-    record_node = _node(client, meta_key(base))
+    record_node = _node(client, shards_key(base))
     best: ShardMeta | None = None
     for k in range(RECORD_COPIES):
-        key = meta_key(copy_base(base, k))
+        key = shards_key(copy_base(base, k))
         if _node(client, key) == record_node:
             continue
         try:

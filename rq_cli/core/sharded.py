@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from . import shardfront
 from .codes import LEASE_PAUSED, Outcome
-from .limits import BLOCK_CHUNK
+from .limits import BLOCK_CHUNK, SHARD_DOWN_PAUSE, SHARD_META_REFRESH, SHARD_META_RETRY
 from .queue import WorkQueue
 from .shardcopies import read_copies
 from .shardmeta import (
-    SHARD_META_REFRESH,
-    SHARD_META_RETRY,
     Draining,
     ShardMeta,
     count_note,
@@ -39,8 +37,6 @@ from .util import make_session
 if TYPE_CHECKING:
     from .reports import PeekedItem
 
-#: Seconds a shard whose server failed a lease call is left out of lease passes.
-SHARD_DOWN_PAUSE = 1.0
 #: outcomes of an operation by id that send it on to the id's shard of an older generation
 _NOT_HERE = (Outcome.MISSING,)
 

@@ -11,25 +11,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .shardmeta import ShardMeta, meta_key, parse
+from .keys import fronts_key, shards_key
+from .shardmeta import ShardMeta, parse
 from .shardwait import shard_down
 from .types import NewItem
-
-FRONTS_SUFFIX = ":fronts"
-
-
-def fronts_key(base: str) -> str:
-    return base + FRONTS_SUFFIX
 
 
 def read_with_fronts(client: Any, base: str) -> tuple[ShardMeta, dict[str, int]]:
     """The record and the hint (counts above 0 only), in one round trip (one slot)."""
     pipe = client.pipeline(transaction=False)
-    pipe.hgetall(meta_key(base))
+    pipe.hgetall(shards_key(base))
     pipe.hgetall(fronts_key(base))
     raw, fronts = pipe.execute()
     counts = {k.decode("utf-8", "replace"): int(v) for k, v in fronts.items() if int(v) > 0}
-    return parse(raw, meta_key(base)), counts
+    return parse(raw, shards_key(base)), counts
 
 
 def to_front(kw: dict[str, Any], items: Sequence[NewItem]) -> bool:

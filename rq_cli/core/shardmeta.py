@@ -16,27 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadInputError, ConfigError, UsageError
+from .keys import shards_key
+from .limits import MAX_SHARD_SALT, MAX_SHARDS
 from .util import is_cluster
-
-#: Seconds a client keeps the record before reading it again while it works.
-SHARD_META_REFRESH = 1.0
-#: Seconds before a client tries again a re-read that could not reach the record's server (a
-#: failing call costs the cluster client a rediscovery: tried every period, it left a worker
-#: little time for the other shards); under SHARD_SETTLE.
-SHARD_META_RETRY = 5.0
-#: Seconds after a resize before a drained shard may be removed (ten refresh periods: every
-#: working client has read the new list by then).
-SHARD_SETTLE = 10.0
-#: The most shards one queue may have.
-MAX_SHARDS = 256
-#: Salts tried per shard when looking for a slot on the emptiest primary.
-_MAX_SALT = 4096
-#: The record's key: ``P:shards``.
-META_SUFFIX = ":shards"
-
-
-def meta_key(base: str) -> str:
-    return base + META_SUFFIX
 
 
 def shard_of(item_id: str, count: int) -> int:
@@ -124,7 +106,7 @@ def parse(raw: dict[bytes, bytes], key: str = "") -> ShardMeta:
 
 
 def read(client: Any, base: str) -> ShardMeta:
-    return parse(client.hgetall(meta_key(base)), meta_key(base))
+    return parse(client.hgetall(shards_key(base)), shards_key(base))
 
 
 def count_note(name: str, configured: int | None, meta: ShardMeta) -> str | None:
@@ -148,9 +130,9 @@ def acl_patterns(base: str) -> list[str]:
 def refuse_if_sharded(client: Any, base: str, name: str) -> None:
     """Refuse (ConfigError, exit 78) to treat ``base`` as a plain queue where the server
     records it as sharded: a push there would go where no sharded client looks."""
-    raw = client.hget(meta_key(base), "count")
+    raw = client.hget(shards_key(base), "count")
     if raw is not None and not raw.isdigit():
-        parse({b"count": raw}, meta_key(base))  # (raises: no record of a sharded queue)
+        parse({b"count": raw}, shards_key(base))  # (raises: no record of a sharded queue)
     if raw is not None and int(raw):
         raise ConfigError(f"queue {name!r} is sharded on the server ({int(raw)} shards): set "
                           f"shards = {int(raw)} on its [queues.{name}] table in the config")
@@ -165,7 +147,7 @@ def update(client: Any, base: str, change: Callable[[ShardMeta], ShardMeta | Non
     that cannot be read is refused (BadInputError), or read as none with ``replace``."""
     import redis
 
-    key = meta_key(base)
+    key = shards_key(base)
     while True:
         with client.pipeline(transaction=True) as pipe:
             try:
@@ -222,7 +204,7 @@ def place(client: Any, base: str, gen: int, count: int) -> list[str]:
     out: list[str] = []
     for i in range(count):
         least = min(load.values())
-        for salt in range(_MAX_SALT):
+        for salt in range(MAX_SHARD_SALT):
             prefix = shard_prefix(base, gen, i, salt)
             node = primary(key_slot(prefix.encode()))
             if load.get(node, 0) == least:

@@ -9,24 +9,22 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .codes import ItemState
+from .counts import combined
 from .keys import COUNTER_FIELDS
 
 if TYPE_CHECKING:
     from .reports import Holder, PeekedItem, Stats
 
-_COUNTS = ("pending", "processing", "leased", "abandoned", "delayed", "due", "dead", "tenants")
-
 
 def total(prefix: str, parts: Sequence[Stats], retired: dict[str, int]) -> Stats:
-    """One Stats for the whole queue: counts and counters summed (with ``retired``, the
-    counters of shards already removed), the oldest pending age the largest, paused if any
-    shard is."""
+    """One Stats for the whole queue: counts (counts.py ``combined``: summed, the oldest
+    pending age the largest, paused if any shard is) and counters summed (with ``retired``,
+    the counters of shards already removed)."""
     from .reports import Stats
 
-    counts = {name: sum(getattr(s, name) for s in parts) for name in _COUNTS}
+    counts = combined(parts)
     counters = {name: sum(s.counters.get(name, 0) for s in parts) + int(retired.get(name, 0))
                 for name in COUNTER_FIELDS}
-    ages = [s.oldest_pending_age_s for s in parts if s.oldest_pending_age_s is not None]
     by_tenant: dict[str, int] | None = None
     if parts and parts[0].by_tenant is not None:
         by_tenant = {}
@@ -34,8 +32,7 @@ def total(prefix: str, parts: Sequence[Stats], retired: dict[str, int]) -> Stats
             for tenant, n in (s.by_tenant or {}).items():
                 by_tenant[tenant] = by_tenant.get(tenant, 0) + n
     other = next((s.other_generation for s in parts if s.other_generation), None)
-    return Stats(queue=prefix, oldest_pending_age_s=max(ages) if ages else None,
-                 paused=any(s.paused for s in parts), counters=counters, by_tenant=by_tenant,
+    return Stats(queue=prefix, counters=counters, by_tenant=by_tenant,
                  other_generation=other, **counts)
 
 

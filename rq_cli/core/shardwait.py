@@ -12,13 +12,11 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from .limits import BLOCK_CHUNK
+from .limits import BLOCK_CHUNK, SHARD_WAIT_PAUSE
 
 if TYPE_CHECKING:
     from .queue import WorkQueue
 
-#: Seconds a thread rests after its shard's call failed (a primary failing over).
-_DOWN_PAUSE = 0.5
 
 
 def shard_down(error: BaseException) -> bool:
@@ -63,7 +61,7 @@ class Waiter:
         except Exception as e:  # a down shard: the lease pass reports it
             if not shard_down(e):
                 fired = True  # let the lease pass raise it
-            time.sleep(_DOWN_PAUSE)
+            time.sleep(SHARD_WAIT_PAUSE)
         finally:
             with self._cond:
                 self._inflight.discard(q.prefix)

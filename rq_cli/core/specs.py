@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
+from .counts import reply_fields
 from .fields import LEASE, PEEK, names
 
 #: ARGV[1..3] of every script: prefix, now (ms, "" = the server's clock), layout
@@ -104,10 +105,9 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("requeue_dead", ("target", "dry_run", "mode"), ("arg",),
                ("requeued", "skipped", "missing"), ("id",)),
     ScriptSpec("purge", ("state", "batch"), ("id",)),
-    ScriptSpec("stats", (), (),
-               ("pending", "processing", "leased", "delayed", "due", "dead", "oldest_ms",
-                "paused", "now_ms", "tenants", "other_generation", "peer_leased", "looked"),
-               ("counter", "value")),
+    # then the counts it reads, in the order of counts.py
+    ScriptSpec("stats", (), (), ("now_ms", "other_generation", "peer_leased", "looked",
+                                 *reply_fields()), ("counter", "value")),
     ScriptSpec("peek", ("state", "offset", "count", "from", "start_at"), (), (), _PEEKED),
     ScriptSpec("item", ("id",), (), ("state",), _PEEKED),
     # a page of processing: the live leases stats' P:leases does not count (a peer's)

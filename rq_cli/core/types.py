@@ -1,22 +1,18 @@
 """Plain dataclasses returned by :class:`rq_cli.core.queue.WorkQueue`. No Redis, no Typer, no rich.
 
-The reports of maintenance and inspection (:class:`CleanReport`, :class:`RequeueReport`,
-:class:`PurgeReport`, :class:`Stats`, :class:`PeekedItem`) are defined in
-:mod:`rq_cli.core.reports` and importable from here too; that module is loaded on first use, so
-``push`` and ``lease`` do not create them at start-up.
+The reports of maintenance and inspection (``CleanReport``, ``RequeueReport``,
+``PurgeReport``, ``Stats``, ``PeekedItem``, ``Holder``) are defined in
+:mod:`rq_cli.core.reports` and imported from there (``push`` and ``lease`` do not load it);
+the words (``Outcome``) and their typing Literals (``State``, ``PurgeState``) in
+:mod:`rq_cli.core.codes`. Each name has one import path: this module re-exports none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from .reports import CleanReport, Holder, PeekedItem, PurgeReport, RequeueReport, Stats
-
-from .codes import Outcome as Outcome  # (the documented import: rq_cli.core.types)
-from .codes import PurgeState as PurgeState
-from .codes import State as State
+from .codes import Outcome
 from .limits import ALL_REPLICAS
 
 
@@ -127,17 +123,5 @@ class ItemOutcome:
         return Outcome(self.outcome).ok
 
 
-__all__ = ["NO_TLS", "CleanReport", "Holder", "ItemOutcome", "ItemRef", "LeasedItem",
-           "NewItem", "Outcome", "PeekedItem", "PurgeReport", "PurgeState", "PushResult",
-           "QueueOptions", "RequeueReport", "State", "Stats", "TlsOptions"]
-_REPORTS = frozenset({"CleanReport", "Holder", "PeekedItem", "PurgeReport", "RequeueReport",
-                      "Stats"})
-
-
-def __getattr__(name: str) -> Any:
-    """``from rq_cli.core.types import Stats`` and the like load :mod:`rq_cli.core.reports`."""
-    if name in _REPORTS:
-        from . import reports
-
-        return getattr(reports, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["NO_TLS", "ItemOutcome", "ItemRef", "LeasedItem", "NewItem", "PushResult",
+           "QueueOptions", "TlsOptions"]

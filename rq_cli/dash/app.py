@@ -19,6 +19,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
+from ..core.counts import SORTS, WATCHED, column_kind
+from ..ops.polling import sort_rows
 from ..output.render import human
 from .model import Actions, Overview, run_action, sparkline
 from .queue_screen import QueueScreen
@@ -30,12 +32,9 @@ if TYPE_CHECKING:
     from .model import Action
 
 #: The overview's columns: (key of the stats row, title, kind for ``human``).
-COLUMNS = (("queue", "queue", "text"), ("pending", "pending", "number"),
-           ("leased", "leased", "number"), ("abandoned", "aband.", "number"),
-           ("delayed", "delayed", "number"), ("dead", "dead", "number"),
-           ("oldest_pending_age_s", "oldest", "age"), ("done", "done/s", "rate"),
-           ("trend", "trend", "text"))
-SORTS = ("given", "name", "pending", "dead", "age")
+COLUMNS = (("queue", "queue", "text"),
+           *((c.name, c.watch or c.name, column_kind(c)) for c in WATCHED),
+           ("done", "done/s", "rate"), ("trend", "trend", "text"))
 TREND_WIDTH = 6
 PAUSED = " (paused)"  # after a paused queue's name
 
@@ -98,14 +97,7 @@ class OverviewScreen(Screen[None]):
 
     def shown_rows(self) -> list[dict[str, Any]]:
         rows = [r for r in self.rows if self.find.lower() in str(r.get("queue")).lower()]
-        if self.sort == "name":
-            return sorted(rows, key=lambda r: str(r.get("queue")))
-        if self.sort in ("pending", "dead"):
-            return sorted(rows, key=lambda r: ("error" not in r, -(r.get(self.sort) or 0)))
-        if self.sort == "age":
-            return sorted(rows, key=lambda r: ("error" not in r,
-                                               -(r.get("oldest_pending_age_s") or 0)))
-        return sorted(rows, key=lambda r: "error" not in r)  # errors first, else as given
+        return sort_rows(rows, self.sort)
 
     def show(self, rows: list[dict[str, Any]]) -> None:
         self.rows = rows

@@ -21,6 +21,7 @@ from ..connection.server_errors import translate_error
 from ..connection.urls import mask_url
 from ..core import history
 from ..core.codes import STATES, ItemState, Outcome
+from ..core.counts import AGE, COUNTS
 from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
 from ..core.keys import HISTORY_FIELDS
@@ -212,11 +213,10 @@ class Browser:
         self.name, self.wq = name, wq
 
     def counts(self) -> dict[str, int]:
-        """Items per state, whether it is paused, how many tenants have work (one round
-        trip)."""
+        """Its counts but the age (core/counts.py): items per state, whether it is paused
+        (1 or 0), how many tenants have work (one round trip)."""
         s = self.wq.stats()
-        return {"pending": s.pending, "processing": s.processing, "delayed": s.delayed,
-                "dead": s.dead, "paused": int(s.paused), "tenants": s.tenants}
+        return {c.name: int(getattr(s, c.name)) for c in COUNTS if c.kind != AGE}
 
     def confirmed(self, state: str) -> dict[str, int]:
         """The items of ``state`` per shard prefix (a plain queue: its one prefix), read now:

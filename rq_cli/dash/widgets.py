@@ -15,6 +15,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
+from ..core.counts import SORTS
+
 if TYPE_CHECKING:
     from .model import Action
 
@@ -89,7 +91,7 @@ class ConfirmScreen(ModalScreen[bool]):
 HELP: tuple[tuple[str, str, bool], ...] = (
     ("Everywhere", "q back (quits on the overview) · ctrl+c quit · ? this help · : command "
                    "bar · the mouse clicks rows and tabs", False),
-    ("Overview", "enter open the queue · s sort (given, name, pending, dead, age) · / find "
+    ("Overview", f"enter open the queue · s sort ({', '.join(SORTS)}) · / find "
                  "· r refresh", False),
     ("", "p pause a running queue / resume a paused one (here and in a queue; P too) · c "
          "clean now", True),

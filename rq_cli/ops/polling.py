@@ -1,6 +1,7 @@
 """Each queue's stats read in turn, with the rates since the read before: what ``stats
---watch``, ``--check``, ``--format prometheus`` and the console's overview show. A queue
-that cannot be read is the one-line reason (secrets scrubbed), not the end of the run.
+--watch``, ``--check``, ``--format prometheus`` and the console's overview show, and
+their order (:func:`sort_rows`). A queue that cannot be read is the one-line reason (secrets
+scrubbed), not the end of the run.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.counts import COUNTS
 from ..core.many import stats_each
 from ..errors import RqError
 from ..output.metrics import rates
@@ -68,3 +70,17 @@ class Poller:
             self.previous[i] = (at, got.counters)
             rows.append(watch_row(target.name, target.queue.prefix, now, got, per_s))
         return rows
+
+
+def sort_rows(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """``rows`` (of stats, the watch, the console's overview) in the order of ``--sort``
+    (core/counts.py ``SORTS``): as given, by name, errors first, or a count's, the largest
+    first (errors first)."""
+    if key == "given":
+        return rows
+    if key == "name":
+        return sorted(rows, key=lambda row: str(row.get("queue")))
+    if key == "errors":
+        return sorted(rows, key=lambda row: "error" not in row)
+    field = next(c.name for c in COUNTS if c.sort and c.short == key)
+    return sorted(rows, key=lambda row: ("error" not in row, -(row.get(field) or 0)))

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..core import counts
 from ..core.codes import STATES as ITEM_STATES
-from ..core.codes import Counter
+from ..core.counts import THRESHOLDS
 from ..core.keys import COUNTER_FIELDS
 
 if TYPE_CHECKING:
@@ -25,36 +26,31 @@ if TYPE_CHECKING:
 
 # -- thresholds ----------------------------------------------------------------------------------
 #: measure -> (the Stats field it reads, what it means): the names ``--max-<measure>`` and the
-#: config's ``max_<measure>`` use
+#: config's ``max_<measure>`` use (core/counts.py: each count with a threshold)
 MEASURES: dict[str, tuple[str, str]] = {
-    "pending": ("pending", "items waiting in line"),
-    "age": ("oldest_pending_age_s", "age of the oldest pending item, seconds"),
-    "dead": ("dead", "dead-lettered items"),
-    "abandoned": ("abandoned", "items whose lease ran out, not yet put back in line"),
-}
+    key: (count.name, meaning) for key, (count, meaning) in THRESHOLDS.items()}
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Limits of ``stats --check``; None: not checked. A value above its limit is a breach."""
+    """Limits of ``stats --check``: measure (of :data:`MEASURES`) -> limit; a measure not
+    there is not checked. A value above its limit is a breach."""
 
-    pending: int | None = None
-    age: float | None = None
-    dead: int | None = None
-    abandoned: int | None = None
+    limits: Mapping[str, float] = field(default_factory=dict)
 
     def merged(self, over: Thresholds) -> Thresholds:
         """These limits, with each limit ``over`` sets replacing ours."""
-        return Thresholds(**{f.name: getattr(over, f.name) if getattr(over, f.name) is not None
-                             else getattr(self, f.name) for f in fields(Thresholds)})
+        return Thresholds({**self.limits, **over.limits})
 
     @classmethod
     def from_config(cls, values: Mapping[str, Any]) -> Thresholds:
-        """From config keys ``max_pending``, ``max_age``, ``max_dead``, ``max_abandoned``."""
-        return cls(**{m: values[f"max_{m}"] for m in MEASURES if f"max_{m}" in values})
+        """From config keys (or options) ``max_<measure>`` (``max_pending``, ``max_age``
+        ...); None: not set."""
+        return cls({m: values[f"max_{m}"] for m in MEASURES
+                    if values.get(f"max_{m}") is not None})
 
     def any(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(Thresholds))
+        return bool(self.limits)
 
 
 class Breach(NamedTuple):
@@ -67,7 +63,7 @@ def breaches(stats: Stats, limits: Thresholds) -> list[Breach]:
     """The measures of ``stats`` above their limits, in MEASURES order."""
     found = []
     for measure, (attribute, _) in MEASURES.items():
-        limit = getattr(limits, measure)
+        limit = limits.limits.get(measure)
         value = getattr(stats, attribute)
         if limit is not None and value is not None and value > limit:
             found.append(Breach(measure, value, limit))
@@ -75,9 +71,8 @@ def breaches(stats: Stats, limits: Thresholds) -> list[Breach]:
 
 
 # -- rates ---------------------------------------------------------------------------------------
-#: the counters ``stats --watch`` shows as rates per second
-RATE_COUNTERS = (Counter.PUSHED.value, Counter.COMPLETED.value, Counter.FAILED.value,
-                 Counter.DEAD.value)
+#: the counters ``stats --watch`` shows as rates per second (core/counts.py)
+RATE_COUNTERS = counts.RATE_COUNTERS
 
 
 def rates(before: Mapping[str, int], after: Mapping[str, int], seconds: float,
@@ -110,26 +105,17 @@ class Sample(NamedTuple):
     shard: str = ""
 
 
-#: name -> (type, help) of every metric, in the order printed
-COUNTER_HELP = {
-    "pushed": "Items added by push.",
-    "duplicates": "Pushes refused because the id was live or dead.",
-    "leased": "Leases granted.",
-    "completed": "Items completed.",
-    "failed": "Failures reported (fail, or a worker's command failing).",
-    "retried": "Failed items put back to be retried.",
-    "dead": "Items dead-lettered.",
-    "expired": "Items dead-lettered because they expired before being leased.",
-    "requeued": "Dead items put back in line by requeue-dead.",
-    "cleaned": "Abandoned or stray items put back in line by clean.",
-}
+#: counter -> its meaning, the help of ``rq_cli_<counter>_total`` (core/counts.py)
+COUNTER_HELP = {r.counter.value: r.help for r in counts.RUNNING}
 STATES = ITEM_STATES  # (codes.ItemState)
+#: the counts with a gauge of their own (the states are in rq_cli_items)
+GAUGES = tuple(c for c in counts.COUNTS if c.metric is not None)
 
 
 def metric_names() -> list[str]:
     """Every metric name :func:`prometheus_text` may print (docs/commands.md lists them)."""
     return ["rq_cli_up", "rq_cli_queue_exists", "rq_cli_scrape_error", "rq_cli_items",
-            "rq_cli_abandoned_leases", "rq_cli_oldest_pending_age_seconds", "rq_cli_paused",
+            *(c.metric[0] for c in GAUGES if c.metric),
             *(f"rq_cli_{name}_total" for name in COUNTER_FIELDS)]
 
 
@@ -178,14 +164,10 @@ def prometheus_text(samples: Sequence[Sample]) -> str:
     lines.extend(_scrape_errors(samples))
     family("rq_cli_items", "gauge", "Items in the queue, by state.",
            ((s, f',state="{state}"', getattr(s.stats, state)) for s in read for state in STATES))
-    family("rq_cli_abandoned_leases", "gauge",
-           "Items in processing whose lease ran out (the worker died or stalled).",
-           ((s, "", s.stats.abandoned) for s in read if s.stats))
-    family("rq_cli_oldest_pending_age_seconds", "gauge",
-           "Age of the oldest pending item (0 when none is pending; absent when unknown).",
-           ((s, "", _oldest_age(s.stats)) for s in read if s.stats))
-    family("rq_cli_paused", "gauge", "1 while the queue is paused.",
-           ((s, "", 1 if s.stats.paused else 0) for s in read if s.stats))
+    for count in GAUGES:
+        if count.metric:
+            family(count.metric[0], "gauge", count.metric[1],
+                   ((s, "", _gauge(s.stats, count)) for s in read if s.stats))
     for name in COUNTER_FIELDS:
         family(f"rq_cli_{name}_total", "counter", COUNTER_HELP[name],
                ((s, "", s.stats.counters.get(name, 0)) for s in read if s.stats))
@@ -205,7 +187,9 @@ def _scrape_errors(samples: Sequence[Sample]) -> list[str]:
               for server, bad in failed.items())]
 
 
-def _oldest_age(stats: Stats) -> float | None:
-    if stats.pending == 0:
+def _gauge(stats: Stats, count: counts.Count) -> float | None:
+    """A count's gauge: its value (a flag 1 or 0); an age 0 when nothing is pending."""
+    if count.kind == counts.AGE and stats.pending == 0:
         return 0.0
-    return stats.oldest_pending_age_s
+    value: float | None = getattr(stats, count.name)
+    return value

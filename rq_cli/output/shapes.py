@@ -15,7 +15,8 @@ import json
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from ..core import fields
+from ..core import counts, fields
+from ..core.codes import COUNTERS
 
 if TYPE_CHECKING:
     from ..core.errgroups import ErrorGroup
@@ -44,23 +45,44 @@ ITEM_SCHEMAS = {"lease": fields.LEASE, "peek": fields.PEEK}
 
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema ``rq_cli/schemas/<name>.schema.json`` (shipped in the wheel), with
-    the per-item fields of core/fields.py where its lines carry items (:data:`ITEM_SCHEMAS`)."""
+    the per-item fields of core/fields.py where its lines carry items (:data:`ITEM_SCHEMAS`),
+    and ``stats``' counts and counters (core/counts.py, codes.py)."""
     text = resources.files("rq_cli").joinpath("schemas").joinpath(f"{name}.schema.json")
     loaded: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
     if name in ITEM_SCHEMAS:
         props, always = fields.schema_properties(ITEM_SCHEMAS[name])
         loaded["properties"].update(props)
         loaded["required"] = [*loaded["required"], *always]
+    if name == "stats":
+        _stats_schema(loaded["$defs"])
     return loaded
+
+
+def _stats_schema(defs: dict[str, Any]) -> None:
+    """The counts (after ``prefix``, or a shard's ``live``), every counter, the rates."""
+    def insert(obj: dict[str, Any], after: str, shard: bool) -> None:
+        props, always = counts.schema_properties(shard)
+        keys = list(obj["properties"])
+        at = keys.index(after) + 1
+        obj["properties"] = {**{k: obj["properties"][k] for k in keys[:at]}, **props,
+                             **{k: obj["properties"][k] for k in keys[at:]}}
+        obj["required"] = [*obj["required"], *always]
+
+    def numbers(obj: dict[str, Any], names: tuple[str, ...], kind: str) -> None:
+        obj["properties"] = {n: {"type": kind, "minimum": 0} for n in names}
+        obj["required"] = list(names)
+
+    for name in ("stats", "watch"):
+        insert(defs[name], "prefix", False)
+        numbers(defs[name]["properties"]["counters"], COUNTERS, "integer")
+    for name in ("stats", "error"):
+        insert(defs[name]["properties"]["shards"]["items"], "live", True)
+    numbers(defs["watch"]["properties"]["rates"]["anyOf"][0], counts.RATE_COUNTERS, "number")
 
 
 def stats_row(name: str, s: Stats) -> dict[str, Any]:
     """``stats`` (and each queue of ``stats --watch``): the counts, every counter included."""
-    return {"queue": name, "prefix": s.queue, "pending": s.pending,
-            "processing": s.processing, "leased": s.leased, "abandoned": s.abandoned,
-            "delayed": s.delayed, "due": s.due, "dead": s.dead,
-            "oldest_pending_age_s": s.oldest_pending_age_s, "paused": s.paused,
-            "tenants": s.tenants, "counters": dict(s.counters)}
+    return {"queue": name, "prefix": s.queue, **counts.values(s), "counters": dict(s.counters)}
 
 
 def shard_rows(parts: list[tuple[str, bool, Stats | None, str | None]],
@@ -73,9 +95,7 @@ def shard_rows(parts: list[tuple[str, bool, Stats | None, str | None]],
         if s is None:
             row["error"] = error
         else:
-            row.update(pending=s.pending, processing=s.processing, leased=s.leased,
-                       abandoned=s.abandoned, delayed=s.delayed, due=s.due, dead=s.dead,
-                       oldest_pending_age_s=s.oldest_pending_age_s, paused=s.paused)
+            row.update(counts.values(s, shard=True))
         out.append(row)
     return out
 

@@ -200,7 +200,7 @@ class Validator:
                 raise self.fail(table, key, f"unknown key {key!r} in {table_name(table)}{hint}")
 
     def shards(self, table: tuple[str, ...], value: Any) -> int:
-        from ..core.shardmeta import MAX_SHARDS
+        from ..core.limits import MAX_SHARDS
 
         if isinstance(value, bool) or not isinstance(value, int) or \
                 not 1 <= value <= MAX_SHARDS:

@@ -295,7 +295,7 @@ def test_dashboard_of_rows_that_fit_has_no_more_line():
 
 
 def test_sort_rows_puts_errors_first_then_the_largest():
-    from rq_cli.cli.watch import sort_rows
+    from rq_cli.ops.polling import sort_rows
 
     rows = [_row("b", 1), _row("a", 5), {"queue": "c", "error": "x"}, _row("d", 3)]
     assert [r["queue"] for r in sort_rows(rows, "pending")] == ["c", "a", "d", "b"]

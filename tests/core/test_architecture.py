@@ -231,7 +231,10 @@ def test_the_core_imports_no_cli_library(module):
 def test_documented_library_imports_work_and_load_no_cli_library():
     code = ("import sys\n"
             "from rq_cli.core.queue import WorkQueue, lease_many\n"
-            "from rq_cli.core.types import ItemRef, NewItem, Stats, PeekedItem\n"
+            "from rq_cli.core.types import ItemRef, NewItem\n"
+            "from rq_cli.core.reports import Stats, PeekedItem\n"
+            "import rq_cli.core.types as types\n"
+            "assert not hasattr(types, 'Stats') and 'Outcome' not in types.__all__\n"
             "assert WorkQueue.__module__ == 'rq_cli.core.queue'\n"
             "assert Stats.__module__ == 'rq_cli.core.reports'\n"
             "import rq_cli.core\n"

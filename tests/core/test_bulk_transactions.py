@@ -54,7 +54,7 @@ def test_a_stream_is_stored_by_one_transaction_per_batch_stamped_with_the_server
 def test_items_of_every_length_are_stored_exactly(r):
     """The lengths in the packed commands come from a table up to LENGTH_HEADS bytes and are
     formatted past it: items on either side of it, empty ones and text, stored as given."""
-    from rq_cli.core.bulk_tx import LENGTH_HEADS
+    from rq_cli.core.limits import LENGTH_HEADS
 
     sizes = [0, 1, 9, 10, 99, LENGTH_HEADS - 1, LENGTH_HEADS, LENGTH_HEADS + 1, 70_000]
     items: list[bytes | str] = [b"x" * size for size in sizes * 120]

@@ -15,7 +15,8 @@ import redis
 
 from rq_cli.core.env import ENV_FUNCTIONS
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.scripts import HOT, SPECS, library
+from rq_cli.core.scripts import HOT, library
+from rq_cli.core.specs import SPECS
 from rq_cli.core.types import ItemRef, NewItem
 
 NOW = 1_700_000_000_000

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from rq_cli.core import fields, keys, scripts
+from rq_cli.core import fields, keys, scripts, specs
 
 LUA_FILES = sorted(f for f in os.listdir(scripts.LUA_DIR) if f.endswith(".lua"))
 #: Lua string literals ('...' or "..."), comments left out
@@ -115,34 +115,27 @@ SAME_SPELLING: dict[str, dict[str, int]] = {
     # the peer-compatible key names P:processing, P:delayed, P:dead (FIXED_KEYS)
     "rq_cli.core.keys": {"processing": 1, "delayed": 1, "dead": 1},
     # the scripts' argument names and reply fields (named counts: "dead", "requeued", ...)
-    "rq_cli.core.specs": {"max_attempts": 4, "dead": 3, "missing": 1, "requeued": 1,
-                          "pending": 1, "processing": 1, "leased": 1, "delayed": 1},
+    "rq_cli.core.specs": {"max_attempts": 4, "dead": 2, "missing": 1, "requeued": 1},
+    # the Stats counts, declared once: their names, reply fields and headings
+    "rq_cli.core.counts": {"pending": 3, "processing": 2, "leased": 3, "delayed": 3,
+                           "dead": 4},
     # Redis Functions: the library is missing on the server (a refusal, not an item)
     "rq_cli.core.calling": {"missing": 3},
     # a getattr default that tells a missing attribute from None (Typer's internals)
     "rq_cli.cli.internals": {"missing": 1},
     # the config key max_attempts
     "rq_cli.settings.rules": {"max_attempts": 1},
-    # stats --check's measures (--max-pending, --max-dead), named after Stats fields
-    "rq_cli.output.metrics": {"pending": 1, "dead": 1},
     # report fields as table columns, and the verb of requeue-dead's lines
     "rq_cli.cli.maintain": {"dead": 2, "missing": 1, "requeued": 4, "pending": 1,
                             "processing": 1, "delayed": 1},
-    # the Stats fields a sharded queue's totals sum
-    "rq_cli.core.shardstats": {"pending": 1, "processing": 1, "leased": 1, "delayed": 1,
-                               "dead": 1},
     # an error group's state: a Literal type spells its values
     "rq_cli.core.errgroups": {"dead": 1},
-    # the Stats fields whose counts say that a queue exists on its server
-    "rq_cli.core.reads": {"pending": 1, "processing": 1, "delayed": 1, "dead": 1},
-    # the watch's column labels and --sort keys (Stats fields)
-    "rq_cli.cli.watch": {"dead": 2, "pending": 2},
-    # stats --sort keys (Stats fields)
-    "rq_cli.cli.inspect": {"pending": 1, "dead": 1},
+    # the watch's column of a queue's error (a Stats field)
+    "rq_cli.cli.watch": {"pending": 1},
     # the past tense of complete/fail/extend in a message
     "rq_cli.cli.leasing": {"completed": 1, "failed": 1, "extended": 1},
-    # the overview's columns and sort keys (Stats fields), a message's "failed:" prefix
-    "rq_cli.dash.app": {"pending": 4, "leased": 2, "delayed": 2, "dead": 5, "failed": 1},
+    # a message's "failed:" prefix, the dead column shown in red
+    "rq_cli.dash.app": {"dead": 1, "failed": 1},
     # the verb of a requeue's message
     "rq_cli.dash.model": {"requeued": 1},
 }
@@ -199,11 +192,11 @@ def test_peek_rows_are_read_by_name() -> None:
     # (then its per-item fields, core/fields.py, in one helper)
     assert "put_item_fields(out, id, live)" in code
     assert code.count("out[#out + 1] =") + len(fields.names(fields.PEEK)) \
-        == len(scripts.SPECS["peek"].rows)
-    assert scripts.SPECS["item"].rows == scripts.SPECS["peek"].rows
-    reply = scripts.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
+        == len(specs.SPECS["peek"].rows)
+    assert specs.SPECS["item"].rows == specs.SPECS["peek"].rows
+    reply = specs.SPECS["holders"].decode([b"7", b"s", 5, 1, b"8", b"t", 6, 0])
     assert [(r.id, r.live) for r in reply.rows] == [(b"7", 1), (b"8", 0)]
-    assert scripts.SPECS["holders"].decode([]).rows == []
+    assert specs.SPECS["holders"].decode([]).rows == []
 
 
 # -- every name a script uses, it gets ----------------------------------------------------
@@ -256,7 +249,7 @@ def _undefined(code: str) -> set[str]:
 
 
 def test_every_script_gets_every_name_it_uses() -> None:
-    for name in scripts.SCRIPTS:
+    for name in specs.SCRIPTS:
         assert not _undefined(scripts.source(name)), name
     assert not _undefined(scripts.library().code.split("\n", 1)[1])  # (after the #! line)
 
@@ -328,21 +321,19 @@ def test_one_id_rule_and_one_session_format() -> None:
 def test_one_definition_of_states_layouts_and_ends() -> None:
     from typing import get_args
 
-    from rq_cli.core import codes, filtering, queue
-    from rq_cli.core.codes import PurgeChoice
-    from rq_cli.core.types import Outcome, PurgeState, QueueOptions, State
+    from rq_cli.core import codes, filtering
+    from rq_cli.core.codes import PurgeChoice, PurgeState, State
+    from rq_cli.core.types import QueueOptions
     from rq_cli.output import metrics
     from rq_cli.settings import rules
 
     assert codes.STATES == ("pending", "processing", "delayed", "dead")
     assert get_args(State) == codes.STATES  # (the typing Literal, checked against the enum)
     assert get_args(PurgeState) == codes.PURGE_STATES == (*codes.STATES, "all")
-    assert queue.PURGE_STATES is codes.PURGE_STATES
-    assert Outcome is codes.Outcome  # (the documented import: rq_cli.core.types)
-    assert queue.STATES is codes.STATES and metrics.STATES is codes.STATES
+    assert metrics.STATES is codes.STATES
     assert filtering.STATES is codes.STATES
     assert [c.value for c in PurgeChoice] == [*codes.STATES, "all"]
-    assert keys.LAYOUTS is codes.LAYOUTS is rules.LAYOUTS
+    assert codes.LAYOUTS is rules.LAYOUTS
     assert rules.REQUEUE_ENDS is codes.REQUEUE_ENDS
     assert QueueOptions().layout in codes.LAYOUTS and QueueOptions().requeue in codes.REQUEUE_ENDS
 

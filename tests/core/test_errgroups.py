@@ -116,7 +116,7 @@ def failing(q: WorkQueue, errors: list[str], *, dead: bool, start: int = 0,
 
 
 def test_groups_dead_and_retrying_in_pages(q, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(errgroups, "SCAN_COUNT", 5)  # (several HSCAN calls; 5 is a hint)
+    monkeypatch.setattr(errgroups, "ERRGROUP_SCAN_COUNT", 5)  # (several HSCAN calls; 5 is a hint)
     dead = failing(q, [f"connection refused: 10.0.{k}.1:6379" for k in range(30)] +
                    [f"HTTP 502 from billing after {k}s" for k in range(12)], dead=True)
     failing(q, [f"HTTP 502 from billing after {k}ms" for k in range(4)], dead=False,

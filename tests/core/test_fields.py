@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rq_cli.core import fields, keys, scripts
+from rq_cli.core import fields, keys, scripts, specs
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.reports import PeekedItem
 from rq_cli.core.types import LeasedItem
@@ -34,9 +34,9 @@ def test_each_field_is_declared_completely(field: fields.ItemField) -> None:
         assert attrs[field.name].default is None
         name = next(n for n, r in ITEM_SCHEMAS.items() if r == reply)
         assert schema(name)["properties"][field.name]["description"] == field.doc
-        assert field.name in scripts.SPECS[reply].rows
+        assert field.name in specs.SPECS[reply].rows
     for reply, script in ((fields.LEASE, "reclaim"), (fields.PEEK, "item")):
-        rows, carried = scripts.SPECS[script].rows, fields.names(reply)
+        rows, carried = specs.SPECS[script].rows, fields.names(reply)
         assert rows[len(rows) - len(carried):] == carried
 
 

@@ -112,8 +112,8 @@ def test_older_than_for_pending_reads_the_push_time(r):
 def test_paging_with_a_cursor_while_items_leave(r, monkeypatch):
     """Small pages and chunks: every third of 50 dead items is requeued exactly once, and the
     items between stay dead and are each scanned once."""
-    monkeypatch.setattr(filtering, "PAGE", 7)
-    monkeypatch.setattr(filtering, "CHUNK", 2)
+    monkeypatch.setattr(filtering, "FILTER_PAGE", 7)
+    monkeypatch.setattr(filtering, "FILTER_CHUNK", 2)
     q = WorkQueue(r, "q")
     ids = dead_letters(q, 50)
     report, steps = run(q, "dead", ItemFilter(match="user == 'u-0'"), action="requeue")
@@ -127,13 +127,13 @@ def test_paging_with_a_cursor_while_items_leave(r, monkeypatch):
 
 
 def test_limit_dry_run_and_sample(r, monkeypatch):
-    monkeypatch.setattr(filtering, "PAGE", 4)
+    monkeypatch.setattr(filtering, "FILTER_PAGE", 4)
     q = WorkQueue(r, "q")
     ids = dead_letters(q, 30)
     report, steps = run(q, "dead", ItemFilter(match="user == 'u-1'"), action="requeue",
                         dry_run=True)
     assert report.matched == 10 and report.done == 0 and moved(steps) == []
-    assert report.sample == [i for k, i in enumerate(ids) if k % 3 == 1][:filtering.SAMPLE]
+    assert report.sample == [i for k, i in enumerate(ids) if k % 3 == 1][:filtering.FILTER_SAMPLE]
     assert r.zcard("q:dead") == 30
     report, steps = run(q, "dead", ItemFilter(match="user == 'u-1'"), action="requeue",
                         limit=4)
@@ -144,8 +144,8 @@ def test_limit_dry_run_and_sample(r, monkeypatch):
 
 
 def test_interrupted_run_then_rerun_moves_everything_once(r, monkeypatch):
-    monkeypatch.setattr(filtering, "PAGE", 5)
-    monkeypatch.setattr(filtering, "CHUNK", 2)
+    monkeypatch.setattr(filtering, "FILTER_PAGE", 5)
+    monkeypatch.setattr(filtering, "FILTER_CHUNK", 2)
     q = WorkQueue(r, "q")
     dead_letters(q, 40)
     flt = ItemFilter(match="user != 'u-2'")
@@ -187,7 +187,7 @@ def test_requeue_into_another_queue_and_skips_a_live_id(r):
 
 @pytest.mark.parametrize("state", ["pending", "delayed", "dead", "processing"])
 def test_purge_matching_each_state(r, monkeypatch, state):
-    monkeypatch.setattr(filtering, "PAGE", 3)
+    monkeypatch.setattr(filtering, "FILTER_PAGE", 3)
     q = WorkQueue(r, "q")
     from rq_cli.core.types import NewItem
 

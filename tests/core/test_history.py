@@ -11,7 +11,7 @@ import pytest
 
 from rq_cli.core import history
 from rq_cli.core.history import read_history, snapshot
-from rq_cli.core.limits import HISTORY_HOURS, HISTORY_MINUTES
+from rq_cli.core.limits import HISTORY_HOURS, HISTORY_MINUTES, MAX_SINCE
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 from rq_cli.errors import UsageError
@@ -95,13 +95,13 @@ def test_read_as_deltas_with_gaps_and_resets(q) -> None:  # type: ignore[no-unty
     # past 7 days: per hour
     hourly = read_history(q, 8 * 86400, now_ms=T0 + 4 * MIN + 30_000)
     assert [(b.at, b.deltas["pushed"]) for b in hourly] == [(T0 / 1000, 2)]
-    for bad in (0, -1, history.MAX_SINCE + 1):
+    for bad in (0, -1, MAX_SINCE + 1):
         with pytest.raises(UsageError, match="since"):
             read_history(q, bad)
 
 
 def test_paging_reads_every_snapshot(q, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(history, "PAGE", 3)
+    monkeypatch.setattr(history, "HISTORY_PAGE", 3)
     for k in range(8):
         counts(q, pushed=k * 2)
         snapshot(q, now_ms=T0 + k * MIN)

@@ -62,9 +62,9 @@ def test_a_sharded_queue_is_read_by_its_own_call_beside_the_pipeline(r: redis.Re
 
 def test_more_queues_than_a_pipeline_carries_are_sent_in_bounded_pipelines(
         meter: Any, r: redis.Redis) -> None:
-    from rq_cli.core import many
+    from rq_cli.core.limits import PIPELINE_QUEUES
 
-    queues = [WorkQueue(meter.client, f"q{i:04d}") for i in range(many.PIPELINE_QUEUES + 1)]
+    queues = [WorkQueue(meter.client, f"q{i:04d}") for i in range(PIPELINE_QUEUES + 1)]
     stats_each(queues)
     trips = meter.measure(lambda: stats_each(queues))
-    assert trips.writes == 2 and len(trips.names) == many.PIPELINE_QUEUES + 1, trips.writes
+    assert trips.writes == 2 and len(trips.names) == PIPELINE_QUEUES + 1, trips.writes

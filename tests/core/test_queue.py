@@ -701,7 +701,8 @@ def test_fixed_keys_is_the_one_definition():
     """Every FIXED_KEYS entry is a Keys property naming P:<name>, and every fixed-key
     property of Keys is in FIXED_KEYS (so Python, Lua, deep clean and purge agree)."""
     from rq_cli.core.keys import FIXED_KEYS, META_HASHES, META_ZSETS
-    from rq_cli.core.scripts import SPECS, source
+    from rq_cli.core.scripts import source
+    from rq_cli.core.specs import SPECS
 
     lua = "".join(source(name) for name in SPECS)
 
@@ -748,12 +749,13 @@ def test_an_abandoned_item_names_its_last_holder(q, r):
 
 
 def test_scripts_take_named_arguments_and_give_named_replies(q):
-    """Every script's arguments and reply fields are named once (scripts.SPECS); a call with
+    """Every script's arguments and reply fields are named once (specs.SPECS); a call with
     a missing or unknown argument is refused before anything is sent."""
     import os
     import re
 
-    from rq_cli.core.scripts import LUA_DIR, SPECS, source
+    from rq_cli.core.scripts import LUA_DIR, source
+    from rq_cli.core.specs import SPECS
 
     for name, spec in SPECS.items():
         lua = source(name)

@@ -14,7 +14,8 @@ import pytest
 import redis
 from cli_helpers import Run, run_cli
 
-from rq_cli.core.scripts import SCRIPTS, source
+from rq_cli.core.scripts import source
+from rq_cli.core.specs import SCRIPTS
 
 pytest_plugins = ["cli_helpers"]
 

@@ -15,7 +15,8 @@ import pytest
 import redis
 
 from rq_cli.core.keys import DRAGONFLY_FLAGS
-from rq_cli.core.scripts import LUA_DIR, SCRIPTS, source
+from rq_cli.core.scripts import LUA_DIR, source
+from rq_cli.core.specs import SCRIPTS
 
 pytest_plugins = ["cli_helpers"]
 

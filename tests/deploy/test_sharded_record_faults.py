@@ -22,10 +22,12 @@ from servers import ServerProcess
 from test_cluster import Cluster, _form_cluster
 
 from rq_cli.connection.connect import connect
+from rq_cli.core.keys import shards_key
+from rq_cli.core.limits import RECORD_COPIES
 from rq_cli.core.resharding import reshard
-from rq_cli.core.shardcopies import RECORD_COPIES, copy_base
+from rq_cli.core.shardcopies import copy_base
 from rq_cli.core.sharded import ShardedQueue
-from rq_cli.core.shardmeta import meta_key, shard_of
+from rq_cli.core.shardmeta import shard_of
 from rq_cli.core.types import NewItem
 
 pytest_plugins = ["cli_helpers"]
@@ -57,8 +59,8 @@ def test_a_new_client_opens_the_queue_while_the_records_primary_is_down(
     cluster = lenient_cluster
     client = connect(cluster.url)
     reshard(client, BASE, 3)
-    record_node = cluster.node_of(meta_key(BASE))
-    copies = {cluster.node_of(meta_key(copy_base(BASE, k))) for k in range(RECORD_COPIES)}
+    record_node = cluster.node_of(shards_key(BASE))
+    copies = {cluster.node_of(shards_key(copy_base(BASE, k))) for k in range(RECORD_COPIES)}
     assert copies - {record_node}, "every copy on the record's primary: pick another base"
     live = ShardedQueue(client, BASE).meta.live
     alive = next(i for i in range(3) if i != record_node)
@@ -92,7 +94,7 @@ def _beside_the_record(cluster: Cluster, tag: str) -> tuple[ShardedQueue, int, i
     client = connect(cluster.url)
     reshard(client, BASE, 3)
     queue = ShardedQueue(client, BASE)
-    record_node = cluster.node_of(meta_key(BASE))
+    record_node = cluster.node_of(shards_key(BASE))
     live = queue.meta.live
     ids = [i for i in (f"{tag}{n}" for n in range(1000))
            if cluster.node_of(live[shard_of(i, 3)] + ":queue") != record_node][:6]

@@ -1,8 +1,9 @@
 -- stats: every count in one call, each O(1) or O(log N) whatever the queue's size.
 -- Read-only. GENERATION_SAMPLE (limits.py): how many ids at the tail of processing to look at
 -- for the other generation's lease keys.
--- Returns {pending, processing, leased, delayed, due, dead, oldest_enqueued_ms (-1 = unknown),
---          paused, now_ms, tenants, other_generation (1 = seen), peer_leased, looked,
+-- Returns {now_ms, other_generation (1 = seen), peer_leased, looked, then the counts it reads
+--          in the order of counts.py (COUNTS, their reply fields: pending, processing, leased,
+--          delayed, due, dead, oldest_ms (-1 = unknown), paused, tenants), then
 --          counter1, value1, ...}
 -- other_generation: a queue whose layout writes one generation's keys (v0.3 or v0.1) shows
 -- the other's (P:cleaning or P:leased_by_session:<id> for v0.3, P:lease:<id> for v0.1): a
@@ -12,7 +13,7 @@
 -- P:leases has no live record of (a peer's: peers never write it), looked for only while
 -- processing holds more ids than P:leases counts; looked: how many ids that read (reads.py
 -- reads the rest of processing a page per call, peer_leases.lua).
--- (fair: pending includes the tenants' sub-queues, counted in K_FAIR; tenants follows now_ms)
+-- (fair: pending includes the tenants' sub-queues, counted in K_FAIR)
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses LAYOUT NOW lbs_key lease_key peer_leases tenant_key
 local pending = redis.call('LLEN', K_QUEUE) + (tonumber(redis.call('HGET', K_FAIR, F_FAIR_PENDING)) or 0)
@@ -30,16 +31,6 @@ consider(redis.call('LINDEX', K_QUEUE, -1))
 for _, t in ipairs(redis.call('LRANGE', K_TENANTS, -TENANT_AGE_SAMPLE, -1)) do
   if t ~= DEFAULT_TENANT then consider(redis.call('LINDEX', tenant_key(t), -1)) end
 end
-local out = {
-  pending, processing, leased,
-  redis.call('ZCARD', K_DELAYED),
-  redis.call('ZCOUNT', K_DELAYED, '-inf', NOW),
-  redis.call('ZCARD', K_DEAD),
-  oldest,
-  redis.call('EXISTS', K_PAUSED),
-  NOW,
-  math.max(redis.call('LLEN', K_TENANTS) - 1, 0), -- fair: tenants with work
-}
 local other = 0
 if LAYOUT ~= 'compat' then
   if LAYOUT == 'v0.3' and redis.call('EXISTS', K_CLEANING) == 1 then other = 1 end
@@ -50,11 +41,19 @@ if LAYOUT ~= 'compat' then
     end
   end
 end
-out[#out + 1] = other
 local peer, looked = 0, 0
 if processing > leased then peer, looked = peer_leases(0, LEASED_PAGE) end
-out[#out + 1] = peer
-out[#out + 1] = looked
+local out = {
+  NOW, other, peer, looked,
+  -- the counts (counts.py), in its order
+  pending, processing, leased,
+  redis.call('ZCARD', K_DELAYED),
+  redis.call('ZCOUNT', K_DELAYED, '-inf', NOW),
+  redis.call('ZCARD', K_DEAD),
+  oldest,
+  redis.call('EXISTS', K_PAUSED),
+  math.max(redis.call('LLEN', K_TENANTS) - 1, 0), -- fair: tenants with work
+}
 local counters = redis.call('HGETALL', K_COUNTERS)
 for i = 1, #counters do out[#out + 1] = counters[i] end
 return out

@@ -1,0 +1,158 @@
+"""The Stats counts, declared once (rq_cli/core/counts.py): what follows from each line,
+checked for every count and counter, and no other list of them in the package."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from rq_cli.core import counts, specs
+from rq_cli.core.codes import COUNTERS, STATES, Counter
+from rq_cli.core.reports import Stats
+from rq_cli.output.metrics import COUNTER_HELP, MEASURES, metric_names
+from rq_cli.output.shapes import schema
+
+PACKAGE = Path(counts.__file__).parents[1]
+NAMES = frozenset(c.name for c in counts.COUNTS)
+
+
+@pytest.mark.parametrize("count", counts.COUNTS, ids=lambda c: c.name)
+def test_each_count_is_declared_completely(count: counts.Count) -> None:
+    """Stats has it; the stats script replies with it (or reads.py works it out); the schema
+    describes it in each stats line (and a shard's row, unless it is not there); the table,
+    the watch, the sort keys, the thresholds and Prometheus follow its line."""
+    from rq_cli.cli.inspect import STATS_COLUMNS, StatsSort
+    from rq_cli.cli.watch import DASHBOARD_COLUMNS
+
+    assert count.name in {f.name for f in dataclasses.fields(Stats)}
+    assert count.kind in counts.KINDS
+    assert count.doc.endswith(".")
+    assert count.kind != counts.STATE or count.name in STATES
+    if count.reply is not None:
+        assert count.reply in specs.SPECS["stats"].reply
+    defs = schema("stats")["$defs"]
+    for name in ("stats", "watch"):
+        assert defs[name]["properties"][count.name]["description"] == count.doc
+        assert count.name in defs[name]["required"]
+    for name in ("stats", "error"):
+        shard = defs[name]["properties"]["shards"]["items"]["properties"]
+        assert (count.name in shard) == count.in_shards
+    column = next(c for c in STATS_COLUMNS if c.key == count.name)
+    assert column.title == (count.heading or count.name.replace("_", " "))
+    assert (count.name in {c.key for c in DASHBOARD_COLUMNS}) == (count.watch is not None)
+    assert (count.short in {s.value for s in StatsSort}) == count.sort
+    assert (count.short in MEASURES) == (count.threshold is not None)
+    if count.metric is not None:
+        assert count.metric[0] in metric_names()
+
+
+def test_the_console_sorts_and_shows_what_the_watch_does() -> None:
+    """The console's overview: the same sort keys as ``stats --sort`` (abandoned and errors
+    included) and the watch's count columns, from the declaration."""
+    pytest.importorskip("textual")
+    from rq_cli.cli.inspect import StatsSort
+    from rq_cli.cli.watch import DASHBOARD_COLUMNS
+    from rq_cli.dash import app
+
+    assert app.SORTS == tuple(s.value for s in StatsSort) == counts.SORTS
+    assert {"abandoned", "errors"} <= set(app.SORTS)
+    shown = [key for key, _, _ in app.COLUMNS if key in NAMES]
+    assert shown == [c.key for c in DASHBOARD_COLUMNS if c.key in NAMES]
+
+
+def test_the_sort_keys_order_rows_by_their_count() -> None:
+    """Every count's sort key puts the largest first, errors first of all."""
+    from rq_cli.ops.polling import sort_rows
+
+    for count in (c for c in counts.COUNTS if c.sort):
+        rows = [{"queue": "a", count.name: 1}, {"queue": "b", "error": "down"},
+                {"queue": "c", count.name: 5}, {"queue": "d", count.name: None}]
+        assert [r["queue"] for r in sort_rows(rows, count.short)] == ["b", "c", "a", "d"]
+
+
+def test_every_counter_has_its_meaning_and_the_schema_lists_them() -> None:
+    assert [r.counter for r in counts.RUNNING] == list(Counter)
+    assert list(COUNTER_HELP) == list(COUNTERS)
+    assert all(r.help.endswith(".") for r in counts.RUNNING)
+    stats = schema("stats")["$defs"]["stats"]["properties"]["counters"]
+    assert list(stats["properties"]) == stats["required"] == list(COUNTERS)
+    rates = schema("stats")["$defs"]["watch"]["properties"]["rates"]["anyOf"][0]
+    assert rates["required"] == list(counts.RATE_COUNTERS)
+
+
+def test_the_stats_schema_file_leaves_the_counts_to_the_declaration() -> None:
+    text = (PACKAGE / "schemas" / "stats.schema.json").read_text()
+    shipped = json.loads(text)["$defs"]
+    for name in ("stats", "watch"):
+        assert not set(shipped[name]["properties"]) & NAMES
+        assert "properties" not in shipped[name]["properties"]["counters"]
+
+
+def _listed(node: ast.AST) -> set[str]:
+    """The count names a literal list, tuple, set, dict (keys), call (keywords, or the
+    first value of its arguments: ``Column("pending", ...)``) or class body holds."""
+    def first(item: ast.AST) -> object:
+        if isinstance(item, ast.Constant):
+            return item.value
+        if isinstance(item, ast.Call) and item.args and isinstance(item.args[0], ast.Constant):
+            return item.args[0].value
+        if isinstance(item, (ast.Tuple, ast.List)) and item.elts:
+            return first(item.elts[0])
+        return None
+
+    values: list[object] = []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        values = [first(e) for e in node.elts]
+    elif isinstance(node, ast.Dict):
+        values = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+    elif isinstance(node, ast.Call):
+        values = [k.arg for k in node.keywords]
+    elif isinstance(node, ast.ClassDef):
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                values.append(stmt.target.id)
+            elif isinstance(stmt, ast.Assign):
+                values += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    return {v for v in values if isinstance(v, str) and v in NAMES}
+
+
+def lists_of_counts(source: str) -> list[tuple[int, list[str]]]:
+    """Each place in ``source`` that lists three or more counts by name (a list of the item
+    states alone is the states', codes.ItemState's, not the counts')."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = _listed(node)
+        if len(names) >= 3 and not names <= set(STATES):
+            found.append((getattr(node, "lineno", 0), sorted(names)))
+    return found
+
+
+def test_no_other_module_lists_the_counts() -> None:
+    """Only counts.py names them together; Stats (reports.py) is the typed value that
+    carries them, tied to the declaration above. (keys.py names keys: P:processing,
+    P:delayed, P:dead, P:paused, P:tenants are keys, not counts.)"""
+    allowed = {PACKAGE / "core" / "counts.py", PACKAGE / "core" / "keys.py"}
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        hits = lists_of_counts(path.read_text())
+        if path == PACKAGE / "core" / "reports.py":
+            hits = [h for h in hits if h[1] != sorted(NAMES)]  # the Stats class itself
+        if hits and path not in allowed:
+            found[str(path.relative_to(PACKAGE))] = hits
+    assert not found
+
+
+def test_the_scan_finds_a_list_of_counts() -> None:
+    """The scan above can fail: each way of listing the counts is caught."""
+    for source in ('SORTS = ("given", "pending", "dead", "age", "abandoned")',
+                   'COLS = [Column("pending"), Column("leased"), Column("due")]',
+                   'COLS = (("pending", "p"), ("leased", "l"), ("paused", "x"))',
+                   'row = {"pending": 1, "abandoned": 2, "tenants": 3}',
+                   'Stats(pending=1, leased=2, dead=3)',
+                   'class S:\n    pending: int\n    dead: int\n    abandoned: int'):
+        assert lists_of_counts(source), source
+    assert not lists_of_counts('STATES = ("pending", "processing", "delayed", "dead")')
