@@ -92,6 +92,7 @@ class Counter(Word):
     EXPIRED = "expired"
     REQUEUED = "requeued"
     CLEANED = "cleaned"
+    LIMITED = "limited"
 
 
 #: An item's outcome -> the one-letter code a script replies with for it. (Two outcomes

@@ -142,6 +142,8 @@ RUNNING: tuple[Running, ...] = (
     Running(Counter.EXPIRED, "Items dead-lettered because they expired before being leased."),
     Running(Counter.REQUEUED, "Dead items put back in line by requeue-dead."),
     Running(Counter.CLEANED, "Abandoned or stray items put back in line by clean."),
+    Running(Counter.LIMITED, "Leases the queue's limits held back (its rate spent, or its "
+                             "in-flight cap reached): each leased nothing."),
 )
 
 #: the counters ``stats --watch`` shows as rates per second

@@ -170,3 +170,16 @@ def test_a_limits_key_of_another_type_stops_lease_and_limit_before_any_write(
         run = cli("limit", "q", *args)
         assert run.exit_code == 69 and "q:limits" in run.stderr, (args, run)
     assert r.get("q:limits") == b"not ours"
+
+
+def test_a_held_back_lease_is_counted_as_limited(cli, r: redis.Redis) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"a", b"b"])
+    q.set_limits(rate=parse_rate("1/h"))
+    assert cli("lease", "q").exit_code == 0
+    assert cli("lease", "q").exit_code == 75
+    assert cli("lease", "q").exit_code == 75
+    counters = cli("stats", "q").one["counters"]
+    assert counters["limited"] == 2 and counters["leased"] == 1
+    metrics = cli("stats", "q", "--format", "prometheus").stdout
+    assert 'rq_cli_limited_total{queue="q",prefix="q"} 2' in metrics, metrics

@@ -37,7 +37,10 @@ local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
 if lim then -- (the limits may admit fewer, or none: the status says when to come back)
   local room, status, at = limit_room(lim, want)
-  if room == 0 then return {status, NOW + ms, at, completions} end
+  if room == 0 then
+    count(C_LIMITED, 1)
+    return {status, NOW + ms, at, completions}
+  end
   want = room
 end
 if not QUIET then promote_due(LEASE_LOOKAHEAD) end
