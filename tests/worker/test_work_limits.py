@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from test_cli_work import env, outcomes, start, wait_for, work
 
 from rq_cli.core.limiting import parse_rate
 from rq_cli.core.queue import WorkQueue
-
-from test_cli_work import env, outcomes, start, wait_for, work
 
 pytestmark = pytest.mark.timeout(120)
 
