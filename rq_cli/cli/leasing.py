@@ -125,8 +125,9 @@ def _held_back(wqs: "list[WorkQueue]", names: list[str]) -> None:
     back, saying when the next lease can succeed (the manual's "Limits")."""
     from ..output.render import human_time
 
-    held = [(name, wq.held_back) for wq, name in zip(wqs, names, strict=True)
-            if getattr(wq, "held_back", None)]
+    held: list[tuple[str, tuple[str, float]]] = [
+        (name, h) for wq, name in zip(wqs, names, strict=True)
+        if (h := getattr(wq, "held_back", None)) is not None]
     if not held:
         return
     parts = []
