@@ -179,7 +179,11 @@ def test_a_held_back_lease_is_counted_as_limited(cli, r: redis.Redis) -> None:
     assert cli("lease", "q").exit_code == 0
     assert cli("lease", "q").exit_code == 75
     assert cli("lease", "q").exit_code == 75
-    counters = cli("stats", "q").one["counters"]
-    assert counters["limited"] == 2 and counters["leased"] == 1
+    row = cli("stats", "q").one
+    assert row["counters"]["limited"] == 2 and row["counters"]["leased"] == 1
+    assert row["limits"] is True
     metrics = cli("stats", "q", "--format", "prometheus").stdout
     assert 'rq_cli_limited_total{queue="q",prefix="q"} 2' in metrics, metrics
+    assert 'rq_cli_limits{queue="q",prefix="q"} 1' in metrics, metrics
+    cli("limit", "q", "--clear")
+    assert cli("stats", "q").one["limits"] is False
