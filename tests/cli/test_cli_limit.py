@@ -187,3 +187,18 @@ def test_a_held_back_lease_is_counted_as_limited(cli, r: redis.Redis) -> None:
     assert 'rq_cli_limits{queue="q",prefix="q"} 1' in metrics, metrics
     cli("limit", "q", "--clear")
     assert cli("stats", "q").one["limits"] is False
+
+
+def test_doctor_says_what_limits_are_set_and_warns_of_peer_leases(cli, r: redis.Redis) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"a", b"b"])
+    assert not [row for row in cli("doctor", "q").json if row["check"] == "limits"]
+    q.set_limits(rate=parse_rate("50/s"), max_in_flight=3)
+    (row,) = [row for row in cli("doctor", "q").json if row["check"] == "limits"]
+    assert row["status"] == "ok" and "rate 50/s, at most 3 in flight" in row["detail"], row
+    # a peer (v0.3) leases directly: its lease key alone, no P:leases entry
+    (item_id,) = r.rpop("q:queue", 1)
+    r.lpush("q:processing", item_id)
+    r.set(b"q:lease:" + item_id, b"peer-session", px=60_000)
+    (row,) = [row for row in cli("doctor", "q").json if row["check"] == "limits"]
+    assert row["status"] == "warn" and "peer" in row["detail"], row
