@@ -202,3 +202,13 @@ def test_doctor_says_what_limits_are_set_and_warns_of_peer_leases(cli, r: redis.
     r.set(b"q:lease:" + item_id, b"peer-session", px=60_000)
     (row,) = [row for row in cli("doctor", "q").json if row["check"] == "limits"]
     assert row["status"] == "warn" and "peer" in row["detail"], row
+
+
+def test_the_consoles_model_says_the_queue_has_limits(r: redis.Redis) -> None:
+    from rq_cli.dash.model import Browser
+
+    q = WorkQueue(r, "q")
+    q.push([b"a"])
+    assert Browser("q", q).counts()["limits"] == 0
+    q.set_limits(max_in_flight=2)
+    assert Browser("q", q).counts()["limits"] == 1
