@@ -25,8 +25,13 @@ def limit(
         "--max-in-flight", metavar="N", min=0,
         help="At most N items leased at once, over all workers together (0: no cap).",
         show_default=False)] = None,
+    tenant: Annotated[str | None, typer.Option(
+        "--tenant", metavar="T",
+        help="Fair queues: tenant T's own rate (--rate, --burst, --clear, or shown), within "
+             "the queue's limits.", show_default=False)] = None,
     clear: Annotated[bool, typer.Option(
-        "--clear", help="Remove every limit of the queue.")] = False,
+        "--clear", help="Remove every limit of the queue (with --tenant: that tenant's "
+                        "rate).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Set, clear or show a queue's fleet-wide limits (with no option: show them).
@@ -41,18 +46,20 @@ def limit(
     parsed = parse_rate(rate) if rate is not None else None
     wq = st.queue(queue)
     if clear:
-        got = wq.clear_limits()
+        got = wq.clear_limits(tenant)
     elif setting:
-        got = wq.set_limits(rate=parsed, burst=burst, max_in_flight=max_in_flight)
+        got = wq.set_limits(rate=parsed, burst=burst, max_in_flight=max_in_flight,
+                            tenant=tenant)
     else:
-        got = wq.limits()
+        got = wq.limits(tenant)
     if not got.any:
         out.message(f"rq-cli: limit {queue}: no limits (leases are not held back)")
-    out.record(limits_row(queue, got))
+    out.record(limits_row(queue, got, tenant))
 
 
-def limits_row(queue: str, got: QueueLimits) -> dict[str, object]:
-    """``limit``'s line (rq_cli/schemas/limit.schema.json)."""
-    return {"queue": queue, "rate": got.rate, "per_second": got.per_second, "burst": got.burst,
+def limits_row(queue: str, got: QueueLimits, tenant: str | None) -> dict[str, object]:
+    """``limit``'s line (rq_cli/schemas/limit.schema.json): with a tenant, its own rate."""
+    return {"queue": queue, **({"tenant": tenant} if tenant is not None else {}),
+            "rate": got.rate, "per_second": got.per_second, "burst": got.burst,
             "max_in_flight": got.max_in_flight, "in_flight": got.in_flight}
 

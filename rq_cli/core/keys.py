@@ -122,6 +122,16 @@ FAIR_PENDING_FIELD = ItemState.PENDING.value
 #: (``20/s``), its emission interval in microseconds (GCRA's T), the burst (items admitted at
 #: once after a quiet spell), the in-flight cap, and the rate's theoretical arrival time (µs).
 LIMIT_FIELDS = ("rate", "interval_us", "burst", "max_in_flight", "tat_us")
+#: A tenant's own rate on a fair queue: the same fields (rate, interval_us, burst, tat_us),
+#: each ``<TENANT_LIMIT><tenant>:<field>`` in ``P:limits`` (:func:`tenant_limit_field`).
+TENANT_LIMIT = "tenant:"
+
+
+def tenant_limit_field(tenant: str, field: str) -> str:
+    """The field of ``P:limits`` holding ``tenant``'s own ``field`` (a LIMIT_FIELDS name)."""
+    return f"{TENANT_LIMIT}{tenant}:{field}"
+
+
 #: The families of keys ``P:<family>:<id>`` that each item has: its data (peer-compatible),
 #: the two generations' lease keys (v0.3 and v0.1, peer-compatible) and a dead item's data.
 ITEM = "item"

@@ -22,7 +22,7 @@ from .base import QueueBase
 from .codes import LEASE_CAPPED, LEASE_LIMITED
 from .keys import Keys
 from .limits import MAX_BURST, MAX_DELAY, MAX_DELAY_TEXT, MAX_IN_FLIGHT
-from .util import text
+from .util import check_tenant, text
 
 #: A rate's units: seconds per unit (``N/s``, ``N/m``, ``N/h``).
 RATE_UNITS = {"s": 1, "m": 60, "h": 3600}
@@ -131,26 +131,34 @@ class Limiting(QueueBase):
     held_back: tuple[str, float] | None = None
 
     def set_limits(self, *, rate: Rate | None = None, burst: int | None = None,
-                   max_in_flight: int | None = None) -> QueueLimits:
+                   max_in_flight: int | None = None, tenant: str | None = None,
+                   ) -> QueueLimits:
         """Set the rate (with its burst: 1 unless given) and/or the in-flight cap (0
-        removes it); a limit not given stays as it is. One script call."""
+        removes it); a limit not given stays as it is. With ``tenant`` (fair queues): that
+        tenant's own rate (a tenant's own cap is not built). One script call."""
         if burst is not None and rate is None:
             raise ParameterError("burst", "goes with a rate (the burst of that rate)")
+        if tenant is not None and max_in_flight is not None:
+            raise ParameterError("max_in_flight", "is the queue's only: a tenant has a rate of "
+                                                  "its own, not a cap")
         return self._limit("set", rate, check_burst(burst or 1),
-                           None if max_in_flight is None else check_max_in_flight(max_in_flight))
+                           None if max_in_flight is None else check_max_in_flight(max_in_flight),
+                           tenant)
 
-    def clear_limits(self) -> QueueLimits:
-        """Remove every limit of the queue."""
-        return self._limit("clear")
+    def clear_limits(self, tenant: str | None = None) -> QueueLimits:
+        """Remove every limit of the queue (with ``tenant``: that tenant's own rate only)."""
+        return self._limit("clear", tenant=tenant)
 
-    def limits(self) -> QueueLimits:
-        """The queue's limits, and the leases its cap counts now."""
-        return self._limit("show")
+    def limits(self, tenant: str | None = None) -> QueueLimits:
+        """The queue's limits (with ``tenant``: its own rate, and the queue's cap), and the
+        leases the cap counts now."""
+        return self._limit("show", tenant=tenant)
 
     def _limit(self, mode: str, rate: Rate | None = None, burst: int = 1,
-               max_in_flight: int | None = None) -> QueueLimits:
+               max_in_flight: int | None = None, tenant: str | None = None) -> QueueLimits:
         fields, _ = self.decoded("limit", {
-            "mode": mode, "rate": rate.text if rate else "",
+            "mode": mode, "tenant": "" if tenant is None else check_tenant(tenant),
+            "rate": rate.text if rate else "",
             "interval_us": rate.interval_us if rate else "", "burst": burst,
             "max_in_flight": "" if max_in_flight is None else max_in_flight})
         return QueueLimits(text(fields["rate"]) or None, _number(fields["interval_us"]),

@@ -43,6 +43,7 @@ from .keys import (
     ITEM_KEY_HELPERS,
     LIMIT_FIELDS,
     OLD_SERVER_CHECK,
+    TENANT_LIMIT,
     TENANT_QUEUE,
 )
 from .limits import (
@@ -144,6 +145,7 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("F_FAIR_PENDING", f"local F_FAIR_PENDING = '{FAIR_PENDING_FIELD}'"),
             # the fields of P:limits (keys.LIMIT_FIELDS)
             *((f"F_{f.upper()}", f"local F_{f.upper()} = '{f}'") for f in LIMIT_FIELDS),
+            ("F_TENANT_LIMIT", f"local F_TENANT_LIMIT = '{TENANT_LIMIT}'"),
             # P:item: (push writes many item keys at once)
             ("ITEM_KEY_PREFIX", f"local ITEM_KEY_PREFIX = PREFIX .. ':{ITEM}:'"),
             # the fixed key `name` (keys.FIXED_KEYS), and item id's data key, of the queue with

@@ -26,8 +26,10 @@ def check_cap(cap: int | None, shards: int, queue: str) -> None:
 
 
 def spread(live: Sequence[WorkQueue], queue: str, *, rate: Rate | None = None,
-           burst: int | None = None, max_in_flight: int | None = None) -> None:
-    """Write each live shard's share of the limits given (those not given stay as they are)."""
+           burst: int | None = None, max_in_flight: int | None = None,
+           tenant: str | None = None) -> None:
+    """Write each live shard's share of the limits given (those not given stay as they are;
+    with ``tenant``, that tenant's own rate)."""
     n = len(live)
     check_cap(max_in_flight, n, queue)
     for i, q in enumerate(live):
@@ -35,14 +37,17 @@ def spread(live: Sequence[WorkQueue], queue: str, *, rate: Rate | None = None,
             rate=rate_share(rate, n) if rate else None,
             burst=max(share(burst or 1, n, i), 1) if rate else None,
             max_in_flight=None if max_in_flight is None else
-            share(max_in_flight, n, i) if max_in_flight else 0)
+            share(max_in_flight, n, i) if max_in_flight else 0, tenant=tenant)
 
 
-def totals(live: Sequence[WorkQueue], draining: Sequence[WorkQueue] = ()) -> QueueLimits:
+def totals(live: Sequence[WorkQueue], draining: Sequence[WorkQueue] = (),
+           tenant: str | None = None) -> QueueLimits:
     """The queue's limits from its live shards' shares: the rate as set (its text, each
     shard's being the queue's), the bursts' and caps' sums; and the leases in flight in every
-    shard (``draining`` too: a draining shard keeps the shares it had until it is empty)."""
-    got = [q.limits() for q in live]
+    shard (``draining`` too: a draining shard keeps the shares it had until it is empty);
+    with ``tenant``, that tenant's own rate. (A tenant's rate is not spread again by a
+    resize: set it again after one.)"""
+    got = [q.limits(tenant) for q in live]
     rate = next((g.rate for g in got if g.rate), None)
     caps = [g.max_in_flight for g in got if g.max_in_flight is not None]
     bursts = [g.burst for g in got if g.burst is not None]

@@ -167,21 +167,22 @@ class EveryShard:
 
     # -- fleet-wide limits: a share per live shard (shardlimits.py) -------------------
     def set_limits(self, *, rate: Rate | None = None, burst: int | None = None,
-                   max_in_flight: int | None = None) -> QueueLimits:
+                   max_in_flight: int | None = None, tenant: str | None = None,
+                   ) -> QueueLimits:
         if burst is not None and rate is None:
             raise ParameterError("burst", "goes with a rate (the burst of that rate)")
         shardlimits.spread(self.live, self.prefix, rate=rate, burst=burst,
-                           max_in_flight=max_in_flight)
-        return self.limits()
+                           max_in_flight=max_in_flight, tenant=tenant)
+        return self.limits(tenant)
 
-    def clear_limits(self) -> QueueLimits:
+    def clear_limits(self, tenant: str | None = None) -> QueueLimits:
         for q in self.shards:
-            q.clear_limits()
-        return self.limits()
+            q.clear_limits(tenant)
+        return self.limits(tenant)
 
-    def limits(self) -> QueueLimits:
+    def limits(self, tenant: str | None = None) -> QueueLimits:
         live = self.live
-        return shardlimits.totals(live, [q for q in self.shards if q not in live])
+        return shardlimits.totals(live, [q for q in self.shards if q not in live], tenant)
 
     @property
     def held_back(self) -> tuple[str, float] | None:

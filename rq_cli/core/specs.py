@@ -113,7 +113,7 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     # a page of processing: the live leases stats' P:leases does not count (a peer's)
     ScriptSpec("peer_leases", ("offset", "count"), (), ("peer_leased", "looked")),
     # fleet-wide limits (docs/DESIGN.md section 9): set, clear or show P:limits
-    ScriptSpec("limit", ("mode", "rate", "interval_us", "burst", "max_in_flight"), (),
+    ScriptSpec("limit", ("mode", "tenant", "rate", "interval_us", "burst", "max_in_flight"), (),
                ("rate", "interval_us", "burst", "max_in_flight", "in_flight", "now_ms")),
     ScriptSpec("holders", ("offset", "count"), (), (),
                ("id", "session", "deadline_ms", "live")),

@@ -212,3 +212,32 @@ def test_the_consoles_model_says_the_queue_has_limits(r: redis.Redis) -> None:
     assert Browser("q", q).counts()["limits"] == 0
     q.set_limits(max_in_flight=2)
     assert Browser("q", q).counts()["limits"] == 1
+
+
+def test_a_tenants_own_rate_passes_its_turn_and_the_queues_limit_holds_over_all(
+        cli, r: redis.Redis) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"a"] * 5, tenant="acme")
+    q.push([b"b"] * 5, tenant="globex")
+    got = cli("limit", "q", "--tenant", "acme", "--rate", "1/h").one
+    assert (got["tenant"], got["rate"], got["burst"]) == ("acme", "1/h", 1)
+    assert cli("limit", "q").one["rate"] is None  # the queue's own: none
+    taken = q.lease(10)
+    assert sorted(i.data for i in taken) == [b"a"] + [b"b"] * 5  # acme: 1, then it passes
+    run = cli("lease", "q")  # only acme's items are left, and its rate is spent
+    assert run.exit_code == 75 and run.stdout == "", run
+    assert r.llen("q:tenant:acme") == 4
+    assert cli("limit", "q", "--tenant", "acme", "--max-in-flight", "2").exit_code == 2
+    assert cli("limit", "q", "--tenant", "acme", "--clear").one["rate"] is None
+    assert len(q.lease(10)) == 4
+
+
+def test_the_queues_rate_holds_over_its_tenants(r: redis.Redis) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"a"] * 5, tenant="acme")
+    q.push([b"b"] * 5, tenant="globex")
+    q.set_limits(rate=parse_rate("1/h"), burst=3)
+    q.set_limits(rate=parse_rate("1/h"), tenant="acme")
+    assert sorted(i.data for i in q.lease(10)) == [b"a", b"b", b"b"]
+    assert q.lease(10) == [] and q.held_back is not None and q.held_back[0] == "rate"
+    assert q.limits("acme").rate == "1/h" and q.limits().burst == 3

@@ -6,13 +6,56 @@
 -- microseconds, as integers: a double holds them exactly, and a rate of 7/s loses nothing
 -- to a millisecond's rounding.
 
+-- GCRA: how many items a rate of interval t (us) and burst b admits at `now` (us) with arrival
+-- time tat (us; nil: none yet), and the arrival time to count on from (at least now).
+local function gcra_free(now, tat, t, b)
+  tat = math.max(tat or now, now)
+  return math.floor((now + b * t - tat) / t), tat
+end
+
+-- Fair queues: how many of `want` items tenant t's own rate admits now (its fields of
+-- P:limits read once per call, into lim.tenants). A spent tenant admits 0 and notes in
+-- lim.next (ms) when the soonest spent tenant admits one again. (Called by take_ids as
+-- lim:tenant_room(t, want): _fair.lua comes first.)
+local function tenant_room(lim, t, want)
+  local st = lim.tenants[t]
+  if st == nil then
+    local p = F_TENANT_LIMIT .. t .. ':'
+    local v = redis.call('HMGET', K_LIMITS, p .. F_INTERVAL_US, p .. F_BURST, p .. F_TAT_US)
+    st = v[1] and {interval = tonumber(v[1]), burst = tonumber(v[2]) or 1,
+                   tat = tonumber(v[3]), field = p .. F_TAT_US} or false
+    lim.tenants[t] = st
+  end
+  if not st then return want end
+  local free
+  free, st.tat = gcra_free(NOW * 1000, st.tat, st.interval, st.burst)
+  if free <= 0 then
+    local at = math.ceil((st.tat - (st.burst - 1) * st.interval) / 1000)
+    if not lim.next or at < lim.next then lim.next = at end
+    return 0
+  end
+  return math.min(want, free)
+end
+
+-- n items of tenant t were taken (after tenant_room): its arrival time moves on (written by
+-- limit_took). (lim:tenant_took(t, n) in take_ids.)
+local function tenant_took(lim, t, n)
+  local st = lim.tenants[t]
+  if st and n > 0 then
+    st.tat = st.tat + n * st.interval
+    st.dirty = true
+  end
+end
+
 -- The queue's limits (P:limits): interval (GCRA's T, us), burst, cap (in-flight), tat (us);
--- nil where unset. Called before the script writes anything: wrong_type() does not check
--- P:limits (scripts.py), and this HMGET stops a script whose P:limits has another type.
+-- nil where unset; tenants: each tenant's own rate as tenant_room reads it. Called before
+-- the script writes anything: wrong_type() does not check P:limits (scripts.py), and this
+-- HMGET stops a script whose P:limits has another type.
 local function limits_read()
   local v = redis.call('HMGET', K_LIMITS, F_INTERVAL_US, F_BURST, F_MAX_IN_FLIGHT, F_TAT_US)
   return {interval = tonumber(v[1]), burst = tonumber(v[2]) or 1, cap = tonumber(v[3]),
-          tat = tonumber(v[4])}
+          tat = tonumber(v[4]), tenants = {}, tenant_room = tenant_room,
+          tenant_took = tenant_took}
 end
 
 -- How many of `want` items the limits `lim` admit now: n > 0; or 0, the lease status and
@@ -29,26 +72,31 @@ local function limit_room(lim, want)
       return 0, LEASE_CAPPED, tonumber(first[2]) or NOW
     end
   end
-  local t = lim.interval
-  if t then
-    local now = NOW * 1000
-    local tat = math.max(lim.tat or now, now)
-    lim.tat = tat
-    local free = math.floor((now + lim.burst * t - tat) / t)
+  if lim.interval then
+    local free
+    free, lim.tat = gcra_free(NOW * 1000, lim.tat, lim.interval, lim.burst)
     if free <= 0 then
-      return 0, LEASE_LIMITED, math.ceil((tat - (lim.burst - 1) * t) / 1000)
+      return 0, LEASE_LIMITED, math.ceil((lim.tat - (lim.burst - 1) * lim.interval) / 1000)
     end
     room = math.min(room, free)
   end
   return room
 end
 
--- n items were taken under limits `lim` (after limit_room): the rate's arrival time moves on
--- by n intervals.
+-- n items were taken under limits `lim` (after limit_room): the rate's arrival time, and each
+-- tenant's that took items, move on (one HSET).
 local function limit_took(lim, n)
+  local fields = {}
   if lim.interval and n > 0 then
-    redis.call('HSET', K_LIMITS, F_TAT_US, string.format('%.0f', lim.tat + n * lim.interval))
+    fields[1], fields[2] = F_TAT_US, string.format('%.0f', lim.tat + n * lim.interval)
   end
+  for _, st in pairs(lim.tenants) do
+    if st and st.dirty then
+      fields[#fields + 1] = st.field
+      fields[#fields + 1] = string.format('%.0f', st.tat)
+    end
+  end
+  if #fields > 0 then redis.call('HSET', K_LIMITS, unpack(fields)) end
 end
 
 -- n leases were freed (completed) on a queue with limits `lim`: with an in-flight cap, wake up

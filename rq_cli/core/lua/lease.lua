@@ -80,7 +80,7 @@ local done_at_once = {} -- (at most once) completed as taken: remembered by a de
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
   -- (fair: round-robin over the tenants with work, _fair.lua; else RPOP P:queue)
-  local ids = take_ids(math.min(want - taken, limit - looked, 1000))
+  local ids = take_ids(math.min(want - taken, limit - looked, 1000), lim)
   if not ids then break end
   looked = looked + #ids
   local item_keys, v3_keys, v1_keys = {}, {}, {}
@@ -160,5 +160,9 @@ if taken == 0 and not QUIET then
   if first[2] then out[3] = tonumber(first[2]) end
   -- fair (the queue has had tenants): a waiting client blocks on K_WAKE, not P:queue
   if redis.call('EXISTS', K_FAIR) == 1 then out[1] = LEASE_FAIR end
+end
+if taken == 0 and lim and lim.next then -- (fair: only tenants whose own rate is spent)
+  out[1], out[3] = LEASE_LIMITED, lim.next
+  count(C_LIMITED, 1)
 end
 return out
