@@ -184,11 +184,6 @@ class EveryShard:
         live = self.live
         return shardlimits.totals(live, [q for q in self.shards if q not in live], tenant)
 
-    @property
-    def held_back(self) -> tuple[str, float] | None:
-        """What held the last lease back on the shards that were held back, the soonest."""
-        held = [h for q in self.shards if (h := q.held_back)]
-        return min(held, key=lambda h: h[1]) if held else None
 
     def set_dedup_window(self, seconds: float) -> int:
         return sum(q.set_dedup_window(seconds) for q in self.shards)
