@@ -381,15 +381,17 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         ordered = list(queues)
         if order == "fair":
             _random().shuffle(ordered)
+        states = []  # (each queue's status and due time: a limited one waits as it says)
         for q in ordered:
-            items, _, _ = q.lease_try(count, lease_seconds=lease_seconds,
-                                      at_most_once=at_most_once)
+            items, status, due = q.lease_try(count, lease_seconds=lease_seconds,
+                                             at_most_once=at_most_once)
             if items:
                 return items
+            states.append((q, status, due))
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return []
         # no multi-key "block without taking": wait on each queue briefly in turn
         per_queue = max(min(remaining, 0.5) / len(ordered), 0.01)
-        for q in ordered:
-            q.wait_for_item(per_queue)
+        for q, status, due in states:
+            q.wait_for_item(per_queue, status, due)

@@ -241,3 +241,19 @@ def test_the_queues_rate_holds_over_its_tenants(r: redis.Redis) -> None:
     assert sorted(i.data for i in q.lease(10)) == [b"a", b"b", b"b"]
     assert q.lease(10) == [] and q.held_back is not None and q.held_back[0] == "rate"
     assert q.limits("acme").rate == "1/h" and q.limits().burst == 3
+
+
+def test_lease_of_several_queues_waits_as_the_limited_one_says(r: redis.Redis) -> None:
+    """Two queues, one held back by its rate with items in line: the wait sleeps, it does
+    not spin on the server (a BLMOVE on a list with items returns at once)."""
+    from rq_cli.core.queue import lease_many
+
+    limited, empty = WorkQueue(r, "a"), WorkQueue(r, "b")
+    limited.push([b"x"] * 3)
+    limited.set_limits(rate=parse_rate("1/h"))
+    assert len(limited.lease(1)) == 1
+    r.config_resetstat()
+    assert lease_many([limited, empty], 1, wait=1.0) == []
+    calls = sum(v["calls"] for k, v in r.info("commandstats").items()
+                if k in ("cmdstat_fcall", "cmdstat_evalsha"))
+    assert calls <= 2 * 4, r.info("commandstats")  # (a pass per 0.5 s chunk, 2 queues each)
