@@ -120,8 +120,9 @@ FAIR_TURN_FIELD = "turn"
 FAIR_PENDING_FIELD = ItemState.PENDING.value
 #: The fields of ``P:limits`` (``F_<NAME>`` in Lua): the rate as the user wrote it
 #: (``20/s``), its emission interval in microseconds (GCRA's T), the burst (items admitted at
-#: once after a quiet spell), the in-flight cap, and the rate's theoretical arrival time (µs).
-LIMIT_FIELDS = ("rate", "interval_us", "burst", "max_in_flight", "tat_us")
+#: once after a quiet spell), the in-flight cap, the rate's theoretical arrival time (µs), and
+#: "1" once a tenant has a rate of its own (so one HMGET tells whether the queue has limits).
+LIMIT_FIELDS = ("rate", "interval_us", "burst", "max_in_flight", "tat_us", "tenants")
 #: A tenant's own rate on a fair queue: the same fields (rate, interval_us, burst, tat_us),
 #: each ``<TENANT_LIMIT><tenant>:<field>`` in ``P:limits`` (:func:`tenant_limit_field`).
 TENANT_LIMIT = "tenant:"

@@ -195,38 +195,46 @@ def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
     return out
 
 
-def _type_check(keys: Sequence[str]) -> str:
-    """``QUIET`` and ``wrong_type()`` for the fixed keys a script uses (``K_<NAME>``).
+def _type_check(keys: Sequence[str], limited: bool = False) -> tuple[str, str]:
+    """``QUIET`` and ``wrong_type()`` for the fixed keys a script uses (``K_<NAME>``): their
+    declarations, and the function (in a script that reads the limits, placed after the
+    definitions it calls).
 
     wrong_type() returns an error reply naming the first of them that holds another type,
     or nil. A rare key (keys.FixedKey.rare) is absent from a busy queue: one EXISTS over the
     rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
-    its reads of them). A script that reads the queue's limits (``K_LIMITS``) also gets
-    ``LIMITED``: the limits' keys (:data:`_LIMIT_KEYS`) exist; they alone do not make it
-    un-QUIET, and are not TYPE-checked here, so a limited queue's lease pays for its limits
-    and nothing else: such a script reads P:limits (one HMGET, which a P:limits of another
-    type stops) before it writes anything, and writes P:freed with pcall (lua/_limits.lua)."""
+    its reads of them). A script that names ``LIMITED`` (``limited``) gets the queue's limits
+    there (``limits_read()``: a table, or false), read only when P:limits exists (the same
+    EXISTS says so): P:limits alone does not make it un-QUIET, and its HMGET, before any
+    write, stops a script whose P:limits has another type; so a queue without limits pays
+    nothing, and a limited one pays for its limits only. ``P:freed`` (:data:`_UNCHECKED`) is
+    neither counted nor checked: no script reads it, and it is written with ``pcall``
+    (lua/_limits.lua)."""
     by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
+    keys = [n for n in keys if n not in _UNCHECKED]
 
     def flat(rare: bool) -> str:
         return ", ".join(f"{n}, '{by_name[n].type}'" for n in keys if by_name[n].rare == rare)
 
     rare = ", ".join(n for n in keys if by_name[n].rare)
     quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
-    limited = ""
-    if "K_LIMITS" in keys:
-        mine = ", ".join(n for n in _LIMIT_KEYS if n in keys)
-        limited = ("-- True when the queue has limits (set by wrong_type()).\n"
-                   "local LIMITED = false\n")
-        quiet = (f"false\n  local rare = redis.call('EXISTS', {rare})\n"
-                 f"  local limits = rare > 0 and redis.call('EXISTS', {mine}) or 0\n"
-                 "  LIMITED = limits > 0\n"
-                 "  QUIET = rare == limits")
-    return f"""-- True when none of this script's rare keys exists, the limits' aside (set by
--- wrong_type()).
-local QUIET = false
-{limited}-- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
--- earlier writes behind. Returns an error reply naming the first key of the wrong type.
+    decls = "-- True when none of this script's rare keys exists (set by wrong_type()).\n" \
+            "local QUIET = false"
+    if limited:  # (K_LIMITS is rare: FIXED_KEYS)
+        # EXISTS counts a key once per time it is named: P:limits named once more than the
+        # other rare keys number, one EXISTS says both whether any other exists and whether
+        # P:limits does
+        others = [n for n in keys if by_name[n].rare and n != "K_LIMITS"]
+        weight = len(others) + 1
+        decls += ("\n-- The queue's limits (limits_read(): P:limits exists), else false (set "
+                  "by wrong_type()).\nlocal LIMITED = false")
+        quiet = (f"false\n  local rare = redis.call('EXISTS', "
+                 f"{', '.join([*others, *['K_LIMITS'] * weight])})\n"
+                 f"  LIMITED = rare >= {weight} and limits_read()\n"
+                 f"  QUIET = rare % {weight} == 0")
+    return decls, f"""-- Writing scripts call this first (one stopped by WRONGTYPE half-way
+-- would leave its earlier writes behind): an error reply naming the first key of the
+-- wrong type, or nil.
 local function wrong_type()
   QUIET = {quiet}
   local checks = {{{flat(False)}}}
@@ -244,9 +252,13 @@ local function wrong_type()
 end"""
 
 
-#: The keys of a queue's limits (P:limits, P:freed): rare keys, but a queue where only they
-#: exist is still QUIET for the scripts that read the limits (:func:`_type_check`).
-_LIMIT_KEYS = ("K_LIMITS", "K_FREED")
+#: Fixed keys no type check counts or checks (:func:`_type_check`).
+_UNCHECKED = ("K_FREED",)
+
+
+def _with_limits(wanted: set[str], head: Sequence[tuple[str, str]]) -> set[str]:
+    """``wanted``, with what the type check of a script naming ``LIMITED`` calls."""
+    return wanted | _uses("", head, {"limits_read"}) if "LIMITED" in wanted else wanted
 
 
 class _Block(NamedTuple):
@@ -317,7 +329,7 @@ def source(name: str) -> str:
     with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
         body = f.read()
     head = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks()]
-    wanted = _uses(body, head, declared_uses(name, body))
+    wanted = _with_limits(_uses(body, head, declared_uses(name, body)), head)
     keys = _fixed_keys(wanted)
     lazy = [b for b in common if b.name in wanted and b.lazy]
     parts = [DRAGONFLY_FLAGS,  # the first line, for Dragonfly (keys.DRAGONFLY_FLAGS)
@@ -325,8 +337,10 @@ def source(name: str) -> str:
              f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua",
              OLD_SERVER_CHECK]  # before any command: a server older than Redis 6 is refused
     parts += [text for n, text in head if n in wanted]
-    if wanted & {"wrong_type", "QUIET", "LIMITED"}:
-        parts.append(_type_check(keys))
+    checked = bool(wanted & {"wrong_type", "QUIET", "LIMITED"})
+    decls, check = _type_check(keys, "LIMITED" in wanted)
+    if checked:  # (wrong_type() after the definitions: it may call limits_read())
+        parts.append(decls)
     if lazy:
         parts.append("-- the --@lazy definitions, made on first use\nlocal L = {}")
     parts += [b.text for b in common if b.name in wanted and not b.lazy]
@@ -334,6 +348,8 @@ def source(name: str) -> str:
         parts.append("setmetatable(L, {__index = function(t, k)\n  setmetatable(t, nil)")
         parts += [b.text for b in lazy]
         parts.append("  return rawget(t, k)\nend})")
+    if checked:
+        parts.append(check)
     parts.append(_lazy_refs(body, frozenset(b.name for b in common if b.lazy)))
     return "\n".join(parts) + "\n"
 
@@ -412,10 +428,10 @@ def library() -> Library:
     for name in HOT:
         with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
             body = f.read()
-        # (as in source(), less its "local QUIET": here QUIET is shared, and begin resets it)
-        check = _type_check(_fixed_keys(_uses(body, head, declared_uses(name, body))))
-        check = check.replace("local QUIET = false\n", "").replace(
-            "local LIMITED = false\n", "")
+        # (as in source(), less its declarations: here QUIET and LIMITED are shared, and
+        # begin resets them)
+        wanted = _with_limits(_uses(body, head, declared_uses(name, body)), head)
+        _, check = _type_check(_fixed_keys(wanted), "LIMITED" in wanted)
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")

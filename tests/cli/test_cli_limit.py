@@ -153,9 +153,12 @@ def test_a_capped_lease_wait_wakes_when_a_complete_frees_a_place(r: redis.Redis)
         q.complete(held)
         done.set()
 
-    threading.Thread(target=complete_when_waiting, daemon=True).start()
+    completer = threading.Thread(target=complete_when_waiting, daemon=True)
+    completer.start()
     got = q.lease(1, wait=60)  # not the lease's 600 s: the complete's token wakes it
+    completer.join(60)
     assert len(got) == 1 and done.is_set()
+    assert got[0].id != held[0].id
 
 
 def test_a_limits_key_of_another_type_stops_lease_and_limit_before_any_write(

@@ -2,7 +2,7 @@
 -- algorithm (GCRA: its theoretical arrival time kept in P:limits), and its in-flight cap
 -- (the leases P:leases counts), applied by lease.lua on the server, so every rq-cli client
 -- obeys them. Read by scripts.py's _common() after _fair.lua and _common.lua; a script that
--- names these reads LIMITED (its type check: the limits' keys exist). Times in P:limits are
+-- names LIMITED gets the queue's limits there (limits_read(), called by its type check). Times in P:limits are
 -- microseconds, as integers: a double holds them exactly, and a rate of 7/s loses nothing
 -- to a millisecond's rounding.
 
@@ -47,12 +47,14 @@ local function tenant_took(lim, t, n)
   end
 end
 
--- The queue's limits (P:limits): interval (GCRA's T, us), burst, cap (in-flight), tat (us);
--- nil where unset; tenants: each tenant's own rate as tenant_room reads it. Called before
--- the script writes anything: wrong_type() does not check P:limits (scripts.py), and this
--- HMGET stops a script whose P:limits has another type.
+-- The queue's limits (P:limits), or false when it has none: interval (GCRA's T, us), burst,
+-- cap (in-flight), tat (us), nil where unset; tenants: each tenant's own rate as
+-- tenant_room reads it. Called by wrong_type() (scripts.py), before the script writes
+-- anything: this HMGET stops a script whose P:limits has another type.
 local function limits_read()
-  local v = redis.call('HMGET', K_LIMITS, F_INTERVAL_US, F_BURST, F_MAX_IN_FLIGHT, F_TAT_US)
+  local v = redis.call('HMGET', K_LIMITS, F_INTERVAL_US, F_BURST, F_MAX_IN_FLIGHT, F_TAT_US,
+    F_TENANTS)
+  if not (v[1] or v[3] or v[4] or v[5]) then return false end
   return {interval = tonumber(v[1]), burst = tonumber(v[2]) or 1, cap = tonumber(v[3]),
           tat = tonumber(v[4]), tenants = {}, tenant_room = tenant_room,
           tenant_took = tenant_took}

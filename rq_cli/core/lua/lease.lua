@@ -19,9 +19,9 @@
 --@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
 --@uses forget_suspects item_key lbs_key lease_key lease_fields mget_leases promote_due
 --@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type
---@uses LIMITED limits_read limit_room limit_took limit_freed
+--@uses LIMITED limit_room limit_took limit_freed
 do local bad = wrong_type(); if bad then return bad end end
-local lim = LIMITED and limits_read() -- (fleet-wide limits: _limits.lua)
+local lim = LIMITED -- (the queue's fleet-wide limits, or false: _limits.lua)
 local completions = complete_pairs(REST)
 -- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no
 -- item has an expiry and clean has no sightings: their reads are skipped)

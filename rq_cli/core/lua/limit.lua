@@ -38,6 +38,7 @@ elseif A_MODE == 'set' then
     end
     redis.call('HSET', K_LIMITS, field(F_RATE), A_RATE, field(F_INTERVAL_US), A_INTERVAL_US,
       field(F_BURST), A_BURST)
+    if A_TENANT ~= '' then redis.call('HSET', K_LIMITS, F_TENANTS, '1') end
   end
   if A_MAX_IN_FLIGHT == '0' then
     redis.call('HDEL', K_LIMITS, F_MAX_IN_FLIGHT)
