@@ -349,7 +349,7 @@ def source(name: str) -> str:
         parts += [b.text for b in lazy]
         parts.append("  return rawget(t, k)\nend})")
     if checked:
-        parts.append(check)
+        parts.append(_lazy_refs(check, frozenset(b.name for b in common if b.lazy)))
     parts.append(_lazy_refs(body, frozenset(b.name for b in common if b.lazy)))
     return "\n".join(parts) + "\n"
 

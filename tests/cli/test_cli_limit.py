@@ -260,3 +260,28 @@ def test_lease_of_several_queues_waits_as_the_limited_one_says(r: redis.Redis) -
     calls = sum(v["calls"] for k, v in r.info("commandstats").items()
                 if k in ("cmdstat_fcall", "cmdstat_evalsha"))
     assert calls <= 2 * 4, r.info("commandstats")  # (a pass per 0.5 s chunk, 2 queues each)
+
+
+def test_the_limits_as_evalsha_scripts(r: redis.Redis, monkeypatch) -> None:
+    """The same steps through EVALSHA (no Functions: Redis 6.2, or RQ_CLI_FUNCTIONS=0),
+    where the limits' definitions are --@lazy: the rate, the cap and its token, a tenant."""
+    from rq_cli.core.env import ENV_FUNCTIONS
+
+    monkeypatch.setenv(ENV_FUNCTIONS, "0")
+    q = WorkQueue(r, "q")
+    assert not q.caller.functions
+    q.push([b"x"] * 4)
+    q.push([b"t"] * 3, tenant="acme")
+    q.set_limits(rate=parse_rate("1/h"), burst=3, max_in_flight=2)
+    q.set_limits(rate=parse_rate("1/h"), tenant="acme")
+    first = q.lease(10)
+    assert len(first) == 2 and q.lease(1) == []  # the cap
+    assert q.held_back is not None and q.held_back[0] == "max_in_flight"
+    q.complete(first[:1])
+    assert r.llen("q:freed") == 1
+    second = q.lease(10)
+    assert len(second) == 1  # the burst of 3 now spent
+    q.complete([*first[1:], *second])  # no lease in flight: the rate holds it back
+    assert q.lease(1) == [] and q.held_back is not None and q.held_back[0] == "rate"
+    r.hset("q:errors", "unrelated", "x")  # not QUIET: the type checks and the limits
+    assert q.lease(1) == [] and q.held_back is not None

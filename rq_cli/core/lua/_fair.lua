@@ -154,9 +154,9 @@ local function take_ids(n, lim)
     local line = tenant_key(head)
     local got = false
     local allow = weight - used
-    if lim and allow > 0 and head ~= DEFAULT_TENANT then allow = lim:tenant_room(head, allow) end
+    if lim and allow > 0 and head ~= DEFAULT_TENANT then allow = lim:room(head, allow) end
     if allow > 0 then got = redis.call('RPOP', line, math.min(allow, n - #ids)) end
-    if got and lim then lim:tenant_took(head, #got) end
+    if got and lim then lim:took(head, #got) end
     if got then
       for _, id in ipairs(got) do ids[#ids + 1] = id end
       used = used + #got
