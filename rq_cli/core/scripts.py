@@ -204,12 +204,14 @@ def _type_check(keys: Sequence[str], limited: bool = False) -> tuple[str, str]:
     or nil. A rare key (keys.FixedKey.rare) is absent from a busy queue: one EXISTS over the
     rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
     its reads of them). A script that names ``LIMITED`` (``limited``) gets the queue's limits
-    there (``limits_read()``: a table, or false), read only when P:limits exists (the same
-    EXISTS says so): P:limits alone does not make it un-QUIET, and its HMGET, before any
-    write, stops a script whose P:limits has another type; so a queue without limits pays
-    nothing, and a limited one pays for its limits only. ``P:freed`` (:data:`_UNCHECKED`) is
-    neither counted nor checked: no script reads it, and it is written with ``pcall``
-    (lua/_limits.lua)."""
+    there (``limits_read()``: a table, or false), read only when a rare key exists: P:limits
+    alone does not make it un-QUIET, and its HMGET, before any write, stops a script whose
+    P:limits has another type; so a quiet queue without limits pays nothing (one more key
+    in its EXISTS), one with other rare keys one HMGET, and a limited one for its limits
+    only. (Naming P:limits in the EXISTS more times than there are other rare keys would
+    tell both from its count, but a call's arguments cost more than that HMGET saves.)
+    ``P:freed`` (:data:`_UNCHECKED`) is neither counted nor checked: no script reads it, and
+    it is written with ``pcall`` (lua/_limits.lua)."""
     by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
     keys = [n for n in keys if n not in _UNCHECKED]
 
@@ -221,17 +223,11 @@ def _type_check(keys: Sequence[str], limited: bool = False) -> tuple[str, str]:
     decls = "-- True when none of this script's rare keys exists (set by wrong_type()).\n" \
             "local QUIET = false"
     if limited:  # (K_LIMITS is rare: FIXED_KEYS)
-        # EXISTS counts a key once per time it is named: P:limits named once more than the
-        # other rare keys number, one EXISTS says both whether any other exists and whether
-        # P:limits does
-        others = [n for n in keys if by_name[n].rare and n != "K_LIMITS"]
-        weight = len(others) + 1
         decls += ("\n-- The queue's limits (limits_read(): P:limits exists), else false (set "
                   "by wrong_type()).\nlocal LIMITED = false")
-        quiet = (f"false\n  local rare = redis.call('EXISTS', "
-                 f"{', '.join([*others, *['K_LIMITS'] * weight])})\n"
-                 f"  LIMITED = rare >= {weight} and limits_read()\n"
-                 f"  QUIET = rare % {weight} == 0")
+        quiet = (f"false\n  local rare = redis.call('EXISTS', {rare})\n"
+                 "  LIMITED = rare > 0 and limits_read()\n"
+                 "  QUIET = rare == (LIMITED and 1 or 0)")
     return decls, f"""-- Writing scripts call this first (one stopped by WRONGTYPE half-way
 -- would leave its earlier writes behind): an error reply naming the first key of the
 -- wrong type, or nil.
