@@ -12,7 +12,8 @@
 - :func:`json_fields_markdown` -- the fields of every shipped schema (rq_cli/schemas/).
 
 scripts/mkdocs_hooks.py puts the last two into the pages at their markers; scripts/gen_man.py
-writes the man pages; tests/cli/test_manual.py checks both.
+writes the man pages (when the wheel is built: scripts/hatch_build.py); tests/cli/test_manual.py
+checks both.
 """
 
 from __future__ import annotations

@@ -49,8 +49,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 @pytest.fixture
 def r(server: ServerProcess) -> Iterator[redis.Redis]:
     """A client of the session server (bytes responses) on a flushed database."""
-    client = redis.Redis(host="127.0.0.1", port=server.port, db=0, socket_timeout=30)
-    client.flushall()
+    client = server.flushed_client()
     try:
         yield client
     finally:

@@ -186,6 +186,15 @@ class ServerProcess:
         """The server's process id while it runs."""
         return self.process.pid if self.process is not None else None
 
+    def flushed_client(self) -> Any:
+        """A client of database 0 after FLUSHALL (every database emptied): what each test's
+        ``r`` fixture is (conftest.py)."""
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=self.port, db=0, socket_timeout=30)
+        client.flushall()
+        return client
+
     def client(self, **kwargs: Any) -> Any:
         """A ``redis.Redis`` client for this server (bytes responses unless told otherwise)."""
         import redis

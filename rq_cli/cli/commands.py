@@ -7,12 +7,12 @@ the loader on first use (Click's documented lazy-loading hooks). It is the only 
 commands: the tests take their lists from the app, and tests/core/test_architecture.py
 reads the imports inside these loaders as it reads any other import.
 
-A new command: its module in rq_cli/cli/ (help text with an ``Example:``), a loader and one
-line here, its section with an example in the manual (docs/commands.md;
-tests/cli/test_docs.py), the completions and man pages regenerated (``python
-scripts/gen_completions.py``, ``python scripts/gen_man.py``), its tests, and, if it prints
-JSON, its schema (``SCHEMAS`` in rq_cli/output/shapes.py, rq_cli/schemas/) with a ``checked(...)``
-call in tests/cli/test_schemas.py.
+A new command: its module in rq_cli/cli/ named after it (help text with an ``Example:``), a
+loader and one line here, its section with an example in the manual (docs/commands.md;
+tests/cli/test_docs.py), the completions regenerated (``python scripts/gen_completions.py``;
+the man pages are made when the wheel is built), its tests, and, if it prints JSON, its
+schema (``SCHEMAS`` in rq_cli/output/shapes.py, rq_cli/schemas/) with a ``checked(...)`` call
+in tests/cli/test_schemas.py.
 """
 
 from collections.abc import Callable
@@ -91,7 +91,7 @@ def load_holders() -> Any:
 
 
 def load_errors() -> Any:
-    from .errgroups import errors
+    from .errors import errors
 
     return errors
 
@@ -145,7 +145,7 @@ def load_work() -> Any:
 
 
 def load_cancel() -> Any:
-    from .work import cancel
+    from .cancel import cancel
 
     return cancel
 

@@ -1,4 +1,4 @@
-"""``rq-cli work``: run a shell command per item (rq_cli/worker/), and ``rq-cli cancel``.
+"""``rq-cli work``: run a shell command per item (rq_cli/worker/).
 
 ``work QUEUE... [OPTIONS] -- COMMAND [ARGS...]``: the words after ``--`` are the command.
 Click drops the ``--`` while parsing, so ``WorkCommand.parse_args`` (Click's documented
@@ -12,14 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core.codes import Outcome
-from ..errors import NothingToDo, ServerError, UsageError
-from ..output.render import Column
-from ..output.shapes import outcome_row
+from ..errors import ServerError, UsageError
 from ..worker import DEAD_EXIT, Worker, WorkerOptions
 from ..worker.env import child_environ, masked_title, set_process_title
 from ..worker.streams import log_line
-from .common import JsonOpt, LeaseOpt, Order, QueueArg, QueuesArg, state
+from .common import JsonOpt, LeaseOpt, Order, QueuesArg, state
 from .helptext import RqCommand
 
 _COMMAND_KEY = "rq_cli_work_command"
@@ -171,31 +168,3 @@ def describe_error(urls: list[str]) -> Callable[[BaseException], str]:
 
 WorkCommand.__doc__ = f"{WorkCommand.__doc__} (exit code {DEAD_EXIT} dead-letters)"
 work.command_class = WorkCommand  # type: ignore[attr-defined]
-
-CANCEL_COLUMNS = [Column("queue"), Column("id"), Column("outcome")]
-
-
-def cancel(
-    ctx: typer.Context,
-    queue: QueueArg,
-    ids: Annotated[list[str], typer.Argument(help="Ids of the items to cancel.",
-                                             show_default=False, metavar="ID...")],
-    error: Annotated[str | None, typer.Option(
-        "--error", metavar="TEXT", show_default=False,
-        help="Text kept with the dead letter.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Dead-letter items now (reason cancelled), even while a worker runs them.
-
-    Example: rq-cli cancel emails 0b1c2d3e
-    """
-    st = state(ctx)
-    out = st.output(as_json)
-    outcomes = st.queue(queue).cancel(ids, error=error)
-    out.rows([outcome_row(queue, o) for o in outcomes], CANCEL_COLUMNS)
-    missing = [o.id for o in outcomes if o.outcome != Outcome.DEAD]
-    if missing:  # any id named that was not cancelled: 3 (the manual's "Exit codes")
-        some = (f"none of the {len(outcomes)} ids is a live item" if len(missing) == len(outcomes)
-                else f"{len(missing)} of the {len(outcomes)} ids "
-                     f"{'is not a live item' if len(missing) == 1 else 'are not live items'}")
-        raise NothingToDo(f"{some} of {queue} (already completed, dead, or never pushed)")

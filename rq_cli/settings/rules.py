@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.codes import LAYOUTS, REQUEUE_ENDS
+from ..core.counts import AGE, THRESHOLDS
 from ..core.keys import prefix_collision
 from ..core.limits import (
     ALL_REPLICAS,
@@ -110,14 +111,13 @@ def _weights_verdict(weights: dict[str, Any]) -> Any:
     return True
 
 
-# The thresholds of ``stats --check`` (rq_cli.output.metrics.MEASURES), also per queue: not engine
-# options (QueueOptions), read by Config.thresholds.
+# The thresholds of ``stats --check``, ``max_<key>`` for each count of core/counts.py with a
+# threshold (THRESHOLDS), also per queue: not engine options (QueueOptions), read by
+# Config.thresholds. An age is seconds (a number); a count, an integer.
 CHECK_RULES: dict[str, tuple[str, Any]] = {
-    "max_pending": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
-    "max_age": (_NUMBER, _DELAY),
-    "max_dead": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
-    "max_abandoned": ("an integer", lambda v: v >= 0 or "must be 0 or more"),
-}
+    f"max_{key}": (_NUMBER, _DELAY) if count.kind == AGE
+    else ("an integer", lambda v: v >= 0 or "must be 0 or more")
+    for key, (count, _) in THRESHOLDS.items()}
 RULES = {**OPTION_RULES, **CHECK_RULES}
 # The server's TLS settings: paths (strings), and tls_insecure (a boolean).
 TLS_FILE_KEYS = ("tls_ca_file", "tls_cert_file", "tls_key_file")

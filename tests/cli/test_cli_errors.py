@@ -62,15 +62,18 @@ def test_errors_table_and_nothing_found(cli, r) -> None:  # type: ignore[no-unty
     assert "connection refused" in table.stdout and "retrying" in table.stdout
 
 
-@pytest.mark.parametrize("args", [
-    ["--state", "retrying", "--reason", "failed"],
-    ["--state", "nope"],
-    ["--match", "k ==="],
+@pytest.mark.parametrize(("args", "says"), [
+    (["--state", "retrying", "--reason", "failed"], "--reason filters dead items"),
+    (["--state", "nope"], "'nope' is not one of"),
+    (["--match", "k ==="], "--match 'k ===' is not a JMESPath expression"),
 ])
-def test_errors_refusals(cli, args) -> None:  # type: ignore[no-untyped-def]
+def test_errors_refusals(cli, args, says) -> None:  # type: ignore[no-untyped-def]
+    """A bad option is exit 2 with one line that names it, before any server is asked
+    (the URL's port 1 has none)."""
     run = cli("errors", "q", *args, url="redis://127.0.0.1:1")
     assert run.exit_code == 2, run.stderr
-    assert len(run.stderr.strip().splitlines()) == 1 or "Usage" in run.stderr
+    assert run.stderr.startswith("rq-cli: ") and run.stderr.count("\n") == 1, run.stderr
+    assert says in run.stderr
 
 
 def test_requeue_dead_error_group(cli, r) -> None:  # type: ignore[no-untyped-def]

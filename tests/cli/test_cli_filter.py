@@ -135,10 +135,26 @@ def test_purge_filtered_asks_on_a_terminal(cli, r):
     assert run.exit_code == 0 and r.lrange("q:queue", 0, -1) == [b"p0"]
 
 
-def test_progress_bar_on_a_terminal(cli, r):
+def test_progress_bar_on_a_terminal(cli, r, server_url):
+    """On a real pseudo-terminal the bar draws its label, what it did and how far the scan
+    is (its last frame is drawn before it is wiped: the run's end, not its speed, decides
+    what it shows); piped, there is no bar, and the summary is the one JSON line."""
+    from test_cli_long_work import wait_exit
+    from test_cli_watch import Terminal
+
     fill_dead(cli)
-    run = cli("requeue-dead", "q", "--match", "user", "--summary", stderr_tty=True)
-    assert run.exit_code == 0 and run.one["requeued"] == 6
+    term = Terminal(["--url", server_url, "requeue-dead", "q", "--match", "user",
+                     "--summary"], cols=120)
+    try:
+        assert wait_exit(term, 60) == 0, term.text
+        drawn = " ".join(term.raw.decode("utf-8", "replace").split())
+        assert "requeue-dead q: 6 requeued" in drawn, drawn[-1500:]
+        assert "7/7 dead scanned" in drawn, drawn[-1500:]
+    finally:
+        term.close()
+    fill_dead(cli)  # (the same ids, dead again)
+    run = cli("requeue-dead", "q", "--match", "user", "--summary")
+    assert run.exit_code == 0 and run.one["requeued"] == 6 and run.stderr == ""
 
 
 def test_counts_as_a_table_on_a_terminal(cli, r):

@@ -1,8 +1,10 @@
 """The manual's generated parts keep up with the code, and the man pages ship and render.
 
-- man/ holds exactly what scripts/gen_man.py makes from the app now (rq-cli(1) and a page per
-  command and group), pyproject.toml ships it under share/man/man1/ in the wheel and in the
-  sdist, and ``man -l`` renders the pages without a warning (skipped without ``man``).
+- The man pages, rq-cli(1) and a page per command and group, are generated from the app
+  when the wheel is built (scripts/hatch_build.py runs scripts/gen_man.py): a wheel built
+  here holds every page under share/man/man1/ (and the schemas, the Lua scripts), the
+  sdist holds what makes them, and ``man -l`` renders the pages without a warning (skipped
+  without ``man``).
 - The site's generated parts (scripts/manual.py, put into the pages by
   scripts/mkdocs_hooks.py): the command reference names every command and every option, the
   exit codes are those of ``ExitCode``, the JSON fields every schema's; every marker in docs/
@@ -16,6 +18,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
@@ -25,13 +29,7 @@ import typer
 from rq_cli.cli import app
 from rq_cli.errors import ExitCode
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 REPO = Path(__file__).resolve().parents[2]
-MAN = REPO / "man"
 DOCS = REPO / "docs"
 
 
@@ -68,17 +66,57 @@ def test_the_pages_cover_every_command() -> None:
 
 
 # -- man pages ------------------------------------------------------------------------------------
-def test_committed_man_pages_match_the_generator() -> None:
-    problems = gen_man.check(MAN)
-    assert not problems, "\n".join(problems)
-    assert sorted(p.name for p in MAN.glob("*.1")) == sorted(
-        "-".join(name.split()) + ".1" for name in NAMES)
+def page_file(name: str) -> str:
+    """``rq-cli config show`` -> ``rq-cli-config-show.1``."""
+    return "-".join(name.split()) + ".1"
 
 
-def test_man_pages_are_shipped_under_share_man() -> None:
-    hatch = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
-    assert hatch["targets"]["wheel"]["shared-data"]["man"] == "share/man/man1"
-    assert "man" in hatch["targets"]["sdist"]["include"]
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel and the sdist of this checkout, built as a release builds them (hatchling,
+    its build hook included), with this virtualenv's packages."""
+    pytest.importorskip("hatchling")
+    out = tmp_path_factory.mktemp("dist")
+    for kind in ("wheel", "sdist"):
+        done = subprocess.run([sys.executable, "-c", "import sys, hatchling.build as b; "
+                               f"print(b.build_{kind}(sys.argv[1]))", str(out)],
+                              cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_a_built_wheel_ships_every_man_page_under_share_man(built: Path) -> None:
+    """Every page the generator makes now, with its bytes, where ``man`` looks under an
+    installation prefix; the package's data files beside them."""
+    with zipfile.ZipFile(next(built.glob("rqcli-*.whl"))) as wheel:
+        names = wheel.namelist()
+        shipped = {n.rsplit("/", 1)[1]: n for n in names if ".data/data/share/man/" in n}
+        fresh = gen_man.generate()
+        assert sorted(shipped) == sorted(fresh) == sorted(page_file(n) for n in NAMES)
+        for name, text in fresh.items():
+            assert wheel.read(shipped[name]).decode() == text, name
+    assert all("/share/man/man1/" in n for n in shipped.values())
+    # the schemas, the scripts and the styles are package data the wheel carries too
+    package = Path(REPO / "rq_cli")
+    for pattern in ("schemas/*.schema.json", "core/lua/*.lua", "dash/*.tcss"):
+        files = sorted(package.glob(pattern))
+        assert files and all(f"rq_cli/{f.relative_to(package)}" in names for f in files)
+
+
+def test_the_sdist_holds_what_makes_the_man_pages(built: Path) -> None:
+    """A wheel built from the sdist (as ``python -m build`` does) runs the same hook."""
+    with tarfile.open(next(built.glob("rqcli-*.tar.gz"))) as sdist:
+        members = {m.split("/", 1)[1] for m in sdist.getnames() if "/" in m}
+    assert {"scripts/hatch_build.py", "scripts/gen_man.py", "scripts/manual.py"} <= members
+    assert not any(m.startswith("man/") for m in members)  # (no stale copy)
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The man pages, written by the generator as the build hook runs it."""
+    out = tmp_path_factory.mktemp("man")
+    gen_man.write(out)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +136,8 @@ def render(man: str, page: Path) -> str:
     return done.stdout
 
 
-def test_man_renders_rq_cli_1(man: str) -> None:
-    text = render(man, MAN / "rq-cli.1")
+def test_man_renders_rq_cli_1(man: str, pages: Path) -> None:
+    text = render(man, pages / "rq-cli.1")
     flat = " ".join(text.split())
     for heading in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "EXIT STATUS",
                     "SEE ALSO"):
@@ -111,9 +149,9 @@ def test_man_renders_rq_cli_1(man: str) -> None:
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "rq-cli"])
-def test_man_renders_each_command(man: str, name: str) -> None:
+def test_man_renders_each_command(man: str, pages: Path, name: str) -> None:
     page = PAGES[NAMES.index(name)]
-    flat = " ".join(render(man, MAN / ("-".join(name.split()) + ".1")).split())
+    flat = " ".join(render(man, pages / page_file(name)).split())
     assert f"SYNOPSIS {page.usage}" in flat
     for option, _ in page.options:
         assert option in flat, option

@@ -189,11 +189,6 @@ def test_the_schemas_enums_are_the_words_of_codes_py() -> None:
     assert push == [f for f in codes.PUSH_FLAGS if f != "added"]
 
 
-def test_the_wheel_ships_the_schemas() -> None:
-    text = (ROOT / "pyproject.toml").read_text()
-    assert '"rq_cli/schemas/*.schema.json"' in text
-
-
 # -- the commands' output ----------------------------------------------------------------------
 
 

@@ -201,6 +201,44 @@ def test_each_loader_of_the_command_table_is_one_plain_import():
         assert isinstance(node.body[1], ast.Return) and len(node.body) == 2, command.name
 
 
+def command_homes(table_source: str) -> dict[str, set[str]]:
+    """Module -> the commands it holds, from the command table's loaders (``load_<name>``
+    imports the command from its module)."""
+    homes: dict[str, set[str]] = {}
+    for node in ast.parse(table_source).body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("load_"):
+            first = node.body[0]
+            if isinstance(first, ast.ImportFrom) and first.module:
+                homes.setdefault(first.module, set()).add(node.name.removeprefix("load_"))
+    return homes
+
+
+def misnamed_homes(homes: dict[str, set[str]]) -> list[str]:
+    """Command modules whose name does not say what is inside: one holding one command is
+    named after it (``<command>.py``, or ``<command>_cmd.py`` for a group), and a module
+    named after a command holds that command alone (a family of commands, such as
+    leasing.py's lease, complete, fail and extend, is named after the family)."""
+    every = set().union(*homes.values())
+    bad = []
+    for module, names in sorted(homes.items()):
+        name = module.removesuffix("_cmd")
+        alone = len(names) == 1
+        if (alone and name not in names) or (not alone and name in every):
+            bad.append(module)
+    return bad
+
+
+def test_each_command_module_is_named_after_its_command():
+    homes = command_homes(MODULES[COMMAND_TABLE].read_text())
+    assert {c.name.replace("-", "_") for c in COMMANDS} == set().union(*homes.values())
+    assert misnamed_homes(homes) == []
+    # the check sees a command in a module of another name, and a second command lodging
+    # in a module named after the first
+    assert misnamed_homes({"errgroups": {"errors"}, "work": {"work", "cancel"},
+                           "leasing": {"lease", "fail"}, "server_cmd": {"server"}}) == \
+        ["errgroups", "work"]
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.name for c in COMMANDS])
 def test_every_command_of_the_table_is_importable(command):
     import typer

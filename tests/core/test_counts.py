@@ -15,8 +15,20 @@ from rq_cli.core.codes import COUNTERS, STATES, Counter
 from rq_cli.core.reports import Stats
 from rq_cli.output.metrics import COUNTER_HELP, MEASURES, metric_names
 from rq_cli.output.shapes import schema
+from rq_cli.settings.rules import CHECK_RULES
 
 PACKAGE = Path(counts.__file__).parents[1]
+
+
+def stats_options() -> set[str]:
+    """The options of ``rq-cli stats``, as typed."""
+    import typer
+
+    from rq_cli.cli.inspect import stats
+
+    app = typer.Typer()
+    app.command()(stats)
+    return {o for p in typer.main.get_command(app).params for o in getattr(p, "opts", ())}
 NAMES = frozenset(c.name for c in counts.COUNTS)
 
 
@@ -46,6 +58,8 @@ def test_each_count_is_declared_completely(count: counts.Count) -> None:
     assert (count.name in {c.key for c in DASHBOARD_COLUMNS}) == (count.watch is not None)
     assert (count.short in {s.value for s in StatsSort}) == count.sort
     assert (count.short in MEASURES) == (count.threshold is not None)
+    assert (f"max_{count.short}" in CHECK_RULES) == (count.threshold is not None)
+    assert (f"--max-{count.short}" in stats_options()) == (count.threshold is not None)
     if count.metric is not None:
         assert count.metric[0] in metric_names()
 

@@ -26,13 +26,23 @@ def test_session_server_answers(server: ServerProcess, r: redis.Redis) -> None:
     assert server.version.version_tuple >= (6, 2)  # the floor (Redis 6.2, or Valkey)
 
 
-def test_flushed_between_tests_part_one(r: redis.Redis) -> None:
+def test_each_test_gets_a_flushed_database(server: ServerProcess, r: redis.Redis) -> None:
+    """What a test leaves behind, in any database, is gone for the next: the ``r`` fixture
+    is :meth:`ServerProcess.flushed_client`, made here again after leftovers were written
+    (in this one test: parallel runs put two tests on one server in no known order)."""
     assert r.dbsize() == 0
-    r.set(b"leftover", b"1")
-
-
-def test_flushed_between_tests_part_two(r: redis.Redis) -> None:
-    assert r.dbsize() == 0
+    other = server.client(db=1)
+    try:
+        r.set(b"leftover", b"1")
+        other.set(b"leftover", b"1")
+        next_test = server.flushed_client()
+        try:
+            assert next_test.dbsize() == 0 and other.dbsize() == 0
+            assert next_test.connection_pool.connection_kwargs["db"] == 0
+        finally:
+            next_test.close()
+    finally:
+        other.close()
 
 
 def test_defaults_no_rdb_no_aof(r: redis.Redis, server: ServerProcess) -> None:
