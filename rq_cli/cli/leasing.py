@@ -60,7 +60,8 @@ def lease(
         help="Lease up to N items (returns as soon as it has at least one).")] = 1,
     wait: Annotated[float, typer.Option(
         "--wait", min=0, metavar="SECONDS",
-        help="Wait up to this long for an item (0: do not wait).")] = 0.0,
+        help="Wait up to this long for an item (0: do not wait); held back by the queue's "
+             "limits, exactly until they allow one (else exit 75).")] = 0.0,
     order: Annotated[Order, typer.Option(
         "--order", help="With several queues: strict (the first non-empty queue in the order "
                         "given) or fair (a random order each time).")] = Order.strict,
