@@ -4,7 +4,7 @@
     python -m bench --quick         # small sizes, 2 repetitions: a smoke run (~1-2 min)
     python -m bench --case push     # one case (repeatable); the cases:
                                     # startup stats clean lease push deep profile scale
-                                    # server-cpu filter work fair wake dash
+                                    # server-cpu filter work fair wake dash limits
 
 It starts its own server (Redis 7 from /usr/bin by default; ``--server valkey`` or a path),
 pins the server to one core and itself (and every client it starts) to the other, runs each

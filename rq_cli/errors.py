@@ -27,7 +27,8 @@ class ExitCode(enum.IntEnum):
     UNCONFIRMED = 8  # a write made, not confirmed by the replicas (wait_replicas) in time
     DATA = 65  # bad input (EX_DATAERR): invalid JSON, bad id, ...
     UNAVAILABLE = 69  # server unreachable or refusing (EX_UNAVAILABLE): auth, wrong key type
-    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): work --name in use; wait --timeout ran out
+    TEMPFAIL = 75  # try again later (EX_TEMPFAIL): the queue's limits, work --name in use;
+    # wait --timeout ran out
     CONFIG = 78  # config file error (EX_CONFIG)
     BROKEN_PIPE = 141  # stdout was closed early (``| head``): silent, like any Unix tool
     INTERRUPTED = 130  # Ctrl-C
@@ -127,6 +128,8 @@ class BatchFailed(ThresholdBreached):
 
 class TimedOut(RqError):
     """``wait --timeout``: the batch was not done in time."""
+class HeldBack(RqError):
+    """``lease``: the queue's limits (its rate, its in-flight cap) leased nothing now."""
 
     exit_code = ExitCode.TEMPFAIL
 

@@ -11,6 +11,7 @@ from . import (
     deep,
     fair,
     lease,
+    limits,
     memory,
     profile,
     push,
@@ -41,6 +42,7 @@ CASES: dict[str, Callable[[Ctx], CaseResult]] = {
     "dash": dash.run,  # issue 21: the console opening a queue of 1M dead items
     "shards": shards.run,  # issue 30: one sharded queue over a local Cluster of P primaries
     "memory": memory.run,  # issue 42: server memory per pending item, rq-cli vs the peer's layout
+    "limits": limits.run,  # issue 40: the server's CPU per item of a queue with limits
 }
 #: Cases that run the rq-cli command (the others use the library).
 NEEDS_CLI = ("startup", "stats", "push", "profile", "work")

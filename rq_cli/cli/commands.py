@@ -144,6 +144,12 @@ def load_dedup() -> Any:
     return dedup
 
 
+def load_limit() -> Any:
+    from .limit import limit
+
+    return limit
+
+
 def load_pause() -> Any:
     from .maintain import pause
 
@@ -218,6 +224,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("requeue-dead", load_requeue_dead),
     Command("purge", load_purge),
     Command("dedup", load_dedup),
+    Command("limit", load_limit),
     Command("pause", load_pause),
     Command("resume", load_resume),
     Command("work", load_work),

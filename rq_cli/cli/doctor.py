@@ -119,7 +119,10 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
         for name, prefix in server.queues:
             client = health.node_of(server.client, prefix)
             checks.append(("", name, presence(server, name, prefix)))
-            checks.append(("", name, health.generations(_places(server, prefix))))
+            places = _places(server, prefix)
+            checks.append(("", name, health.generations(places)))
+            if (limited := health.limits(places)) is not None:
+                checks.append(("", name, limited))
             sharded = name in st.config.queues and st.spec(name).shards is not None
             checks += [("", name, c) for c in queue_checks(client, prefix, sharded=sharded)]
             checks.append(("", name, durability(client, server.options[name])))

@@ -15,7 +15,7 @@ import typer
 from ..core.fields import LEASE, carried
 from ..core.limits import MAX_COUNT
 from ..core.types import ItemOutcome, ItemRef
-from ..errors import BadInputError, NothingToDo, UsageError
+from ..errors import BadInputError, HeldBack, NothingToDo, UsageError
 from ..output.render import Column
 from ..output.shapes import lease_row
 from . import reading
@@ -60,7 +60,8 @@ def lease(
         help="Lease up to N items (returns as soon as it has at least one).")] = 1,
     wait: Annotated[float, typer.Option(
         "--wait", min=0, metavar="SECONDS",
-        help="Wait up to this long for an item (0: do not wait).")] = 0.0,
+        help="Wait up to this long for an item (0: do not wait); held back by the queue's "
+             "limits, exactly until they allow one (else exit 75).")] = 0.0,
     order: Annotated[Order, typer.Option(
         "--order", help="With several queues: strict (the first non-empty queue in the order "
                         "given) or fair (a random order each time).")] = Order.strict,
@@ -88,6 +89,7 @@ def lease(
                       if i.queue not in names and getattr(wq, "owner", lambda _: None)(i.queue)})
     if not items:
         _refuse_sharded_prefix(st, wqs, queues)
+        _held_back(wqs, queues)
         paused = [name for wq, name in zip(wqs, queues, strict=True) if wq.is_paused()]
         if len(paused) == len(queues):
             raise NothingToDo(f"{', '.join(paused)} {'is' if len(paused) == 1 else 'are'} "
@@ -117,6 +119,25 @@ def _refuse_sharded_prefix(st: State, wqs: "list[WorkQueue]", names: list[str]) 
         note = sharded_note(st, name, wq)
         if note is not None:
             raise UsageError(f"nothing to lease from {name}: {note}")
+
+
+def _held_back(wqs: "list[WorkQueue]", names: list[str]) -> None:
+    """Nothing was leased: exit 75 (try again later) where the queues' limits held the lease
+    back, saying when the next lease can succeed (the manual's "Limits")."""
+    from ..output.render import human_time
+
+    held: list[tuple[str, tuple[str, float]]] = [
+        (name, h) for wq, name in zip(wqs, names, strict=True)
+        if (h := getattr(wq, "held_back", None)) is not None]
+    if not held:
+        return
+    parts = []
+    for name, (by, at) in held:
+        parts.append(f"{name}: its rate is spent, the next lease can succeed at "
+                     f"{human_time(at)}" if by == "rate" else
+                     f"{name}: its in-flight cap is reached, a place frees when a lease ends "
+                     f"(at the latest {human_time(at)})")
+    raise HeldBack(f"the queue's limits held the lease back ({'; '.join(parts)})")
 
 
 def _delayed(wqs: "list[WorkQueue]", names: list[str]) -> str:

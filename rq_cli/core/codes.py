@@ -94,6 +94,7 @@ class Counter(Word):
     EXPIRED = "expired"
     REQUEUED = "requeued"
     CLEANED = "cleaned"
+    LIMITED = "limited"
 
 
 #: An item's outcome -> the one-letter code a script replies with for it. (Two outcomes
@@ -154,10 +155,14 @@ def outcomes(script: str) -> dict[str, Outcome]:
 
 #: lease.lua's reply field "status" (``LEASE_<NAME>`` in Lua): items may have been leased,
 #: the queue is paused, or nothing was there on a fair queue (a client that waits blocks on
-#: P:wake then, not on P:queue).
-LEASE_STATUS: dict[str, int] = {"ok": 0, "paused": 1, "fair": 2}
+#: P:wake then, not on P:queue); or the queue's limits held the lease back (docs/DESIGN.md
+#: section 9): its rate is spent ("limited": nothing can succeed before next_due_ms) or its
+#: in-flight cap is reached ("capped": a client waits on P:freed, at most until next_due_ms,
+#: the earliest lease deadline).
+LEASE_STATUS: dict[str, int] = {"ok": 0, "paused": 1, "fair": 2, "limited": 3, "capped": 4}
 LEASE_OK, LEASE_PAUSED, LEASE_FAIR = LEASE_STATUS["ok"], LEASE_STATUS["paused"], \
     LEASE_STATUS["fair"]
+LEASE_LIMITED, LEASE_CAPPED = LEASE_STATUS["limited"], LEASE_STATUS["capped"]
 
 
 #: The vocabulary as Lua constants: ``S_PENDING = 'pending'``, ``R_EXPIRED = 'expired'``,

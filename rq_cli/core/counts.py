@@ -103,6 +103,9 @@ COUNTS: tuple[Count, ...] = (
                   "unknown).")),
     Count("paused", FLAG, "Whether the queue is paused.", "paused", drop=2,
           metric=("rq_cli_paused", "1 while the queue is paused.")),
+    Count("limits", FLAG, "Whether the queue has fleet-wide limits (rq-cli limit shows them).",
+          "limits", drop=3, metric=("rq_cli_limits", "1 while the queue has fleet-wide limits "
+                                                     "(a rate or an in-flight cap).")),
     Count("tenants", NUMBER, "Fair queues: tenants with work (the default tenant not "
           "counted).", "tenants", drop=2, in_shards=False),
 )
@@ -142,6 +145,8 @@ RUNNING: tuple[Running, ...] = (
     Running(Counter.EXPIRED, "Items dead-lettered because they expired before being leased."),
     Running(Counter.REQUEUED, "Dead items put back in line by requeue-dead."),
     Running(Counter.CLEANED, "Abandoned or stray items put back in line by clean."),
+    Running(Counter.LIMITED, "Leases the queue's limits held back (its rate spent, or its "
+                             "in-flight cap reached): each leased nothing."),
 )
 
 #: the counters ``stats --watch`` shows as rates per second

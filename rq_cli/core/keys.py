@@ -111,6 +111,12 @@ FIXED_KEYS: tuple[FixedKey, ...] = (
     # batches: name -> when it was made (ms), for the consoles' list (the oldest entry whose
     # record is gone is dropped as each batch is made)
     FixedKey("batches", "zset", "other", rare=True),
+    # fleet-wide limits (docs/DESIGN.md section 9): the queue's rate and in-flight cap, with
+    # the rate's state (LIMIT_FIELDS), read by lease.lua; and wake-up tokens for clients held
+    # back by the cap, one per lease freed by complete while a cap is set (at most
+    # WAKE_TOKENS, expiring WAKE_TTL_MS after the last): they block on it (BLPOP)
+    FixedKey("limits", "hash", "other", rare=True),
+    FixedKey("freed", "list", "other", rare=True),
 )
 #: A tenant's sub-queue is ``P:<TENANT_QUEUE>:<tenant>`` (a LIST, like P:queue).
 TENANT_QUEUE = "tenant"
@@ -123,6 +129,21 @@ DEDUP_WINDOW_FIELD = "dedup_window_ms"
 #: the items in the tenants' sub-queues (pending items, so named after the state).
 FAIR_TURN_FIELD = "turn"
 FAIR_PENDING_FIELD = ItemState.PENDING.value
+#: The fields of ``P:limits`` (``F_<NAME>`` in Lua): the rate as the user wrote it
+#: (``20/s``), its emission interval in microseconds (GCRA's T), the burst (items admitted at
+#: once after a quiet spell), the in-flight cap, the rate's theoretical arrival time (µs), and
+#: "1" once a tenant has a rate of its own (so one HMGET tells whether the queue has limits).
+LIMIT_FIELDS = ("rate", "interval_us", "burst", "max_in_flight", "tat_us", "tenants")
+#: A tenant's own rate on a fair queue: the same fields (rate, interval_us, burst, tat_us),
+#: each ``<TENANT_LIMIT><tenant>:<field>`` in ``P:limits`` (:func:`tenant_limit_field`).
+TENANT_LIMIT = "tenant:"
+
+
+def tenant_limit_field(tenant: str, field: str) -> str:
+    """The field of ``P:limits`` holding ``tenant``'s own ``field`` (a LIMIT_FIELDS name)."""
+    return f"{TENANT_LIMIT}{tenant}:{field}"
+
+
 #: The families of keys ``P:<family>:<id>`` that each item has: its data (peer-compatible),
 #: the two generations' lease keys (v0.3 and v0.1, peer-compatible) and a dead item's data.
 ITEM = "item"
@@ -353,6 +374,17 @@ class Keys(NamedTuple):
         session (16 hex digits, no ``:``), so no session can spell another key's name."""
         digest = hashlib.blake2b(session.encode(), digest_size=8).hexdigest()
         return f"{self.prefix}:{CONTROL}:{digest}"
+
+    # -- fleet-wide limits -------------------------------------------------------------
+    @property
+    def limits(self) -> str:
+        """hash: the queue's limits (LIMIT_FIELDS), read by every rq-cli lease."""
+        return f"{self.prefix}:limits"
+
+    @property
+    def freed(self) -> str:
+        """LIST of wake-up tokens for clients held back by the in-flight cap (BLPOP)."""
+        return f"{self.prefix}:freed"
 
     # -- fair queues -------------------------------------------------------------------
     @property

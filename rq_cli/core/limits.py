@@ -17,6 +17,10 @@ MAX_ATTEMPTS = 1_000_000_000
 MAX_ID_BYTES = 4096
 #: Most items one lease call (or ``lease --count``) returns.
 MAX_COUNT = 10_000
+#: Fleet-wide limits (``rq-cli limit``): the largest burst of a rate (items at once), and the
+#: highest in-flight cap.
+MAX_BURST = MAX_COUNT
+MAX_IN_FLIGHT = MAX_ATTEMPTS
 
 #: Most items one ``push`` call writes per script call (``--batch-size``).
 MAX_PUSH_BATCH = 5000

@@ -18,8 +18,9 @@ from typing import Any, TypeVar, cast
 from ..errors import Unconfirmed, UsageError
 from .audit import note
 from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
-from .codes import LEASE_FAIR, LEASE_PAUSED, DeadReason, Outcome
+from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason, Outcome
 from .fields import LEASE, decoded
+from .limiting import Limiting, held_back, wait_held_back
 from .limits import (
     BATCH,
     BLOCK_CHUNK,
@@ -51,7 +52,7 @@ from .util import (
 T = TypeVar("T")
 
 
-class WorkQueue(Reads, Repairs):
+class WorkQueue(Reads, Repairs, Limiting):
     """One queue (a key prefix) on one server.
 
     ``client`` is a ``redis.Redis`` or ``redis.RedisCluster`` returning bytes;
@@ -133,6 +134,7 @@ class WorkQueue(Reads, Repairs):
                               **decoded(LEASE, r)) for r in rows]
             items.extend(got)
             if len(got) < want or len(items) >= count:
+                self.held_back = held_back(status, next_due) if not items else None
                 if unconfirmed is not None:  # (only the first call carries completes)
                     unconfirmed.ids = [ref.id for ref in complete_refs]
                     unconfirmed.result = (items, status, next_due, completions)
@@ -213,6 +215,8 @@ class WorkQueue(Reads, Repairs):
         if status == LEASE_PAUSED:
             time.sleep(min(seconds, 0.5))
             return False
+        if status in (LEASE_LIMITED, LEASE_CAPPED):  # (the queue's limits: limiting.py)
+            return wait_held_back(self.client, self.keys, status, due_in_ms, seconds)
         if due_in_ms >= 0:  # a delayed item becomes due: wake up for it (whatever our clock)
             seconds = min(seconds, max(due_in_ms / 1000, 0.01))
         seconds = max(round(seconds, 3), 0.01)
@@ -393,15 +397,17 @@ def lease_many(queues: Sequence[WorkQueue], count: int = 1, *, lease_seconds: fl
         ordered = list(queues)
         if order == "fair":
             _random().shuffle(ordered)
+        states = []  # (each queue's status and due time: a limited one waits as it says)
         for q in ordered:
-            items, _, _ = q.lease_try(count, lease_seconds=lease_seconds,
-                                      at_most_once=at_most_once)
+            items, status, due = q.lease_try(count, lease_seconds=lease_seconds,
+                                             at_most_once=at_most_once)
             if items:
                 return items
+            states.append((q, status, due))
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return []
         # no multi-key "block without taking": wait on each queue briefly in turn
         per_queue = max(min(remaining, 0.5) / len(ordered), 0.01)
-        for q in ordered:
-            q.wait_for_item(per_queue)
+        for q, status, due in states:
+            q.wait_for_item(per_queue, status, due)

@@ -68,6 +68,8 @@ class Stats:
     counters: dict[str, int]
     #: fair queues: tenants with work (the default tenant not counted)
     tenants: int = 0
+    #: the queue has fleet-wide limits (``rq-cli limit``: a rate or an in-flight cap)
+    limits: bool = False
     #: with ``by_tenant``: pending items per tenant ("" is the default tenant, P:queue)
     by_tenant: dict[str, int] | None = None
     #: "v0.1" or "v0.3": a queue whose layout writes one generation's keys shows the other's

@@ -13,6 +13,7 @@ from .keys import DEDUP_WINDOW_FIELD, fronts_key, glob_escape, has_hash_tag, sha
 from .limits import BATCH, SHARD_SETTLE
 from .queue import WorkQueue
 from .shardcopies import write_copies
+from .shardlimits import check_cap, respread, totals
 from .shardmeta import (
     Draining,
     ShardMeta,
@@ -62,6 +63,9 @@ def reshard(client: Any, base: str, count: int, *, dry_run: bool = False,
             raise UsageError(f"no queue at prefix {base!r} on the server (nothing sharded, "
                              f"nothing stored): add --create to make it a queue of {count} "
                              f"shards")
+        # (a cap smaller than the new count: refused before anything is written)
+        check_cap(totals([WorkQueue(client, p) for p in meta.live or [base]]).max_in_flight,
+                  count, base)
         return _resized(client, base, count, meta, plan, unsharded, before)
 
     update(client, base, change, replace=replace, written=_copies(client, base))
@@ -69,6 +73,8 @@ def reshard(client: Any, base: str, count: int, *, dry_run: bool = False,
         retire(client, plan.draining)
         _carry_window(client, before, plan.live)
         note("reshard", count)  # (the audit trail, if open: the shards the queue now has)
+        respread([WorkQueue(client, p) for p in before],
+                 [WorkQueue(client, p) for p in plan.live], base)
     plan.placement = placement(client, plan.live)
     return plan
 

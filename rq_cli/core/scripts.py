@@ -44,9 +44,12 @@ from .keys import (
     HISTORY_FIELDS,
     ITEM,
     ITEM_KEY_HELPERS,
+    LIMIT_FIELDS,
     OLD_SERVER_CHECK,
+    TENANT_LIMIT,
     TENANT_QUEUE,
 )
+from .libfold import fold, folded_refs
 from .limits import (
     DEDUP_PRUNE,
     EXPIRED_BATCH,
@@ -145,6 +148,9 @@ def _generated_blocks() -> list[tuple[str, str]]:
             ("F_DEDUP_WINDOW", f"local F_DEDUP_WINDOW = '{DEDUP_WINDOW_FIELD}'"),
             ("F_FAIR_TURN", f"local F_FAIR_TURN = '{FAIR_TURN_FIELD}'"),
             ("F_FAIR_PENDING", f"local F_FAIR_PENDING = '{FAIR_PENDING_FIELD}'"),
+            # the fields of P:limits (keys.LIMIT_FIELDS)
+            *((f"F_{f.upper()}", f"local F_{f.upper()} = '{f}'") for f in LIMIT_FIELDS),
+            ("F_TENANT_LIMIT", f"local F_TENANT_LIMIT = '{TENANT_LIMIT}'"),
             # P:item: (push writes many item keys at once)
             ("ITEM_KEY_PREFIX", f"local ITEM_KEY_PREFIX = PREFIX .. ':{ITEM}:'"),
             # the fixed key `name` (keys.FIXED_KEYS), and item id's data key, of the queue with
@@ -200,26 +206,44 @@ def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
     return out
 
 
-def _type_check(keys: Sequence[str]) -> str:
-    """``QUIET`` and ``wrong_type()`` for the fixed keys a script uses (``K_<NAME>``).
+def _type_check(keys: Sequence[str], limited: bool = False) -> tuple[str, str]:
+    """``QUIET`` and ``wrong_type()`` for the fixed keys a script uses (``K_<NAME>``): their
+    declarations, and the function (in a script that reads the limits, placed after the
+    definitions it calls).
 
     wrong_type() returns an error reply naming the first of them that holds another type,
     or nil. A rare key (keys.FixedKey.rare) is absent from a busy queue: one EXISTS over the
     rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
-    its reads of them)."""
+    its reads of them). A script that names ``LIMITED`` (``limited``) gets the queue's limits
+    there (``limits_read()``: a table, or false), read only when a rare key exists: P:limits
+    alone does not make it un-QUIET, and its HMGET, before any write, stops a script whose
+    P:limits has another type; so a quiet queue without limits pays nothing (one more key
+    in its EXISTS), one with other rare keys one HMGET, and a limited one for its limits
+    only. (Naming P:limits in the EXISTS more times than there are other rare keys would
+    tell both from its count, but a call's arguments cost more than that HMGET saves.)
+    ``P:freed`` (:data:`_UNCHECKED`) is neither counted nor checked: no script reads it, and
+    it is written with ``pcall`` (lua/_limits.lua)."""
     by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
+    keys = [n for n in keys if n not in _UNCHECKED]
 
     def flat(rare: bool) -> str:
         return ", ".join(f"{n}, '{by_name[n].type}'" for n in keys if by_name[n].rare == rare)
 
     rare = ", ".join(n for n in keys if by_name[n].rare)
     quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
-    return f"""-- True when none of this script's rare keys exists (set by wrong_type()).
-local QUIET = false
--- The keys wrong_type() found absent, when not QUIET (batch_move: no P:item_batch).
-local ABSENT = {{}}
--- Writing scripts call this first: a script stopped by WRONGTYPE half-way would leave its
--- earlier writes behind. Returns an error reply naming the first key of the wrong type.
+    decls = ("-- True when none of this script's rare keys exists (set by wrong_type()).\n"
+             "local QUIET = false\n"
+             "-- The keys wrong_type() found absent, when not QUIET (batch_move: no "
+             "P:item_batch).\nlocal ABSENT = {}")
+    if limited:  # (K_LIMITS is rare: FIXED_KEYS)
+        decls += ("\n-- The queue's limits (limits_read(): P:limits exists), else false (set "
+                  "by wrong_type()).\nlocal LIMITED = false")
+        quiet = (f"false\n  local rare = redis.call('EXISTS', {rare})\n"
+                 "  LIMITED = rare > 0 and limits_read()\n"
+                 "  QUIET = rare == (LIMITED and 1 or 0)")
+    return decls, f"""-- Writing scripts call this first (one stopped by WRONGTYPE half-way
+-- would leave its earlier writes behind): an error reply naming the first key of the
+-- wrong type, or nil.
 local function wrong_type()
   QUIET = {quiet}
   local checks = {{{flat(False)}}}
@@ -237,6 +261,15 @@ local function wrong_type()
   end
   return nil
 end"""
+
+
+#: Fixed keys no type check counts or checks (:func:`_type_check`).
+_UNCHECKED = ("K_FREED",)
+
+
+def _with_limits(wanted: set[str], head: Sequence[tuple[str, str]]) -> set[str]:
+    """``wanted``, with what the type check of a script naming ``LIMITED`` calls."""
+    return wanted | _uses("", head, {"limits_read"}) if "LIMITED" in wanted else wanted
 
 
 class _Block(NamedTuple):
@@ -257,6 +290,7 @@ def _common() -> tuple[_Block, ...]:
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
         blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read()
                          + "\n" + _read("_history.lua") + "\n" + _read("_batch.lua"))
+    blocks += _blocks(_read("_limits.lua"))  # (fleet-wide limits: docs/DESIGN.md section 9)
     blocks = _dependency_order([*_blocks(_read("_ages.lua")), *blocks])  # (_ages.lua first)
     lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
     return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
@@ -266,6 +300,8 @@ def _common() -> tuple[_Block, ...]:
 def _read(name: str) -> str:
     with open(os.path.join(LUA_DIR, name)) as f:
         return f.read()
+
+
 def _dependency_order(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """``blocks`` in their order, except that each comes after those it names (a Lua
     ``local`` is seen only by what follows it: _common.lua's helpers call _batch.lua's
@@ -295,7 +331,7 @@ def declared_uses(name: str, body: str) -> set[str]:
     script that names a helper it did not declare, or declares one it no longer names,
     fails to build (tests/test_contract.py builds every script)."""
     declared = {n for line in _USES.findall(body) for n in line.replace(",", " ").split()}
-    known = {b.name for b in _common()} | {"wrong_type", "QUIET", "ABSENT"}
+    known = {b.name for b in _common()} | {"wrong_type", "QUIET", "ABSENT", "LIMITED"}
     named = _names(body) & known
     if declared != named:
         raise ValueError(
@@ -330,7 +366,7 @@ def source(name: str) -> str:
     with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
         body = f.read()
     head = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks()]
-    wanted = _uses(body, head, declared_uses(name, body))
+    wanted = _with_limits(_uses(body, head, declared_uses(name, body)), head)
     keys = _fixed_keys(wanted)
     lazy = [b for b in common if b.name in wanted and b.lazy]
     parts = [DRAGONFLY_FLAGS,  # the first line, for Dragonfly (keys.DRAGONFLY_FLAGS)
@@ -338,8 +374,10 @@ def source(name: str) -> str:
              f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua",
              OLD_SERVER_CHECK]  # before any command: a server older than Redis 6 is refused
     parts += [text for n, text in head if n in wanted]
-    if "wrong_type" in wanted or "QUIET" in wanted or "ABSENT" in wanted:
-        parts.append(_type_check(keys))
+    checked = bool(wanted & {"wrong_type", "QUIET", "ABSENT", "LIMITED"})
+    decls, check = _type_check(keys, "LIMITED" in wanted)
+    if checked:  # (wrong_type() after the definitions: it may call limits_read())
+        parts.append(decls)
     if lazy:
         parts.append("-- the --@lazy definitions, made on first use\nlocal L = {}")
     parts += [b.text for b in common if b.name in wanted and not b.lazy]
@@ -347,6 +385,8 @@ def source(name: str) -> str:
         parts.append("setmetatable(L, {__index = function(t, k)\n  setmetatable(t, nil)")
         parts += [b.text for b in lazy]
         parts.append("  return rawget(t, k)\nend})")
+    if checked:
+        parts.append(_lazy_refs(check, frozenset(b.name for b in common if b.lazy)))
     parts.append(_lazy_refs(body, frozenset(b.name for b in common if b.lazy)))
     return "\n".join(parts) + "\n"
 
@@ -412,7 +452,7 @@ def library() -> Library:
              "local function begin(keys, args)",
              "  KEYS, ARGV = keys, args",
              "  K_QUEUE = keys[1]",
-             "  QUIET = false",
+             "  QUIET, LIMITED = false, false",
              "  ABSENT = {}",
              "  if args[1] ~= PREFIX then",
              "    PREFIX = args[1]",
@@ -420,24 +460,26 @@ def library() -> Library:
              "  end",
              *("  " + line for t in per_call.values() for line in _code_lines(t)),
              "end"]
-    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", "ABSENT", *per_prefix,
-                *per_call]
+    declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", "ABSENT", "LIMITED",
+                *per_prefix, *per_call]
     # (the functions declared first, then defined: helpers that call each other in a cycle,
     # as batch_move -> batch_settle -> batch_release -> dead_letter -> batch_move, each see
     # the others, which the --@lazy table gives source()'s scripts)
+    folded, constants, folded_names = fold(constants)
     body_parts = [f"local {', '.join(declared)}", f"local {', '.join(functions)}", *constants,
                   "\n".join(begin), *functions.values()]
     runs: list[str] = []
     for name in HOT:
         with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
             body = f.read()
-        # (as in source(), less its "local QUIET": here QUIET is shared, and begin resets it)
-        check = _type_check(_fixed_keys(_uses(body, head, declared_uses(name, body))))
-        check = check.replace("local QUIET = false\n", "").replace("local ABSENT = {}\n", "")
+        # (as in source(), less its declarations: here QUIET and LIMITED are shared, and
+        # begin resets them)
+        wanted = _with_limits(_uses(body, head, declared_uses(name, body)), head)
+        _, check = _type_check(_fixed_keys(wanted), "LIMITED" in wanted)
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")
-    code = "\n".join([*body_parts, *runs]) + "\n"
+    code = folded + folded_refs("\n".join([*body_parts, *runs]) + "\n", folded_names)
     digest = hashlib.sha1(code.encode()).hexdigest()[:16]
     lib = f"{FUNCTION_PREFIX}{digest}"
     names = {name: f"{lib}_{name}" for name in HOT}
@@ -464,7 +506,7 @@ def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set
     ones it ``declared`` (--@uses), and what those name in turn."""
     deps = {n: _names(t) for n, t in head}
     deps.update((b.name, set(b.names)) for b in _common())
-    known = set(deps) | {"wrong_type", "QUIET", "ABSENT"}
+    known = set(deps) | {"wrong_type", "QUIET", "ABSENT", "LIMITED"}
     wanted: set[str] = set()
     todo = [*(_names(body) & {n for n, _ in head}), *declared]
     while todo:

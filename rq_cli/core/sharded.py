@@ -224,6 +224,13 @@ class ShardedQueue(ShardPush, EveryShard):
         items, self._states = self._lease_pass(count, lease_seconds, at_most_once, now_ms)
         return items, 0, -1
 
+    @property
+    def held_back(self) -> tuple[str, float] | None:
+        """What held the last lease back on the shards that were held back, the soonest (of
+        the shards this object has used: no read of the record)."""
+        held = [h for q in list(self._queues.values()) if (h := q.held_back)]
+        return min(held, key=lambda h: h[1]) if held else None
+
     def wait_for_item(self, seconds: float, status: int = 0, due_in_ms: int = -1) -> bool:
         """Block up to ``seconds`` on every shard seen by the last :meth:`lease_try`."""
         self._waiter.wait(self._states, self._mark, seconds)

@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ParameterError
+from . import shardlimits
 from .codes import ItemState
+from .limiting import QueueLimits, Rate
 from .limits import BATCH
 from .shardmeta import ShardMeta
 from .shardwait import shard_down
@@ -161,6 +164,26 @@ class EveryShard:
 
     def exists(self) -> bool:
         return any(q.exists() for q in self.shards)
+
+    # -- fleet-wide limits: a share per live shard (shardlimits.py) -------------------
+    def set_limits(self, *, rate: Rate | None = None, burst: int | None = None,
+                   max_in_flight: int | None = None, tenant: str | None = None,
+                   ) -> QueueLimits:
+        if burst is not None and rate is None:
+            raise ParameterError("burst", "goes with a rate (the burst of that rate)")
+        shardlimits.spread(self.live, self.prefix, rate=rate, burst=burst,
+                           max_in_flight=max_in_flight, tenant=tenant)
+        return self.limits(tenant)
+
+    def clear_limits(self, tenant: str | None = None) -> QueueLimits:
+        for q in self.shards:
+            q.clear_limits(tenant)
+        return self.limits(tenant)
+
+    def limits(self, tenant: str | None = None) -> QueueLimits:
+        live = self.live
+        return shardlimits.totals(live, [q for q in self.shards if q not in live], tenant)
+
 
     def set_dedup_window(self, seconds: float) -> int:
         return sum(q.set_dedup_window(seconds) for q in self.shards)

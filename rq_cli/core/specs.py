@@ -113,6 +113,9 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("item", ("id",), (), ("state",), _PEEKED),
     # a page of processing: the live leases stats' P:leases does not count (a peer's)
     ScriptSpec("peer_leases", ("offset", "count"), (), ("peer_leased", "looked")),
+    # fleet-wide limits (docs/DESIGN.md section 9): set, clear or show P:limits
+    ScriptSpec("limit", ("mode", "tenant", "rate", "interval_us", "burst", "max_in_flight"), (),
+               ("rate", "interval_us", "burst", "max_in_flight", "in_flight", "now_ms")),
     ScriptSpec("holders", ("offset", "count"), (), (),
                ("id", "session", "deadline_ms", "live")),
     ScriptSpec("purge_ids", ("state", "low", "high"), ("id",), (), ("id",)),

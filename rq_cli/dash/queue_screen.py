@@ -235,6 +235,8 @@ class QueueScreen(Marking, Acting, AskingWorkers, Screen[None]):
     def draw_status(self) -> None:
         c = self.counts
         paused = " · PAUSED" if c.get("paused") else ""
+        if c.get("limits"):  # (fleet-wide limits: rq-cli limit shows them)
+            paused += " · limits"
         ro = " · read-only" if self.read_only else ""
         self.query_one("#head", Label).update(Text(
             f"{self.target.name} · pending {c.get('pending', '-'):,} · processing "

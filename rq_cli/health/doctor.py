@@ -375,6 +375,34 @@ def _generations(client: Any, keys: Keys, sample: int) -> tuple[int, int, int, b
     return len(ids), v03, v01, bool(cleaning)
 
 
+# -- fleet-wide limits ---------------------------------------------------------------------------
+def limits(places: Sequence[tuple[Any, str]], sample: int = GENERATION_SAMPLE) -> Check | None:
+    """``limits``: the queue's fleet-wide limits (``rq-cli limit``), None when it has none; a
+    warn when peer clients lease from it (lease keys of one generation only, in the
+    ``sample`` newest and oldest ids of processing): they do not see the limits."""
+    try:
+        got = [client.hgetall(Keys(prefix).limits) for client, prefix in places]
+    except Exception as exc:  # (refused by the ACL: no row; a lost server: the caller's)
+        if is_connection_error(exc):
+            raise
+        return None
+    if not any(got):
+        return None
+    rate = next((g[b"rate"].decode() for g in got if b"rate" in g), None)
+    caps = [int(g[b"max_in_flight"]) for g in got if b"max_in_flight" in g]
+    said = ", ".join([*([f"rate {rate}"] if rate else []),
+                      *([f"at most {sum(caps)} in flight"] if caps else [])])
+    peers = sum(v03 + v01 for client, prefix in places
+                for _, v03, v01, _ in [_generations(client, Keys(prefix), sample)])
+    if peers:
+        return Check("limits", WARN, f"{said}; but {peers} lease(s) of peer clients in "
+                     "processing: a peer that leases directly neither obeys the limits nor "
+                     "counts in the cap", "lease this queue only through rq-cli (lease, "
+                     "work or the library): the manual's 'Limits'")
+    return Check("limits", OK, f"{said}, held by every rq-cli lease (peers that lease "
+                 "directly do not see them)")
+
+
 # -- the warning of stats -----------------------------------------------------------------------
 def risks(client: Any) -> list[str]:
     """What makes the server lose work, in a few words each (``stats`` warns on a terminal):

@@ -19,7 +19,7 @@ FILTER_FLAGS = {"--match": "match", "--error": "error", "--reason": "reasons",
 #: front ends call it by its flag, where they report the error (``ParameterError.worded``).
 FLAG_OF = {**{param: flag for flag, param in FILTER_FLAGS.items()},
            "limit": "--limit", "rate": "--rate", "tenant": "--tenant", "state": "--state",
-           "since": "--since"}
+           "since": "--since", "burst": "--burst", "max_in_flight": "--max-in-flight"}
 
 
 def make_filter(match: str | None = None, error: str | None = None,

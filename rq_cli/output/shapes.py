@@ -35,7 +35,7 @@ SCHEMAS: dict[str, str] = {
     "resume": "paused", "reshard": "reshard", "work": "work-log", "config path": "config-path",
     "config show": "config-show", "server status": "server-status",
     "server stop": "server-stop", "errors": "errors", "audit": "audit", "batch": "batch",
-    "wait": "batch", "results": "results",
+    "wait": "batch", "results": "results", "limit": "limit",
 }
 
 

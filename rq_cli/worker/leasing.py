@@ -73,6 +73,13 @@ class Leasing(Settling):
         self._note_shards()
         return len(items)
 
+    def _capped(self) -> bool:
+        """The last lease was held back by a queue's in-flight cap: a finished item's place
+        is given back at once (its complete wakes a waiting worker), not COMPLETE_WITHIN
+        later with the next lease."""
+        return any((getattr(wq, "held_back", None) or ("",))[0] == "max_in_flight"
+                   for wq in self.queues)
+
     def _take(self, items: list[LeasedItem], reclaimed: bool = False) -> None:
         by_prefix = {wq.prefix: wq for wq in self.queues}
         for item in items:

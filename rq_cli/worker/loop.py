@@ -51,8 +51,8 @@ class Worker(Beating):
             if self._leasing() and self._waiter is None and self._lease():
                 idle_since = time.monotonic()
                 self._start_ahead()
-            if self.finished and not self.outage.down and \
-                    time.monotonic() - self.finished_at >= COMPLETE_WITHIN:
+            if self.finished and not self.outage.down and (
+                    time.monotonic() - self.finished_at >= COMPLETE_WITHIN or self._capped()):
                 self._complete()  # no lease round trip took them along in time
             if self._poll_once(self._timeout()):
                 idle_since = time.monotonic()

@@ -110,3 +110,15 @@ def test_a_sharded_queue_keeps_one_trail(cli: Any, r: Any, tmp_path: Path) -> No
     assert [(row["action"], row["count"]) for row in rows] == [
         ("pause", 3), ("purge", 12), ("reshard", 3)]  # pause: each of the 3 shards
     assert r.llen("jobs:audit") == 3
+
+
+def test_limits_set_and_cleared_are_recorded_and_a_show_is_not(cli: Any, r: Any) -> None:
+    assert cli("push", "q", "{}").exit_code == 0
+    assert cli("limit", "q").exit_code == 0  # (shows: no entry)
+    assert not r.exists("q:audit")
+    assert cli("limit", "q", "--rate", "20/s").exit_code == 0
+    assert cli("limit", "q", "--clear").exit_code == 0
+    rows = cli("audit", "q").json
+    assert [(row["action"], row["count"]) for row in rows] == [("limits", 1), ("limits", 1)]
+    assert rows[0]["command"].endswith("limit q --clear")
+    assert rows[1]["command"].endswith("limit q --rate 20/s")

@@ -7,7 +7,7 @@ from cli_helpers import write_config
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 FIELDS = {"queue", "prefix", "pending", "processing", "leased", "abandoned", "delayed", "due",
-          "dead", "oldest_pending_age_s", "paused", "tenants", "counters"}
+          "dead", "oldest_pending_age_s", "paused", "limits", "tenants", "counters"}
 
 
 def test_stats_fields(cli):

@@ -267,6 +267,8 @@ def test_pause_resume_queues_dedup_and_config(cli: Any, checked: Checked, tmp_pa
     checked("dedup", cli("dedup", "q"))
     checked("dedup", cli("dedup", "q", "--clear", "d"))
     checked("pause", cli("pause", "q"))
+    checked("limit", cli("limit", "q", "--rate", "20/s", "--max-in-flight", "3"))
+    checked("limit", cli("limit", "q", "--clear"))
     checked("stats", cli("stats", "q"))
     checked("resume", cli("resume", "q"))
     checked("reshard", cli("reshard", "sharded", "2", "--dry-run", "--create"))

@@ -13,13 +13,13 @@ import redis
 from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
+from rq_cli.console.model import Browser
 from rq_cli.core.ages import V7_PATTERN, enqueued_ms, id_ms, new_ids
 from rq_cli.core.errgroups import group_errors
 from rq_cli.core.filtering import FilterReport, ItemFilter, scan
 from rq_cli.core.limits import PUSH_STAMP_SLACK_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.console.model import Browser
 
 pytestmark = pytest.mark.filterwarnings(  # redis-py deprecates SETEX, which the peer uses
     "ignore:Call to deprecated setex:DeprecationWarning")

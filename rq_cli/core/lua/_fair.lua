@@ -128,8 +128,9 @@ end
 -- Take up to n ids to lease, round-robin over the ring (RPOP from P:queue when there is no
 -- ring). Returns a list, or false when there is nothing. Each loop either takes at least one
 -- id or passes an empty default tenant, which is followed by a tenant with work: at most
--- 2n + 2 loops, whatever the number of tenants.
-local function take_ids(n)
+-- 2n + 2 loops, whatever the number of tenants. lim: the queue's limits (_limits.lua), or nil:
+-- a tenant whose own rate is spent passes its turn (within the same 2n + 2 loops).
+local function take_ids(n, lim)
   -- (QUIET: no rare key exists, the ring included: no EXISTS needed)
   if QUIET or redis.call('EXISTS', K_TENANTS) == 0 then return redis.call('RPOP', K_QUEUE, n) end
   local ids = {}
@@ -152,7 +153,10 @@ local function take_ids(n)
     end
     local line = tenant_key(head)
     local got = false
-    if used < weight then got = redis.call('RPOP', line, math.min(weight - used, n - #ids)) end
+    local allow = weight - used
+    if lim and allow > 0 and head ~= DEFAULT_TENANT then allow = lim:room(head, allow) end
+    if allow > 0 then got = redis.call('RPOP', line, math.min(allow, n - #ids)) end
+    if got and lim then lim:took(head, #got) end
     if got then
       for _, id in ipairs(got) do ids[#ids + 1] = id end
       used = used + #got

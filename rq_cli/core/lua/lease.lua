@@ -11,15 +11,19 @@
 -- Returns {status, deadline_ms, next_due_ms, completions, id1, data1, attempt1, then item 1's
 --   fields (fields.py: SPECS['lease'].rows), id2, ...}
 --   status: LEASE_OK (possibly no items), LEASE_PAUSED, LEASE_FAIR (no items, on a fair
---   queue: a waiting client blocks on K_WAKE). next_due_ms: earliest delayed item, or -1.
+--   queue: a waiting client blocks on K_WAKE), LEASE_LIMITED, LEASE_CAPPED (no items: the
+--   queue's rate is spent, or its in-flight cap reached: _limits.lua). next_due_ms: earliest
+--   delayed item, or -1; held back by the limits: when the next lease can succeed.
 --   completions: one character per item completed first, as complete.lua returns them.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW QUIET WRITE_V1 WRITE_V3 call_all complete_pairs count dead_letter drop_meta
 --@uses forget_suspects item_key lbs_key lease_key lease_fields mget_leases promote_due
 --@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type batch_move
+--@uses LIMITED limit_room limit_took limit_freed
 --@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
 record_history()  -- this minute's history bucket (lua/_history.lua)
+local lim = LIMITED -- (the queue's fleet-wide limits, or false: _limits.lua)
 local completions = complete_pairs(REST)
 -- (QUIET: none of the rare keys exists, so the queue is not paused, nothing is delayed, no
 -- item has an expiry and clean has no sightings: their reads are skipped)
@@ -33,6 +37,14 @@ local deadline = tostring(NOW + ms) -- (P:leases' score, as text: see px)
 local session = A_SESSION
 local max_attempts = tonumber(A_MAX_ATTEMPTS)
 local at_most_once = A_AT_MOST_ONCE == '1'
+if lim then -- (the limits may admit fewer, or none: the status says when to come back)
+  local room, status, at = limit_room(lim, want)
+  if room == 0 then
+    count(C_LIMITED, 1)
+    return {status, NOW + ms, at, completions}
+  end
+  want = room
+end
 if not QUIET then promote_due(LEASE_LOOKAHEAD) end
 local out = {LEASE_OK, NOW + ms, -1, completions}
 -- One item, on a queue with none of the rare keys (a worker's loop one item at a time): the
@@ -56,6 +68,7 @@ if QUIET and want == 1 and not at_most_once then
     count(C_LEASED, 1)
     out[5], out[6], out[7] = id, got[1], attempts + 1
     put_lease_fields_of(out, id)
+    if lim then limit_took(lim, 1) end
     return out
   end
   redis.call('RPUSH', K_QUEUE, id)
@@ -69,7 +82,7 @@ local done_at_once = {} -- (at most once) completed as taken: remembered by a de
 while taken < want and looked < limit do
   -- A batch: its reads in a few multi-key commands, its writes gathered for after the loop.
   -- (fair: round-robin over the tenants with work, _fair.lua; else RPOP P:queue)
-  local ids = take_ids(math.min(want - taken, limit - looked, 1000))
+  local ids = take_ids(math.min(want - taken, limit - looked, 1000), lim)
   if not ids then break end
   looked = looked + #ids
   local item_keys, v3_keys, v1_keys = {}, {}, {}
@@ -141,10 +154,18 @@ if #leased > 0 then
 end
 remember_completed(done_at_once)
 count(C_LEASED, taken)
+if lim then
+  limit_took(lim, taken)
+  limit_freed(lim, select(2, string.gsub(completions, O_COMPLETED, '')) - taken)
+end
 if taken == 0 and not QUIET then
   local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
   if first[2] then out[3] = tonumber(first[2]) end
   -- fair (the queue has had tenants): a waiting client blocks on K_WAKE, not P:queue
   if redis.call('EXISTS', K_FAIR) == 1 then out[1] = LEASE_FAIR end
+end
+if taken == 0 and lim and lim.next then -- (fair: only tenants whose own rate is spent)
+  out[1], out[3] = LEASE_LIMITED, lim.next
+  count(C_LIMITED, 1)
 end
 return out

@@ -3,7 +3,7 @@
 -- for the other generation's lease keys.
 -- Returns {now_ms, other_generation (1 = seen), peer_leased, looked, then the counts it reads
 --          in the order of counts.py (COUNTS, their reply fields: pending, processing, leased,
---          delayed, due, dead, oldest_ms (-1 = unknown), paused, tenants), then
+--          delayed, due, dead, oldest_ms (-1 = unknown), paused, limits, tenants), then
 --          counter1, value1, ...}
 -- other_generation: a queue whose layout writes one generation's keys (v0.3 or v0.1) shows
 -- the other's (P:cleaning or P:leased_by_session:<id> for v0.3, P:lease:<id> for v0.1): a
@@ -52,6 +52,7 @@ local out = {
   redis.call('ZCARD', K_DEAD),
   oldest,
   redis.call('EXISTS', K_PAUSED),
+  redis.call('EXISTS', K_LIMITS), -- fleet-wide limits (rq-cli limit)
   math.max(redis.call('LLEN', K_TENANTS) - 1, 0), -- fair: tenants with work
 }
 local counters = redis.call('HGETALL', K_COUNTERS)
