@@ -63,13 +63,17 @@ def _end_now() -> None:
     os._exit(130)
 
 
-def hold_until_command() -> None:
-    """Hold Ctrl-C and SIGTERM until :func:`release` (the entry point, first thing)."""
+def hold_until_command(early: list[int] | None = None) -> None:
+    """Hold Ctrl-C and SIGTERM until :func:`release` (the entry point, first thing);
+    ``early``: the signals the entry point noted while this module was imported (they count
+    as held)."""
     # signal's C half: `signal` itself imports enum (10-25 ms of start-up)
     import _signal  # type: ignore[import-not-found]
 
     for sig in (_signal.SIGINT, _signal.SIGTERM):
         _signal.signal(sig, _remember)
+    if early:  # (read once the handler above notes any later one)
+        _held[:0] = early
 
 
 def release() -> None:
