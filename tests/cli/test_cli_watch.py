@@ -195,22 +195,28 @@ def test_watch_rates_come_from_the_counters(server_url, r):
                              "--watch", "--interval", "0.5"], stdout=subprocess.PIPE,
                             env=rq_cli_env(), text=True)
     try:
-        first = json.loads(proc.stdout.readline())
+        rows = [json.loads(proc.stdout.readline())]
         q = WorkQueue(r, "q")
         q.push([b"{}"] * 40)
         q.complete([i.id for i in q.lease(10)])
-        second = json.loads(proc.stdout.readline())
-        while second["counters"].get("completed", 0) < 10:  # (read just before the work)
-            first, second = second, json.loads(proc.stdout.readline())
+        # (a tick may fall between the push and the complete: each row's rates are its own
+        # interval's, so every pair of rows is checked, not the first and the last)
+        while rows[-1]["counters"].get("completed", 0) < 10:
+            rows.append(json.loads(proc.stdout.readline()))
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0  # Ctrl-C ends a piped watch cleanly too
-    seconds = second["at"] - first["at"]
-    pushed = second["counters"]["pushed"] - first["counters"].get("pushed", 0)
-    assert pushed == 40
-    assert second["rates"]["pushed"] == pytest.approx(40 / seconds, rel=0.2)
-    assert second["rates"]["completed"] == pytest.approx(10 / seconds, rel=0.2)
-    assert second["rates"]["failed"] == 0
+
+    def grew(a, b, counter):
+        return b["counters"].get(counter, 0) - a["counters"].get(counter, 0)
+
+    assert grew(rows[0], rows[-1], "pushed") == 40 and grew(rows[0], rows[-1], "completed") == 10
+    for a, b in zip(rows, rows[1:], strict=False):
+        seconds = b["at"] - a["at"]
+        for counter in ("pushed", "completed", "failed"):
+            assert b["rates"][counter] == pytest.approx(grew(a, b, counter) / seconds,
+                                                        rel=0.2, abs=1e-6), (counter, a, b)
+    assert rows[-1]["rates"]["completed"] > 0
 
 
 def test_watch_json_error_row_when_the_server_is_gone(cli, make_server):
