@@ -8,6 +8,7 @@ scrolls off the top), Ctrl-C, and a server that goes away and comes back.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import os
 import pty
@@ -211,7 +212,7 @@ def test_watch_rates_come_from_the_counters(server_url, r):
         return b["counters"].get(counter, 0) - a["counters"].get(counter, 0)
 
     assert grew(rows[0], rows[-1], "pushed") == 40 and grew(rows[0], rows[-1], "completed") == 10
-    for a, b in zip(rows, rows[1:], strict=False):
+    for a, b in itertools.pairwise(rows):
         seconds = b["at"] - a["at"]
         for counter in ("pushed", "completed", "failed"):
             assert b["rates"][counter] == pytest.approx(grew(a, b, counter) / seconds,

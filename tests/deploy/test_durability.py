@@ -187,13 +187,14 @@ class SentinelSet:
         time.sleep(random.uniform(0.3, 0.6))
         old, new = self.primary, self.replica
         old.kill()
-        wait_for(lambda: self.master_port() == new.port, 45, "the replica's promotion")
+        # (bounds for events, generous: a loaded machine slows each step many times over)
+        wait_for(lambda: self.master_port() == new.port, 120, "the replica's promotion")
         self.link.close()
         self.link = Link(new.port)
         old.extra_args = ["--replicaof", "127.0.0.1", str(self.link.port)]
         old.start()
-        wait_for(lambda: _link_up(old), 45, "the old primary to sync as a replica")
-        wait_for(lambda: all(self._knows(s, old) for s in self.sentinels), 45,
+        wait_for(lambda: _link_up(old), 120, "the old primary to sync as a replica")
+        wait_for(lambda: all(self._knows(s, old) for s in self.sentinels), 120,
                  "the sentinels to see the new replica")
         self.primary, self.replica = new, old
         self.crashes += 1

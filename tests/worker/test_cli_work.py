@@ -45,7 +45,8 @@ def outcomes(stderr: str) -> dict[str, str]:
             and "event" not in e}
 
 
-def wait_for(check: Any, timeout: float = 10.0) -> Any:
+def wait_for(check: Any, timeout: float = 60.0) -> Any:
+    """``check()`` once it is true: an event, waited for generously (a loaded machine)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = check()
