@@ -128,6 +128,10 @@ class BatchFailed(ThresholdBreached):
 
 class TimedOut(RqError):
     """``wait --timeout``: the batch was not done in time."""
+
+    exit_code = ExitCode.TEMPFAIL
+
+
 class HeldBack(RqError):
     """``lease``: the queue's limits (its rate, its in-flight cap) leased nothing now."""
 

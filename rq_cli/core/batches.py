@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UsageError
 from .codes import ItemState, Outcome
-from .keys import AFTER, BATCH, BATCH_WAKE, RESULTS, name_collision
+from .keys import AFTER, BATCH, BATCH_WAKE, RESULTS
 from .limits import AFTER_BATCH, BATCH_OPEN_MS, MAX_BATCH_BYTES
+from .util import check_name
 
 #: The states a batch counts its items in, in the order its line prints them: an item of
 #: the batch is counted in exactly one (item_batch keeps which), so they add up to ``total``.
@@ -45,23 +45,11 @@ _LUA_FIELDS = {"TOTAL": TOTAL, "PENDING": ItemState.PENDING.value,
 #: The fields of the batch line (``rq-cli batch``, ``wait``; rq_cli/schemas/batch.schema.json).
 LINE_FIELDS = ("queue", "batch", TOTAL, *COUNTED, "done", "created_at", "finished_at")
 
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@+/-")
-
-
 def check_batch(name: str) -> str:
     """``name`` itself, or UsageError naming what is wrong with it (as tenant names: letters,
-    digits and ``_ . @ + / -``, no ``:``, so a batch's keys are never another queue's)."""
-    if not isinstance(name, str) or not name:
-        raise UsageError("a batch name cannot be empty")
-    if len(name.encode()) > MAX_BATCH_BYTES:
-        raise UsageError(f"a batch name is at most {MAX_BATCH_BYTES} bytes")
-    if not name[0].isascii() or not name[0].isalnum() or not _NAME_CHARS.issuperset(name):
-        raise UsageError(f"bad batch name {name!r}: use letters, digits and _ . @ + / -, "
-                         f"starting with a letter or digit")
-    why = name_collision(name)
-    if why:
-        raise UsageError(f"batch name {name!r} cannot be used: {why}")
-    return name
+    digits and ``_ . @ + / -``, no ``:``, so a batch's keys are never another queue's; its
+    characters are ASCII, so MAX_BATCH_BYTES counts them)."""
+    return check_name("batch", name, MAX_BATCH_BYTES)
 
 
 def lua_blocks() -> list[tuple[str, str]]:

@@ -48,24 +48,31 @@ def as_bytes(data: bytes | str) -> bytes:
     return data.encode() if isinstance(data, str) else bytes(data)
 
 
-#: A tenant name: letters, digits and ``_ . @ + / -``, starting with a letter or digit
-#: (it is part of a key name, P:tenant:<T>: no glob characters, braces or spaces).
-TENANT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@+/-")
+#: A name in a key (a tenant's, a batch's): letters, digits and ``_ . @ + / -``, starting
+#: with a letter or digit (it is part of a key name, P:tenant:<T>: no glob characters,
+#: braces, spaces or ``:``, so its keys are never another queue's).
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@+/-")
+
+
+def check_name(kind: str, name: str, most: int) -> str:
+    """``name`` itself, or UsageError naming what is wrong with it as a ``kind`` name (a
+    tenant, a batch): empty, over ``most`` characters, or a character outside NAME_CHARS."""
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"a {kind} name cannot be empty")
+    if len(name) > most:
+        raise UsageError(f"a {kind} name is at most {most} characters")
+    if not name[0].isascii() or not name[0].isalnum() or not NAME_CHARS.issuperset(name):
+        raise UsageError(f"bad {kind} name {name!r}: use letters, digits and _ . @ + / -, "
+                         f"starting with a letter or digit")
+    why = name_collision(name)
+    if why:
+        raise UsageError(f"{kind} name {name!r} cannot be used: {why}")
+    return name
 
 
 def check_tenant(tenant: str) -> str:
     """``tenant`` itself, or UsageError naming what is wrong with it."""
-    if not isinstance(tenant, str) or not tenant:
-        raise UsageError("a tenant name cannot be empty")
-    if len(tenant) > MAX_TENANT_BYTES:
-        raise UsageError(f"a tenant name is at most {MAX_TENANT_BYTES} characters")
-    if not tenant[0].isascii() or not tenant[0].isalnum() or not TENANT_CHARS.issuperset(tenant):
-        raise UsageError(f"bad tenant name {tenant!r}: use letters, digits and _ . @ + / -, "
-                         f"starting with a letter or digit")
-    why = name_collision(tenant)
-    if why:
-        raise UsageError(f"tenant name {tenant!r} cannot be used: {why}")
-    return tenant
+    return check_name("tenant", tenant, MAX_TENANT_BYTES)
 
 
 def check_weight(tenant: str, weight: object) -> int:
