@@ -355,6 +355,8 @@ def test_picked_dead_items_are_requeued_or_deleted_by_id_and_no_other(server_url
                     params=[("action", "requeue-ids"), *(("id", i) for i in ids)])
         assert got.status_code == 400 and "pick 1 to 50 dead items" in got.text
     assert wq.stats().dead == 3
+
+
 def test_the_batches_tab_shows_each_batch_with_its_progress(server_url, r):
     wq = WorkQueue(r, "emails")
     wq.push([b"1", b"2", b"3", b"4"], batch="news-42")
