@@ -10,7 +10,7 @@ import typer
 
 from ..connection.connect import mask_url
 from ..core.codes import STATES, ItemState, PurgeChoice
-from ..core.counts import COUNTS, SORTS, column_kind
+from ..core.counts import BY_NAME, COUNTS, SORTS, column_kind
 from ..core.fields import PEEK, carried
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..ops.filters import make_filter
@@ -213,9 +213,9 @@ def stats(
                         "shares it, and its cleaner may hand out again items rq-cli holds; set "
                         'layout = "compat"')
     rows = _sorted(rows, sort)
-    # the tenants column only where a queue has tenants: 80 columns fit the rest unsplit
-    fair = any(row.get("tenants") for row in rows)
-    out.rows(rows, [c for c in STATS_COLUMNS if fair or c.key != "tenants"])
+    # a sparse column (tenants, limits) only where a queue has it
+    shown = {c.name for c in COUNTS if not c.sparse or any(row.get(c.name) for row in rows)}
+    out.rows(rows, [c for c in STATS_COLUMNS if c.key in shown or c.key not in BY_NAME])
     if not out.json:  # a terminal: say when the server itself can lose work
         from .doctor import warn_risks
 

@@ -72,6 +72,8 @@ class Count(NamedTuple):
     #: its Prometheus gauge's name and help (None: none of its own; a state is in rq_cli_items)
     metric: tuple[str, str] | None = None
     in_shards: bool = True  #: in each shard's row of a sharded queue's stats
+    #: its ``stats`` table column only where a row has it (80 columns fit the rest unsplit)
+    sparse: bool = False
 
     @property
     def short(self) -> str:
@@ -104,10 +106,11 @@ COUNTS: tuple[Count, ...] = (
     Count("paused", FLAG, "Whether the queue is paused.", "paused", drop=2,
           metric=("rq_cli_paused", "1 while the queue is paused.")),
     Count("limits", FLAG, "Whether the queue has fleet-wide limits (rq-cli limit shows them).",
-          "limits", drop=3, metric=("rq_cli_limits", "1 while the queue has fleet-wide limits "
-                                                     "(a rate or an in-flight cap).")),
+          "limits", drop=3, sparse=True,
+          metric=("rq_cli_limits", "1 while the queue has fleet-wide limits (a rate or an "
+                                   "in-flight cap).")),
     Count("tenants", NUMBER, "Fair queues: tenants with work (the default tenant not "
-          "counted).", "tenants", drop=2, in_shards=False),
+          "counted).", "tenants", drop=2, in_shards=False, sparse=True),
 )
 
 BY_NAME: dict[str, Count] = {c.name: c for c in COUNTS}

@@ -29,7 +29,8 @@ NEEDED: dict[str, str] = {
     "zscore": "K m", "zmscore": "K m", "zrank": "K m", "zrevrank": "K m", "zrange": "K 0 0",
     "zrevrange": "K 0 0", "zrangebyscore": "K 0 0",
     "zremrangebyscore": "K 0 0", "zpopmin": "K", "zscan": "K 0",
-    "zrandmember": "K",
+    "zrandmember": "K", "hexists": "K f", "hsetnx": "K f v", "persist": "K", "sadd": "K m",
+    "srem": "K m", "sismember": "K m", "sscan": "K 0",
 }
 #: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA; and the
 #: transactions of a bulk push: without them, push.lua calls (the manual's "ACL")
