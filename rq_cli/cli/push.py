@@ -182,13 +182,11 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
 
 
 def _check_after(wq: Any, queue: str, options: dict[str, Any]) -> None:
-    """``push --after``/``--after-ok NAME``: one of them, on a plain queue, not with a delay
-    or a tenant, naming a batch the queue has (else exit 3)."""
+    """``push --after``/``--after-ok NAME``: one of them, not with a delay or a tenant,
+    naming a batch the queue has (else exit 3)."""
     from ..core.batchops import read
 
     name = check_batch(options["after"])
-    if hasattr(wq, "stream"):
-        raise UsageError("--after holds items in one slot: not on a sharded queue (yet)")
     if options["delay"] or options["tenant"] is not None:
         raise UsageError("--after holds items until the batch is done: not with --delay or "
                          "--tenant")

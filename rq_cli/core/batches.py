@@ -14,7 +14,7 @@ from typing import Any
 
 from .codes import ItemState, Outcome
 from .keys import AFTER, BATCH, BATCH_WAKE, RESULTS
-from .limits import AFTER_BATCH, BATCH_OPEN_MS, MAX_BATCH_BYTES
+from .limits import AFTER_BATCH, AFTER_LEASE, BATCH_OPEN_MS, MAX_BATCH_BYTES
 from .util import check_name
 
 #: The states a batch counts its items in, in the order its line prints them: an item of
@@ -31,17 +31,31 @@ CREATED = "created_ms"
 FINISHED = "finished_ms"
 OPEN_UNTIL = "open_until_ms"
 HOLDS = "holds"  #: push streams holding it open (lua/batch_hold.lua)
+#: Set where this part (a shard's, of a sharded queue) holds ``push --after`` items for the
+#: whole batch: its own finishing step does not release them; the client that sees every
+#: part done does (batchops.release). A part with only this field holds items and no item.
+WIDE = "after_wide"
 TTL = "ttl_ms"
 #: The mode of an entry of P:after:<batch>: ``push --after`` (queued when the batch is done)
 #: or ``--after-ok`` (queued only if none of the batch died; else dead, reason after_failed).
 AFTER_ANY = "a"
 AFTER_OK = "o"
+
+
+def after_mode(ok: bool, wide: bool) -> str:
+    """push.lua's A_AFTER_MODE: :data:`AFTER_OK` or :data:`AFTER_ANY`, in upper case for a
+    sharded queue's shard (``wide``: held whatever its own part says, released by the
+    client that sees the whole batch done: :data:`WIDE`)."""
+    mode = AFTER_OK if ok else AFTER_ANY
+    return mode.upper() if wide else mode
+
+
 #: The Lua name of each field (``B.<NAME>``: :func:`lua_blocks`).
 _LUA_FIELDS = {"TOTAL": TOTAL, "PENDING": ItemState.PENDING.value,
                "PROCESSING": ItemState.PROCESSING.value, "DELAYED": ItemState.DELAYED.value,
                "COMPLETED": COMPLETED, "DEAD": DEAD, "CREATED": CREATED,
                "FINISHED": FINISHED, "OPEN_UNTIL": OPEN_UNTIL, "TTL": TTL,
-               "HOLDS": HOLDS}
+               "HOLDS": HOLDS, "WIDE": WIDE}
 #: The fields of the batch line (``rq-cli batch``, ``wait``; rq_cli/schemas/batch.schema.json).
 LINE_FIELDS = ("queue", "batch", TOTAL, *COUNTED, "done", "created_at", "finished_at")
 
@@ -60,7 +74,8 @@ def lua_blocks() -> list[tuple[str, str]]:
     fields = {**_LUA_FIELDS, "RECORD": BATCH, "WAKE": BATCH_WAKE, "RESULTS": RESULTS,
               "AFTER": AFTER, "AFTER_ANY": AFTER_ANY, "AFTER_OK": AFTER_OK}
     table = ", ".join([*(f"{k} = '{v}'" for k, v in fields.items()),
-                       f"AFTER_BATCH = {AFTER_BATCH}", f"OPEN_MS = {BATCH_OPEN_MS}"])
+                       f"AFTER_BATCH = {AFTER_BATCH}",
+                       f"AFTER_LEASE = {AFTER_LEASE}", f"OPEN_MS = {BATCH_OPEN_MS}"])
     return [("B", f"local B = {{{table}}}"),
             ("batch_key", "local function batch_key(family, name) "
                           "return PREFIX .. ':' .. family .. ':' .. name end")]

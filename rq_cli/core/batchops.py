@@ -61,6 +61,59 @@ def held(q: Any, name: str) -> Iterator[None]:
             p.call("batch_hold", {"name": name, "mode": "close", "ttl_ms": ttl})
 
 
+@contextmanager
+def pushing(q: Any, kw: dict[str, Any]) -> Iterator[None]:
+    """A sharded queue's push with ``kw`` (push's options): its ``batch`` held open in every
+    live shard meanwhile (:func:`held`); its ``after`` items held in their own shards for
+    the whole batch (``after_wide``), then released if the whole batch is done already
+    (:func:`release`: it may have finished before the items were held)."""
+    after = kw.get("after")
+    if after is not None:
+        kw["after_wide"] = True
+    with held(q, kw["batch"]) if kw.get("batch") is not None else _nothing():
+        yield
+    if after is not None:
+        release(q, after)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def release(q: Any, name: str) -> int:
+    """Release what ``push --after NAME`` holds on sharded queue ``q`` if its whole batch
+    is done (every part finished, none held open; or no part left): each shard's part in
+    batch_after.lua calls (atomic per shard, AFTER_BATCH items each: each held item is
+    released exactly once, whoever runs this and however often), with the verdict read
+    here (``--after-ok`` items dead-lettered, reason after_failed, if any part has a dead
+    item). A run killed half-way leaves the rest held: the next run (``wait``, a push,
+    ``clean``) finishes it. Returns how many calls it made (0: not done yet)."""
+    row = read(q, name)
+    if row is not None and not row["done"]:
+        return 0
+    verdict = "1" if row is not None and row["dead"] else "0"
+    calls = 0
+    for p in parts(q):
+        while True:
+            calls += 1
+            if not int(p.call("batch_after", {"name": name, "verdict": verdict})):
+                break
+    return calls
+
+
+def release_all(q: Any) -> int:
+    """:func:`release` for every batch that a part of sharded queue ``q`` holds items for
+    (P:afters of each shard, SSCAN pages): clean's step. Returns how many calls it made."""
+    from .limits import BATCH
+
+    names: dict[str, None] = {}
+    for p in parts(q):
+        for n in p.client.sscan_iter(p.keys.afters, count=BATCH):
+            names[n.decode() if isinstance(n, bytes) else n] = None
+    return sum(release(q, name) for name in names)
+
+
 def listed(q: Any, limit: int) -> list[dict[str, Any]]:
     """The lines of the newest ``limit`` batches of ``q`` (P:batches, each part of a sharded
     queue), newest first; a batch whose record is gone is left out."""
@@ -98,6 +151,8 @@ def wait(q: Any, name: str, timeout: float | None,
     while True:
         row = read(q, name, queue)
         if row is None or row["done"]:
+            if row is not None and _sharded(q):  # (the step that sees the whole batch done)
+                release(q, name)
             return row
         if progress is not None:
             progress(row)
@@ -134,7 +189,7 @@ def sweep(q: Any, now_ms: int | None = None) -> int:
     # step released: limits.AFTER_BATCH per call
     for name in q.client.sscan_iter(q.keys.afters, count=BATCH):
         name = name.decode() if isinstance(name, bytes) else name
-        while int(q.call("batch_after", {"name": name}, (), now_ms)):
+        while int(q.call("batch_after", {"name": name, "verdict": ""}, (), now_ms)):
             pass
     return found
 
@@ -198,11 +253,12 @@ def items(q: Any, name: str, state: str, limit: int,
 
 
 def _open_part(members: list[Any], name: str) -> Any:
-    """The first part whose record is not finished (none: read again)."""
-    from .batches import FINISHED
+    """The first part whose record is not finished (none: read again); a part that only
+    holds ``push --after`` items (no ``total``) has no finishing step to wait for."""
+    from .batches import FINISHED, TOTAL
 
     for p in members:
-        if p.client.hget(p.keys.batch(name), FINISHED) is None and \
-                p.client.exists(p.keys.batch(name)):
+        total, finished = p.client.hmget(p.keys.batch(name), TOTAL, FINISHED)
+        if total is not None and finished is None:
             return p
     return None

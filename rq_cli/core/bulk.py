@@ -37,7 +37,7 @@ from ..errors import Unconfirmed, UsageError
 from . import scripts
 from .ages import new_ids
 from .base import QueueBase
-from .batches import AFTER_ANY, AFTER_OK, check_batch
+from .batches import after_mode, check_batch
 from .bulk_tx import BYTES, PLAIN, Transactions, replies, split_ids
 from .codes import PUSH_FLAGS
 from .limits import BATCH, FRESH_ID_LEN, MAX_DELAY, MAX_DELAY_TEXT, MAX_PUSH_BATCH, SEND_AHEAD
@@ -84,11 +84,11 @@ def push_batches(q: QueueBase, items: Iterable[NewItem | bytes | str], *,
                  delay: float = 0.0, expire: float | None = None, now_ms: int | None = None,
                  tenant: str | None = None, batch: str | None = None,
                  after: str | None = None, after_ok: bool = False,
-                 ) -> Iterator[list[PushResult]]:
+                 after_wide: bool = False) -> Iterator[list[PushResult]]:
     """``WorkQueue.push_batches``: :func:`stream` with one PushResult per item."""
     for batch_ in stream(q, items, batch_size=batch_size, id_from_data=id_from_data,
                          front=front, delay=delay, expire=expire, now_ms=now_ms, tenant=tenant,
-                         batch=batch, after=after, after_ok=after_ok):
+                         batch=batch, after=after, after_ok=after_ok, after_wide=after_wide):
         yield batch_.results()
 
 
@@ -97,7 +97,7 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
            expire: float | None = None, now_ms: int | None = None,
            tenant: str | None = None, stop: Callable[[], bool] = never,
            batch: str | None = None, after: str | None = None,
-           after_ok: bool = False) -> Iterator[Pushed]:
+           after_ok: bool = False, after_wide: bool = False) -> Iterator[Pushed]:
     """Store ``items`` in batches, yielding each batch (as :class:`Pushed`) once it is stored.
 
     Memory stays bounded (a few batches). If iterating ``items`` raises, the items taken
@@ -117,7 +117,9 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
     stored joins that batch (docs/DESIGN.md section 8); a stream of more than one call
     holds the batch open until it ends (core/batchops.py ``held``), and goes through
     push.lua (no transactions: push_commit.lua does not keep batches). ``after``: the items
-    wait for that batch (``after_ok``: and are dead-lettered if any of it died).
+    wait for that batch (``after_ok``: and are dead-lettered if any of it died;
+    ``after_wide``: ``q`` is a shard of a sharded queue, whose whole batch they wait for:
+    batches.after_mode).
     """
     if tenant is not None:
         check_tenant(tenant)
@@ -134,7 +136,7 @@ def stream(q: QueueBase, items: Iterable[NewItem | bytes | str], *, batch_size: 
     flags = {"front": "1" if front else "0", "delay_ms": str(ms(delay)),
              "expire_ms": str(ms(expire or 0)), "batch": batch or "",
              "batch_ttl_ms": str(ms(q.options.batch_ttl)), "after": after or "",
-             "after_mode": AFTER_OK if after_ok else AFTER_ANY}
+             "after_mode": after_mode(after_ok, after_wide)}
     source = iter(items)
     try:
         if stop():

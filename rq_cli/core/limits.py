@@ -209,7 +209,10 @@ BATCH_OPEN_MS = 600_000
 #: a longer output is cut to this, and the worker says so), in bytes.
 RESULT_MAX = 65536
 #: Items held by ``push --after`` that the step finishing their batch releases (the rest:
-#: clean, in steps of this many).
+#: lease and clean, in steps of :data:`AFTER_LEASE` and of this many).
 AFTER_BATCH = 1000
+#: Items held by ``push --after`` for a finished batch that one lease call releases (a
+#: batch of more than AFTER_BATCH of them, or one forgotten): bounded work per lease.
+AFTER_LEASE = 100
 #: Longest batch name, in bytes.
 MAX_BATCH_BYTES = 256

@@ -64,16 +64,17 @@ class WorkQueue(Reads, Repairs, Limiting):
              front: bool = False, delay: float = 0.0, expire: float | None = None,
              now_ms: int | None = None, tenant: str | None = None,
              batch: str | None = None, after: str | None = None,
-             after_ok: bool = False) -> list[PushResult]:
+             after_ok: bool = False, after_wide: bool = False) -> list[PushResult]:
         """Push items; returns one PushResult per item, in order (added=False: duplicate id).
         ``tenant``: into that tenant's sub-queue (fair queues; ``NewItem.tenant`` wins);
         ``batch``: the items join that batch; ``after``: they wait until that batch is done
-        (``after_ok``: dead-lettered if any of it died) (docs/batches.md)."""
+        (``after_ok``: dead-lettered if any of it died; ``after_wide``: this queue is a
+        shard, and they wait for the sharded queue's whole batch) (docs/batches.md)."""
         results: list[PushResult] = []
         for batch_ in self.push_batches(items, id_from_data=id_from_data, front=front,
                                         delay=delay, expire=expire, now_ms=now_ms,
                                         tenant=tenant, batch=batch, after=after,
-                                        after_ok=after_ok):
+                                        after_ok=after_ok, after_wide=after_wide):
             results.extend(batch_)
         return results
 
@@ -82,7 +83,7 @@ class WorkQueue(Reads, Repairs, Limiting):
                      expire: float | None = None, now_ms: int | None = None,
                      tenant: str | None = None, batch: str | None = None,
                      after: str | None = None, after_ok: bool = False,
-                     ) -> Iterator[list[PushResult]]:
+                     after_wide: bool = False) -> Iterator[list[PushResult]]:
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
@@ -94,7 +95,8 @@ class WorkQueue(Reads, Repairs, Limiting):
 
         return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
                             front=front, delay=delay, expire=expire, now_ms=now_ms,
-                            tenant=tenant, batch=batch, after=after, after_ok=after_ok)
+                            tenant=tenant, batch=batch, after=after, after_ok=after_ok,
+                            after_wide=after_wide)
 
     # -- lease ---------------------------------------------------------------------------
     def _lease_once(self, count: int, lease_ms: int, now_ms: int | None,

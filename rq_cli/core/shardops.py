@@ -105,7 +105,8 @@ class EveryShard:
         return merged_holders([q.holders(now_ms=now_ms) for q in self.shards])
 
     def clean(self, **kw: Any) -> CleanReport:
-        """Clean every shard (light, or ``deep``), then remove drained shards."""
+        """Clean every shard (light, or ``deep``), release what ``push --after`` holds for
+        batches done (a killed release's rest), then remove drained shards."""
         from .reports import CleanReport
         from .resharding import settle
 
@@ -113,6 +114,9 @@ class EveryShard:
         for q in self.shards:
             _add(report, q.clean(**kw))
         if not report.dry_run:
+            from .batchops import release_all
+
+            release_all(self)  # (push --after's items of batches done, that a run left)
             settle(self.client, self.prefix)
         return report
 

@@ -53,13 +53,12 @@ class ShardPush:
 
     def push(self, items: Iterable[NewItem | bytes | str], **kw: Any) -> list[PushResult]:
         """Push items (the arguments of WorkQueue.push); one PushResult per item, in order.
-        A ``batch`` is held open in every live shard meanwhile (core/batchops.py)."""
-        if kw.get("batch") is not None:
-            from .batchops import held
+        A ``batch`` is held open in every live shard meanwhile; ``after`` items are held in
+        their shards for the whole batch (core/batchops.py ``pushing``)."""
+        from .batchops import pushing
 
-            with held(self, kw["batch"]):
-                return self._push(items, **kw)
-        return self._push(items, **kw)
+        with pushing(self, kw):
+            return self._push(items, **kw)
 
     def _push(self, items: Iterable[NewItem | bytes | str], **kw: Any) -> list[PushResult]:
         out: list[tuple[int, PushResult]] = []
@@ -107,14 +106,12 @@ class ShardPush:
         shard's stream: then (or at a KeyboardInterrupt while reading ``items``, when no
         batch is in flight) it ends in ``Drained``. A shard retired meanwhile refuses its
         part: the record is read again and the rest of the part goes to the live shards.
-        A ``batch`` is held open in every live shard meanwhile (core/batchops.py)."""
-        if kw.get("batch") is not None:
-            from .batchops import held
+        A ``batch`` is held open in every live shard meanwhile; ``after`` items are held in
+        their shards for the whole batch (core/batchops.py ``pushing``)."""
+        from .batchops import pushing
 
-            with held(self, kw["batch"]):
-                yield from self._stream(items, batch_size=batch_size, stop=stop, **kw)
-            return
-        yield from self._stream(items, batch_size=batch_size, stop=stop, **kw)
+        with pushing(self, kw):
+            yield from self._stream(items, batch_size=batch_size, stop=stop, **kw)
 
     def _stream(self, items: Iterable[NewItem | bytes | str], *, batch_size: int = BATCH,
                 stop: Callable[[], bool] | None = None, **kw: Any) -> Iterator[Pushed]:

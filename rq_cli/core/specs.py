@@ -129,8 +129,9 @@ SPECS: dict[str, ScriptSpec] = {s.name: s for s in (
     ScriptSpec("complete_result", (), ("id", "session", "result")),
     # clean: a page of P:item_batch; entries of items a peer completed counted completed
     ScriptSpec("batch_sweep", ("cursor", "count"), (), ("cursor", "counted")),
-    # clean: the next items push --after holds for a finished batch, released
-    ScriptSpec("batch_after", ("name",)),
+    # clean: the next items push --after holds for a finished batch, released; "verdict"
+    # "0"/"1": a sharded queue's whole batch done (without, with a dead item)
+    ScriptSpec("batch_after", ("name", "verdict")),
     # fair queues: a page of the ring of tenants with work (the manual's "Fair queues")
     ScriptSpec("tenants", ("offset", "size"), (), ("tenants", "default_depth"),
                ("tenant", "depth")),

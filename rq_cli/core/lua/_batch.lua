@@ -23,7 +23,7 @@ end
 local function batch_settle(name) --@lazy
   local key = batch_key(B.RECORD, name)
   local g = redis.call('HMGET', key, B.PENDING, B.PROCESSING, B.DELAYED, B.FINISHED,
-    B.OPEN_UNTIL, B.TTL)
+    B.OPEN_UNTIL, B.TTL, B.WIDE)
   -- (a push stream's hold, lua/batch_hold.lua, keeps it open until its deadline)
   local open = (tonumber(g[1]) or 0) + (tonumber(g[2]) or 0) + (tonumber(g[3]) or 0) > 0 or
     (tonumber(g[5]) or 0) > NOW
@@ -39,18 +39,26 @@ local function batch_settle(name) --@lazy
       redis.call('PEXPIRE', wake, ttl)
       redis.call('PEXPIRE', batch_key(B.RESULTS, name), ttl)
     end
-    if redis.call('SISMEMBER', K_AFTERS, name) == 1 then batch_release(name) end
+    -- (a shard's part that holds items for the whole batch, B.WIDE, leaves them to the
+    -- client that sees every part done: core/batchops.py release)
+    if not g[7] and redis.call('SISMEMBER', K_AFTERS, name) == 1 then
+      batch_release(name, nil, B.AFTER_BATCH)
+    end
   end
 end
 
 -- Release the items push --after holds for finished batch `name` (P:after:<name>), up to
--- B.AFTER_BATCH of them, oldest first: into the queue, or (B.AFTER_OK, the batch having a dead
--- item) into the dead letters, reason after_failed. Returns whether more are left (clean
--- releases them).
-local function batch_release(name)
-  local key = batch_key(B.AFTER, name)
-  local got = redis.call('LPOP', key, B.AFTER_BATCH) or {}
-  local failed = (tonumber(redis.call('HGET', batch_key(B.RECORD, name), B.DEAD)) or 0) > 0
+-- `limit` of them, oldest first: into the queue, or (B.AFTER_OK, the batch having a dead
+-- item) into the dead letters, reason after_failed. `verdict` (a sharded queue's whole
+-- batch: "1" it has a dead item, "0" none) stands for the record's own count, else nil.
+-- Each entry is popped and placed in this one step, so an item is released exactly once.
+-- Returns whether more are left (lease and clean release them); with none left, the name
+-- leaves K_AFTERS and the record its B.WIDE (a part that held items only is gone).
+local function batch_release(name, verdict, limit)
+  local key, record = batch_key(B.AFTER, name), batch_key(B.RECORD, name)
+  local got = redis.call('LPOP', key, limit) or {}
+  local failed = verdict == '1' or
+    (verdict == nil and (tonumber(redis.call('HGET', record, B.DEAD)) or 0) > 0)
   local ready = {}
   for _, e in ipairs(got) do
     local mode, id = string.sub(e, 1, 1), string.sub(e, 2)
@@ -67,7 +75,10 @@ local function batch_release(name)
     wake_waiters(#ready)
   end
   local more = redis.call('EXISTS', key) == 1
-  if not more then redis.call('SREM', K_AFTERS, name) end
+  if not more then
+    redis.call('SREM', K_AFTERS, name)
+    redis.call('HDEL', record, B.WIDE)
+  end
   return more
 end
 
@@ -75,8 +86,18 @@ end
 -- batch `name`, held in P:after:<name>, in no list (peers never see them), until the step
 -- that finishes the batch releases them. Returns true if it held (or, the batch having
 -- finished with a dead item, dead-lettered) them; false: push them as usual (the batch is
--- done, or has no record).
+-- done, or has no record). A mode in upper case (a shard of a sharded queue, whose client
+-- saw the whole batch open) holds them whatever this part says, and marks the part B.WIDE:
+-- the client that sees every part done releases them (core/batchops.py release).
 local function batch_hold_items(ids, name, mode) --@lazy
+  local entries, lower = {}, string.lower(mode)
+  if lower ~= mode then
+    for i, id in ipairs(ids) do entries[i] = lower .. id end
+    call_all('RPUSH', batch_key(B.AFTER, name), entries)
+    redis.call('HSET', batch_key(B.RECORD, name), B.WIDE, 1)
+    redis.call('SADD', K_AFTERS, name)
+    return true
+  end
   local g = redis.call('HMGET', batch_key(B.RECORD, name), B.TOTAL, B.FINISHED, B.DEAD)
   if not g[1] then return false end
   if g[2] then
@@ -86,7 +107,6 @@ local function batch_hold_items(ids, name, mode) --@lazy
     end
     return true
   end
-  local entries = {}
   for i, id in ipairs(ids) do entries[i] = mode .. id end
   call_all('RPUSH', batch_key(B.AFTER, name), entries)
   redis.call('SADD', K_AFTERS, name)
