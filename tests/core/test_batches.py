@@ -230,6 +230,29 @@ def test_a_long_after_list_is_released_in_bounded_steps(r) -> None:
     assert not r.exists("q:afters")
 
 
+def test_a_lease_releases_a_bounded_part_of_a_long_after_list(r) -> None:
+    """Items held beyond what the finishing step released go into the line as workers
+    lease (AFTER_LEASE per lease call), not only at the next clean."""
+    from rq_cli.core.limits import AFTER_BATCH, AFTER_LEASE
+
+    q = WorkQueue(r, "q")
+    q.push([b"x"], batch="b")
+    for _ in q.push_batches((b"a" for _ in range(AFTER_BATCH + AFTER_LEASE + 10)),
+                            after="b"):
+        pass
+    q.push([b"y"], batch="open")  # an open batch's held items stay held
+    q.push([b"held"], after="open")
+    q.complete(q.lease(1))
+    assert r.llen("q:after:b") == AFTER_LEASE + 10
+    leased = q.lease(1)
+    assert len(leased) == 1 and r.llen("q:after:b") in (10, AFTER_LEASE + 10)
+    while r.exists("q:after:b"):  # (one batch at random each lease: "open" is not due)
+        assert q.lease(1)
+    assert r.llen("q:after:open") == 1 and r.smembers("q:afters") == {b"open"}
+    queued = r.lrange("q:queue", 0, -1) + r.lrange("q:processing", 0, -1)
+    assert len(set(queued)) == len(queued)  # each released once
+
+
 def test_every_script_and_the_library_load_on_the_server(r) -> None:
     """Lua's limits (60 upvalues a function, 200 locals a chunk) hold for every script as
     built, with the batches' helpers (they call each other in a cycle through dead_letter)."""

@@ -82,6 +82,18 @@ local function batch_release(name, verdict, limit)
   return more
 end
 
+-- lease.lua's step on a queue with items held by push --after (K_AFTERS; none: not called):
+-- one batch named there, at random, if it finished or its record is gone (a list longer
+-- than its finishing step released, a batch forgotten) and it is no sharded queue's part
+-- (B.WIDE), has up to B.AFTER_LEASE of them released, so a worker need not wait for clean.
+-- Bounded: an SRANDMEMBER, an HMGET and at most one release per lease.
+local function batch_release_due() --@lazy
+  local name = redis.call('SRANDMEMBER', K_AFTERS)
+  if not name then return end
+  local g = redis.call('HMGET', batch_key(B.RECORD, name), B.TOTAL, B.FINISHED, B.WIDE)
+  if not g[3] and (g[2] or not g[1]) then batch_release(name, nil, B.AFTER_LEASE) end
+end
+
 -- push --after NAME (B.AFTER_ANY) or --after-ok NAME (B.AFTER_OK): new items `ids` wait for
 -- batch `name`, held in P:after:<name>, in no list (peers never see them), until the step
 -- that finishes the batch releases them. Returns true if it held (or, the batch having

@@ -20,7 +20,7 @@
 --@uses forget_suspects item_key lbs_key lease_key lease_fields mget_leases promote_due
 --@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type batch_move
 --@uses LIMITED limit_room limit_took limit_freed
---@uses record_history
+--@uses record_history batch_release_due ABSENT
 do local bad = wrong_type(); if bad then return bad end end
 record_history()  -- this minute's history bucket (lua/_history.lua)
 local lim = LIMITED -- (the queue's fleet-wide limits, or false: _limits.lua)
@@ -46,6 +46,9 @@ if lim then -- (the limits may admit fewer, or none: the status says when to com
   want = room
 end
 if not QUIET then promote_due(LEASE_LOOKAHEAD) end
+-- (items push --after holds for a batch done, beyond what its finishing step released: a
+-- bounded number go into the line here; a queue with none skips it: _batch.lua)
+if not QUIET and not ABSENT[K_AFTERS] then batch_release_due() end
 local out = {LEASE_OK, NOW + ms, -1, completions}
 -- One item, on a queue with none of the rare keys (a worker's loop one item at a time): the
 -- loop's steps for a plain pending item, without its tables. Any other id (no data, a held
