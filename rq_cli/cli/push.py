@@ -74,7 +74,9 @@ def push(
              "shows its counts, rq-cli wait waits until it is done.")] = None,
     after: Annotated[str | None, typer.Option(
         "--after", metavar="NAME",
-        help="Hold the items until batch NAME of the queue is done, then queue them.")
+        help="Hold the items until batch NAME of the queue is done, then queue them (a "
+             "sharded queue: released by rq-cli wait, this push or clean once every shard's "
+             "part is done).")
     ] = None,
     after_ok: Annotated[str | None, typer.Option(
         "--after-ok", metavar="NAME",
