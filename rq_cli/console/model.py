@@ -322,3 +322,12 @@ class Browser:
 
     def item(self, item_id: str) -> PeekedItem | None:
         return self.wq.item(item_id)
+
+    def batches(self, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` batches of the queue (``rq-cli batch``'s lines: one bounded
+        read per batch), newest first, each with ``finished_pct``: the share of its items
+        completed or dead (None: it has none). Both consoles show these rows."""
+        from ..core.batchops import listed
+
+        return [{**row, "finished_pct": (row["completed"] + row["dead"]) * 100 // row["total"]
+                 if row["total"] else None} for row in listed(self.wq, limit)]

@@ -36,6 +36,12 @@ def read(q: Any, name: str, queue: str | None = None) -> dict[str, Any] | None:
     """The batch line of batch ``name`` of ``q`` (batches.LINE_FIELDS), or None when it has
     no record: one HGETALL per part, pipelined per server."""
     check_batch(name)
+    return _read(q, name, queue)
+
+
+def _read(q: Any, name: str, queue: str | None = None) -> dict[str, Any] | None:
+    """:func:`read` of a name the server listed (not checked: a name another client wrote
+    by hand is shown as it is)."""
     records = [p.client.hgetall(p.keys.batch(name)) for p in parts(q)]
     found = [counts(r) for r in records if r]
     if not found:
@@ -121,7 +127,7 @@ def listed(q: Any, limit: int) -> list[dict[str, Any]]:
     for p in parts(q):
         for n in p.client.zrevrange(p.keys.batches, 0, limit - 1):
             names[n.decode() if isinstance(n, bytes) else n] = None
-    rows = [read(q, name) for name in list(names)[:limit]]
+    rows = [_read(q, name) for name in list(names)[:limit]]
     return [row for row in rows if row is not None]
 
 

@@ -131,6 +131,11 @@ class Acting:
     def action_pause(self: Any) -> None:
         self.ask(self.actions.pause(not self.counts.get("paused")))  # (its end state)
 
+    def action_batches(self: Any) -> None:
+        from .batches import BatchesScreen  # (the console model's rows: Browser.batches)
+
+        self.app.push_screen(BatchesScreen(self.target))
+
     def action_audit(self: Any) -> None:
         from .audit import AuditScreen  # (the queue's audit trail: rq_cli/core/audit.py)
 

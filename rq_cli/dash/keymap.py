@@ -109,7 +109,10 @@ QUEUE = (
     Key("S", "ask_worker('stop')", "ask the worker of a holders row to stop (stop its "
         "commands, put their items back)", "Stop", acts=True),
     Key("a", "audit", "the queue's audit trail (its repairs, from the CLI and the consoles)"),
+    Key("B", "batches", "the queue's batches, newest first, with their counts and progress"),
 )
+#: The batches screen's keys.
+BATCHES = (Key("r", "refresh", "refresh", "Refresh"),)
 #: An item's keys.
 ITEM = (
     Key("r", "refresh", "refresh", "Refresh"),
@@ -126,7 +129,7 @@ HELP = (Key("escape,q,question_mark", "close", "close the help", "Close"),)
 
 #: The help's sections, in order: each screen's keys (the repeated footer keys aside).
 SECTIONS: tuple[tuple[str, Sequence[Key]], ...] = (
-    ("Everywhere", APP), ("Overview", OVERVIEW), ("A queue", QUEUE), ("An item", ITEM),
+    ("Everywhere", APP), ("Overview", OVERVIEW), ("A queue", QUEUE), ("An item", ITEM), ("Batches", BATCHES),
     ("A question", QUESTION), ("Command bar", BAR), ("This help", HELP))
 #: Lines after the keys (not bindings): the commands and what every action does first.
 NOTES = (

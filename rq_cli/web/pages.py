@@ -164,9 +164,7 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
     elif tab == HOLDERS:
         page = {"holders": read(web, target, target.queue.holders)}
     elif tab == BATCHES:  # (the newest ones, with their progress)
-        from ..core.batchops import listed
-
-        page = {"batches": read(web, target, lambda: listed(target.queue, views.PAGE_SIZE))}
+        page = {"batches": read(web, target, lambda: browser.batches(views.PAGE_SIZE))}
     elif tab == GROUPS:
         report = read(web, target, lambda: group_errors(target.queue, flt))
         page = {"groups": report.groups, "scanned": report.scanned}
