@@ -44,7 +44,7 @@ def batch_cells(row: dict[str, Any]) -> list[Text]:
 class BatchesScreen(Screen[None]):
     """The batches of one queue, newest first."""
 
-    BINDINGS: ClassVar[list[BindingType]] = bindings(BATCHES)
+    BINDINGS: ClassVar[list[BindingType]] = bindings(BATCHES)  # type: ignore[assignment]
 
     def __init__(self, target: Target) -> None:
         super().__init__()

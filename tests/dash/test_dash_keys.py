@@ -16,8 +16,8 @@ from rq_cli.dash.queue_screen import QueueScreen
 from rq_cli.dash.widgets import CommandBar, ConfirmScreen, HelpScreen
 
 #: Every class of the console that binds keys.
-BOUND = (DashApp, OverviewScreen, QueueScreen, ItemScreen, BatchesScreen, ConfirmScreen, CommandBar,
-         HelpScreen)
+BOUND = (DashApp, OverviewScreen, QueueScreen, ItemScreen, BatchesScreen, ConfirmScreen,
+         CommandBar, HelpScreen)
 #: The actions each screen refuses read-only.
 REFUSED = {OverviewScreen: {"pause", "clean"}, ItemScreen: {"requeue", "cancel", "extend"},
            QueueScreen: {"requeue", "requeue_all", "purge", "cancel", "extend", "pause",
