@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..console.actions import failure
 from ..console.model import Browser
+from ..core.batches import COUNTED, DEAD, TOTAL
 from ..output.render import escape_control, human_time
 from .keymap import BATCHES, bindings
 
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
 
 #: Batches the screen shows (the newest).
 SHOWN = 50
-COUNTED = ("total", "pending", "processing", "delayed", "completed", "dead")
-COLUMNS = ("batch", *COUNTED, "finished", "created", "done")
+#: The counts of a batch's line, in its order (core/batches.py: the one definition).
+COUNTS = (TOTAL, *COUNTED)
+COLUMNS = ("batch", *COUNTS, "finished", "created", "done")
 
 
 def batch_cells(row: dict[str, Any]) -> list[Text]:
@@ -36,7 +38,7 @@ def batch_cells(row: dict[str, Any]) -> list[Text]:
         if row["done"] else "no"
     return [Text(escape_control(str(row["batch"]))),
             *(Text(f"{row[k]:,}", justify="right",
-                   style="red" if k == "dead" and row[k] else "") for k in COUNTED),
+                   style="red" if k == DEAD and row[k] else "") for k in COUNTS),
             Text("-" if pct is None else f"{pct}%", justify="right"),
             Text(human_time(row["created_at"]) if row["created_at"] else "-"), Text(done)]
 
