@@ -72,14 +72,17 @@ def pushing(q: Any, kw: dict[str, Any]) -> Iterator[None]:
     """A sharded queue's push with ``kw`` (push's options): its ``batch`` held open in every
     live shard meanwhile (:func:`held`); its ``after`` items held in their own shards for
     the whole batch (``after_wide``), then released if the whole batch is done already
-    (:func:`release`: it may have finished before the items were held)."""
-    after = kw.get("after")
+    (:func:`release`: it may have finished before the items were held); and what waits for
+    its ``batch``, if the batch is done when the push lets it go (workers faster than the
+    input)."""
+    after, batch = kw.get("after"), kw.get("batch")
     if after is not None:
         kw["after_wide"] = True
-    with held(q, kw["batch"]) if kw.get("batch") is not None else _nothing():
+    with held(q, batch) if batch is not None else _nothing():
         yield
-    if after is not None:
-        release(q, after)
+    for name in (after, batch):
+        if name is not None:
+            release(q, name)
 
 
 @contextmanager

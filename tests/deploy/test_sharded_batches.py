@@ -124,6 +124,20 @@ def test_after_on_a_batch_done_already_is_released_by_the_push(rc: Any) -> None:
     assert sorted(x.id for x in q.lease(20)) == sorted(late)
 
 
+def test_a_push_into_the_batch_releases_what_waits_if_it_ends_done(rc: Any) -> None:
+    """Workers faster than a push --batch: the batch is done when the push lets it go, and
+    the push's end is the step that sees it so."""
+    q = ShardedQueue(rc, BASE, OPTS, shards=3)
+    q.push([b"1"], batch="b")
+    waiting = [r.id for r in q.push([b"w%d" % n for n in range(6)], after="b")]
+    got = q.lease(10)
+    q.complete([ItemRef(x.id, x.session) for x in got])  # (a library call: no release)
+    assert sum(held(q, "b")) == 6
+    q.push([], batch="b")  # (a push whose items were all done by its end)
+    assert sum(held(q, "b")) == 0
+    assert sorted(x.id for x in q.lease(10)) == sorted(waiting)
+
+
 def test_clean_finishes_a_release_a_sigkill_cut_short(rc: Any, cli: Any,
                                                       tmp_path: Path) -> None:
     """A release is atomic per shard: one SIGKILLed between shards (or anywhere) leaves
