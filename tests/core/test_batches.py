@@ -253,6 +253,15 @@ def test_a_lease_releases_a_bounded_part_of_a_long_after_list(r) -> None:
     assert len(set(queued)) == len(queued)  # each released once
 
 
+def test_a_lease_releases_what_waits_for_a_forgotten_batch(r) -> None:
+    q = WorkQueue(r, "q")
+    q.push([b"x"], batch="b")
+    after = q.push([b"after"], after="b")[0].id
+    batchops.forget(q, "b")
+    got = sorted(x.id for x in q.lease(10))  # (released first, in the same script)
+    assert after in got and not r.exists("q:after:b") and not r.exists("q:afters")
+
+
 def test_every_script_and_the_library_load_on_the_server(r) -> None:
     """Lua's limits (60 upvalues a function, 200 locals a chunk) hold for every script as
     built, with the batches' helpers (they call each other in a cycle through dead_letter)."""
