@@ -69,40 +69,27 @@ from .limits import (
     WAKE_TOKENS,
     WAKE_TTL_MS,
 )
+from .scriptparts import (
+    TYPE_CHECK_NAMES,
+    blocks,
+    code_lines,
+    definition,
+    dependency_order,
+    fixed_keys,
+    is_function,
+    names,
+    type_check,
+    uses,
+    with_limits,
+)
 from .specs import HEAD, SPECS, ScriptSpec
 
 LUA_DIR = os.path.join(os.path.dirname(__file__), "lua")  # (cheaper than importlib.resources)
 
-_DEFINES = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_COMMENT = re.compile(r"--.*$", re.M)
 _LAZY = "--@lazy"
 #: A script's declaration of the ``_common.lua``/``_fair.lua`` definitions it names:
 #: ``--@uses name name ...`` lines (checked: see :func:`declared_uses`).
 _USES = re.compile(r"^--@uses\b(.*)$", re.M)
-
-
-def _blocks(text: str) -> list[tuple[str, str]]:
-    """Top-level definitions of a Lua file, in order: (name, text) for each ``local NAME``
-    or ``local function NAME`` at column 0 with the lines up to the next one (the comment
-    lines just above a definition go with it)."""
-    blocks: list[tuple[str, list[str]]] = []
-    comments: list[str] = []
-    for line in text.splitlines():
-        m = _DEFINES.match(line)
-        if m:
-            blocks.append((m.group(1), [*comments, line]))
-            comments = []
-        elif not line.strip() or line.startswith("--"):
-            comments.append(line)
-        elif blocks:
-            blocks[-1][1].extend([*comments, line])
-            comments = []
-    return [(name, "\n".join(lines)) for name, lines in blocks]
-
-
-def _names(text: str) -> set[str]:
-    return set(_NAME.findall(_COMMENT.sub("", text)))
 
 
 def _key_blocks() -> list[tuple[str, str]]:
@@ -206,72 +193,6 @@ def _arg_blocks(spec: ScriptSpec) -> list[tuple[str, str]]:
     return out
 
 
-def _type_check(keys: Sequence[str], limited: bool = False) -> tuple[str, str]:
-    """``QUIET`` and ``wrong_type()`` for the fixed keys a script uses (``K_<NAME>``): their
-    declarations, and the function (in a script that reads the limits, placed after the
-    definitions it calls).
-
-    wrong_type() returns an error reply naming the first of them that holds another type,
-    or nil. A rare key (keys.FixedKey.rare) is absent from a busy queue: one EXISTS over the
-    rare ones sets QUIET when none exists, and then spares their TYPE checks (and the script
-    its reads of them). A script that names ``LIMITED`` (``limited``) gets the queue's limits
-    there (``limits_read()``: a table, or false), read only when a rare key exists: P:limits
-    alone does not make it un-QUIET, and its HMGET, before any write, stops a script whose
-    P:limits has another type; so a quiet queue without limits pays nothing (one more key
-    in its EXISTS), one with other rare keys one HMGET, and a limited one for its limits
-    only. (Naming P:limits in the EXISTS more times than there are other rare keys would
-    tell both from its count, but a call's arguments cost more than that HMGET saves.)
-    ``P:freed`` (:data:`_UNCHECKED`) is neither counted nor checked: no script reads it, and
-    it is written with ``pcall`` (lua/_limits.lua)."""
-    by_name = {f"K_{k.name.upper()}": k for k in FIXED_KEYS}
-    keys = [n for n in keys if n not in _UNCHECKED]
-
-    def flat(rare: bool) -> str:
-        return ", ".join(f"{n}, '{by_name[n].type}'" for n in keys if by_name[n].rare == rare)
-
-    rare = ", ".join(n for n in keys if by_name[n].rare)
-    quiet = f"redis.call('EXISTS', {rare}) == 0" if rare else "true"
-    decls = ("-- True when none of this script's rare keys exists (set by wrong_type()).\n"
-             "local QUIET = false\n"
-             "-- The keys wrong_type() found absent, when not QUIET (batch_move: no "
-             "P:item_batch).\nlocal ABSENT = {}")
-    if limited:  # (K_LIMITS is rare: FIXED_KEYS)
-        decls += ("\n-- The queue's limits (limits_read(): P:limits exists), else false (set "
-                  "by wrong_type()).\nlocal LIMITED = false")
-        quiet = (f"false\n  local rare = redis.call('EXISTS', {rare})\n"
-                 "  LIMITED = rare > 0 and limits_read()\n"
-                 "  QUIET = rare == (LIMITED and 1 or 0)")
-    return decls, f"""-- Writing scripts call this first (one stopped by WRONGTYPE half-way
--- would leave its earlier writes behind): an error reply naming the first key of the
--- wrong type, or nil.
-local function wrong_type()
-  QUIET = {quiet}
-  local checks = {{{flat(False)}}}
-  if not QUIET then
-    for _, v in ipairs({{{flat(True)}}}) do checks[#checks + 1] = v end
-  end
-  for i = 1, #checks, 2 do
-    local t = redis.call('TYPE', checks[i])['ok']
-    if t == 'none' then
-      ABSENT[checks[i]] = true
-    elseif t ~= checks[i + 1] then
-      return redis.error_reply('WRONGTYPE key ' .. checks[i] .. ' holds a ' .. t .. ', not a ' ..
-        checks[i + 1] .. ': something other than this queue uses the prefix; nothing was changed')
-    end
-  end
-  return nil
-end"""
-
-
-#: Fixed keys no type check counts or checks (:func:`_type_check`).
-_UNCHECKED = ("K_FREED",)
-
-
-def _with_limits(wanted: set[str], head: Sequence[tuple[str, str]]) -> set[str]:
-    """``wanted``, with what the type check of a script naming ``LIMITED`` calls."""
-    return wanted | _uses("", head, {"limits_read"}) if "LIMITED" in wanted else wanted
-
-
 class _Block(NamedTuple):
     name: str
     text: str  #: as written, with each --@lazy name made ``L.<name>``
@@ -284,44 +205,22 @@ class _Block(NamedTuple):
 def _common() -> tuple[_Block, ...]:
     """The definitions of ``lua/_ages.lua``, ``lua/_fair.lua``, ``lua/_common.lua``,
     ``lua/_history.lua`` and ``lua/_batch.lua`` (in that order: each one's use those before,
-    except where a definition names a later one: :func:`_dependency_order`), read and
+    except where a definition names a later one: :func:`scriptparts.dependency_order`), read and
     prepared once per process."""
     with open(os.path.join(LUA_DIR, "_fair.lua")) as fair, \
             open(os.path.join(LUA_DIR, "_common.lua")) as common:
-        blocks = _blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read()
-                         + "\n" + _read("_history.lua") + "\n" + _read("_batch.lua"))
-    blocks += _blocks(_read("_limits.lua"))  # (fleet-wide limits: docs/DESIGN.md section 9)
-    blocks = _dependency_order([*_blocks(_read("_ages.lua")), *blocks])  # (_ages.lua first)
-    lazy = frozenset(n for n, t in blocks if _LAZY in _definition(t))
-    return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(_names(t)), n in lazy)
-                 for n, t in blocks)
+        found = blocks(_item_key_lua() + "\n" + fair.read() + "\n" + common.read()
+                       + "\n" + _read("_history.lua") + "\n" + _read("_batch.lua"))
+    found += blocks(_read("_limits.lua"))  # (fleet-wide limits: docs/DESIGN.md section 9)
+    found = dependency_order([*blocks(_read("_ages.lua")), *found])  # (_ages.lua first)
+    lazy = frozenset(n for n, t in found if _LAZY in definition(t))
+    return tuple(_Block(n, _lazy_refs(t, lazy), t, frozenset(names(t)), n in lazy)
+                 for n, t in found)
 
 
 def _read(name: str) -> str:
     with open(os.path.join(LUA_DIR, name)) as f:
         return f.read()
-
-
-def _dependency_order(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``blocks`` in their order, except that each comes after those it names (a Lua
-    ``local`` is seen only by what follows it: _common.lua's helpers call _batch.lua's
-    batch_move, which uses _common.lua's call_all)."""
-    by_name = dict(blocks)
-    out: list[tuple[str, str]] = []
-    placed: set[str] = set()
-
-    def place(name: str, text: str) -> None:
-        if name in placed:
-            return
-        placed.add(name)
-        for dep in sorted(_names(text) & by_name.keys() - {name},
-                          key=[n for n, _ in blocks].index):
-            place(dep, by_name[dep])
-        out.append((name, text))
-
-    for name, text in blocks:
-        place(name, text)
-    return out
 
 
 def declared_uses(name: str, body: str) -> set[str]:
@@ -331,8 +230,8 @@ def declared_uses(name: str, body: str) -> set[str]:
     script that names a helper it did not declare, or declares one it no longer names,
     fails to build (tests/test_contract.py builds every script)."""
     declared = {n for line in _USES.findall(body) for n in line.replace(",", " ").split()}
-    known = {b.name for b in _common()} | {"wrong_type", "QUIET", "ABSENT", "LIMITED"}
-    named = _names(body) & known
+    known = {b.name for b in _common()} | TYPE_CHECK_NAMES
+    named = names(body) & known
     if declared != named:
         raise ValueError(
             f"lua/{name}.lua: its --@uses lines must list the definitions of _common.lua it "
@@ -366,16 +265,16 @@ def source(name: str) -> str:
     with open(os.path.join(LUA_DIR, f"{name}.lua")) as f:
         body = f.read()
     head = [*_key_blocks(), *_arg_blocks(spec), *_generated_blocks()]
-    wanted = _with_limits(_uses(body, head, declared_uses(name, body)), head)
-    keys = _fixed_keys(wanted)
+    wanted = _wanted(name, body, head)
+    keys = fixed_keys(wanted)
     lazy = [b for b in common if b.name in wanted and b.lazy]
     parts = [DRAGONFLY_FLAGS,  # the first line, for Dragonfly (keys.DRAGONFLY_FLAGS)
              f"-- {name}.lua with the definitions it uses: generated by rq_cli/core/scripts.py "
              f"from keys.FIXED_KEYS, SPECS[{name!r}] and lua/_common.lua",
              OLD_SERVER_CHECK]  # before any command: a server older than Redis 6 is refused
     parts += [text for n, text in head if n in wanted]
-    checked = bool(wanted & {"wrong_type", "QUIET", "ABSENT", "LIMITED"})
-    decls, check = _type_check(keys, "LIMITED" in wanted)
+    checked = bool(wanted & TYPE_CHECK_NAMES)
+    decls, check = type_check(keys, "LIMITED" in wanted)
     if checked:  # (wrong_type() after the definitions: it may call limits_read())
         parts.append(decls)
     if lazy:
@@ -438,8 +337,8 @@ def library() -> Library:
     for n, t in [*head, *((b.name, b.plain) for b in _common())]:
         if n in ("PREFIX", "K_QUEUE"):  # (set first thing in begin)
             continue
-        used = _names(t) - {n}
-        if _is_function(t):
+        used = names(t) - {n}
+        if is_function(t):
             functions[n] = re.sub(rf"^local function {n}\b", f"function {n}", t, count=1,
                                   flags=re.M)
         elif used & {"ARGV", "KEYS", "K_QUEUE", *per_call}:
@@ -456,9 +355,9 @@ def library() -> Library:
              "  ABSENT = {}",
              "  if args[1] ~= PREFIX then",
              "    PREFIX = args[1]",
-             *("    " + line for t in per_prefix.values() for line in _code_lines(t)),
+             *("    " + line for t in per_prefix.values() for line in code_lines(t)),
              "  end",
-             *("  " + line for t in per_call.values() for line in _code_lines(t)),
+             *("  " + line for t in per_call.values() for line in code_lines(t)),
              "end"]
     declared = ["KEYS", "ARGV", "PREFIX", "K_QUEUE", "QUIET", "ABSENT", "LIMITED",
                 *per_prefix, *per_call]
@@ -474,58 +373,24 @@ def library() -> Library:
             body = f.read()
         # (as in source(), less its declarations: here QUIET and LIMITED are shared, and
         # begin resets them)
-        wanted = _with_limits(_uses(body, head, declared_uses(name, body)), head)
-        _, check = _type_check(_fixed_keys(wanted), "LIMITED" in wanted)
+        wanted = _wanted(name, body, head)
+        _, check = type_check(fixed_keys(wanted), "LIMITED" in wanted)
         args = "\n".join(t for _, t in _arg_blocks(SPECS[name]))
         runs.append(f"local function run_{name}(keys, args)\n  begin(keys, args)\n"
                     f"{args}\n{check}\n{body}\nend")
     code = folded + folded_refs("\n".join([*body_parts, *runs]) + "\n", folded_names)
     digest = hashlib.sha1(code.encode()).hexdigest()[:16]
     lib = f"{FUNCTION_PREFIX}{digest}"
-    names = {name: f"{lib}_{name}" for name in HOT}
-    registers = [f"redis.register_function('{names[n]}', run_{n})" for n in HOT]
+    functions_of = {name: f"{lib}_{name}" for name in HOT}
+    registers = [f"redis.register_function('{functions_of[n]}', run_{n})" for n in HOT]
     header = (f"#!lua name={lib}\n-- rq-cli's hot scripts ({', '.join(HOT)}) as functions: "
               f"generated by rq_cli/core/scripts.py library() from lua/_fair.lua, "
               f"lua/_common.lua and lua/<name>.lua\n")
-    return Library(lib, header + code + "\n".join(registers) + "\n", names)
+    return Library(lib, header + code + "\n".join(registers) + "\n", functions_of)
 
 
-def _code_lines(block: str) -> list[str]:
-    """The lines of ``block`` that are not blank or only a comment."""
-    return [line for line in block.splitlines()
-            if line.strip() and not line.lstrip().startswith("--")]
-
-
-def _is_function(block: str) -> bool:
-    return _definition(block).startswith("local function ")
-
-
-def _uses(body: str, head: Sequence[tuple[str, str]], declared: set[str]) -> set[str]:
-    """The definitions a script gets: the generated ones of ``head`` (``K_<NAME>``,
-    ``A_<NAME>``, the codes: named by the spec) that ``body`` names, the ``_common.lua``
-    ones it ``declared`` (--@uses), and what those name in turn."""
-    deps = {n: _names(t) for n, t in head}
-    deps.update((b.name, set(b.names)) for b in _common())
-    known = set(deps) | {"wrong_type", "QUIET", "ABSENT", "LIMITED"}
-    wanted: set[str] = set()
-    todo = [*(_names(body) & {n for n, _ in head}), *declared]
-    while todo:
-        n = todo.pop()
-        if n not in wanted:
-            wanted.add(n)
-            todo.extend(deps.get(n, set()) & known)
-    return wanted
-
-
-def _fixed_keys(wanted: set[str]) -> list[str]:
-    """The ``K_<NAME>`` of the fixed keys in ``wanted``, in keys.FIXED_KEYS order: those of
-    the type check (less the history's where ``record_history`` brings them: it checks them
-    itself, once a minute, and skips a foreign one; lua/_history.lua)."""
-    skip = {"K_HISTORY", "K_HISTORY_HOURLY"} if "record_history" in wanted else set()
-    return [f"K_{k.name.upper()}" for k in FIXED_KEYS
-            if f"K_{k.name.upper()}" in wanted and f"K_{k.name.upper()}" not in skip]
-
-
-def _definition(block: str) -> str:
-    """The ``local [function] NAME`` line of a block."""
-    return next(line for line in block.splitlines() if _DEFINES.match(line))
+def _wanted(name: str, body: str, head: Sequence[tuple[str, str]]) -> set[str]:
+    """The definitions script ``name`` (``body``) gets of ``head`` and ``_common()``: those
+    it names or declares (--@uses), what they name, and what its type check calls."""
+    common = {b.name: b.names for b in _common()}
+    return with_limits(uses(body, head, common, declared_uses(name, body)), head, common)
