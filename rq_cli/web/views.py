@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from ..console.chart import zone as zone  # (the zone the pages' times are in)
 from ..core.codes import Counter, ItemState
+from ..core.counts import WATCHED, column_kind
 from ..core.fields import PEEK, ItemField, carried
 from ..output.render import BIDI
 from ..output.shapes import peek_row
@@ -31,12 +32,12 @@ OLD_AFTER_S = 300.0
 STYLESHEET_URL = "/static/console.css"
 #: The stats row's count of leases that ran out (a Stats field, not a word of codes.py).
 ABANDONED = "abandoned"
-#: The overview's columns: (key of the stats row, title, kind): counts, the oldest pending
-#: item's age, rates per second (since the previous load).
+#: The overview's columns: (key of the stats row, title, kind): the counts the watch shows
+#: (core/counts.py WATCHED; kind ``column_kind``: a number, an age), then rates per second
+#: (since the previous load).
 OVERVIEW_COLUMNS = (
-    *((k, k, "count") for k in (ItemState.PENDING.value, Counter.LEASED.value, ABANDONED,
-                                ItemState.DELAYED.value, ItemState.DEAD.value)),
-    ("oldest_pending_age_s", "oldest", "age"), (Counter.PUSHED.value, "in/s", "rate"),
+    *((c.name, c.heading or c.name, column_kind(c)) for c in WATCHED),
+    (Counter.PUSHED.value, "in/s", "rate"),
     (Counter.COMPLETED.value, "done/s", "rate"), (Counter.FAILED.value, "failed/s", "rate"))
 #: The overview's sort keys (its columns, and the name): largest first, as given if none.
 SORTS = ("name", *(key for key, _, _ in OVERVIEW_COLUMNS))
