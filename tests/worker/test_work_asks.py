@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from test_cli_work import log, outcomes, start, wait_for
+from test_cli_work import log, outcomes, start
+from waiting import wait_for
 
 from rq_cli.core.codes import Ask
 from rq_cli.core.control import ask_worker, take_asks

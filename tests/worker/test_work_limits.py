@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from test_cli_work import env, outcomes, start, wait_for, work
+from test_cli_work import env, outcomes, start, work
+from waiting import wait_for
 
 from rq_cli.core.limiting import parse_rate
 from rq_cli.core.queue import WorkQueue
