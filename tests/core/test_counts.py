@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import rq_cli
 from rq_cli.core import counts, specs
 from rq_cli.core.codes import COUNTERS, STATES, Counter, ItemState
 from rq_cli.core.reports import Stats
@@ -17,7 +18,7 @@ from rq_cli.output.metrics import COUNTER_HELP, MEASURES, metric_names
 from rq_cli.output.shapes import schema
 from rq_cli.settings.rules import CHECK_RULES
 
-PACKAGE = Path(counts.__file__).parents[1]
+PACKAGE = Path(rq_cli.__file__).parent
 
 
 def stats_options() -> set[str]:

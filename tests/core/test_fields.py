@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+import rq_cli
 from rq_cli.core import fields, keys, scripts, specs
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.reports import PeekedItem
@@ -45,7 +46,7 @@ def test_the_shipped_schema_files_leave_the_declared_fields_to_the_declaration()
     do not list them (rq_cli.output.shapes.schema adds them)."""
     from pathlib import Path
 
-    folder = Path(fields.__file__).parents[1] / "schemas"
+    folder = Path(rq_cli.__file__).parent / "schemas"
     for name, reply in ITEM_SCHEMAS.items():
         listed = json.loads((folder / f"{name}.schema.json").read_text())["properties"]
         assert not set(listed) & set(fields.names(reply)), name
