@@ -26,10 +26,12 @@ line in :data:`GROUPS` (or :data:`TOP`). CHANGELOG.md is history and is left as 
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +79,8 @@ TEXT = {".py", ".md", ".toml", ".yml", ".yaml", ".cfg", ".ini", ".txt", ".lua", 
         ".json", ".sh", ".tcss"}
 #: The longest line (pyproject.toml's ruff line-length).
 LINE = 100
+#: The quotes that open a docstring (or another string of prose).
+TRIPLE = ('"""', "'''")
 #: Left as written: history.
 SKIP = {"CHANGELOG.md"}
 
@@ -247,6 +251,58 @@ def rewrite(path: Path, text: str) -> str:
     return text
 
 
+def _prose_lines(text: str) -> dict[int, tuple[str, int]]:
+    """Line number (0-based) -> (kind, token number) of each comment line and each line of
+    a triple-quoted string (prose, not code)."""
+    kinds: dict[int, tuple[str, int]] = {}
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return kinds
+    for n, tok in enumerate(tokens):
+        if tok.type == tokenize.COMMENT and not tok.line[: tok.start[1]].strip():
+            kinds[tok.start[0] - 1] = ("#", 0)  # (a comment goes on in the next line's)
+        elif tok.type == tokenize.STRING and tok.string.lstrip("rbuRBU")[:3] in TRIPLE:
+            for row in range(tok.start[0] - 1, tok.end[0]):
+                kinds[row] = ("string", n)
+    return kinds
+
+
+def wrap(text: str) -> str:
+    """``text`` with each comment or docstring line over :data:`LINE` broken at a space, the
+    words carried to the start of the next line of the same comment or string (or to a line
+    of their own): the longer paths make prose lines longer; code is left to a person."""
+    lines = text.split("\n")
+    kinds = _prose_lines(text)
+    i = 0
+    while i < len(lines):
+        line, kind = lines[i], kinds.get(i)
+        indent = len(line) - len(line.lstrip())
+        cut = line.rfind(" ", 0, LINE + 1)
+        if len(line) <= LINE or kind is None or cut <= indent:
+            i += 1
+            continue
+        if kind[0] == "#":
+            prefix = line[:indent] + ("#: " if line.lstrip().startswith("#:") else "# ")
+        else:
+            prefix = line[:indent]
+        head, tail = line[:cut].rstrip(), line[cut + 1:]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        rest = nxt[len(prefix):]
+        same = (kinds.get(i + 1) == kind and nxt.startswith(prefix) and rest.strip() != ""
+                and not rest.startswith((" ", "-", "*")) and rest.strip()[:3] not in TRIPLE
+                and tail.strip()[-3:] not in TRIPLE)
+        lines[i] = head
+        if same:
+            lines[i + 1] = prefix + tail + " " + rest
+        else:
+            lines.insert(i + 1, prefix + tail)
+            kinds = {(k if k <= i else k + 1): v for k, v in kinds.items()}
+            kinds[i + 1] = kind
+        i += 1
+    return "\n".join(lines)
+
+
 def files() -> list[Path]:
     listed = git("ls-files", "--cached", "--others", "--exclude-standard").splitlines()
     out = []
@@ -280,6 +336,8 @@ def main() -> int:
         except UnicodeDecodeError:
             continue
         new = rewrite(path, text)
+        if path.suffix == ".py" and new != text:
+            new = wrap(new)
         if new != text:
             done.append(f"rewrite {path.relative_to(ROOT)}")
             if not args.check:
