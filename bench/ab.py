@@ -1,7 +1,7 @@
 """A/B of script versions, side by side on one server:
 ``python -m bench.ab REV [items [rounds]]``.
 
-The scripts of git revision ``REV`` (its ``core.scripts.source``) against the working
+The scripts of git revision ``REV`` (its ``core.scripting.scripts.source``) against the working
 tree's, alternating, ``rounds`` rounds (default 3); per loop the server's script time per
 item (EVALSHA usec from ``INFO commandstats``, wall clock: inflated when the server waits
 for a core), the server process's CPU time per item (``INFO cpu``: not inflated, but with
@@ -35,7 +35,7 @@ def old_sources(rev: str) -> dict[str, str]:
     tmp = Path(tempfile.mkdtemp(prefix="rq-ab-"))
     subprocess.run(f"git archive {rev} rq_cli | tar -x -C {tmp}", shell=True, check=True)
     code = ("import json,sys; sys.path.insert(0, sys.argv[1]); "
-            "from rq_cli.core.scripts import source as s; "
+            "from rq_cli.core.scripting.scripts import source as s; "
             "print(json.dumps({n: s(n) for n in ('lease', 'complete', 'push')}))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp)], check=True,
                          capture_output=True, text=True).stdout

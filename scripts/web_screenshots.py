@@ -24,9 +24,9 @@ from pathlib import Path
 import redis
 
 from rq_cli.connection.servers import find_server_binary
+from rq_cli.core.contract.util import server_ms
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.core.util import server_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 # the tests' server harness and web helpers, imported by name as the tests import them

@@ -132,7 +132,7 @@ class Acting:
         self.ask(self.actions.pause(not self.counts.get("paused")))  # (its end state)
 
     def action_audit(self: Any) -> None:
-        from .audit import AuditScreen  # (the queue's audit trail: rq_cli/core/audit.py)
+        from .audit import AuditScreen  # (the queue's audit trail: rq_cli/core/operations/audit.py)
 
         self.app.push_screen(AuditScreen(self.target))
 

@@ -21,10 +21,10 @@ from starlette.routing import Route
 
 from ..console.chart import chart
 from ..console.model import Browser, data_view
-from ..core.audit import read_audit
 from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
+from ..core.operations.audit import read_audit
 from . import views
 from .acts import DELETE_IDS, MOST_IDS, REQUEUE_IDS, confirm_page, do_page, done_page
 from .guard import CSRF_FIELD, REALM, SESSION_COOKIE, csp, new_session
@@ -164,7 +164,7 @@ def queue_page(web: Web, request: Request, form: dict[str, str],
     elif tab == HOLDERS:
         page = {"holders": read(web, target, target.queue.holders)}
     elif tab == BATCHES:  # (the newest ones, with their progress)
-        from ..core.batchops import listed
+        from ..core.operations.batchops import listed
 
         page = {"batches": read(web, target, lambda: listed(target.queue, views.PAGE_SIZE))}
     elif tab == GROUPS:
@@ -199,7 +199,8 @@ def item_page(web: Web, request: Request, form: dict[str, str],
 
 def audit_page(web: Web, request: Request, form: dict[str, str],
                ctx: dict[str, Any]) -> Response:
-    """The queue's audit trail (core/audit.py): its newest repairs, from any console or CLI."""
+    """The queue's audit trail (core/operations/audit.py): its newest repairs, from any console or
+    CLI."""
     name = name_of(request)
     target = web.target(name)
     entries = read(web, target, lambda: read_audit(target.queue, views.AUDIT_SHOWN))

@@ -11,8 +11,8 @@ from urllib.parse import quote
 
 from ..console.chart import zone as zone  # (the zone the pages' times are in)
 from ..core.codes import Counter, ItemState
-from ..core.counts import WATCHED, column_kind
-from ..core.fields import PEEK, ItemField, carried
+from ..core.contract.counts import WATCHED, column_kind
+from ..core.contract.fields import PEEK, ItemField, carried
 from ..output.render import BIDI
 from ..output.shapes import peek_row
 
@@ -33,7 +33,7 @@ STYLESHEET_URL = "/static/console.css"
 #: The stats row's count of leases that ran out (a Stats field, not a word of codes.py).
 ABANDONED = "abandoned"
 #: The overview's columns: (key of the stats row, title, kind): the counts the watch shows
-#: (core/counts.py WATCHED; kind ``column_kind``: a number, an age), then rates per second
+#: (core/contract/counts.py WATCHED; kind ``column_kind``: a number, an age), then rates per second
 #: (since the previous load).
 OVERVIEW_COLUMNS = (
     *((c.name, c.heading or c.name, column_kind(c)) for c in WATCHED),
@@ -133,7 +133,7 @@ def clock(at: float | None) -> str:
     return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(at))
 
 
-#: The per-item fields with a column (core/fields.py), in a tab's table: those ``always``
+#: The per-item fields with a column (core/contract/fields.py), in a tab's table: those ``always``
 #: there after attempts, the others before the data.
 ITEM_COLUMNS = tuple(f for f in carried(PEEK) if f.column)
 

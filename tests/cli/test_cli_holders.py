@@ -10,9 +10,9 @@ import time
 
 from waiting import wait_for
 
-from rq_cli.core.limits import HOLDERS_PAGE
+from rq_cli.core.contract.limits import HOLDERS_PAGE
+from rq_cli.core.contract.util import session_origin
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.util import session_origin
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 

@@ -352,7 +352,7 @@ def test_a_push_stopped_by_a_batch_not_confirmed_names_the_lines_never_sent(
     """``wait_replicas = 1`` and no replica: the batches sent are stored, none confirmed,
     and the push sends nothing more (exit 8). The error line names the input lines never
     sent (two blank lines first: line numbers are the input's)."""
-    from rq_cli.core.limits import BATCH, SEND_AHEAD
+    from rq_cli.core.contract.limits import BATCH, SEND_AHEAD
 
     server = make_server()
     body = b"".join(b'{"id":"i%d","data":%d}\n' % (n, n) for n in range(20_000)) \

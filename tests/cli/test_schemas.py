@@ -141,7 +141,7 @@ def test_the_schemas_are_closed_and_complete(cli: Any) -> None:
 
 
 def test_stats_counters_are_every_counter_and_nothing_else(r: redis.Redis) -> None:
-    from rq_cli.core.keys import COUNTER_FIELDS, DEDUP_WINDOW_FIELD
+    from rq_cli.core.contract.keys import COUNTER_FIELDS, DEDUP_WINDOW_FIELD
     from rq_cli.core.queue import WorkQueue
 
     assert WorkQueue(r, "q").stats().counters == dict.fromkeys(COUNTER_FIELDS, 0)

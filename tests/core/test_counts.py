@@ -1,4 +1,4 @@
-"""The Stats counts, declared once (rq_cli/core/counts.py): what follows from each line,
+"""The Stats counts, declared once (rq_cli/core/contract/counts.py): what follows from each line,
 checked for every count and counter, and no other list of them in the package."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import rq_cli
-from rq_cli.core import counts, specs
 from rq_cli.core.codes import COUNTERS, STATES, Counter, ItemState
+from rq_cli.core.contract import counts, specs
 from rq_cli.core.reports import Stats
 from rq_cli.output.metrics import COUNTER_HELP, MEASURES, metric_names
 from rq_cli.output.shapes import schema
@@ -181,7 +181,7 @@ def test_no_other_module_lists_the_counts() -> None:
     """Only counts.py names them together; Stats (reports.py) is the typed value that
     carries them, tied to the declaration above. (keys.py names keys: P:processing,
     P:delayed, P:dead, P:paused, P:tenants are keys, not counts.)"""
-    allowed = {PACKAGE / "core" / "counts.py", PACKAGE / "core" / "keys.py"}
+    allowed = {PACKAGE / "core" / "contract" / "counts.py", PACKAGE / "core" / "contract" / "keys.py"}
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         hits = lists_of_counts(path.read_text())

@@ -17,7 +17,7 @@ import redis
 from servers import ServerProcess
 from waiting import wait_for
 
-from rq_cli.core.durable import Confirmer
+from rq_cli.core.operations.durable import Confirmer
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ConfigError, ExitCode, Unconfirmed

@@ -1,5 +1,5 @@
-"""The per-item fields, declared once (rq_cli/core/fields.py): what follows from a declaration,
-checked for every field, and each reply reading them from a real server."""
+"""The per-item fields, declared once (rq_cli/core/contract/fields.py): what follows from a
+declaration, checked for every field, and each reply reading them from a real server."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import json
 import pytest
 
 import rq_cli
-from rq_cli.core import fields, keys, scripts, specs
+from rq_cli.core.contract import fields, keys, specs
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.reports import PeekedItem
+from rq_cli.core.scripting import scripts
 from rq_cli.core.types import LeasedItem
 from rq_cli.output.shapes import ITEM_SCHEMAS, lease_row, peek_row, schema
 

@@ -40,7 +40,7 @@ from servers import ServerProcess
 from test_failover import JOBS, replicated_cluster  # noqa: F401  (a fixture)
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.durable import follow_primary
+from rq_cli.core.operations.durable import follow_primary
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ExitCode, Unconfirmed
