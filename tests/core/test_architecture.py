@@ -537,8 +537,8 @@ def test_the_consoles_styles_are_tcss_files_that_ship():
 
 # -- the worker: on WorkQueue's public API (its package docstring) ---------------------------
 #: the script machinery under WorkQueue's public methods
-_ENGINE_INSIDE = ("rq_cli.core.scripting.scripts", "rq_cli.core.contract.specs", "rq_cli.core.scripting.calling",
-                  "rq_cli.core.operations.base")
+_ENGINE_INSIDE = ("rq_cli.core.scripting.scripts", "rq_cli.core.contract.specs",
+                  "rq_cli.core.scripting.calling", "rq_cli.core.operations.base")
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.worker")))

@@ -181,7 +181,8 @@ def test_no_other_module_lists_the_counts() -> None:
     """Only counts.py names them together; Stats (reports.py) is the typed value that
     carries them, tied to the declaration above. (keys.py names keys: P:processing,
     P:delayed, P:dead, P:paused, P:tenants are keys, not counts.)"""
-    allowed = {PACKAGE / "core" / "contract" / "counts.py", PACKAGE / "core" / "contract" / "keys.py"}
+    allowed = {PACKAGE / "core" / "contract" / "counts.py",
+               PACKAGE / "core" / "contract" / "keys.py"}
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         hits = lists_of_counts(path.read_text())

@@ -637,7 +637,8 @@ def test_the_core_imports_neither_typer_nor_rich():
     import subprocess
     import sys
 
-    code = ("import sys, rq_cli.core.queue, rq_cli.core.operations.deep; print(sorted(m for m in sys.modules "
+    code = ("import sys, rq_cli.core.queue, rq_cli.core.operations.deep; "
+            "print(sorted(m for m in sys.modules "
             "if m.split('.')[0] in ('typer', 'rich', 'click')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -715,7 +716,8 @@ def test_fixed_keys_is_the_one_definition():
     props = {n for n, v in vars(Keys).items() if isinstance(v, property)}
     fixed_props = {n for n in props if isinstance(getattr(k, n), str)
                    and getattr(k, n).startswith("p:") and ":" not in getattr(k, n)[2:]}
-    assert fixed_props == names | {AUDIT}  # (P:audit: rq-cli's, no script's: core/operations/audit.py)
+    # (P:audit: rq-cli's, no script's: core/operations/audit.py)
+    assert fixed_props == names | {AUDIT}
     assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders", "item_tenant"}
     assert set(META_ZSETS) == {"expires", "leases"}
 
