@@ -28,7 +28,7 @@ from rq_cli.cli.common import State
 from rq_cli.cli.dash import global_options
 from rq_cli.cli.inspect import stats_targets
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.scripts import source
+from rq_cli.core.scripting.scripts import source
 from rq_cli.core.types import NewItem
 from rq_cli.web.guard import Guard
 from rq_cli.web.pages import Web, make_app

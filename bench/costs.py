@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from rq_cli.core.scripts import library, source
+from rq_cli.core.scripting.scripts import library, source
 from tests.servers import ServerProcess, find_server_binary
 
 _PIECES = {

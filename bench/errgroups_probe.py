@@ -13,8 +13,8 @@ import time
 
 import redis
 
+from rq_cli.core.contract.limits import ERRGROUP_SCAN_COUNT
 from rq_cli.core.errgroups import group_errors
-from rq_cli.core.limits import ERRGROUP_SCAN_COUNT
 from rq_cli.core.queue import WorkQueue
 
 P = "errbench"

@@ -174,7 +174,7 @@ def exp_push(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
 
 def exp_pushlua(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
     from rq_cli.core.queue import WorkQueue
-    from rq_cli.core.scripts import source
+    from rq_cli.core.scripting.scripts import source
 
     client = server.client()
     base = source("push")
@@ -464,7 +464,7 @@ def exp_batchlua(server: BenchServer, work: Path, quick: bool, reps: int) -> Non
     from importlib import resources
 
     from rq_cli.core.queue import WorkQueue
-    from rq_cli.core.scripts import source
+    from rq_cli.core.scripting.scripts import source
 
     from .cases import lease as L
 
@@ -530,7 +530,7 @@ def exp_completelua(server: BenchServer, work: Path, quick: bool, reps: int) -> 
     from importlib import resources
 
     from rq_cli.core.queue import WorkQueue
-    from rq_cli.core.scripts import source
+    from rq_cli.core.scripting.scripts import source
 
     client = server.client()
     common = (resources.files("rq_cli") / "lua" / "_common.lua").read_text()
@@ -721,7 +721,7 @@ def fast_candidates(q: Any, scan_count: int = 5000, hscan_count: int = 10000,
     """Prototype of deep.py's discovery: SCAN pages added to the set whole (no per-key
     generator), larger COUNTs (each call still a few ms), and the bookkeeping sweep as set
     differences on whole pages. Returns (stray candidates, stale metadata ids)."""
-    from rq_cli.core import deep
+    from rq_cli.core.operations import deep
 
     client, k = q.client, q.keys
     off = k.item_key_offset
@@ -766,7 +766,7 @@ def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
         assert sum(1 for _ in client.scan_iter(match="dq:item:*", count=1000)) == n
 
     def current_discovery() -> None:
-        from rq_cli.core import deep
+        from rq_cli.core.operations import deep
 
         items = set(q.scan_items())
         cands = items - deep._listed(q)
@@ -786,12 +786,12 @@ def exp_deep(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
         set(q.scan_items())
 
     def phase_lists() -> None:
-        from rq_cli.core import deep
+        from rq_cli.core.operations import deep
 
         deep._listed(q)
 
     def phase_meta() -> None:
-        from rq_cli.core import deep
+        from rq_cli.core.operations import deep
 
         for _ in deep._meta_ids(q):
             pass
@@ -921,8 +921,8 @@ def exp_floor(server: BenchServer, work: Path, quick: bool, reps: int) -> None:
     """8 workers one item at a time (``complete_and_lease``), server CPU per item: rq-cli as
     it is, prototypes without one guarantee after another, the floor of FLOOR_LIBRARY, and
     the server-cpu case's baselines (the peer, the bare RPOPLPUSH + LREM)."""
-    import rq_cli.core.calling as calling
-    from rq_cli.core.scripts import library
+    import rq_cli.core.scripting.calling as calling
+    from rq_cli.core.scripting.scripts import library
 
     from .cases.scale import run_loop
     from .harness import Ctx

@@ -17,8 +17,8 @@ import time
 
 import redis
 
-from rq_cli.core.resharding import reshard
-from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.sharded import ShardedQueue
 from rq_cli.core.types import NewItem
 
 

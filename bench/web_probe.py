@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,12 +22,7 @@ import httpx
 import redis
 
 from bench.fill import fill
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.servers import free_port
 
 
 def timed(url: str, n: int = 5) -> tuple[float, float]:

@@ -180,7 +180,8 @@ def exit_codes_markdown() -> str:
 # -- JSON fields ----------------------------------------------------------------------------------
 def schemas() -> dict[str, dict[str, Any]]:
     """Schema name (the file's, without .schema.json) -> the schema, in name order (as
-    rq_cli.output.shapes.schema reads it: with the per-item fields of rq_cli/core/fields.py)."""
+    rq_cli.output.shapes.schema reads it: with the per-item fields of
+    rq_cli/core/contract/fields.py)."""
     from rq_cli.output.shapes import schema
 
     return {name: schema(name) for name in sorted(

@@ -16,13 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,39 +24,26 @@ from pathlib import Path
 import redis
 
 from rq_cli.connection.servers import find_server_binary
+from rq_cli.core.contract.util import server_ms
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
-from rq_cli.core.util import server_ms
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# the tests' server harness and web helpers, imported by name as the tests import them
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "web")]
+from servers import ServerProcess  # noqa: E402
+from web_helpers import launch_chromium, running  # noqa: E402
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+#: The queues the screenshots show (fill()).
+QUEUES = ("emails", "thumbnails", "reports")
 
 
 @contextmanager
 def server() -> Iterator[redis.Redis]:
-    port = free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.Popen([find_server_binary(), "--port", str(port), "--bind",
-                                 "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
-                                stdout=subprocess.DEVNULL)
-        r = redis.Redis(port=port)
-        try:
-            for _ in range(200):
-                try:
-                    r.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.05)
-            yield r
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    """A private redis-server (tests/servers.py: nothing saved) and a client of it."""
+    with ServerProcess(binary=find_server_binary()) as proc:
+        proc.start()
+        yield proc.client()
 
 
 def fill(r: redis.Redis) -> None:
@@ -91,34 +72,12 @@ def fill(r: redis.Redis) -> None:
     reports.pause()
 
 
-@contextmanager
-def web(url: str) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rq_cli", "--url", url, "--no-config", "web",
-                             "emails", "thumbnails", "reports", "--bind", f"127.0.0.1:{port}"],
-                            env={**os.environ, "RQ_CLI_WEB_TOKEN": ""},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(400):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
 def shoot(base: str, out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     made: list[Path] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = launch_chromium(p)
         desk = browser.new_page(viewport={"width": 1000, "height": 640})
         phone = browser.new_page(viewport={"width": 390, "height": 760})
 
@@ -168,7 +127,8 @@ def main() -> int:
     with server() as r:
         fill(r)
         port = r.connection_pool.connection_kwargs["port"]
-        with web(f"redis://127.0.0.1:{port}/0") as base:
+        with running(f"redis://127.0.0.1:{port}/0", *QUEUES,
+                     env={"RQ_CLI_WEB_TOKEN": ""}) as base:
             made = shoot(base, args.out)
     for path in made:
         print(f"{path} {path.stat().st_size:,} bytes")

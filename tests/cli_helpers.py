@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from rq_cli.cli import app
-from rq_cli.core.env import (
+from rq_cli.core.contract.env import (
     ENV_CONFIG,
     ENV_DEBUG,
     ENV_JSON,

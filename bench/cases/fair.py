@@ -81,7 +81,7 @@ def _paired_cost(client: Any, many: int, few: int, leases: int) -> tuple[float, 
         for entry in client.slowlog_get(50_000):
             args = entry["command"].split()
             # (EVALSHA sha 1 KEY ..., or FCALL function 1 KEY ... where the server has
-            # Functions: rq_cli/core/calling.py)
+            # Functions: rq_cli/core/scripting/calling.py)
             if args[:1] in ([b"EVALSHA"], [b"FCALL"]) and len(args) > 3 and args[3] in by_key:
                 times[by_key[args[3]]].append(entry["duration"])
         client.slowlog_reset()

@@ -21,7 +21,7 @@ BUDGET = 1.2
 
 
 def run(ctx: Ctx) -> CaseResult:
-    from rq_cli.core.limiting import parse_rate
+    from rq_cli.core.operations.limiting import parse_rate
     from rq_cli.core.queue import WorkQueue
 
     res = CaseResult("limits")

@@ -69,8 +69,8 @@ def _worker(loop: str, port: int, quota: int, go: Any, out: Any) -> None:
     c = redis.Redis(host="127.0.0.1", port=port)
     done = 0
     if loop.startswith("rq"):
-        from rq_cli.core.calling import ENV_FUNCTIONS
         from rq_cli.core.queue import WorkQueue
+        from rq_cli.core.scripting.calling import ENV_FUNCTIONS
 
         if loop == "rq 1 evalsha":
             os.environ[ENV_FUNCTIONS] = "0"  # (this worker process only)

@@ -116,7 +116,7 @@ class LocalCluster:
 def _open(url: str, sharded: bool) -> Any:
     from rq_cli.connection.connect import connect
     from rq_cli.core.queue import WorkQueue
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     client = connect(url)
     return ShardedQueue(client, BASE) if sharded else WorkQueue(client, BASE)
@@ -137,7 +137,7 @@ def _worker(loop: str, url: str, quota: int, skip: set[int], go: Any, out: Any) 
 
 def run_loop(cluster: LocalCluster, loop: str, workers: int, total: int) -> dict[str, float]:
     from rq_cli.connection.connect import connect
-    from rq_cli.core.resharding import reshard
+    from rq_cli.core.sharding.resharding import reshard
 
     cluster.flush()
     sharded = loop.startswith("sharded")

@@ -1,5 +1,5 @@
-"""``rq-cli audit QUEUE``: a queue's audit trail (rq_cli.core.audit), and the trail each CLI
-command runs in (:func:`audit_trail`: its repairs are recorded with its command line)."""
+"""``rq-cli audit QUEUE``: a queue's audit trail (rq_cli.core.operations.audit), and the trail each
+CLI command runs in (:func:`audit_trail`: its repairs are recorded with its command line)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.limits import AUDIT_KEPT
+from ..core.contract.limits import AUDIT_KEPT
 from ..output.render import Column
 from .common import JsonOpt, QueueArg, state
 
@@ -27,7 +27,7 @@ def audit_trail(args: Sequence[str] | None) -> Iterator[None]:
     """Run a command in an audit trail: the repairs it makes (core calls that note them)
     are recorded in the trail of the first queue it opens, as ``rq-cli`` and ``args``
     (default: this process's), URL passwords masked, from this host and user."""
-    from ..core.audit import local_by, trail
+    from ..core.operations.audit import local_by, trail
     from ..output.render import message
 
     def command() -> str:
@@ -56,7 +56,7 @@ def audit(
 
     Example: rq-cli audit emails --limit 20
     """
-    from ..core.audit import read_audit
+    from ..core.operations.audit import read_audit
 
     st = state(ctx)
     out = st.output(as_json)

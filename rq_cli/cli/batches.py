@@ -1,11 +1,11 @@
 """``rq-cli batch`` and ``rq-cli wait``: a batch's counts, and waiting until it is done
-(docs/batches.md; the engine's side is core/batchops.py)."""
+(docs/batches.md; the engine's side is core/operations/batchops.py)."""
 
 from typing import Annotated, Any
 
 import typer
 
-from ..core import batchops
+from ..core.operations import batchops
 from ..errors import BatchFailed, NothingToDo, TimedOut, UsageError
 from ..output.render import Column, Output
 from ..output.shapes import peek_row

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar, cast
 import typer
 
 from ..core.codes import Outcome
-from ..core.env import ENV_JSON
-from ..core.limits import MAX_LEASE_SECONDS
+from ..core.contract.env import ENV_JSON
+from ..core.contract.limits import MAX_LEASE_SECONDS
 from ..core.types import NO_TLS, QueueOptions, TlsOptions
 from ..errors import (
     LeaseLost,
@@ -122,13 +122,13 @@ class State:
                 f"or another directory use embedded:{data_dir})")
 
     def queue(self, name: str) -> WorkQueue:
-        from ..core.audit import bind
+        from ..core.operations.audit import bind
         from ..core.queue import WorkQueue
 
         spec = self.spec(name)
         client = self.client(spec.url, spec.password, spec)
         if spec.shards is not None:  # a sharded queue offers WorkQueue's operations
-            from ..core.sharded import ShardedQueue
+            from ..core.sharding.sharded import ShardedQueue
 
             sq = ShardedQueue(client, spec.prefix, spec.options, shards=spec.shards, name=name)
             bind(sq)  # (the audit trail of the command's repairs: its first queue's)
@@ -149,12 +149,12 @@ class State:
         """A queue found on a server (not named by the user): default options; a sharded
         queue's base prefix (the server records its shards) opens it as a sharded queue."""
         from ..core.queue import WorkQueue
-        from ..core.shardmeta import read
+        from ..core.sharding.shardmeta import read
 
         client = self.server_client(server)
         options = self.options(self.config.options())
         if read(client, prefix).count:
-            from ..core.sharded import ShardedQueue
+            from ..core.sharding.sharded import ShardedQueue
 
             return cast("WorkQueue", ShardedQueue(client, prefix, options))
         return WorkQueue(client, prefix, options)
@@ -183,7 +183,7 @@ class State:
         targets = [(name, self.queue(name)) for name in (names or list(self.config.queues))]
         if discover or not targets:
             from ..connection.connect import mask_url
-            from ..core.discover import discover_queues
+            from ..core.fleet.discover import discover_queues
 
             seen = {(id(wq.client), wq.prefix) for _, wq in targets}
             for server in self.servers():

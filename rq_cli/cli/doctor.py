@@ -88,7 +88,7 @@ def plan(st: State, names: list[str]) -> list[Server]:
 
 
 def _discover(server: Server) -> list[str]:
-    from ..core.discover import discover_queues
+    from ..core.fleet.discover import discover_queues
 
     if server.client is None:
         return []
@@ -102,7 +102,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
     """The rows of one server: its checks, then each queue's; a server that cannot be
     reached is one ``connect`` fail saying why."""
     from ..connection.connect import mask_url
-    from ..core.calling import functions_allowed
+    from ..core.scripting.calling import functions_allowed
     from ..health import doctor as health
     from ..health.acl import queue_checks
     from ..health.durable import durability
@@ -144,7 +144,7 @@ def examine(st: State, server: Server) -> list[dict[str, Any]]:
 def _places(server: Server, prefix: str) -> list[tuple[Any, str]]:
     """(client, prefix) of the queue, or of each shard (live, then draining) where the
     server records it as sharded: where its processing ids are."""
-    from ..core.shardmeta import read
+    from ..core.sharding.shardmeta import read
     from ..health.doctor import is_connection_error, node_of
 
     try:
@@ -165,10 +165,10 @@ def presence(server: Server, name: str, prefix: str) -> Check:
     from .monitor import absent
 
     try:
-        from ..core import shardmeta
+        from ..core.sharding import shardmeta
 
         if shardmeta.read(server.client, prefix).count:  # a sharded queue: its shards' counts
-            from ..core.sharded import ShardedQueue
+            from ..core.sharding.sharded import ShardedQueue
 
             found = ShardedQueue(server.client, prefix).stats()
         else:

@@ -93,7 +93,7 @@ def dry_run_title(verb: str) -> str:
 def skipped_note(label: str, queue: str, to: str, skipped: int, ids: list[str]) -> str:
     """The stderr line for dead items that stay dead because a live item of ``to`` has
     their id (a peer pushed it again since it died), naming the first few."""
-    from ..core.limits import FILTER_SAMPLE
+    from ..core.contract.limits import FILTER_SAMPLE
     from ..output.render import human
 
     one = skipped == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..core.keys import HISTORY_FIELDS
+from ..core.contract.keys import HISTORY_FIELDS
 from ..errors import UsageError
 from ..output.render import Column
 from ..output.shapes import history_row

@@ -10,8 +10,8 @@ import typer
 
 from ..connection.connect import mask_url
 from ..core.codes import STATES, ItemState, PurgeChoice
-from ..core.counts import BY_NAME, COUNTS, SORTS, column_kind
-from ..core.fields import PEEK, carried
+from ..core.contract.counts import BY_NAME, COUNTS, SORTS, column_kind
+from ..core.contract.fields import PEEK, carried
 from ..errors import Interrupted, NothingToDo, UsageError
 from ..ops.filters import make_filter
 from ..ops.targets import Target
@@ -60,7 +60,7 @@ class StatsFormat(str, Enum):
     prometheus = "prometheus"
 
 
-#: ``--sort``'s choices (core/counts.py: the counts marked ``sort``)
+#: ``--sort``'s choices (core/contract/counts.py: the counts marked ``sort``)
 StatsSort = Enum("StatsSort", {key: key for key in SORTS}, type=str)  # type: ignore[misc]
 AS_GIVEN = StatsSort("given")
 
@@ -395,8 +395,9 @@ def peek_matching(out: Output, queue: str, wq: "WorkQueue", item_state: "StateNa
 
 
 def _peek_columns(item_state: str, one: bool = False) -> list[Column]:
-    # the per-item fields with a column (core/fields.py): those always there lead, the others
-    # follow the state's own columns (left out when no row has one, if optional or --state all)
+    # the per-item fields with a column (core/contract/fields.py): those always there lead, the
+    # others follow the state's own columns (left out when no row has one, if optional or --state
+    # all)
     declared = [f for f in carried(PEEK) if f.column]
     cols = [Column("id"), *([Column("state", drop=0)] if one or item_state == "all" else []),
             Column("data", kind="data", drop=0),
@@ -440,7 +441,7 @@ def queues(
                                          "discovered": False}
     failed = Failures("queues")
     if discover:
-        from ..core.discover import discover_queues as find
+        from ..core.fleet.discover import discover_queues as find
 
         for server in st.servers():
             url = server.url

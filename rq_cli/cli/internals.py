@@ -46,7 +46,7 @@ from typing import Any, get_args, get_origin
 
 import typer
 
-from ..core.env import ENV_PLAIN_TYPER
+from ..core.contract.env import ENV_PLAIN_TYPER
 
 #: False with RQ_CLI_PLAIN_TYPER=1: every shortcut of this module is off.
 ENABLED = os.environ.get(ENV_PLAIN_TYPER, "") not in ("1", "true", "yes")

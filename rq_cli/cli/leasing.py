@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..core.fields import LEASE, carried
-from ..core.limits import MAX_COUNT
+from ..core.contract.fields import LEASE, carried
+from ..core.contract.limits import MAX_COUNT
 from ..core.types import ItemOutcome, ItemRef
 from ..errors import BadInputError, HeldBack, NothingToDo, UsageError
 from ..output.render import Column
@@ -37,7 +37,7 @@ LEASE_COLUMNS = [Column("queue", drop=2), Column("id"), Column("data", kind="dat
                  Column("attempt", kind="number", drop=3),
                  Column("lease_expires_at", "lease until", kind="time"),
                  Column("session", drop=0),
-                 # the per-item fields lease carries that have a column (core/fields.py)
+                 # the per-item fields lease carries that have a column (core/contract/fields.py)
                  *(Column(f.name, f.column or "", kind=f.column_kind, drop=f.drop,
                           optional=f.column_optional) for f in carried(LEASE) if f.column)]
 #: lease --at-most-once: the items were completed as they were taken (no lease)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.limiting import QueueLimits, parse_rate
+from ..core.operations.limiting import QueueLimits, parse_rate
 from ..errors import UsageError
 from .common import JsonOpt, QueueArg, state
 

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core import bulk
-from ..core.batches import check_batch
+from ..core.contract.batches import check_batch
+from ..core.contract.util import check_new_id, check_tenant
+from ..core.pushing import bulk
 from ..core.types import NewItem, PushResult
-from ..core.util import check_new_id, check_tenant
 from ..errors import (
     BadInputError,
     Interrupted,
@@ -134,7 +134,7 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
     if options["after"] is not None:
         _check_after(wq, queue, options)
     if not hasattr(wq, "stream"):  # a plain queue: not one the server records as sharded
-        from ..core.shardmeta import refuse_if_sharded
+        from ..core.sharding.shardmeta import refuse_if_sharded
 
         refuse_if_sharded(wq.client, wq.prefix, queue)
     window = dedup_window if dedup_window is not None else wq.options.dedup_window
@@ -186,7 +186,7 @@ def _push(ctx: typer.Context, tally: "_Tally", data: list[str] | None, item_id: 
 def _check_after(wq: Any, queue: str, options: dict[str, Any]) -> None:
     """``push --after``/``--after-ok NAME``: one of them, not with a delay or a tenant,
     naming a batch the queue has (else exit 3)."""
-    from ..core.batchops import read
+    from ..core.operations.batchops import read
 
     name = check_batch(options["after"])
     if options["delay"] or options["tenant"] is not None:
@@ -292,7 +292,7 @@ def _not_sent(place: reading.Place, read: Iterable[bytes], sent: int) -> str:
 
 def _drain(batches: Iterator[bulk.Pushed], tally: "_Tally") -> None:
     """Ctrl-C while counting: the stream reads the replies of the batches it sent, which
-    are counted too; it ends in :class:`~rq_cli.core.bulk.Drained` (or KeyboardInterrupt
+    are counted too; it ends in :class:`~rq_cli.core.pushing.bulk.Drained` (or KeyboardInterrupt
     where it cannot tell)."""
     throw = getattr(batches, "throw", None)
     if throw is None:

@@ -23,10 +23,10 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any, BinaryIO
 
-from ..core.keys import name_collision
-from ..core.limits import MAX_JSON_DEPTH
+from ..core.contract.keys import name_collision
+from ..core.contract.limits import MAX_JSON_DEPTH
+from ..core.contract.util import TOO_DEEP, check_tenant, id_problem, json_int, json_too_deep
 from ..core.types import ItemRef, NewItem
-from ..core.util import TOO_DEEP, check_tenant, id_problem, json_int, json_too_deep
 from ..errors import BadInputError, UsageError
 from ..output.jsonlines import check_json
 
@@ -72,7 +72,7 @@ def check_data(data: bytes, raw: bool, where: str) -> bytes:
 def check_result(text: str) -> bytes:
     """``complete --result``'s value as bytes: JSON, at most limits.RESULT_MAX bytes (else
     BadInputError, exit 65)."""
-    from ..core.limits import RESULT_MAX
+    from ..core.contract.limits import RESULT_MAX
 
     data = arg_bytes(text)
     try:
@@ -311,7 +311,7 @@ def _escaped(value: str) -> bool:
 def check_input_id(item_id: Any) -> str:
     """``item_id`` as read from the input (an argument, a line, a JSON field), or
     BadInputError (65) when it is no item id: the engine's rule
-    (:func:`rq_cli.core.util.check_id`, a UsageError) worded as bad input."""
+    (:func:`rq_cli.core.contract.util.check_id`, a UsageError) worded as bad input."""
     if not isinstance(item_id, str):
         raise BadInputError(f'"id" must be a string, not {type(item_id).__name__}')
     check_utf8(item_id, "the item id")

@@ -37,8 +37,8 @@ def reshard(
     Example: rq-cli reshard jobs 3 --create
     """
     from ..connection.connect import mask_url
-    from ..core.audit import Home, bind
-    from ..core.resharding import reshard as do_reshard
+    from ..core.operations.audit import Home, bind
+    from ..core.sharding.resharding import reshard as do_reshard
     from ..errors import UsageError
     from ..output.render import message
 

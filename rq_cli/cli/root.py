@@ -21,7 +21,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from ..core.env import (
+from ..core.contract.env import (
     ENV_CONFIG,
     ENV_DEBUG,
     ENV_NO_CONFIG,
@@ -93,7 +93,8 @@ class RqGroup(TyperGroup):
         standalone_mode = extra.get("standalone_mode", True)
         extra["standalone_mode"] = False
         try:
-            with audit_trail(extra.get("args")):  # (the repairs it makes: rq_cli/core/audit.py)
+            # (the repairs it makes: rq_cli/core/operations/audit.py)
+            with audit_trail(extra.get("args")):
                 code = super().main(*args, **extra)
             code = code if isinstance(code, int) else 0  # (a return value, or Exit's code)
         except typer.Abort:  # a prompt ended by Ctrl-D or Ctrl-C

@@ -14,8 +14,8 @@ def sharded_note(st: State, name: str, wq: Any) -> str | None:
     """The one-line note when the server records ``wq``'s prefix as a sharded queue and
     ``wq`` reads it as one plain queue; None otherwise (one HGET: call it only where the
     queue read as empty or unused)."""
-    from ..core.keys import shards_key
-    from ..core.sharded import ShardedQueue
+    from ..core.contract.keys import shards_key
+    from ..core.sharding.sharded import ShardedQueue
 
     if isinstance(wq, ShardedQueue):  # read as the sharded queue it is
         return None

@@ -13,7 +13,7 @@ A handler that raises runs wherever the interpreter happens to be, also inside C
 called back into Python (hiredis packing a command), and C code that does not expect the
 error reads a NULL: a push stopped by Ctrl-C once died of SIGSEGV there. So nothing is
 raised from a handler; the push asks :func:`stopping` at its safe points (between batches,
-where what was stored is known exactly: ``core.bulk.stream``'s ``stop``) and raises
+where what was stored is known exactly: ``core.pushing.bulk.stream``'s ``stop``) and raises
 KeyboardInterrupt there itself. A read of stdin that waits for input (a pipe whose writer is
 slow or idle) must end too: :func:`stoppable` reads stdin only once ``select`` says it has
 input, waiting on stdin and on the wakeup pipe (``signal.set_wakeup_fd``) together, so a

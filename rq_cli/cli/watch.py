@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.counts import RUNNING, WATCHED, column_kind
+from ..core.contract.counts import RUNNING, WATCHED, column_kind
 from ..ops.polling import Poller, sort_rows
 from ..output.jsonlines import json_line
 from ..output.render import Column, Output, human
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ..ops.targets import Target
     from .common import State
 
-#: the dashboard's columns (core/counts.py: the counts it shows, the counters whose rates it
-#: shows); on a narrow terminal the rates go first (dead/s, fail/s, ...)
+#: the dashboard's columns (core/contract/counts.py: the counts it shows, the counters whose rates
+#: it shows); on a narrow terminal the rates go first (dead/s, fail/s, ...)
 DASHBOARD_COLUMNS = [
     Column("queue"),
     *(Column(c.name, c.watch or "", kind=column_kind(c), drop=c.watch_drop) for c in WATCHED),

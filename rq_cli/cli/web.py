@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.env import ENV_WEB_TOKEN
+from ..core.contract.env import ENV_WEB_TOKEN
 from ..errors import ServerError
 from .common import OptQueuesArg, state
 from .dash import global_options

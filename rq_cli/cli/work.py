@@ -112,7 +112,7 @@ def work(
     st = state(ctx)
     wqs = st.queues(queues)
     if name is not None:
-        from ..core.util import make_session
+        from ..core.contract.util import make_session
 
         session = make_session(name)
         for wq in wqs:

@@ -8,7 +8,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from ..core.keys import MIN_REDIS_VERSION, OLD_SERVER_ERROR
+from ..core.contract.keys import MIN_REDIS_VERSION, OLD_SERVER_ERROR
 from ..errors import ClusterError, RqError, ServerError, WrongTypeError
 from .urls import TLS_SCHEMES, mask_url, mask_urls_in, safe_detail, scheme_of, url_password
 

@@ -33,7 +33,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from ..core.env import ENV_SERVER_BIN as ENV_SERVER_BIN
+from ..core.contract.env import ENV_SERVER_BIN as ENV_SERVER_BIN
 
 _PATH_NAMES = ("valkey-server", "redis-server")
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from ..connection.server_errors import translate_error
 from ..core.codes import ItemState, Outcome
+from ..core.contract.limits import SLOW_BATCH
 from ..core.filtering import FilterReport, ItemFilter, scan
-from ..core.limits import SLOW_BATCH
 from ..core.types import ItemRef
 from ..errors import ParameterError, RqError
 from ..ops.filters import FLAG_OF, make_filter

@@ -1,6 +1,6 @@
 """Asking the worker of a holders row to drain or stop (``D`` and ``S`` in ``rq-cli dash``, a
 confirmed action in ``rq-cli web``): the action, said before it is done, over
-:func:`rq_cli.core.control.ask_worker`, and who asks (:func:`console_user`)."""
+:func:`rq_cli.core.operations.control.ask_worker`, and who asks (:func:`console_user`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from ..core.codes import Ask
-from ..core.control import ask_worker
-from ..core.limits import CONTROL_EVERY
+from ..core.contract.limits import CONTROL_EVERY
+from ..core.operations.control import ask_worker
 from .actions import Action
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """A queue's history as a chart both consoles draw (the web as SVG, the terminal as text):
 time on the x axis with labels in the local zone, counts per minute on the y axis with a
-rounded top, one series per counter of the history (core/keys.py's HISTORY_FIELDS, so a
+rounded top, one series per counter of the history (core/contract/keys.py's HISTORY_FIELDS, so a
 counter the history adds is drawn without a change here)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.keys import HISTORY_FIELDS
+from ..core.contract.keys import HISTORY_FIELDS
 
 if TYPE_CHECKING:
     from ..core.history import Bucket

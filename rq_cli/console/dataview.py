@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..core.util import json_too_deep
+from ..core.contract.util import json_too_deep
 from ..output.jsonlines import data_json
 from ..output.render import BIDI
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from ..connection.urls import mask_url
 from ..core import history
 from ..core.codes import STATES, ItemState
-from ..core.counts import AGE, COUNTS
+from ..core.contract.counts import AGE, COUNTS
 from ..core.errgroups import group_errors
 from ..core.filtering import FilterReport, ItemFilter, scan
-from ..core.many import run_each
+from ..core.fleet.many import run_each
 from ..errors import UsageError
 from ..ops.filters import FILTER_FLAGS, make_filter
 from ..ops.polling import Poller
@@ -210,7 +210,7 @@ class Browser:
         self.name, self.wq = name, wq
 
     def counts(self) -> dict[str, int]:
-        """Its counts but the age (core/counts.py): items per state, whether it is paused
+        """Its counts but the age (core/contract/counts.py): items per state, whether it is paused
         (1 or 0), how many tenants have work (one round trip)."""
         s = self.wq.stats()
         return {c.name: int(getattr(s, c.name)) for c in COUNTS if c.kind != AGE}
@@ -327,7 +327,7 @@ class Browser:
         """The newest ``limit`` batches of the queue (``rq-cli batch``'s lines: one bounded
         read per batch), newest first, each with ``finished_pct``: the share of its items
         completed or dead (None: it has none). Both consoles show these rows."""
-        from ..core.batchops import listed
+        from ..core.operations.batchops import listed
 
         return [{**row, "finished_pct": (row["completed"] + row["dead"]) * 100 // row["total"]
                  if row["total"] else None} for row in listed(self.wq, limit)]

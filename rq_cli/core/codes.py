@@ -227,7 +227,7 @@ PurgeState = Literal["pending", "processing", "delayed", "dead", "all"]
 
 
 class Ask(Word):
-    """What a console may ask of a worker (core/control.py)."""
+    """What a console may ask of a worker (core/operations/control.py)."""
 
     DRAIN = "drain"  #: finish the items held, take no new ones, exit 0
     STOP = "stop"  #: stop the commands, put their items back in line at once, exit 0

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ParameterError
-from .ages import enqueued_ms
 from .codes import ItemState
-from .errnorm import group_key, normalise
-from .limits import ERRGROUP_SCAN_COUNT
-from .util import secs, text
+from .contract.ages import enqueued_ms
+from .contract.errnorm import group_key, normalise
+from .contract.limits import ERRGROUP_SCAN_COUNT
+from .contract.util import secs, text
 
 if TYPE_CHECKING:
     from .filtering import ItemFilter
@@ -72,8 +72,8 @@ def group_errors(wq: WorkQueue, flt: ItemFilter | None = None,
     """Group the dead and/or retrying items of ``wq`` (a sharded queue: of every shard)
     that ``flt`` matches by their error's pattern: the groups, the most items first.
     ``progress`` is called with the items of each page read."""
-    from .sharded import physical
-    from .util import server_ms
+    from .contract.util import server_ms
+    from .sharding.sharded import physical
 
     for s in states:
         if s not in GROUP_STATES:
@@ -142,7 +142,7 @@ def _items(wq: WorkQueue, state: GroupState, page: list[tuple[bytes, bytes]],
     """The page's items, with what ``flt`` tests beyond the error read in one round trip.
     A retrying item's entry outlives the item when a peer client completes it (until clean
     prunes it): such entries are left out (one EXISTS per id, in the same round trip)."""
-    from .reads import dead_details
+    from .operations.reads import dead_details
     from .reports import PeekedItem
 
     ids = [f for f, _ in page]

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ParameterError, UsageError
 from .codes import STATES, ItemState
-from .errnorm import check_group_key, group_key
-from .limits import (
+from .contract.errnorm import check_group_key, group_key
+from .contract.limits import (
     FILTER_CHUNK,
     FILTER_PAGE,
     FILTER_SAMPLE,
@@ -51,7 +51,7 @@ from .limits import (
     MAX_FILTER_RATE,
     MAX_MATCH_DEPTH,
 )
-from .util import json_int, json_too_deep, server_ms
+from .contract.util import json_int, json_too_deep, server_ms
 
 if TYPE_CHECKING:
     from .codes import State

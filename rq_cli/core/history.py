@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterError
-from .keys import HISTORY_FIELDS
-from .limits import HISTORY_HOURS, HISTORY_PAGE, MAX_MINUTES_SINCE, MAX_SINCE
-from .util import server_ms, text
+from .contract.keys import HISTORY_FIELDS
+from .contract.limits import HISTORY_HOURS, HISTORY_PAGE, MAX_MINUTES_SINCE, MAX_SINCE
+from .contract.util import server_ms, text
 
 if TYPE_CHECKING:
     from .queue import WorkQueue

@@ -16,12 +16,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from ..errors import Unconfirmed, UsageError
-from .audit import note
-from .base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
 from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason, Outcome
-from .fields import LEASE, decoded
-from .limiting import Limiting, held_back, wait_held_back
-from .limits import (
+from .contract.fields import LEASE, decoded
+from .contract.limits import (
     BATCH,
     BLOCK_CHUNK,
     LEASE_CHUNK,
@@ -30,23 +27,19 @@ from .limits import (
     MAX_LEASE_SECONDS,
     MAX_LEASE_TEXT,
 )
-from .reads import Reads
-from .repairs import Repairs
-from .specs import SPECS
+from .contract.specs import SPECS
+from .contract.util import batches, check_count, check_new_id, ms, secs, text
+from .operations.audit import note
+from .operations.base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
+from .operations.limiting import Limiting, held_back, wait_held_back
+from .operations.reads import Reads
+from .operations.repairs import Repairs
 from .types import (
     ItemOutcome,
     ItemRef,
     LeasedItem,
     NewItem,
     PushResult,
-)
-from .util import (
-    batches,
-    check_count,
-    check_new_id,
-    ms,
-    secs,
-    text,
 )
 
 T = TypeVar("T")
@@ -87,11 +80,11 @@ class WorkQueue(Reads, Repairs, Limiting):
         """Stream ``items`` in batches, yielding each batch's results once it is stored.
 
         Memory stays bounded: a few script calls of ``batch_size`` items are in flight on one
-        connection while the next batch is read (rq_cli/core/bulk.py). If iterating ``items``
-        raises (a bad input line), the items taken before it are stored and yielded first,
+        connection while the next batch is read (rq_cli/core/pushing/bulk.py). If iterating
+        ``items`` raises (a bad input line), the items taken before it are stored and yielded first,
         then the exception propagates: nothing is half-applied silently.
         """
-        from .bulk import push_batches
+        from .pushing.bulk import push_batches
 
         return push_batches(self, items, batch_size=batch_size, id_from_data=id_from_data,
                             front=front, delay=delay, expire=expire, now_ms=now_ms,
@@ -238,7 +231,7 @@ class WorkQueue(Reads, Repairs, Limiting):
         ItemRef's ``result`` is kept for a batch item (``rq-cli results``)."""
         items = self.ref_args(refs)
         if any(ref.result is not None for ref in items):  # (kept for batch items)
-            from .batchops import complete_results
+            from .operations.batchops import complete_results
 
             return complete_results(self, items, now_ms)
         with unconfirmed_result(lambda codes: [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .codes import Outcome
-from .limits import ALL_REPLICAS
+from .contract.limits import ALL_REPLICAS
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ class Acting:
         self.app.push_screen(BatchesScreen(self.target))
 
     def action_audit(self: Any) -> None:
-        from .audit import AuditScreen  # (the queue's audit trail: rq_cli/core/audit.py)
+        from .audit import AuditScreen  # (the queue's audit trail: rq_cli/core/operations/audit.py)
 
         self.app.push_screen(AuditScreen(self.target))
 

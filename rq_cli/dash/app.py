@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 
 from ..console.actions import Actions, run_action
 from ..console.model import Overview, sparkline
-from ..core.counts import SORTS, WATCHED, column_kind
+from ..core.contract.counts import SORTS, WATCHED, column_kind
 from ..ops.polling import sort_rows
 from ..output.render import human
 from .keymap import APP, OVERVIEW, acting, bindings
@@ -271,7 +271,7 @@ class DashApp(App[int]):
             queue: Any = None) -> None:
         """Confirm ``action`` (its question, its command line), then run it in a thread;
         ``then()`` once it is confirmed. ``queue``: the one it acts on, whose audit trail
-        records it (core/audit.py)."""
+        records it (core/operations/audit.py)."""
         if self.read_only:
             self.notify("read-only: actions are off", severity="warning")
             return
@@ -285,7 +285,7 @@ class DashApp(App[int]):
 
     @work(thread=True, group="actions")
     def perform(self, action: Action, queue: Any = None) -> None:
-        from ..core.audit import local_by, trail
+        from ..core.operations.audit import local_by, trail
 
         with trail(queue, action.cli, lambda: local_by("dash")):  # (queue None: not kept)
             result = run_action(action, self.overview.targets[0].url if self.overview.targets

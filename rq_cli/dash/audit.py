@@ -1,5 +1,5 @@
 """A queue's audit trail in the terminal console (``a`` on a queue): the repairs made to it
-from the CLI and the consoles, newest first (rq_cli.core.audit; ``rq-cli audit QUEUE``).
+from the CLI and the consoles, newest first (rq_cli.core.operations.audit; ``rq-cli audit QUEUE``).
 Every cell is text, never markup (a command line may quote anything)."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class AuditScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="audit")
     def action_refresh(self) -> None:
-        from ..core.audit import read_audit
+        from ..core.operations.audit import read_audit
 
         try:
             entries = read_audit(self.target.queue, SHOWN)

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..console.actions import failure
 from ..console.model import Browser
-from ..core.batches import COUNTED, DEAD, TOTAL
+from ..core.contract.batches import COUNTED, DEAD, TOTAL
 from ..output.render import escape_control, human_time
 from .keymap import BATCHES, bindings
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 #: Batches the screen shows (the newest).
 SHOWN = 50
-#: The counts of a batch's line, in its order (core/batches.py: the one definition).
+#: The counts of a batch's line, in its order (core/contract/batches.py: the one definition).
 COUNTS = (TOTAL, *COUNTED)
 COLUMNS = ("batch", *COUNTS, "finished", "created", "done")
 

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Static
 from ..console.actions import Action, Actions, failure
 from ..console.model import Browser, data_view
 from ..core.codes import ItemState
-from ..core.fields import PEEK, carried
+from ..core.contract.fields import PEEK, carried
 from ..output.render import human, human_time
 from .keymap import ITEM, acting, bindings
 
@@ -89,7 +89,7 @@ class ItemScreen(Screen[None]):
                   ("due", item.due_at and human_time(item.due_at)),
                   ("dead since", item.dead_at and human_time(item.dead_at)),
                   ("reason", item.dead_reason)]
-        for f in carried(PEEK):  # (its per-item fields: core/fields.py)
+        for f in carried(PEEK):  # (its per-item fields: core/contract/fields.py)
             value = getattr(item, f.name)
             fields.append((f.column or f.name.replace("_", " "),
                            human_time(value) if f.kind == "time" and value else value))

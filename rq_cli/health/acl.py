@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.scripts import FUNCTION_PREFIX
+from ..core.scripting.scripts import FUNCTION_PREFIX
 from .doctor import FAIL, OK, WARN, Check, as_text, read_all, reason
 
 #: every command a queue needs, with arguments for ``ACL DRYRUN`` (K: a key of the queue,
@@ -56,12 +56,12 @@ def queue_checks(client: Any, prefix: str, *, sharded: bool = False) -> list[Che
 
     With ``ACL DRYRUN`` (Redis >= 7, Valkey; the user may need to be allowed it): every
     command of the manual's "ACL" on one of the queue's keys (``sharded``: and on one of its
-    shards' keys, :func:`~rq_cli.core.shardmeta.acl_patterns`), in one round trip. Without
+    shards' keys, :func:`~rq_cli.core.sharding.shardmeta.acl_patterns`), in one round trip. Without
     it: probes that change nothing (EXISTS and UNLINK of a key no queue uses, EVALSHA of a
     script that does not exist, SCAN of one key): the commands inside the scripts are then
     not checked.
     """
-    from ..core.shardmeta import acl_patterns, shard_prefix
+    from ..core.sharding.shardmeta import acl_patterns, shard_prefix
 
     key = f"{prefix}:rq-cli-doctor-probe"  # (no queue key ends so: nothing is touched)
     keys = [key, f"{shard_prefix(prefix, 0, 0)}:rq-cli-doctor-probe"] if sharded else [key]

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.keys import MIN_REDIS_VERSION, Keys
-from ..core.limits import GENERATION_SAMPLE
-from ..core.scripts import library
+from ..core.contract.keys import MIN_REDIS_VERSION, Keys
+from ..core.contract.limits import GENERATION_SAMPLE
+from ..core.scripting.scripts import library
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: round trips slower than this (median, ms) are a warn: each queue operation is one

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.durable import WAITAOF_SERVERS, listed_replicas
-from ..core.limits import ALL_REPLICAS
+from ..core.contract.limits import ALL_REPLICAS
+from ..core.operations.durable import WAITAOF_SERVERS, listed_replicas
 from ..core.types import QueueOptions
 from .doctor import FAIL, OK, WARN, Check, as_text
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.shardmeta import ShardMeta, placement, read
-from ..core.util import is_cluster
+from ..core.contract.util import is_cluster
+from ..core.sharding.shardmeta import ShardMeta, placement, read
 from .doctor import OK, WARN, Check
 
 

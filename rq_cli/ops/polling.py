@@ -10,8 +10,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.counts import COUNTS
-from ..core.many import stats_each
+from ..core.contract.counts import COUNTS
+from ..core.fleet.many import stats_each
 from ..errors import RqError
 from ..output.metrics import rates
 from ..output.shapes import watch_row
@@ -52,7 +52,7 @@ class Poller:
 
     def poll(self) -> list[dict[str, Any]]:
         """Every target's row: the stats of the queues on one server read in one pipeline
-        (core/many.py), so 200 queues cost a round trip, not 200."""
+        (core/fleet/many.py), so 200 queues cost a round trip, not 200."""
         rows = []
         read = stats_each([t.queue for t in self.targets])
         at, now = time.monotonic(), round(time.time(), 3)
@@ -74,7 +74,7 @@ class Poller:
 
 def sort_rows(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     """``rows`` (of stats, the watch, the console's overview) in the order of ``--sort``
-    (core/counts.py ``SORTS``): as given, by name, errors first, or a count's, the largest
+    (core/contract/counts.py ``SORTS``): as given, by name, errors first, or a count's, the largest
     first (errors first)."""
     if key == "given":
         return rows

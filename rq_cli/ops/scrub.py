@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
-from ..core.env import ENV_REDIS_URL, ENV_URL
+from ..core.contract.env import ENV_REDIS_URL, ENV_URL
 
 
 class Secrets(Protocol):

@@ -13,7 +13,7 @@ import json
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
-from ..core.util import TOO_DEEP, json_too_deep
+from ..core.contract.util import TOO_DEEP, json_too_deep
 
 
 def _reject_constant(name: str) -> None:

@@ -16,17 +16,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..core import counts
 from ..core.codes import STATES as ITEM_STATES
-from ..core.counts import THRESHOLDS
-from ..core.keys import COUNTER_FIELDS
+from ..core.contract import counts
+from ..core.contract.counts import THRESHOLDS
+from ..core.contract.keys import COUNTER_FIELDS
 
 if TYPE_CHECKING:
     from ..core.reports import Stats
 
 # -- thresholds ----------------------------------------------------------------------------------
 #: measure -> (the Stats field it reads, what it means): the names ``--max-<measure>`` and the
-#: config's ``max_<measure>`` use (core/counts.py: each count with a threshold)
+#: config's ``max_<measure>`` use (core/contract/counts.py: each count with a threshold)
 MEASURES: dict[str, tuple[str, str]] = {
     key: (count.name, meaning) for key, (count, meaning) in THRESHOLDS.items()}
 
@@ -71,7 +71,7 @@ def breaches(stats: Stats, limits: Thresholds) -> list[Breach]:
 
 
 # -- rates ---------------------------------------------------------------------------------------
-#: the counters ``stats --watch`` shows as rates per second (core/counts.py)
+#: the counters ``stats --watch`` shows as rates per second (core/contract/counts.py)
 RATE_COUNTERS = counts.RATE_COUNTERS
 
 
@@ -105,7 +105,7 @@ class Sample(NamedTuple):
     shard: str = ""
 
 
-#: counter -> its meaning, the help of ``rq_cli_<counter>_total`` (core/counts.py)
+#: counter -> its meaning, the help of ``rq_cli_<counter>_total`` (core/contract/counts.py)
 COUNTER_HELP = {r.counter.value: r.help for r in counts.RUNNING}
 STATES = ITEM_STATES  # (codes.ItemState)
 #: the counts with a gauge of their own (the states are in rq_cli_items)

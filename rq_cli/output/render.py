@@ -372,6 +372,6 @@ def message(text: str, stream: TextIO | None = None) -> None:
 
 
 def debug_enabled() -> bool:
-    from ..core.env import ENV_DEBUG, env_bool
+    from ..core.contract.env import ENV_DEBUG, env_bool
 
     return env_bool(ENV_DEBUG)

@@ -15,8 +15,8 @@ import json
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from ..core import counts, fields
 from ..core.codes import COUNTERS
+from ..core.contract import counts, fields
 
 if TYPE_CHECKING:
     from ..core.errgroups import ErrorGroup
@@ -40,14 +40,15 @@ SCHEMAS: dict[str, str] = {
 
 
 #: The schemas whose lines carry items, and the reply whose per-item fields they carry
-#: (core/fields.py): their files leave those fields out, :func:`schema` adds them.
+#: (core/contract/fields.py): their files leave those fields out, :func:`schema` adds them.
 ITEM_SCHEMAS = {"lease": fields.LEASE, "peek": fields.PEEK}
 
 
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema ``rq_cli/schemas/<name>.schema.json`` (shipped in the wheel), with
-    the per-item fields of core/fields.py where its lines carry items (:data:`ITEM_SCHEMAS`),
-    and ``stats``' counts and counters (core/counts.py, codes.py)."""
+    the per-item fields of core/contract/fields.py where its lines carry items
+    (:data:`ITEM_SCHEMAS`), and ``stats``' counts and counters (core/contract/counts.py,
+    codes.py)."""
     text = resources.files("rq_cli").joinpath("schemas").joinpath(f"{name}.schema.json")
     loaded: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
     if name in ITEM_SCHEMAS:
@@ -130,7 +131,7 @@ def group_row(name: str, g: ErrorGroup) -> dict[str, Any]:
 
 def peek_row(item: PeekedItem) -> dict[str, Any]:
     """id, state, data, attempts and the per-item fields that are ``always`` there
-    (core/fields.py); the other fields when they are set."""
+    (core/contract/fields.py); the other fields when they are set."""
     row: dict[str, Any] = {"id": item.id, "state": item.state, "data": item.data,
                            "attempts": item.attempts, **fields.row(fields.PEEK, item, True)}
     for key in ("lease_session", "lease_expires_at", "due_at", "dead_at", "dead_reason"):
@@ -145,7 +146,7 @@ def peek_row(item: PeekedItem) -> dict[str, Any]:
 
 def lease_row(name: str, item: LeasedItem, lease: bool = True) -> dict[str, Any]:
     """``lease``: the item, (unless ``--at-most-once``) its lease, and the per-item fields
-    lease carries (core/fields.py)."""
+    lease carries (core/contract/fields.py)."""
     row = {"queue": name, "id": item.id, "data": item.data, "attempt": item.attempt,
            **fields.row(fields.LEASE, item, True)}
     if lease:

@@ -6,7 +6,7 @@ uses none. The server of a queue is ``--url``, else ``$RQ_CLI_URL`` (both overri
 server), else the queue's ``url``, else the file's top-level ``url``, else ``$REDIS_URL``, else
 ``redis://localhost:6379/0``.
 
-Every environment variable rq-cli reads is named once, in ``core/env.py``. This module
+Every environment variable rq-cli reads is named once, in ``core/contract/env.py``. This module
 imports neither redis nor rich, and tomllib only when a file is actually read.
 """
 
@@ -19,7 +19,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core.env import ENV_CONFIG, ENV_REDIS_URL, ENV_URL, ENV_WEB_TOKEN, ENV_XDG_CONFIG_HOME
+from ..core.contract.env import (
+    ENV_CONFIG,
+    ENV_REDIS_URL,
+    ENV_URL,
+    ENV_WEB_TOKEN,
+    ENV_XDG_CONFIG_HOME,
+)
 from ..core.types import NO_TLS, QueueOptions, TlsOptions
 from ..errors import ConfigError, UsageError
 from .rules import CHECK_RULES, INTEGER_KEYS, OPTION_RULES, TLS_KEYS, Validator

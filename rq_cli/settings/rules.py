@@ -1,5 +1,5 @@
 """The config file's keys and their checks: which keys each table takes, the bounds of each
-value (the same bounds as the CLI's options and the engine's, from rq_cli.core.limits), and
+value (the same bounds as the CLI's options and the engine's, from rq_cli.core.contract.limits), and
 the :class:`Validator` that reads a parsed file against them, naming the file, the line and
 the key of what is wrong. :mod:`rq_cli.settings.config` finds and resolves the file.
 """
@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.codes import LAYOUTS, REQUEUE_ENDS
-from ..core.counts import AGE, THRESHOLDS
-from ..core.keys import prefix_collision
-from ..core.limits import (
+from ..core.contract.counts import AGE, THRESHOLDS
+from ..core.contract.keys import prefix_collision
+from ..core.contract.limits import (
     ALL_REPLICAS,
     MAX_ATTEMPTS,
     MAX_DELAY,
@@ -24,12 +24,12 @@ from ..core.limits import (
     MAX_WAIT_REPLICAS,
     MAX_WAIT_TIMEOUT,
 )
-from ..core.util import check_tenant, check_weight
+from ..core.contract.util import check_tenant, check_weight
 from ..errors import ConfigError, UsageError
 from .tomlspots import Locator, quote, table_name, toml_type
 
-# Bounds of the durations (seconds) and counts a config file may set: rq_cli.core.limits, the
-# same bounds as the CLI's options and the engine's checks. nan and inf are refused (tomllib
+# Bounds of the durations (seconds) and counts a config file may set: rq_cli.core.contract.limits,
+# the same bounds as the CLI's options and the engine's checks. nan and inf are refused (tomllib
 # reads both as floats).
 
 
@@ -112,8 +112,8 @@ def _weights_verdict(weights: dict[str, Any]) -> Any:
     return True
 
 
-# The thresholds of ``stats --check``, ``max_<key>`` for each count of core/counts.py with a
-# threshold (THRESHOLDS), also per queue: not engine options (QueueOptions), read by
+# The thresholds of ``stats --check``, ``max_<key>`` for each count of core/contract/counts.py with
+# a threshold (THRESHOLDS), also per queue: not engine options (QueueOptions), read by
 # Config.thresholds. An age is seconds (a number); a count, an integer.
 CHECK_RULES: dict[str, tuple[str, Any]] = {
     f"max_{key}": (_NUMBER, _DELAY) if count.kind == AGE
@@ -201,7 +201,7 @@ class Validator:
                 raise self.fail(table, key, f"unknown key {key!r} in {table_name(table)}{hint}")
 
     def shards(self, table: tuple[str, ...], value: Any) -> int:
-        from ..core.limits import MAX_SHARDS
+        from ..core.contract.limits import MAX_SHARDS
 
         if isinstance(value, bool) or not isinstance(value, int) or \
                 not 1 <= value <= MAX_SHARDS:

@@ -14,8 +14,8 @@ from starlette.responses import RedirectResponse, Response
 from ..console.actions import Action, Actions, run_action
 from ..console.asks import ask_action
 from ..console.model import Browser
-from ..core.audit import By, trail
 from ..core.codes import STATES, Ask, ItemState
+from ..core.operations.audit import By, trail
 from . import views
 from .guard import CONFIRMATION_FIELD
 from .site import Refused, Web, name_of, read, templates, typed_filter

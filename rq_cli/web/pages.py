@@ -21,10 +21,10 @@ from starlette.routing import Route
 
 from ..console.chart import chart
 from ..console.model import Browser, data_view
-from ..core.audit import read_audit
 from ..core.codes import STATES, Ask, ItemState
 from ..core.errgroups import group_errors
 from ..core.history import read_history
+from ..core.operations.audit import read_audit
 from . import views
 from .acts import DELETE_IDS, MOST_IDS, REQUEUE_IDS, confirm_page, do_page, done_page
 from .guard import CSRF_FIELD, REALM, SESSION_COOKIE, csp, new_session
@@ -197,7 +197,8 @@ def item_page(web: Web, request: Request, form: dict[str, str],
 
 def audit_page(web: Web, request: Request, form: dict[str, str],
                ctx: dict[str, Any]) -> Response:
-    """The queue's audit trail (core/audit.py): its newest repairs, from any console or CLI."""
+    """The queue's audit trail (core/operations/audit.py): its newest repairs, from any console or
+    CLI."""
     name = name_of(request)
     target = web.target(name)
     entries = read(web, target, lambda: read_audit(target.queue, views.AUDIT_SHOWN))

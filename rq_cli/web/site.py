@@ -59,7 +59,7 @@ class Web:
     confirmations: Confirmations = field(default_factory=Confirmations)
 
     def __post_init__(self) -> None:
-        # the queues of one server are read in one pipeline (core/many.py): 200 queues
+        # the queues of one server are read in one pipeline (core/fleet/many.py): 200 queues
         # are a round trip (and INFO memory, and once a minute the history snapshots)
         self.overview = Overview(self.st, self.targets)
         self.lock = threading.Lock()  # (it keeps its last read, for the rates)

@@ -11,7 +11,8 @@ from urllib.parse import quote
 
 from ..console.chart import zone as zone  # (the zone the pages' times are in)
 from ..core.codes import Counter, ItemState
-from ..core.fields import PEEK, ItemField, carried
+from ..core.contract.counts import WATCHED, column_kind
+from ..core.contract.fields import PEEK, ItemField, carried
 from ..output.render import BIDI
 from ..output.shapes import peek_row
 
@@ -31,12 +32,12 @@ OLD_AFTER_S = 300.0
 STYLESHEET_URL = "/static/console.css"
 #: The stats row's count of leases that ran out (a Stats field, not a word of codes.py).
 ABANDONED = "abandoned"
-#: The overview's columns: (key of the stats row, title, kind): counts, the oldest pending
-#: item's age, rates per second (since the previous load).
+#: The overview's columns: (key of the stats row, title, kind): the counts the watch shows
+#: (core/contract/counts.py WATCHED; kind ``column_kind``: a number, an age), then rates per second
+#: (since the previous load).
 OVERVIEW_COLUMNS = (
-    *((k, k, "count") for k in (ItemState.PENDING.value, Counter.LEASED.value, ABANDONED,
-                                ItemState.DELAYED.value, ItemState.DEAD.value)),
-    ("oldest_pending_age_s", "oldest", "age"), (Counter.PUSHED.value, "in/s", "rate"),
+    *((c.name, c.heading or c.name, column_kind(c)) for c in WATCHED),
+    (Counter.PUSHED.value, "in/s", "rate"),
     (Counter.COMPLETED.value, "done/s", "rate"), (Counter.FAILED.value, "failed/s", "rate"))
 #: The overview's sort keys (its columns, and the name): largest first, as given if none.
 SORTS = ("name", *(key for key, _, _ in OVERVIEW_COLUMNS))
@@ -132,7 +133,7 @@ def clock(at: float | None) -> str:
     return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(at))
 
 
-#: The per-item fields with a column (core/fields.py), in a tab's table: those ``always``
+#: The per-item fields with a column (core/contract/fields.py), in a tab's table: those ``always``
 #: there after attempts, the others before the data.
 ITEM_COLUMNS = tuple(f for f in carried(PEEK) if f.column)
 

@@ -1,7 +1,7 @@
 """The worker's timers: command timeouts, SIGKILL after the grace period, the lease
 extensions (heartbeats), one call per queue (a lease that ran out is taken back), the
 queues' history snapshots (every HISTORY_EVERY seconds), and a console's asks to drain or
-stop (core/control.py, one GET a queue every CONTROL_EVERY seconds)."""
+stop (core/operations/control.py, one GET a queue every CONTROL_EVERY seconds)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import signal
 import time
 
 from ..core.codes import DeadReason, Outcome
-from ..core.control import take_asks
-from ..core.durable import follow_primary
+from ..core.contract.limits import CONTROL_EVERY, HISTORY_EVERY, ROLE_CHECK
 from ..core.history import snapshot
-from ..core.limits import CONTROL_EVERY, HISTORY_EVERY, ROLE_CHECK
+from ..core.operations.control import take_asks
+from ..core.operations.durable import follow_primary
 from ..core.queue import WorkQueue
 from ..core.types import ItemOutcome
 from .guard import killpg

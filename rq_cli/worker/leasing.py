@@ -7,9 +7,9 @@ import os
 import threading
 import time
 
-from ..core.limits import BATCH
+from ..core.contract.limits import BATCH
 from ..core.queue import lease_many
-from ..core.sharded import owner_of
+from ..core.sharding.sharded import owner_of
 from ..core.types import LeasedItem
 from ..errors import Unconfirmed
 from .env import unrunnable

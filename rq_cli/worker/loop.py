@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..core.sharded import ShardedQueue
+from ..core.sharding.sharded import ShardedQueue
 from .beats import Beating
 from .model import (
     COMPLETE_WITHIN,

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.queue import WorkQueue
-from ..core.sharded import physical
+from ..core.sharding.sharded import physical
 from ..errors import NameInUse, UsageError
 
 #: Seconds between looks at the name's holder while waiting for it (``--wait-for-name``).

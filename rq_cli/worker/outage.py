@@ -155,7 +155,7 @@ def give_back_orphans(queues: Sequence[Any], session: str, known: set[str],
     know (``known``): leased by a call whose reply the outage cut off. Call it only while
     none of the worker's lease calls is in flight."""
     want = session.encode()
-    from ..core.sharded import physical
+    from ..core.sharding.sharded import physical
     from .model import queue_of
 
     for wq in physical(queues):

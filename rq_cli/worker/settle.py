@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from ..core.codes import Outcome
-from ..core.limits import RESULT_MAX
+from ..core.contract.limits import RESULT_MAX
 from ..core.types import ItemOutcome
 from ..errors import Unconfirmed
 from .env import unrunnable

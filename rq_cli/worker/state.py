@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from ..core.codes import Ask
-from ..core.control import Asked
+from ..core.operations.control import Asked
 from ..core.queue import WorkQueue
 from ..core.types import LeasedItem
 from .guard import SESSION_ENV, guard
@@ -115,7 +115,7 @@ class WorkerBase:
                       "running": len(self.jobs)})
 
     def _on_ask(self, asked: Asked) -> None:
-        """A console asked (core/control.py): a drain as a first SIGTERM, a stop as a
+        """A console asked (core/operations/control.py): a drain as a first SIGTERM, a stop as a
         second; logged with who asked. One asking for less than is under way is logged."""
         self._note_signals()
         want = 2 if asked.ask == Ask.STOP else 1

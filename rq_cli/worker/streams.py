@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..core.limits import RESULT_MAX
+from ..core.contract.limits import RESULT_MAX
 from ..output.render import escape_control
 from .poll import Poller
 

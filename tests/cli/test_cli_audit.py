@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from cli_helpers import write_config
 
-from rq_cli.core.audit import By, read_audit, record
-from rq_cli.core.limits import AUDIT_KEPT
+from rq_cli.core.contract.limits import AUDIT_KEPT
+from rq_cli.core.operations.audit import By, read_audit, record
 from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]

@@ -7,9 +7,9 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 from cli_helpers import rq_cli_command
+from waiting import wait_for
 
 from rq_cli.core.queue import WorkQueue
 
@@ -20,17 +20,6 @@ def spawn(server_url: str, *args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([*rq_cli_command(), "--no-config", "--url", server_url, *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, **kw)
-
-
-def until(predicate, timeout: float = 60.0, step: float = 0.05):
-    """Wait for an event another process makes (generous bound: a loaded 2-core machine)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting")
 
 
 def test_push_batch_then_batch_shows_the_counts(cli) -> None:
@@ -78,7 +67,7 @@ def test_wait_is_woken_by_the_finishing_step(cli, r, server_url) -> None:
         q.complete(q.lease(2))
         assert waiter.poll() is None
         # (it is blocked on the wake key: a client in BLMOVE)
-        until(lambda: any(c.get("cmd") == "blmove" for c in r.client_list()))
+        wait_for(lambda: any(c.get("cmd") == "blmove" for c in r.client_list()))
         q.complete(q.lease(1))
         out, err = waiter.communicate(timeout=60)
     finally:
@@ -95,7 +84,7 @@ def test_a_sigkilled_worker_leaves_the_batch_to_finish_exactly_once(cli, r, serv
     job = ["sleep", f"{600 + os.getpid() % 1000 / 1000:.3f}"]
     worker = spawn(server_url, "work", "q", "--lease", "1", "--", *job)
     try:
-        until(lambda: cli("batch", "q", "b").one["processing"] >= 1)
+        wait_for(lambda: cli("batch", "q", "b").one["processing"] >= 1)
     finally:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
@@ -108,7 +97,7 @@ def test_a_sigkilled_worker_leaves_the_batch_to_finish_exactly_once(cli, r, serv
                 pass
     held = [i.decode() for i in r.lrange("q:processing", 0, -1)]
     # its leases run out (1 s, not extended any more), then clean recovers the items
-    until(lambda: not any(r.exists(f"q:lease:{i}") for i in held))
+    wait_for(lambda: not any(r.exists(f"q:lease:{i}") for i in held))
     run = cli("clean", "q", "--grace", "0")
     assert run.exit_code == 0, run
     assert cli("batch", "q", "b").one["processing"] == 0

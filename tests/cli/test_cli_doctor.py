@@ -4,10 +4,10 @@ real servers set up with CONFIG SET, an ACL user, a replica and a server that is
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.health import acl as health_acl
@@ -17,13 +17,6 @@ pytest_plugins = ["cli_helpers"]
 ACL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "deployments.md"  # the ACL rule
 FIELDS = ["server", "queue", "check", "status", "detail", "fix"]
 SERVER_CHECKS = ["latency", "version", "functions", "persistence", "eviction", "replication"]
-
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def by_check(rows: list[dict]) -> dict[str, dict]:

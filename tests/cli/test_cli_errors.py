@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rq_cli.core.errnorm import group_key
+from rq_cli.core.contract.errnorm import group_key
 
 pytest_plugins = ["cli_helpers"]
 

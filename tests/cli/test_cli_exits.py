@@ -155,7 +155,7 @@ def test_wrong_type_named_by_a_script_check(cli, r):
 
 @pytest.mark.parametrize("key", ["q:queue", "q:enqueued"])
 def test_wrong_type_refuses_a_bulk_push_and_stores_nothing(cli, r, key):
-    """A bulk push stores its batches as transactions (core/bulk.py): push_commit.lua names
+    """A bulk push stores its batches as transactions (core/pushing/bulk.py): push_commit.lua names
     the key and undoes the batch, as push.lua refuses one."""
     r.set(key, b"not ours")
     run = cli("push", "q", "-", input="".join(f'{{"n": {i}}}\n' for i in range(1500)))

@@ -17,7 +17,7 @@ from cli_helpers import write_config
 from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
-from rq_cli.core.keys import Keys
+from rq_cli.core.contract.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import UsageError

@@ -8,23 +8,15 @@ import subprocess
 import sys
 import time
 
-from rq_cli.core.limits import HOLDERS_PAGE
+from waiting import wait_for
+
+from rq_cli.core.contract.limits import HOLDERS_PAGE
+from rq_cli.core.contract.util import session_origin
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.util import session_origin
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
 
 HOST = os.uname().nodename
-
-
-def wait_for(predicate, timeout: float = 15.0, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out")
 
 
 def test_a_worker_killed_with_sigkill_shows_as_abandoned_with_its_host_and_pid(

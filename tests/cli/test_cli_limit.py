@@ -11,7 +11,7 @@ import time
 
 import redis
 
-from rq_cli.core.limiting import parse_rate
+from rq_cli.core.operations.limiting import parse_rate
 from rq_cli.core.queue import WorkQueue
 
 pytest_plugins = ["cli_helpers"]  # the cli(...) fixture
@@ -265,7 +265,7 @@ def test_lease_of_several_queues_waits_as_the_limited_one_says(r: redis.Redis) -
 def test_the_limits_as_evalsha_scripts(r: redis.Redis, monkeypatch) -> None:
     """The same steps through EVALSHA (no Functions: Redis 6.2, or RQ_CLI_FUNCTIONS=0),
     where the limits' definitions are --@lazy: the rate, the cap and its token, a tenant."""
-    from rq_cli.core.env import ENV_FUNCTIONS
+    from rq_cli.core.contract.env import ENV_FUNCTIONS
 
     monkeypatch.setenv(ENV_FUNCTIONS, "0")
     q = WorkQueue(r, "q")

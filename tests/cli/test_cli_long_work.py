@@ -12,7 +12,7 @@ import time
 import redis
 from test_cli_watch import Terminal
 
-from rq_cli.core.limits import SLOW_BATCH
+from rq_cli.core.contract.limits import SLOW_BATCH
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

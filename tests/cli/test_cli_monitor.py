@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import write_config
 from prometheus_client.parser import text_string_to_metric_families
 
-from rq_cli.core.keys import COUNTER_FIELDS
+from rq_cli.core.contract.keys import COUNTER_FIELDS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.output.metrics import Thresholds, metric_names
 
@@ -190,7 +190,7 @@ def test_check_prints_one_line_per_breach_and_exits_5(cli, r):
               "--max-dead", "0", "--max-abandoned", "5")
     assert run.exit_code == 5, run
     rows = run.json
-    # (in the order of core/counts.py)
+    # (in the order of core/contract/counts.py)
     assert [(row["queue"], row["measure"], row["limit"]) for row in rows] == [
         ("q", "pending", 1), ("q", "dead", 0), ("q", "age", 300)]
     assert rows[0]["value"] == 2 and rows[1]["value"] == 1
@@ -325,9 +325,9 @@ def test_stats_format_json_and_table(cli):
 def test_every_counter_the_scripts_count_is_listed_once():
     from pathlib import Path
 
-    import rq_cli.core.scripts
+    import rq_cli.core.scripting.scripts
 
-    lua = Path(rq_cli.core.scripts.LUA_DIR)
+    lua = Path(rq_cli.core.scripting.scripts.LUA_DIR)
     counted = set()
     for path in lua.glob("*.lua"):
         counted |= {name.lower() for name in re.findall(r"count\(C_([A-Z_]+)",

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 import redis
 from cli_helpers import rq_cli_command, write_config
+from waiting import wait_for
 
 pytest_plugins = ["cli_helpers"]
 
@@ -184,14 +185,6 @@ class FedPush:
         return code, self.err.decode(), self.printed.count(b"\n")
 
 
-def wait_until(condition, what: str) -> None:
-    """Poll ``condition`` (a state of the server) until it holds; HANG bounds a hang."""
-    deadline = time.monotonic() + HANG
-    while not condition():
-        assert time.monotonic() < deadline, f"still waiting for {what} after {HANG} s"
-        time.sleep(0.01)
-
-
 def json_lines(n: int, first: int = 0) -> bytes:
     return b"".join(b'{"n":%d}\n' % i for i in range(first, first + n))
 
@@ -310,7 +303,7 @@ def test_a_push_waiting_for_input_stops_at_a_signal_with_the_exact_count(
     waits for the rest of the third: a signal ends the wait (the handler only records it:
     the read waits on the wakeup pipe too); the two batches are counted, exactly."""
     push = FedPush(server_url, json_lines(2_500))
-    wait_until(lambda: r.llen("q:queue") == 2_000, "two batches stored")
+    wait_for(lambda: r.llen("q:queue") == 2_000, HANG, "two batches stored", step=0.01)
     push.proc.send_signal(sig)
     code, err, printed = push.finish()
     assert code == 130 and err.count("\n") == 1, err
@@ -325,8 +318,8 @@ def test_a_sharded_push_stopped_while_waiting_for_input_says_exactly_what_was_st
     config = write_config(tmp_path, '[queues.q]\nprefix = "q"\nshards = 2\n')
     assert cli("--config", str(config), "reshard", "q", "2").exit_code == 0
     push = FedPush(server_url, json_lines(2_500), config=config)
-    wait_until(lambda: sum(r.llen(f"q~1.{n}:queue") for n in (0, 1)) == 2_000,
-               "two batches stored")
+    wait_for(lambda: sum(r.llen(f"q~1.{n}:queue") for n in (0, 1)) == 2_000, HANG,
+             "two batches stored", step=0.01)
     push.proc.send_signal(signal.SIGTERM)
     code, err, printed = push.finish()
     assert code == 130 and err.count("\n") == 1, err
@@ -341,7 +334,7 @@ def test_a_second_signal_ends_a_push_at_once_saying_what_it_stored(
     one line saying how many items were stored and printed, and that a batch in flight
     may have been stored too."""
     push = FedPush(server_url, lines_300k, read_stdout=False)
-    wait_until(lambda: r.llen("q:queue") >= 2_000, "batches stored")
+    wait_for(lambda: r.llen("q:queue") >= 2_000, HANG, "batches stored", step=0.01)
     push.proc.send_signal(signal.SIGINT)
     push.proc.send_signal(signal.SIGTERM)  # (a second SIGINT might merge with the first)
     code, err, printed = push.finish()
@@ -359,7 +352,7 @@ def test_a_push_stopped_by_a_batch_not_confirmed_names_the_lines_never_sent(
     """``wait_replicas = 1`` and no replica: the batches sent are stored, none confirmed,
     and the push sends nothing more (exit 8). The error line names the input lines never
     sent (two blank lines first: line numbers are the input's)."""
-    from rq_cli.core.limits import BATCH, SEND_AHEAD
+    from rq_cli.core.contract.limits import BATCH, SEND_AHEAD
 
     server = make_server()
     body = b"".join(b'{"id":"i%d","data":%d}\n' % (n, n) for n in range(20_000)) \

@@ -54,7 +54,7 @@ def test_the_dash_model_reads_a_sharded_queue_as_one(cli: Any, tmp_path: Path,
                                                     server_url: str) -> None:
     from rq_cli.connection.connect import connect
     from rq_cli.console.model import Browser
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0
@@ -114,7 +114,7 @@ def test_errors_groups_every_shard_of_a_sharded_queue(cli: Any, tmp_path: Path,
                                                       server_url: str) -> None:
     from rq_cli.connection.connect import connect
     from rq_cli.console.model import Browser
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0
@@ -207,7 +207,7 @@ def test_doctor_looks_for_peers_of_both_generations_in_every_shard(
     from redis_work_queue import WorkQueue as V01Queue
 
     from rq_cli.connection.connect import connect
-    from rq_cli.core.shardmeta import shard_of
+    from rq_cli.core.sharding.shardmeta import shard_of
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0
@@ -238,7 +238,7 @@ def test_doctor_looks_for_peers_of_both_generations_in_every_shard(
 def test_items_pushed_to_the_front_go_before_every_ordinary_item_of_the_queue(
         cli: Any, tmp_path: Path, server_url: str) -> None:
     from rq_cli.connection.connect import connect
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')
     assert cli("reshard", "jobs", "3").exit_code == 0
@@ -269,8 +269,8 @@ def test_items_pushed_to_the_front_go_before_every_ordinary_item_of_the_queue(
 def test_the_front_hint_outlives_the_removal_of_the_queues_old_unsharded_prefix(
         cli: Any, tmp_path: Path, server_url: str) -> None:
     from rq_cli.connection.connect import connect
-    from rq_cli.core.resharding import settle
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.resharding import settle
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     assert cli("push", "jobs", "--id", "old", "{}").exit_code == 0  # unsharded so far
     write_config(tmp_path, '[queues.jobs]\nprefix = "jobs"\nshards = 3\n')

@@ -13,7 +13,7 @@ from peer_v03 import V03Queue
 from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as V01Queue
 
-from rq_cli.core.limits import LEASED_PAGE
+from rq_cli.core.contract.limits import LEASED_PAGE
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

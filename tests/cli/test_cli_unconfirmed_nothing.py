@@ -2,7 +2,7 @@
 
 A purge or requeue-dead with nothing to do (a missing queue, no dead item, a dry run) writes
 nothing, so it is not "made on the server but not confirmed" (exit 8): it exits 0. A call
-that did write is still exit 8 (the tests of core/durable.py cover that fully).
+that did write is still exit 8 (the tests of core/operations/durable.py cover that fully).
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def test_a_built_wheel_ships_every_man_page_under_share_man(built: Path) -> None
     assert all("/share/man/man1/" in n for n in shipped.values())
     # the schemas, the scripts and the styles are package data the wheel carries too
     package = Path(REPO / "rq_cli")
-    for pattern in ("schemas/*.schema.json", "core/lua/*.lua", "dash/*.tcss"):
+    for pattern in ("schemas/*.schema.json", "core/scripting/lua/*.lua", "dash/*.tcss"):
         files = sorted(package.glob(pattern))
         assert files and all(f"rq_cli/{f.relative_to(package)}" in names for f in files)
 

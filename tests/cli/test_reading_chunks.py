@@ -10,7 +10,7 @@ import json
 import pytest
 
 from rq_cli.cli import reading
-from rq_cli.core.limits import MAX_JSON_DEPTH
+from rq_cli.core.contract.limits import MAX_JSON_DEPTH
 from rq_cli.errors import BadInputError
 
 N = reading.LINES_AT_ONCE

@@ -25,7 +25,7 @@ import pytest
 import redis
 from servers import ServerProcess
 
-from rq_cli.core.keys import Keys
+from rq_cli.core.contract.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import redis
 from jsonschema import Draft202012Validator
+from waiting import wait_for
 
 from rq_cli.output.shapes import SCHEMAS, schema
 
@@ -68,16 +69,6 @@ class Checked:
 @pytest.fixture
 def checked() -> Checked:
     return Checked()
-
-
-def wait_for(condition: Any, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 # -- the schema files --------------------------------------------------------------------------
@@ -150,7 +141,7 @@ def test_the_schemas_are_closed_and_complete(cli: Any) -> None:
 
 
 def test_stats_counters_are_every_counter_and_nothing_else(r: redis.Redis) -> None:
-    from rq_cli.core.keys import COUNTER_FIELDS, DEDUP_WINDOW_FIELD
+    from rq_cli.core.contract.keys import COUNTER_FIELDS, DEDUP_WINDOW_FIELD
     from rq_cli.core.queue import WorkQueue
 
     assert WorkQueue(r, "q").stats().counters == dict.fromkeys(COUNTER_FIELDS, 0)

@@ -1,4 +1,4 @@
-"""The age of an item without a stamp per item (core/ages.py, lua/_ages.lua; docs/DESIGN.md
+"""The age of an item without a stamp per item (core/contract/ages.py, lua/_ages.lua; docs/DESIGN.md
 section 2): the ids push makes carry their push time, a P:enqueued stamp is written only
 where the id cannot tell it, and every kind of item shows its age as before through stats,
 peek, ``--older-than`` filters, dead_info, error groups and the console's model."""
@@ -14,10 +14,10 @@ from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
 from rq_cli.console.model import Browser
-from rq_cli.core.ages import V7_PATTERN, enqueued_ms, id_ms, new_ids
+from rq_cli.core.contract.ages import V7_PATTERN, enqueued_ms, id_ms, new_ids
+from rq_cli.core.contract.limits import PUSH_STAMP_SLACK_MS
 from rq_cli.core.errgroups import group_errors
 from rq_cli.core.filtering import FilterReport, ItemFilter, scan
-from rq_cli.core.limits import PUSH_STAMP_SLACK_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 
@@ -168,8 +168,8 @@ def test_a_peers_item_has_no_age_and_an_old_stamped_item_keeps_its_own(r):
 
 
 def test_a_sharded_queue_ages_its_items_by_their_ids(r: redis.Redis):
-    from rq_cli.core.resharding import reshard
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.resharding import reshard
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     reshard(r, "sj", 3)
     sq = ShardedQueue(r, "sj")

@@ -142,9 +142,46 @@ def test_the_checker_sees_a_cycle_and_the_type_checking_exemption():
 
 
 def test_the_layers_are_folders():
-    assert {"rq_cli.core", "rq_cli.cli", "rq_cli.core.queue", "rq_cli.core.keys",
-            "rq_cli.core.limits", "rq_cli.core.scripts"} <= set(MODULES)
-    assert (PACKAGE / "core" / "lua" / "_common.lua").is_file()
+    assert {"rq_cli.core", "rq_cli.cli", "rq_cli.core.queue", "rq_cli.core.contract.keys",
+            "rq_cli.core.contract.limits", "rq_cli.core.scripting.scripts"} <= set(MODULES)
+    assert (PACKAGE / "core" / "scripting" / "lua" / "_common.lua").is_file()
+
+
+#: The layers of the engine (docs/DESIGN.md section 1), lowest first: a folder of core/, or
+#: a module at its top (the library's public API). A module imports only from its own
+#: layer and those before it (imports inside functions and under TYPE_CHECKING count).
+CORE_LAYERS = ("codes", "contract", "types reports", "scripting", "operations", "pushing",
+               "queue", "filtering history", "sharding", "fleet", "errgroups")
+
+
+def core_layer(module: str) -> int | None:
+    """The index in CORE_LAYERS of a module of rq_cli.core (None: the package itself)."""
+    parts = module.split(".")
+    if parts[:2] != ["rq_cli", "core"] or len(parts) < 3:
+        return None
+    return next(i for i, names in enumerate(CORE_LAYERS) if parts[2] in names.split())
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    """Each import of ``edges`` from a layer of the core to a later one."""
+    return [f"{m} -> {t}" for m, targets in sorted(edges.items()) for t in sorted(targets)
+            if (a := core_layer(m)) is not None and (b := core_layer(t)) is not None
+            and b > a]
+
+
+def test_every_part_of_the_core_has_its_layer():
+    parts = {p.stem if p.suffix == ".py" else p.name for p in (PACKAGE / "core").iterdir()
+             if p.suffix == ".py" or (p / "__init__.py").is_file()} - {"__init__"}
+    assert parts == {n for names in CORE_LAYERS for n in names.split()}
+
+
+def test_the_core_imports_only_down_its_layers():
+    edges = graph(type_checking=True)
+    assert upward_imports(edges) == []
+    # the check sees an import up a layer
+    assert upward_imports({"rq_cli.core.contract.keys": {"rq_cli.core.queue"},
+                           "rq_cli.core.queue": {"rq_cli.core.contract.keys"}}) == [
+        "rq_cli.core.contract.keys -> rq_cli.core.queue"]
 
 
 def test_no_import_cycles_even_through_imports_inside_functions():
@@ -404,8 +441,8 @@ def resolves(name: str) -> bool:
 
 
 def test_docstrings_comments_and_generated_headers_name_files_that_exist():
-    # a file moved (rq_cli/scripts.py -> rq_cli/core/scripts.py) leaves no stale pointer
-    sources = [*PACKAGE.rglob("*.py"), *(PACKAGE / "core" / "lua").glob("*.lua")]
+    # a file moved (rq_cli/scripts.py -> rq_cli/core/scripting/scripts.py) leaves no stale pointer
+    sources = [*PACKAGE.rglob("*.py"), *(PACKAGE / "core" / "scripting" / "lua").glob("*.lua")]
     offences = []
     for path in sources:
         paths, dotted = named_in_text(path.read_text())
@@ -413,8 +450,8 @@ def test_docstrings_comments_and_generated_headers_name_files_that_exist():
                      if not (PACKAGE.parent / p).exists()]
         offences += [f"{path.name}: {d}" for d in dotted if not resolves(d)]
     assert offences == []
-    assert named_in_text("see rq_cli/keys.py and rq_cli.core.keys.FIXED_KEYS.") == (
-        {"rq_cli/keys.py"}, {"rq_cli.core.keys.FIXED_KEYS"})
+    assert named_in_text("see rq_cli/keys.py and rq_cli.core.contract.keys.FIXED_KEYS.") == (
+        {"rq_cli/keys.py"}, {"rq_cli.core.contract.keys.FIXED_KEYS"})
     assert not resolves("rq_cli.reports") and resolves("rq_cli.core.reports.Stats")
 
 
@@ -500,8 +537,8 @@ def test_the_consoles_styles_are_tcss_files_that_ship():
 
 # -- the worker: on WorkQueue's public API (its package docstring) ---------------------------
 #: the script machinery under WorkQueue's public methods
-_ENGINE_INSIDE = ("rq_cli.core.scripts", "rq_cli.core.specs", "rq_cli.core.calling",
-                  "rq_cli.core.base")
+_ENGINE_INSIDE = ("rq_cli.core.scripting.scripts", "rq_cli.core.contract.specs",
+                  "rq_cli.core.scripting.calling", "rq_cli.core.operations.base")
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("rq_cli.worker")))

@@ -9,7 +9,8 @@ import redis
 from redis_work_queue import KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
-from rq_cli.core import batchops, bulk
+from rq_cli.core.operations import batchops
+from rq_cli.core.pushing import bulk
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import UsageError
@@ -215,7 +216,7 @@ def test_push_after_holds_items_until_the_batch_is_done(r) -> None:
 
 
 def test_a_long_after_list_is_released_in_bounded_steps(r) -> None:
-    from rq_cli.core.limits import AFTER_BATCH
+    from rq_cli.core.contract.limits import AFTER_BATCH
 
     q = WorkQueue(r, "q")
     q.push([b"x"], batch="b")
@@ -233,7 +234,7 @@ def test_a_long_after_list_is_released_in_bounded_steps(r) -> None:
 def test_a_lease_releases_a_bounded_part_of_a_long_after_list(r) -> None:
     """Items held beyond what the finishing step released go into the line as workers
     lease (AFTER_LEASE per lease call), not only at the next clean."""
-    from rq_cli.core.limits import AFTER_BATCH, AFTER_LEASE
+    from rq_cli.core.contract.limits import AFTER_BATCH, AFTER_LEASE
 
     q = WorkQueue(r, "q")
     q.push([b"x"], batch="b")
@@ -265,8 +266,8 @@ def test_a_lease_releases_what_waits_for_a_forgotten_batch(r) -> None:
 def test_every_script_and_the_library_load_on_the_server(r) -> None:
     """Lua's limits (60 upvalues a function, 200 locals a chunk) hold for every script as
     built, with the batches' helpers (they call each other in a cycle through dead_letter)."""
-    from rq_cli.core import scripts
-    from rq_cli.core.specs import SCRIPTS
+    from rq_cli.core.contract.specs import SCRIPTS
+    from rq_cli.core.scripting import scripts
 
     for name in SCRIPTS:
         r.script_load(scripts.source(name))

@@ -1,4 +1,4 @@
-"""A Ctrl-C in a bulk push (core/bulk.py ``stream``): the batches already sent are stored
+"""A Ctrl-C in a bulk push (core/pushing/bulk.py ``stream``): the batches already sent are stored
 whatever happens, so the stream yields each of them before it raises ``Drained``, and the
 count a consumer keeps is exactly what was stored. A Ctrl-C can reach the consumer just after
 a batch was handed to it and before it counted that batch (Python 3.10 runs signal handlers
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rq_cli.core import bulk
+from rq_cli.core.pushing import bulk
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

@@ -1,5 +1,5 @@
-"""Bulk push as transactions (core/bulk_tx.py ``Transactions``): a stream of plain items with
-fresh random ids is stored by plain commands in one MULTI/EXEC per batch, and
+"""Bulk push as transactions (core/pushing/bulk_tx.py ``Transactions``): a stream of plain items
+with fresh random ids is stored by plain commands in one MULTI/EXEC per batch, and
 push_commit.lua checks, counts and, on a key of the wrong type, undoes the batch in the same
 transaction. What push.lua guarantees holds here too: a batch is stored whole or not at all,
 the push time is the server's (carried by the v7 ids: no stamp per item), the counters and a
@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from rq_cli.core.ages import id_ms
-from rq_cli.core.bulk_tx import Transactions
-from rq_cli.core.limits import PUSH_STAMP_SLACK_MS, WAKE_TOKENS
+from rq_cli.core.contract.ages import id_ms
+from rq_cli.core.contract.limits import PUSH_STAMP_SLACK_MS, WAKE_TOKENS
+from rq_cli.core.pushing.bulk_tx import Transactions
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 
@@ -59,7 +59,7 @@ def test_a_stream_is_stored_by_one_transaction_per_batch_aged_by_the_servers_tim
 def test_items_of_every_length_are_stored_exactly(r):
     """The lengths in the packed commands come from a table up to LENGTH_HEADS bytes and are
     formatted past it: items on either side of it, empty ones and text, stored as given."""
-    from rq_cli.core.limits import LENGTH_HEADS
+    from rq_cli.core.contract.limits import LENGTH_HEADS
 
     sizes = [0, 1, 9, 10, 99, LENGTH_HEADS - 1, LENGTH_HEADS, LENGTH_HEADS + 1, 70_000]
     items: list[bytes | str] = [b"x" * size for size in sizes * 120]

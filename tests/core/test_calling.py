@@ -1,4 +1,4 @@
-"""How script calls reach the server (rq_cli/core/calling.py): the hot scripts as FCALL of
+"""How script calls reach the server (rq_cli/core/scripting/calling.py): the hot scripts as FCALL of
 one Functions library where the server has Functions, else EVALSHA; and both ways give the
 same replies and leave the same keys.
 
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import redis
 
-from rq_cli.core.env import ENV_FUNCTIONS
+from rq_cli.core.contract.env import ENV_FUNCTIONS
+from rq_cli.core.contract.specs import SPECS
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.scripts import HOT, library
-from rq_cli.core.specs import SPECS
+from rq_cli.core.scripting.scripts import HOT, library
 from rq_cli.core.types import ItemRef, NewItem
 
 NOW = 1_700_000_000_000

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rq_cli.core.limits import UNPACK_CHUNK
+from rq_cli.core.contract.limits import UNPACK_CHUNK
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import ItemRef
 

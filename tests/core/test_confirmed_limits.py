@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rq_cli.core.limits import SLOW_BATCH
+from rq_cli.core.contract.limits import SLOW_BATCH
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.resharding import reshard
-from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.sharded import ShardedQueue
 from rq_cli.core.types import NewItem
 from rq_cli.errors import UsageError
 

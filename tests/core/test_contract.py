@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import re
 
-from rq_cli.core import fields, keys, scripts, specs
+import rq_cli
+from rq_cli.core.contract import fields, keys, specs
+from rq_cli.core.scripting import scripts
 
 LUA_FILES = sorted(f for f in os.listdir(scripts.LUA_DIR) if f.endswith(".lua"))
 #: Lua string literals ('...' or "..."), comments left out
@@ -62,7 +64,8 @@ def test_no_lua_file_spells_an_outcome_code_or_sighting_prefix() -> None:
 
 
 def test_codes_are_one_table_each() -> None:
-    from rq_cli.core import bulk, codes
+    from rq_cli.core import codes
+    from rq_cli.core.pushing import bulk
 
     assert set(codes.OUTCOME_CODES) == set(codes.Outcome)
     for script, outs in codes.SCRIPT_OUTCOMES.items():
@@ -115,14 +118,14 @@ def test_the_vocabulary_is_generated_into_the_scripts_that_name_it() -> None:
 #: names too, and not counted.
 SAME_SPELLING: dict[str, dict[str, int]] = {
     # the peer-compatible key names P:processing, P:delayed, P:dead (FIXED_KEYS)
-    "rq_cli.core.keys": {"processing": 1, "delayed": 1, "dead": 1},
+    "rq_cli.core.contract.keys": {"processing": 1, "delayed": 1, "dead": 1},
     # the scripts' argument names and reply fields (named counts: "dead", "requeued", ...)
-    "rq_cli.core.specs": {"max_attempts": 4, "dead": 2, "missing": 1, "requeued": 1},
+    "rq_cli.core.contract.specs": {"max_attempts": 4, "dead": 2, "missing": 1, "requeued": 1},
     # the Stats counts, declared once: their names, reply fields and headings
-    "rq_cli.core.counts": {"pending": 3, "processing": 2, "leased": 3, "delayed": 3,
+    "rq_cli.core.contract.counts": {"pending": 3, "processing": 2, "leased": 3, "delayed": 3,
                            "dead": 4},
     # Redis Functions: the library is missing on the server (a refusal, not an item)
-    "rq_cli.core.calling": {"missing": 3},
+    "rq_cli.core.scripting.calling": {"missing": 3},
     # a getattr default that tells a missing attribute from None (Typer's internals)
     "rq_cli.cli.internals": {"missing": 1},
     # the config key max_attempts
@@ -172,7 +175,7 @@ def spellings(source: str) -> dict[str, int]:
 def test_no_python_module_spells_a_state_outcome_reason_or_counter() -> None:
     import pathlib
 
-    package = pathlib.Path(scripts.__file__).resolve().parents[1]
+    package = pathlib.Path(rq_cli.__file__).resolve().parent
     found = {}
     for path in sorted(package.rglob("*.py")):
         module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
@@ -191,7 +194,7 @@ def test_peek_rows_are_read_by_name() -> None:
     named tuples of those names."""
     with open(os.path.join(scripts.LUA_DIR, "peek.lua")) as f:
         code = re.sub(r"--.*$", "", f.read(), flags=re.M)
-    # (then its per-item fields, core/fields.py, in one helper)
+    # (then its per-item fields, core/contract/fields.py, in one helper)
     assert "put_item_fields(out, id, live)" in code
     assert code.count("out[#out + 1] =") + len(fields.names(fields.PEEK)) \
         == len(specs.SPECS["peek"].rows)
@@ -275,7 +278,7 @@ def test_a_script_declares_the_helpers_it_names() -> None:
 
 
 def test_one_flag_parser() -> None:
-    from rq_cli.core.env import env_bool
+    from rq_cli.core.contract.env import env_bool
 
     env = {"A": " FALSE ", "B": "off", "C": "1", "D": "", "E": "yes"}
     assert [env_bool(n, env=env) for n in "ABCDEF"] == [False, False, True, False, True, False]
@@ -284,10 +287,10 @@ def test_one_flag_parser() -> None:
 
 
 def test_environment_variables_are_named_once() -> None:
-    """No module of rq_cli but core/env.py spells an RQ_CLI_* variable's name in code."""
+    """No module of rq_cli but core/contract/env.py spells an RQ_CLI_* variable's name in code."""
     import pathlib
 
-    root = pathlib.Path(scripts.__file__).parent.parent
+    root = pathlib.Path(rq_cli.__file__).parent
     bad = []
     for path in root.rglob("*.py"):
         if path.name == "env.py" or "worker" in path.name:
@@ -301,8 +304,8 @@ def test_one_id_rule_and_one_session_format() -> None:
     import pytest
 
     from rq_cli.cli.reading import check_input_id as read_id
-    from rq_cli.core.limits import MAX_ID_BYTES
-    from rq_cli.core.util import check_id, id_problem, make_session, session_origin
+    from rq_cli.core.contract.limits import MAX_ID_BYTES
+    from rq_cli.core.contract.util import check_id, id_problem, make_session, session_origin
     from rq_cli.errors import BadInputError, UsageError
 
     long = "é" * (MAX_ID_BYTES // 2 + 1)  # under the limit in characters, over it in bytes
@@ -359,7 +362,7 @@ def test_the_engine_names_parameters_and_the_cli_words_flags() -> None:
     assert not hasattr(ParameterError, "NAMES")
     import pathlib
 
-    for path in pathlib.Path(scripts.__file__).parent.glob("*.py"):
+    for path in (pathlib.Path(rq_cli.__file__).parent / "core").rglob("*.py"):
         assert not re.search(r"Error\(f?\"--", path.read_text()), path  # no flag in the core
 
 

@@ -1,4 +1,4 @@
-"""The Stats counts, declared once (rq_cli/core/counts.py): what follows from each line,
+"""The Stats counts, declared once (rq_cli/core/contract/counts.py): what follows from each line,
 checked for every count and counter, and no other list of them in the package."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from rq_cli.core import counts, specs
-from rq_cli.core.codes import COUNTERS, STATES, Counter
+import rq_cli
+from rq_cli.core.codes import COUNTERS, STATES, Counter, ItemState
+from rq_cli.core.contract import counts, specs
 from rq_cli.core.reports import Stats
 from rq_cli.output.metrics import COUNTER_HELP, MEASURES, metric_names
 from rq_cli.output.shapes import schema
 from rq_cli.settings.rules import CHECK_RULES
 
-PACKAGE = Path(counts.__file__).parents[1]
+PACKAGE = Path(rq_cli.__file__).parent
 
 
 def stats_options() -> set[str]:
@@ -106,14 +107,43 @@ def test_the_stats_schema_file_leaves_the_counts_to_the_declaration() -> None:
         assert "properties" not in shipped[name]["properties"]["counters"]
 
 
-def _listed(node: ast.AST) -> set[str]:
+#: The enums of codes.py whose members' values may name a count (``ItemState.DEAD.value``).
+ENUMS = {e.__name__: e for e in (ItemState, Counter)}
+
+
+def _bound(tree: ast.AST) -> dict[str, str]:
+    """The module-level names bound to a string (``ABANDONED = "abandoned"``)."""
+    return {t.id: stmt.value.value for stmt in getattr(tree, "body", ())
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+            for t in stmt.targets if isinstance(t, ast.Name)}
+
+
+def _value(item: ast.AST, bound: dict[str, str]) -> object:
+    """What ``item`` names: a literal, a name bound to a string, or an enum member of
+    codes.py (``ItemState.DEAD`` or ``ItemState.DEAD.value``)."""
+    if isinstance(item, ast.Constant):
+        return item.value
+    if isinstance(item, ast.Name):
+        return bound.get(item.id)
+    if isinstance(item, ast.Attribute) and item.attr == "value":
+        item = item.value
+    if isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name) \
+            and item.value.id in ENUMS:
+        member = getattr(ENUMS[item.value.id], item.attr, None)
+        return getattr(member, "value", None)
+    return None
+
+
+def _listed(node: ast.AST, bound: dict[str, str]) -> set[str]:
     """The count names a literal list, tuple, set, dict (keys), call (keywords, or the
-    first value of its arguments: ``Column("pending", ...)``) or class body holds."""
+    first value of its arguments: ``Column("pending", ...)``) or class body holds, written
+    as strings, names bound to them or enum members of codes.py."""
     def first(item: ast.AST) -> object:
-        if isinstance(item, ast.Constant):
-            return item.value
-        if isinstance(item, ast.Call) and item.args and isinstance(item.args[0], ast.Constant):
-            return item.args[0].value
+        if isinstance(item, (ast.Constant, ast.Name, ast.Attribute)):
+            return _value(item, bound)
+        if isinstance(item, ast.Call) and item.args:
+            return _value(item.args[0], bound)
         if isinstance(item, (ast.Tuple, ast.List)) and item.elts:
             return first(item.elts[0])
         return None
@@ -138,8 +168,10 @@ def lists_of_counts(source: str) -> list[tuple[int, list[str]]]:
     """Each place in ``source`` that lists three or more counts by name (a list of the item
     states alone is the states', codes.ItemState's, not the counts')."""
     found = []
-    for node in ast.walk(ast.parse(source)):
-        names = _listed(node)
+    tree = ast.parse(source)
+    bound = _bound(tree)
+    for node in ast.walk(tree):
+        names = _listed(node, bound)
         if len(names) >= 3 and not names <= set(STATES):
             found.append((getattr(node, "lineno", 0), sorted(names)))
     return found
@@ -149,7 +181,8 @@ def test_no_other_module_lists_the_counts() -> None:
     """Only counts.py names them together; Stats (reports.py) is the typed value that
     carries them, tied to the declaration above. (keys.py names keys: P:processing,
     P:delayed, P:dead, P:paused, P:tenants are keys, not counts.)"""
-    allowed = {PACKAGE / "core" / "counts.py", PACKAGE / "core" / "keys.py"}
+    allowed = {PACKAGE / "core" / "contract" / "counts.py",
+               PACKAGE / "core" / "contract" / "keys.py"}
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         hits = lists_of_counts(path.read_text())
@@ -167,6 +200,7 @@ def test_the_scan_finds_a_list_of_counts() -> None:
                    'COLS = (("pending", "p"), ("leased", "l"), ("paused", "x"))',
                    'row = {"pending": 1, "abandoned": 2, "tenants": 3}',
                    'Stats(pending=1, leased=2, dead=3)',
-                   'class S:\n    pending: int\n    dead: int\n    abandoned: int'):
+                   'class S:\n    pending: int\n    dead: int\n    abandoned: int',
+                   'A = "abandoned"\nCOLS = (ItemState.PENDING.value, Counter.LEASED, A)'):
         assert lists_of_counts(source), source
     assert not lists_of_counts('STATES = ("pending", "processing", "delayed", "dead")')

@@ -10,7 +10,7 @@ import json
 import pytest
 from redis.crc import key_slot
 
-from rq_cli.core.keys import DEDUP_WINDOW_FIELD, Keys
+from rq_cli.core.contract.keys import DEDUP_WINDOW_FIELD, Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

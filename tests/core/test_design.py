@@ -1,5 +1,5 @@
 """docs/DESIGN.md kept true where it can drift: the key tables of section 2 against
-rq_cli/core/keys.py (and the words of rq_cli/core/codes.py), the layer list of section 1
+rq_cli/core/contract/keys.py (and the words of rq_cli/core/codes.py), the layer list of section 1
 (and the development guide's, docs/development.md) against the package, the test layout of
 section 6 against tests/. No server needed."""
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rq_cli.core import codes, keys
+from rq_cli.core import codes
+from rq_cli.core.contract import keys
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = (ROOT / "docs" / "DESIGN.md").read_text()
@@ -79,7 +80,7 @@ def test_the_layer_list_names_every_package_and_module() -> None:
     top = {p.name for p in PACKAGE.glob("*.py")} - {"__init__.py", "__main__.py"}
     assert packages <= dirs, packages - dirs
     assert top <= named, top - named
-    core = {p.name for p in (PACKAGE / "core").glob("*.py")} - {"__init__.py"}
+    core = {p.name for p in (PACKAGE / "core").rglob("*.py")} - {"__init__.py"}
     for package in ("core", "worker", "ops", "console", "dash", "web"):
         modules = {p.name for p in (PACKAGE / package).glob("*.py")} - {"__init__.py"}
         assert modules <= named, (package, modules - named)
@@ -98,7 +99,7 @@ def test_the_development_guide_lists_the_same_layers_and_every_core_module() -> 
     named, dirs = listed(layer_block(DEVELOPMENT))
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     assert dirs & packages == listed(layer_block())[1] & packages == packages
-    core = {p.name for p in (PACKAGE / "core").glob("*.py")} - {"__init__.py"}
+    core = {p.name for p in (PACKAGE / "core").rglob("*.py")} - {"__init__.py"}
     assert core <= named, core - named
     assert named <= {p.name for p in PACKAGE.rglob("*.py")}
 def test_the_development_guide_names_every_package_and_the_consoles_modules() -> None:
@@ -113,6 +114,22 @@ def test_the_development_guide_names_every_package_and_the_consoles_modules() ->
     assert {p.name for p in (PACKAGE / "console").glob("*.py")} - {"__init__.py"} <= named
     existing = {p.name for p in PACKAGE.rglob("*.py")}
     assert named <= existing, named - existing
+
+
+def test_both_layer_lists_name_every_folder_of_the_core() -> None:
+    folders = {p.parent.name for p in (PACKAGE / "core").glob("*/__init__.py")}
+    assert len(folders) > 3  # (the core is grouped)
+    for text in (None, DEVELOPMENT):
+        assert folders <= listed(layer_block(text))[1], folders - listed(layer_block(text))[1]
+
+
+def test_the_top_of_the_core_is_the_library_api() -> None:
+    """The modules at core/'s top are those docs/library.md imports from (its public API);
+    everything else is in a folder."""
+    library = (ROOT / "docs" / "library.md").read_text()
+    folders = {p.parent.name for p in (PACKAGE / "core").glob("*/__init__.py")}
+    named = set(re.findall(r"rq_cli\.core\.(\w+)", library)) - folders
+    assert named == {p.stem for p in (PACKAGE / "core").glob("*.py")} - {"__init__"}
 
 
 def test_the_test_layout_names_every_test_folder() -> None:
@@ -154,8 +171,8 @@ def numeric_constants(source: str) -> list[str]:
 
 
 def test_every_limit_of_the_engine_is_in_limits_py() -> None:
-    """core/limits.py says "every limit, once": no other module of core/ sets a number."""
-    found = {(path.name, name) for path in (PACKAGE / "core").glob("*.py")
+    """core/contract/limits.py says "every limit, once": no other module of core/ sets a number."""
+    found = {(path.name, name) for path in (PACKAGE / "core").rglob("*.py")
              if path.name != "limits.py" for name in numeric_constants(path.read_text())}
     assert found <= NOT_LIMITS, found - NOT_LIMITS
     # the check sees a limit, however written
@@ -169,7 +186,7 @@ def test_core_re_exports_nothing() -> None:
     ``__all__``, nor hands out another module's names on demand (``__getattr__``)."""
     import ast
 
-    for path in sorted((PACKAGE / "core").glob("*.py")):
+    for path in sorted((PACKAGE / "core").rglob("*.py")):
         tree = ast.parse(path.read_text())
         imported = set()
         for node in tree.body:

@@ -1,10 +1,10 @@
-"""Queue discovery (rq_cli/core/discover.py) knows the type of every marker key of keys.py.
+"""Queue discovery (rq_cli/core/fleet/discover.py) knows the type of every marker key of keys.py.
 
 (Was an ``assert`` run at import time; a test says the same without costing start-up.)
 """
 
-from rq_cli.core import discover
-from rq_cli.core.keys import DISCOVERY_SUFFIXES
+from rq_cli.core.contract.keys import DISCOVERY_SUFFIXES
+from rq_cli.core.fleet import discover
 
 
 def test_every_discovery_suffix_is_scanned_by_its_key_type():

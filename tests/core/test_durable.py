@@ -9,15 +9,15 @@ anything is written.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 from servers import ServerProcess
+from waiting import wait_for
 
-from rq_cli.core.durable import Confirmer
+from rq_cli.core.operations.durable import Confirmer
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ConfigError, ExitCode, Unconfirmed
@@ -25,13 +25,6 @@ from rq_cli.settings.config import parse_text
 
 ON = QueueOptions(wait_replicas=1, wait_timeout=2.0)
 SHORT = QueueOptions(wait_replicas=1, wait_timeout=0.1)
-
-
-def wait_for(condition: Any, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""rq_cli.core.errnorm and errgroups: the normaliser (one cause, one pattern; two causes,
+"""rq_cli.core.contract.errnorm and errgroups: the normaliser (one cause, one pattern; two causes,
 two), the keys, and the grouping of dead and retrying items against a real server, filters
 included, in pages smaller than the hash (so HSCAN takes several calls)."""
 
@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from rq_cli.core import errgroups, errnorm
+from rq_cli.core import errgroups
+from rq_cli.core.contract import errnorm
+from rq_cli.core.contract.errnorm import check_group_key, group_key, normalise
 from rq_cli.core.errgroups import group_errors
-from rq_cli.core.errnorm import check_group_key, group_key, normalise
 from rq_cli.core.filtering import ItemFilter
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from rq_cli.core.limits import DEDUP_PRUNE, EXPIRED_BATCH, EXPIRED_REACH
+from rq_cli.core.contract.limits import DEDUP_PRUNE, EXPIRED_BATCH, EXPIRED_REACH
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

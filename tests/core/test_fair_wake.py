@@ -10,7 +10,7 @@ import time
 import pytest
 import redis
 
-from rq_cli.core.limits import BLOCK_CHUNK, WAKE_TOKENS, WAKE_TTL_MS
+from rq_cli.core.contract.limits import BLOCK_CHUNK, WAKE_TOKENS, WAKE_TTL_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

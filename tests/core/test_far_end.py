@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from rq_cli.core.limits import UNLIST_SHORT
+from rq_cli.core.contract.limits import UNLIST_SHORT
 from rq_cli.core.queue import WorkQueue
 
 IN_FLIGHT = 60_000

@@ -1,5 +1,5 @@
-"""The per-item fields, declared once (rq_cli/core/fields.py): what follows from a declaration,
-checked for every field, and each reply reading them from a real server."""
+"""The per-item fields, declared once (rq_cli/core/contract/fields.py): what follows from a
+declaration, checked for every field, and each reply reading them from a real server."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import json
 
 import pytest
 
-from rq_cli.core import fields, keys, scripts, specs
+import rq_cli
+from rq_cli.core.contract import fields, keys, specs
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.reports import PeekedItem
+from rq_cli.core.scripting import scripts
 from rq_cli.core.types import LeasedItem
 from rq_cli.output.shapes import ITEM_SCHEMAS, lease_row, peek_row, schema
 
@@ -45,7 +47,7 @@ def test_the_shipped_schema_files_leave_the_declared_fields_to_the_declaration()
     do not list them (rq_cli.output.shapes.schema adds them)."""
     from pathlib import Path
 
-    folder = Path(fields.__file__).parents[1] / "schemas"
+    folder = Path(rq_cli.__file__).parent / "schemas"
     for name, reply in ITEM_SCHEMAS.items():
         listed = json.loads((folder / f"{name}.schema.json").read_text())["properties"]
         assert not set(listed) & set(fields.names(reply)), name

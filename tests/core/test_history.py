@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from rq_cli.core import history
+from rq_cli.core.contract.limits import HISTORY_HOURS, HISTORY_MINUTES, MAX_SINCE
 from rq_cli.core.history import read_history, snapshot
-from rq_cli.core.limits import HISTORY_HOURS, HISTORY_MINUTES, MAX_SINCE
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 from rq_cli.errors import UsageError

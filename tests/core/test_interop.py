@@ -29,7 +29,7 @@ from peer_v03 import V03Queue
 from redis_work_queue import Item, KeyPrefix  # type: ignore[import-untyped]
 from redis_work_queue import WorkQueue as PeerQueue
 
-from rq_cli.core.limits import JOURNAL_GRACE_MS
+from rq_cli.core.contract.limits import JOURNAL_GRACE_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 
@@ -820,8 +820,8 @@ def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
     bookkeeping of those ids stays behind. Each light clean drops that of a bounded random
     sample (PRUNE_SAMPLE ids per bookkeeping key) and leaves live and dead items' alone; a
     few runs leave the drained queue with only P:counters (and the history clean snapshots)."""
-    from rq_cli.core.keys import META_HASHES, META_ZSETS
-    from rq_cli.core.limits import PRUNE_SAMPLE
+    from rq_cli.core.contract.keys import META_HASHES, META_ZSETS
+    from rq_cli.core.contract.limits import PRUNE_SAMPLE
 
     p, q = peer(), WorkQueue(r, P)
     n = 3 * PRUNE_SAMPLE
@@ -910,7 +910,7 @@ def test_a_delayed_item_a_v03_peer_completed_leaves_no_ghost_after_clean(
     peer completes it, P:delayed still names it, without data: stats counted it delayed and
     peek showed it with data null. clean and clean --deep drop such ghosts from P:delayed
     and from every bookkeeping key, and leave a live delayed item alone (issue 29)."""
-    from rq_cli.core.keys import META_HASHES, META_ZSETS
+    from rq_cli.core.contract.keys import META_HASHES, META_ZSETS
 
     q, v03 = WorkQueue(r, P), V03Queue(P)
     q.push([NewItem(b"later", "ghost")], delay=3600, expire=7200)

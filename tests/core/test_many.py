@@ -1,4 +1,4 @@
-"""core/many.py: the stats (and history snapshots) of many queues in one round trip per
+"""core/fleet/many.py: the stats (and history snapshots) of many queues in one round trip per
 server, measured on the wire (tests/core/test_round_trips.py's Meter); a queue's failure is
 its own."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import redis
 from test_round_trips import meter as meter  # (the fixture)
 
-from rq_cli.core.many import run_each, stats_each
+from rq_cli.core.fleet.many import run_each, stats_each
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 
@@ -48,8 +48,8 @@ def test_a_script_the_server_lost_is_loaded_and_sent_again(r: redis.Redis) -> No
 
 
 def test_a_sharded_queue_is_read_by_its_own_call_beside_the_pipeline(r: redis.Redis) -> None:
-    from rq_cli.core.resharding import reshard
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.resharding import reshard
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     reshard(r, "sj", 2)
     sq = ShardedQueue(r, "sj")
@@ -62,7 +62,7 @@ def test_a_sharded_queue_is_read_by_its_own_call_beside_the_pipeline(r: redis.Re
 
 def test_more_queues_than_a_pipeline_carries_are_sent_in_bounded_pipelines(
         meter: Any, r: redis.Redis) -> None:
-    from rq_cli.core.limits import PIPELINE_QUEUES
+    from rq_cli.core.contract.limits import PIPELINE_QUEUES
 
     queues = [WorkQueue(meter.client, f"q{i:04d}") for i in range(PIPELINE_QUEUES + 1)]
     stats_each(queues)

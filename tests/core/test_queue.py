@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from rq_cli.core.keys import COUNTER_FIELDS, Keys
+from rq_cli.core.contract.keys import COUNTER_FIELDS, Keys
+from rq_cli.core.contract.util import data_id
 from rq_cli.core.queue import WorkQueue, lease_many
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
-from rq_cli.core.util import data_id
 from rq_cli.errors import ClusterError, UsageError
 
 T0 = 1_800_000_000_000  # a fixed "now" in ms, for tests that move time by hand
@@ -336,7 +336,7 @@ def test_fail_takes_a_leased_item_whatever_its_id(q, r):
     """A leased item itself is failed by the id the server gave: one a peer stored longer
     than an id rq-cli takes (or with a NUL byte, which no command line can carry) is settled
     all the same, while such an id typed in is refused."""
-    from rq_cli.core.limits import MAX_ID_BYTES
+    from rq_cli.core.contract.limits import MAX_ID_BYTES
 
     long_id, nul_id = "x" * (MAX_ID_BYTES + 1), "a\0b"
     for peer_id in (long_id, nul_id):  # (as a peer client stores them)
@@ -637,7 +637,8 @@ def test_the_core_imports_neither_typer_nor_rich():
     import subprocess
     import sys
 
-    code = ("import sys, rq_cli.core.queue, rq_cli.core.deep; print(sorted(m for m in sys.modules "
+    code = ("import sys, rq_cli.core.queue, rq_cli.core.operations.deep; "
+            "print(sorted(m for m in sys.modules "
             "if m.split('.')[0] in ('typer', 'rich', 'click')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -701,9 +702,9 @@ def test_lease_and_complete_the_largest_count(q, r):
 def test_fixed_keys_is_the_one_definition():
     """Every FIXED_KEYS entry is a Keys property naming P:<name>, and every fixed-key
     property of Keys is in FIXED_KEYS (so Python, Lua, deep clean and purge agree)."""
-    from rq_cli.core.keys import AUDIT, FIXED_KEYS, META_HASHES, META_ZSETS
-    from rq_cli.core.scripts import source
-    from rq_cli.core.specs import SPECS
+    from rq_cli.core.contract.keys import AUDIT, FIXED_KEYS, META_HASHES, META_ZSETS
+    from rq_cli.core.contract.specs import SPECS
+    from rq_cli.core.scripting.scripts import source
 
     lua = "".join(source(name) for name in SPECS)
 
@@ -715,7 +716,8 @@ def test_fixed_keys_is_the_one_definition():
     props = {n for n, v in vars(Keys).items() if isinstance(v, property)}
     fixed_props = {n for n in props if isinstance(getattr(k, n), str)
                    and getattr(k, n).startswith("p:") and ":" not in getattr(k, n)[2:]}
-    assert fixed_props == names | {AUDIT}  # (P:audit: rq-cli's, no script's: core/audit.py)
+    # (P:audit: rq-cli's, no script's: core/operations/audit.py)
+    assert fixed_props == names | {AUDIT}
     assert set(META_HASHES) == {"attempts", "enqueued", "errors", "holders", "item_tenant"}
     assert set(META_ZSETS) == {"expires", "leases"}
 
@@ -755,8 +757,8 @@ def test_scripts_take_named_arguments_and_give_named_replies(q):
     import os
     import re
 
-    from rq_cli.core.scripts import LUA_DIR, source
-    from rq_cli.core.specs import SPECS
+    from rq_cli.core.contract.specs import SPECS
+    from rq_cli.core.scripting.scripts import LUA_DIR, source
 
     for name, spec in SPECS.items():
         lua = source(name)

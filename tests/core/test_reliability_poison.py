@@ -19,7 +19,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from rq_cli.core.keys import FIXED_NAMES, NAME_FAMILIES, Keys, name_collision, prefix_collision
+from rq_cli.core.contract.keys import (
+    FIXED_NAMES,
+    NAME_FAMILIES,
+    Keys,
+    name_collision,
+    prefix_collision,
+)
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 from rq_cli.errors import UsageError

@@ -133,7 +133,8 @@ def has_functions(client: redis.Redis) -> bool:
 
 def one_round_trip(t: Trips) -> None:
     """One write, one script call (EVALSHA, or FCALL for the hot scripts on a server with
-    Functions: rq_cli/core/calling.py) and nothing else on the wire; the work ran inside it."""
+    Functions: rq_cli/core/scripting/calling.py) and nothing else on the wire; the work ran inside
+    it."""
     assert t.writes == 1, t
     assert t.names in (["EVALSHA"], ["FCALL"]), t
     assert (t.evalsha + t.fcall, t.eval, t.script) == (1, 0, 0), t
@@ -206,7 +207,7 @@ def test_push_of_5000_items_is_pipelined(meter: Meter) -> None:
     print(f"push of 5000 items: {t.writes} round trips, {t.evalsha} EVALSHA, "
           f"top-level commands {sorted(set(t.names))}, {t.nested} commands inside scripts")
     # a handful of round trips, not thousands: the server's clock and a probe of MULTI, then
-    # one transaction per 1,000 items (core/bulk_tx.py Transactions), three in flight
+    # one transaction per 1,000 items (core/pushing/bulk_tx.py Transactions), three in flight
     assert t.writes <= 6, t
     assert t.evalsha == 5 and t.eval == 0, t
     assert t.names.count("EXEC") == 6 and t.names.count("MSET") == 5, t

@@ -9,8 +9,8 @@ from dash_helpers import drive, make_app, press, seed
 from test_dash_console import open_queue, question
 
 from rq_cli.console.asks import console_user
-from rq_cli.core.control import take_asks
-from rq_cli.core.keys import Keys
+from rq_cli.core.contract.keys import Keys
+from rq_cli.core.operations.control import take_asks
 
 
 def test_d_and_s_on_a_holders_row_ask_its_worker_through_the_control_key(r, server_url):

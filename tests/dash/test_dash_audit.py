@@ -13,7 +13,7 @@ pytest.importorskip("textual")
 
 from dash_helpers import drive, make_app, press, screen_text, seed, type_in
 
-from rq_cli.core.audit import By, read_audit, record
+from rq_cli.core.operations.audit import By, read_audit, record
 from rq_cli.dash.audit import AuditScreen
 
 

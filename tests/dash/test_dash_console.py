@@ -678,9 +678,9 @@ def test_enter_on_an_error_group_shows_its_dead_items(r, server_url):
 def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_minute(
         r, server_url):
     from rq_cli.console.chart import zone
+    from rq_cli.core.contract.keys import HISTORY_FIELDS
+    from rq_cli.core.contract.util import server_ms
     from rq_cli.core.history import read_history
-    from rq_cli.core.keys import HISTORY_FIELDS
-    from rq_cli.core.util import server_ms
 
     wq = seed(r, "jobs", pending=3)
     r.delete(wq.keys.history, wq.keys.history_hourly)  # (the seeding push's: made by hand)

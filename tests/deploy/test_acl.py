@@ -14,8 +14,8 @@ import pytest
 import redis
 from cli_helpers import Run, run_cli
 
-from rq_cli.core.scripts import source
-from rq_cli.core.specs import SCRIPTS
+from rq_cli.core.contract.specs import SCRIPTS
+from rq_cli.core.scripting.scripts import source
 
 pytest_plugins = ["cli_helpers"]
 

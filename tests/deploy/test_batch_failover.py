@@ -21,7 +21,7 @@ from test_failover import (  # noqa: F401 (sentinel_group: the fixture)
 )
 
 from rq_cli.connection.connect import connect
-from rq_cli.core import batchops
+from rq_cli.core.operations import batchops
 from rq_cli.core.queue import WorkQueue
 
 ITEMS = 300

@@ -14,9 +14,9 @@ import uuid
 import pytest
 import redis
 
-from rq_cli.core.keys import DRAGONFLY_FLAGS
-from rq_cli.core.scripts import LUA_DIR, source
-from rq_cli.core.specs import SCRIPTS
+from rq_cli.core.contract.keys import DRAGONFLY_FLAGS
+from rq_cli.core.contract.specs import SCRIPTS
+from rq_cli.core.scripting.scripts import LUA_DIR, source
 
 pytest_plugins = ["cli_helpers"]
 

@@ -17,6 +17,7 @@ drops what it held when the primary dies. A pusher and two workers run throughou
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -34,11 +35,12 @@ from typing import Any
 
 import pytest
 import redis
+import waiting
 from servers import ServerProcess
 from test_failover import JOBS, replicated_cluster  # noqa: F401  (a fixture)
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.durable import follow_primary
+from rq_cli.core.operations.durable import follow_primary
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ExitCode, Unconfirmed
@@ -51,17 +53,8 @@ DURABLE = QueueOptions(lease_seconds=3.0, wait_replicas=1, wait_timeout=2.0)
 LOOSE = QueueOptions(lease_seconds=3.0)
 
 
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-        except (redis.RedisError, OSError):
-            value = None
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+#: waiting.wait_for, where a server may refuse a call while it fails over
+wait_for = functools.partial(waiting.wait_for, ignore=(redis.RedisError, OSError))
 
 
 class Link(threading.Thread):

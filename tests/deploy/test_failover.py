@@ -9,6 +9,7 @@ primary holds none of them. A call cut off by the switch is an rq-cli error of e
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 import redis
+import waiting
 from servers import ServerProcess
 from test_cluster import SLOT_RANGES, _form_cluster
 
@@ -31,17 +33,8 @@ ITEMS = 300
 OPTIONS = QueueOptions(lease_seconds=2.0, grace_seconds=0.5)
 
 
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-        except redis.RedisError:
-            value = None
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+#: waiting.wait_for, where a server may refuse a call while it fails over
+wait_for = functools.partial(waiting.wait_for, ignore=(redis.RedisError,))
 
 
 def wait_progressing(condition: Callable[[], Any], progress: Callable[[], Any], stall: float,

@@ -11,7 +11,7 @@ from pathlib import Path
 from test_failover import _master_port, _sentinel_failover, sentinel_group, wait_for
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.limiting import parse_rate
+from rq_cli.core.operations.limiting import parse_rate
 from rq_cli.core.queue import WorkQueue
 from rq_cli.errors import ExitCode
 

@@ -42,7 +42,7 @@ import pytest
 from servers import ServerProcess
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.keys import Keys
+from rq_cli.core.contract.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 
@@ -395,7 +395,7 @@ def test_bulk_push_killed_part_way_resumes_without_duplicates(
 @pytest.mark.timeout(90)
 def test_bulk_push_transactions_killed_part_way_are_whole_or_absent(
         make_server: MakeServer, tmp_path: Path) -> None:
-    """A plain ``push -`` (new random ids: a transaction per batch, core/bulk.py) with the
+    """A plain ``push -`` (new random ids: a transaction per batch, core/pushing/bulk.py) with the
     server SIGKILLed part-way and restarted from its AOF: every batch is there whole (its
     data, line entries and count: the v7 ids carry the push time) or not at all, and what
     rq-cli said is stored is."""

@@ -17,7 +17,7 @@ import pytest
 import redis
 from servers import ServerProcess
 
-from rq_cli.core.keys import MIN_REDIS_VERSION
+from rq_cli.core.contract.keys import MIN_REDIS_VERSION
 
 pytest_plugins = ["cli_helpers"]
 

@@ -15,9 +15,9 @@ from redis.crc import key_slot
 from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.resharding import reshard, settle
-from rq_cli.core.sharded import ShardedQueue
-from rq_cli.core.shardmeta import read, shard_of
+from rq_cli.core.sharding.resharding import reshard, settle
+from rq_cli.core.sharding.sharded import ShardedQueue
+from rq_cli.core.sharding.shardmeta import read, shard_of
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 from rq_cli.errors import ConfigError, ExitCode, UsageError
 

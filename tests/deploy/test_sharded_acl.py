@@ -1,5 +1,5 @@
 """The ACL rule of a sharded queue (issue 37 item 5; the manual's "Sharded queues", "ACL"):
-a user with the queue's rule plus its shards' pattern (core.shardmeta.acl_patterns) runs a
+a user with the queue's rule plus its shards' pattern (core.sharding.shardmeta.acl_patterns) runs a
 sharded queue's commands; doctor's ACL check probes a shard's key too, so a user limited to
 ``P:*`` fails it with a fix naming both patterns."""
 
@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import run_cli, write_config
 from test_acl import SECRET, _setuser, documented_rule
 
-from rq_cli.core.shardmeta import acl_patterns
+from rq_cli.core.sharding.shardmeta import acl_patterns
 from rq_cli.errors import ExitCode
 
 pytest_plugins = ["cli_helpers"]

@@ -20,9 +20,9 @@ from cli_helpers import Run, rq_cli_command, run_cli
 from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
 
 from rq_cli.connection.connect import connect
-from rq_cli.core import batchops
-from rq_cli.core.resharding import reshard
-from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.operations import batchops
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.sharded import ShardedQueue
 from rq_cli.core.types import ItemRef, QueueOptions
 
 BASE = "app:{bjobs}"
@@ -142,7 +142,7 @@ def test_clean_finishes_a_release_a_sigkill_cut_short(rc: Any, cli: Any,
                                                       tmp_path: Path) -> None:
     """A release is atomic per shard: one SIGKILLed between shards (or anywhere) leaves
     whole shards held; clean releases them; every held item is queued exactly once."""
-    from rq_cli.core.limits import AFTER_BATCH
+    from rq_cli.core.contract.limits import AFTER_BATCH
 
     q = ShardedQueue(rc, BASE, OPTS, shards=3)
     q.push([b"x"], batch="b")

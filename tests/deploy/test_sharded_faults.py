@@ -38,10 +38,10 @@ from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
 from test_failover import replicated_cluster, wait_for  # noqa: F401 (fixtures)
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.limits import SHARD_META_REFRESH
-from rq_cli.core.resharding import reshard
-from rq_cli.core.sharded import ShardedQueue
-from rq_cli.core.shardmeta import shard_of
+from rq_cli.core.contract.limits import SHARD_META_REFRESH
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.sharded import ShardedQueue
+from rq_cli.core.sharding.shardmeta import shard_of
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 
 BASE = "app:{jobs}"
@@ -52,7 +52,7 @@ KILLS = 4  # workers SIGKILLed mid-run (each replaced)
 WORKER = r"""
 import os, sys
 from rq_cli.connection.connect import connect
-from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.sharding.sharded import ShardedQueue
 from rq_cli.core.types import ItemRef, QueueOptions
 
 url, base, journal = sys.argv[1:4]

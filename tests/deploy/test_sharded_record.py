@@ -20,9 +20,9 @@ import redis
 from cli_helpers import write_config
 
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.resharding import reshard, settle
-from rq_cli.core.sharded import ShardedQueue
-from rq_cli.core.shardmeta import read, shard_of
+from rq_cli.core.sharding.resharding import reshard, settle
+from rq_cli.core.sharding.sharded import ShardedQueue
+from rq_cli.core.sharding.shardmeta import read, shard_of
 from rq_cli.core.types import NewItem
 from rq_cli.errors import ExitCode
 
@@ -130,7 +130,7 @@ def test_reshard_refuses_a_missing_queue_and_a_garbage_record(cli: Any, server_u
 
 
 def test_the_acl_rule_covers_the_shards() -> None:
-    from rq_cli.core.shardmeta import acl_patterns
+    from rq_cli.core.sharding.shardmeta import acl_patterns
 
     assert acl_patterns("t:{sq}") == ["t:{sq}:*", "t:{sq~*"]
     assert acl_patterns("jobs") == ["jobs:*", "jobs~*"]

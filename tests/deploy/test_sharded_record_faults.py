@@ -22,12 +22,12 @@ from servers import ServerProcess
 from test_cluster import Cluster, _form_cluster
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.keys import shards_key
-from rq_cli.core.limits import RECORD_COPIES
-from rq_cli.core.resharding import reshard
-from rq_cli.core.shardcopies import copy_base
-from rq_cli.core.sharded import ShardedQueue
-from rq_cli.core.shardmeta import shard_of
+from rq_cli.core.contract.keys import shards_key
+from rq_cli.core.contract.limits import RECORD_COPIES
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.shardcopies import copy_base
+from rq_cli.core.sharding.sharded import ShardedQueue
+from rq_cli.core.sharding.shardmeta import shard_of
 from rq_cli.core.types import NewItem
 
 pytest_plugins = ["cli_helpers"]

@@ -1,6 +1,6 @@
 """requeue-dead into another queue from or into a sharded queue on a real 3-primary Cluster
-(docs/DESIGN.md section 7, "Requeue across slots"; core/crossmove.py): each dead item lands in
-the target once, with its id and data, filtered or not, and a run stopped between the push
+(docs/DESIGN.md section 7, "Requeue across slots"; core/operations/crossmove.py): each dead item
+lands in the target once, with its id and data, filtered or not, and a run stopped between the push
 and the drop loses and doubles nothing when it runs again."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import redis
 from test_cluster import Cluster, cluster, nodes  # noqa: F401 (fixtures)
 
 from rq_cli.connection.connect import connect
+from rq_cli.core.contract.limits import SLOW_BATCH
 from rq_cli.core.filtering import FilterReport, ItemFilter, scan
-from rq_cli.core.limits import SLOW_BATCH
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.resharding import reshard
-from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.sharded import ShardedQueue
 from rq_cli.core.types import ItemRef, NewItem, QueueOptions
 
 OPTS = QueueOptions(lease_seconds=30, grace_seconds=0)

@@ -29,7 +29,7 @@ from test_durability import SERVICE, SentinelSet, wait_for
 from test_durability import sentinel_set as sentinel_set  # (a fixture)
 
 from rq_cli.connection.connect import connect
-from rq_cli.core.durable import replica_count
+from rq_cli.core.operations.durable import replica_count
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 from rq_cli.errors import ConfigError, ExitCode, Unconfirmed

@@ -3,20 +3,16 @@ module; the modules that use it skip themselves without chromium or Playwright."
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
+    from web_helpers import launch_chromium  # (here: the web extra's Starlette with it)
+
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM,
-                              args=["--no-sandbox", "--headless", "--disable-gpu",
-                                    "--disable-dev-shm-usage"])
+        b = launch_chromium(p)
         try:
             yield b
         finally:

@@ -15,7 +15,7 @@ pytest.importorskip("httpx")
 
 from web_helpers import client, form_of, make_web
 
-from rq_cli.core.keys import Keys
+from rq_cli.core.contract.keys import Keys
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 

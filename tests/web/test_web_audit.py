@@ -13,7 +13,7 @@ pytest.importorskip("httpx")
 
 from web_helpers import client, confirm_and_do, make_web, seed
 
-from rq_cli.core.audit import By, read_audit, record
+from rq_cli.core.operations.audit import By, read_audit, record
 
 
 def test_web_actions_are_recorded_with_who_and_shown(server_url, r):

@@ -61,9 +61,9 @@ def test_a_queues_tabs_a_page_at_a_time_filters_and_an_item_escaped(server_url, 
 
 
 def test_a_tabs_table_has_a_column_per_declared_item_field(server_url, r):
-    """The tables follow rq_cli/core/fields.py: a header per per-item field with a column,
+    """The tables follow rq_cli/core/contract/fields.py: a header per per-item field with a column,
     and its cell (an error under its own class)."""
-    from rq_cli.core.fields import PEEK, carried
+    from rq_cli.core.contract.fields import PEEK, carried
 
     seed(r, "emails", dead=3, pending=0)
     dead = client(make_web(server_url, "emails")).get("/q/emails", params={"tab": "dead"})
@@ -195,7 +195,7 @@ def test_passwords_never_reach_a_page(make_server):
 
 
 def test_the_history_tab_draws_the_snapshots(server_url, r):
-    from rq_cli.core.keys import HISTORY_FIELDS
+    from rq_cli.core.contract.keys import HISTORY_FIELDS
 
     c = client(make_web(server_url, "emails", "quiet"))
     empty = c.get("/q/quiet", params={"tab": "history"}).text  # (never used)
@@ -216,8 +216,8 @@ def test_the_history_graph_has_its_axes_labelled_and_a_series_per_counter(server
     import time
 
     from rq_cli.console.chart import zone
-    from rq_cli.core.keys import HISTORY_FIELDS
-    from rq_cli.core.util import server_ms
+    from rq_cli.core.contract.keys import HISTORY_FIELDS
+    from rq_cli.core.contract.util import server_ms
 
     wq = seed(r, "emails", pending=1)
     r.delete("emails:history", "emails:history_hourly")  # (the seeding push's snapshot)
@@ -301,8 +301,8 @@ def test_the_errors_tab_of_a_sharded_queue_groups_every_shard(server_url, r, tmp
     from rq_cli.cli.common import State
     from rq_cli.cli.dash import global_options
     from rq_cli.cli.inspect import stats_targets
-    from rq_cli.core.resharding import reshard
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.resharding import reshard
+    from rq_cli.core.sharding.sharded import ShardedQueue
     from rq_cli.web.guard import Guard
     from rq_cli.web.pages import Web
 
@@ -368,7 +368,7 @@ def test_the_batches_tab_shows_each_batch_with_its_progress(server_url, r):
     row = empty.text.split('data-batch="news-42"')[1].split("</tr>")[0]
     cells = re.findall(r'<td class="n[^"]*">([^<]*)</td>', row)
     assert cells == ["4", "1", "0", "0", "2", "1", "75%"], cells
-    from rq_cli.core import batchops
+    from rq_cli.core.operations import batchops
 
     assert batchops.forget(wq, "news-42") == 1
     gone = c.get("/q/emails", params={"tab": "batches"})

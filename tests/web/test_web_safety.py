@@ -14,8 +14,8 @@ from web_helpers import client, csrf_of, form_of, make_web, seed
 from rq_cli.console.actions import Actions, run_action
 from rq_cli.console.model import Browser
 from rq_cli.core.queue import WorkQueue
-from rq_cli.core.resharding import reshard
-from rq_cli.core.sharded import ShardedQueue
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.sharded import ShardedQueue
 from rq_cli.core.types import NewItem
 from rq_cli.errors import ExitCode
 from rq_cli.web.views import STYLESHEET_URL

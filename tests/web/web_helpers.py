@@ -7,7 +7,7 @@ import io
 import json
 import os
 import re
-import socket
+import shutil
 import subprocess
 import sys
 import time
@@ -15,9 +15,11 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html import unescape
+from typing import Any
 
 import httpx
 import redis
+from servers import free_port
 
 with warnings.catch_warnings():  # (Starlette 1.x would rather have httpx2; httpx works)
     warnings.simplefilter("ignore")
@@ -82,10 +84,15 @@ def confirm_and_do(c: TestClient, name: str, **params: str) -> tuple[str, str]:
     return page.text, done.text
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+#: Debian's chromium, which Playwright drives (the browser tests, the manual's screenshots).
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def launch_chromium(playwright: Any) -> Any:
+    """A headless chromium for ``playwright`` (``sync_playwright()``'s), as a container
+    runs it: no sandbox, no GPU, no /dev/shm."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=[
+        "--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage"])
 
 
 @contextmanager

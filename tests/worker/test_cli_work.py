@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import redis
+from waiting import wait_for
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
@@ -43,17 +44,6 @@ def log(stderr: str) -> list[dict[str, Any]]:
 def outcomes(stderr: str) -> dict[str, str]:
     return {e["id"]: e["outcome"] for e in log(stderr) if "outcome" in e and "id" in e
             and "event" not in e}
-
-
-def wait_for(check: Any, timeout: float = 60.0) -> Any:
-    """``check()`` once it is true: an event, waited for generously (a loaded machine)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 def test_each_item_runs_with_its_data_on_stdin_and_its_environment(

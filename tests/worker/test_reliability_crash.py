@@ -52,8 +52,8 @@ import pytest
 import redis
 
 from rq_cli.core.codes import SIGHTINGS
-from rq_cli.core.keys import Keys
-from rq_cli.core.limits import JOURNAL_GRACE_MS
+from rq_cli.core.contract.keys import Keys
+from rq_cli.core.contract.limits import JOURNAL_GRACE_MS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem, QueueOptions
 

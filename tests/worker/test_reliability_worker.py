@@ -36,6 +36,7 @@ import pytest
 import redis
 from jsonschema import Draft202012Validator
 from servers import ServerProcess
+from waiting import wait_for
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
@@ -94,16 +95,6 @@ def items(stderr: str) -> dict[str, str]:
 
 def events(stderr: str, name: str) -> list[dict[str, Any]]:
     return [e for e in log(stderr) if e.get("event") == name]
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 def unique(name: str) -> str:

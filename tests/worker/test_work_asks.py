@@ -1,5 +1,5 @@
 """A console asks a real ``rq-cli work`` to drain or stop through its control key
-(rq_cli/core/control.py): the worker logs who asked and does as a first (drain) or second
+(rq_cli/core/operations/control.py): the worker logs who asked and does as a first (drain) or second
 (stop) SIGTERM would."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 import redis
-from test_cli_work import log, outcomes, start, wait_for
+from test_cli_work import log, outcomes, start
+from waiting import wait_for
 
 from rq_cli.core.codes import Ask
-from rq_cli.core.control import ask_worker, take_asks
-from rq_cli.core.keys import Keys
+from rq_cli.core.contract.keys import Keys
+from rq_cli.core.operations.control import ask_worker, take_asks
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
 
@@ -88,8 +89,8 @@ def test_the_control_key_cannot_be_another_queues_key() -> None:
 
 
 def test_a_sharded_queues_holder_is_asked_on_the_key_its_worker_reads(r: redis.Redis) -> None:
-    from rq_cli.core.resharding import reshard
-    from rq_cli.core.sharded import ShardedQueue
+    from rq_cli.core.sharding.resharding import reshard
+    from rq_cli.core.sharding.sharded import ShardedQueue
 
     reshard(r, "sj", 2)
     sq = ShardedQueue(r, "sj")

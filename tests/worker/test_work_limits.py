@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from test_cli_work import env, outcomes, start, wait_for, work
+from test_cli_work import env, outcomes, start, work
+from waiting import wait_for
 
-from rq_cli.core.limiting import parse_rate
+from rq_cli.core.operations.limiting import parse_rate
 from rq_cli.core.queue import WorkQueue
 
 pytestmark = pytest.mark.timeout(120)

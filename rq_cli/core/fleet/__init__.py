@@ -1,0 +1,2 @@
+"""Many queues at once: finding them, one script over many.
+"""

@@ -1,0 +1,2 @@
+"""Bulk push: pipelined batches, and pushes as transactions.
+"""
