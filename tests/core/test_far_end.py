@@ -12,9 +12,10 @@ How the checks read time: the server's own clocks, never the client's wall time
 (tests/server_time.py). A call's SLOWLOG duration is wall time on the server, which a loaded
 2-core machine stretches whenever it deschedules the server mid-call; so the 20 ms budget is
 checked on the server's CPU time (INFO cpu, main thread) per script call, which waiting does
-not inflate, and the SLOWLOG only against SLOW_US, five times the budget (the margin for a descheduled server:
-still a quarter of what searching from the far end took here, 1.3-1.5 s). ``python -m
-bench.farend`` measures the calls at 1,000,000 in flight (bench/RESULTS.md).
+not inflate, with the calls' sizes (each at most its chunk of ids: the call count); the
+SLOWLOG's longest is only shown (a call of 4 ms CPU read 366 ms there beside a benchmark
+running at nice -10). ``python -m bench.farend`` measures the calls' SLOWLOG times at
+1,000,000 in flight (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from server_time import Spent, spent
 IN_FLIGHT = 60_000
 SETTLED = 1000
 BUDGET_US = 20_000
-SLOW_US = 5 * BUDGET_US
 
 
 def leased_in_order(r: redis.Redis) -> tuple[WorkQueue, list[Any]]:
@@ -51,7 +51,6 @@ def assert_bounded(cost: Spent[Any], chunk: int) -> None:
     assert cost.calls >= math.ceil(SETTLED / chunk), cost
     # ... and costs the server under the budget
     assert cost.cpu_us / cost.calls <= BUDGET_US, cost
-    assert cost.longest_us <= SLOW_US, cost
 
 
 @pytest.mark.timeout(300)
