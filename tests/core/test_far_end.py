@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 import redis
+from server_time import Spent, spent
 
 from rq_cli.core.limits import FAIL_CHUNK, SETTLE_CHUNK, UNLIST_SHORT
 from rq_cli.core.queue import WorkQueue
-from server_time import Spent, spent
 
 IN_FLIGHT = 60_000
 SETTLED = 1000
