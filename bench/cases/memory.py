@@ -122,11 +122,22 @@ def run(ctx: Ctx) -> CaseResult:
 
 
 #: rq-cli's parts of a leased item beyond the peer's, each removed in turn to measure it:
-#: (name, the keys: a pattern of per-item keys, or one key)
+#: (name, the keys: a pattern of per-item keys, or one key). What each buys: BUYS.
 PARTS = (("lease key (v0.3 P:lease:<id>, TTL)", f"{QUEUE}:lease:*"),
          ("holders (P:holders id -> session)", f"{QUEUE}:holders"),
          ("leases index (P:leases id -> deadline)", f"{QUEUE}:leases"),
-         ("attempts (P:attempts id -> n)", f"{QUEUE}:attempts"))
+         ("attempts (P:attempts id -> n; none on a first attempt)", f"{QUEUE}:attempts"))
+#: The guarantee each part buys (docs/DESIGN.md section 2, "What a leased item costs").
+BUYS = {
+    PARTS[0][0]: "peers of the other generation see the item as leased (the compat layout "
+                 "writes both generations' keys: each reads only its own, EXISTS)",
+    PARTS[1][0]: "the last holder of an abandoned item (lease run out): reclaim of a named "
+                 "worker's items, holders/peek/item; says a first attempt",
+    PARTS[2][0]: "clean and stats find run-out leases in O(log N), not by reading "
+                 "processing; an id leaves a long processing list from its nearer end",
+    PARTS[3][0]: "max_attempts and backoff from the second attempt on (a first one is "
+                 "said by its holder entry)",
+}
 
 
 def leased(ctx: Ctx, client: Any) -> tuple[list[Row], dict[str, Any]]:
@@ -190,12 +201,14 @@ def table_md(raw: dict[str, Any]) -> str:
         f"{max(raw[k]['enqueued_fields']):,}" for k in sizes) + " |")
     lz = raw["leased"]
     out += ["", f"Leased item (100 B payload, {lz['items']:,} items, one lease each):", "",
-            "| leased item | bytes per item |", "|---|---|",
-            f"| rq-cli (compat layout) | {median(lz['rq-cli']):,.0f} B |",
-            f"| the peer (`redis-work-queue` 0.1.5) | {median(lz['peer']):,.0f} B |"]
+            "| leased item | bytes per item | buys |", "|---|---|---|",
+            f"| rq-cli (compat layout) | {median(lz['rq-cli']):,.0f} B | |",
+            f"| the peer (`redis-work-queue` 0.1.5) | {median(lz['peer']):,.0f} B | "
+            "data, list entry, its own lease key |"]
     for name, values in lz["parts"].items():
-        out.append(f"| of rq-cli's: {name} | {median(values):,.0f} B |")
+        out.append(f"| of rq-cli's: {name} | {median(values):,.0f} B | "
+                   f"{BUYS.get(name, '')} |")
     rest = median(lz["rq-cli"]) - median(lz["peer"]) - sum(
         median(v) for v in lz["parts"].values())
-    out.append(f"| of rq-cli's: the rest beyond the peer's | {rest:,.0f} B |")
+    out.append(f"| of rq-cli's: the rest beyond the peer's | {rest:,.0f} B | |")
     return "\n".join(out)

@@ -21,11 +21,13 @@ from .contract.fields import LEASE, decoded
 from .contract.limits import (
     BATCH,
     BLOCK_CHUNK,
+    FAIL_CHUNK,
     LEASE_CHUNK,
     MAX_DELAY,
     MAX_DELAY_TEXT,
     MAX_LEASE_SECONDS,
     MAX_LEASE_TEXT,
+    SETTLE_CHUNK,
 )
 from .contract.specs import SPECS
 from .contract.util import batches, check_count, check_new_id, ms, secs, text
@@ -237,7 +239,7 @@ class WorkQueue(Reads, Repairs, Limiting):
         with unconfirmed_result(lambda codes: [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
                                                for ref, code in zip(items, codes,
                                                                     strict=True)]) as done:
-            return done(self.per_batch(items, "complete", {}, now_ms))
+            return done(self.per_batch(items, "complete", {}, now_ms, SETTLE_CHUNK))
 
     def fail(self, refs: Iterable[Ref], *, error: str | None = None,
              retry_in: float | None = None, dead: bool = False, now_ms: int | None = None,
@@ -260,7 +262,7 @@ class WorkQueue(Reads, Repairs, Limiting):
                 ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == Outcome.RETRIED
                             else None)
                 for ref, outcome, due in _coded(items, rows, names, "due_ms")]) as done:
-            return done(self.per_batch(items, "fail", args, now_ms))
+            return done(self.per_batch(items, "fail", args, now_ms, FAIL_CHUNK))
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -269,7 +271,7 @@ class WorkQueue(Reads, Repairs, Limiting):
         ``dead``, or ``missing``/``already_dead``. Never-leased items are cancelled too."""
         refs = [ItemRef(check_new_id(i)) for i in ids]
         out: list[ItemOutcome] = []
-        for batch in batches(refs, BATCH):
+        for batch in batches(refs, FAIL_CHUNK):  # (one call each: its audit count)
             reply = self.call("cancel", {"error": error or ""}, [r.id for r in batch], now_ms)
             codes = reply.decode() if isinstance(reply, bytes) else reply
             names = SCRIPT_OUTCOME_NAMES["cancel"]

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from rq_cli.core.contract.env import ENV_FUNCTIONS
+from rq_cli.core.contract.limits import SETTLE_CHUNK
 from rq_cli.core.contract.specs import SPECS
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.scripting.scripts import HOT, library
@@ -212,3 +213,34 @@ def test_fcall_and_evalsha_give_the_same_replies_and_keys(
     # the keys the two ways left behind are the same, key for key
     fast_keys, slow_keys = _keys(r, "fast"), _keys(r, "slow")
     assert len(fast_keys) >= 6 and fast_keys == slow_keys
+
+
+@pytest.mark.parametrize("functions", [True, False])
+def test_a_settle_of_many_calls_in_one_pipeline_reloads_a_flushed_script_once(
+        r: redis.Redis, no_functions: None, monkeypatch: pytest.MonkeyPatch,
+        functions: bool) -> None:
+    """complete and fail send their calls (limits.SETTLE_CHUNK, FAIL_CHUNK ids each) in one
+    pipeline (Caller.run_all): with the library or script flushed meanwhile, every call is
+    refused alike and none runs; it is loaded once and the pipeline sent again, each id
+    settled once."""
+    if functions and not has_functions(r):
+        pytest.skip("the server has no Functions")
+    if not functions:
+        monkeypatch.setenv(ENV_FUNCTIONS, "0")
+    q = WorkQueue(r, "fx")
+    n = 3 * SETTLE_CHUNK
+    q.push([NewItem(b"x", f"i{k}") for k in range(n)])
+    leased = q.lease(n)
+    done, failed = leased[:n // 2], leased[n // 2:]
+    for settle, items, outcome in ((q.complete, done, "completed"),
+                                   (lambda refs: q.fail(refs, retry_in=0), failed, "retried")):
+        if functions:
+            r.function_flush()
+        else:
+            r.script_flush()
+        outcomes = settle([ref(i) for i in items])
+        assert [o.id for o in outcomes] == [i.id for i in items]
+        assert {o.outcome for o in outcomes} == {outcome}
+    counters = r.hgetall("fx:counters")
+    assert (int(counters[b"completed"]), int(counters[b"failed"])) == (n // 2, n - n // 2)
+    assert r.llen("fx:processing") == 0 and r.llen("fx:queue") == n - n // 2

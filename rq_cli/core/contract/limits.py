@@ -50,6 +50,14 @@ JOURNAL_GRACE_MS = 60_000
 #: Most items or ids one script call handles: keeps every call short, so the server goes on
 #: serving other clients during bulk work.
 BATCH = 1000
+#: Most ids one complete script call settles, and one fail or cancel call (their per-item
+#: work is heavier: a lease dropped, a retry queued or a dead letter written each): keeps
+#: every such call well under 20 ms of server time wherever the ids sit in a processing list
+#: of millions (a fail of 1,000 ids took 42-56 ms, a complete 14-21 ms, loaded machine;
+#: bench/farend.py). A bigger request is several calls, sent BATCH ids to one pipeline (one
+#: round trip), each call atomic per item (WorkQueue.per_batch).
+SETTLE_CHUNK = 250
+FAIL_CHUNK = 100
 #: Items per script call for purge and requeue-dead, whose per-item work is heavier: keeps
 #: each call around 10 ms, so other clients wait no longer than that.
 SLOW_BATCH = 200

@@ -56,22 +56,14 @@ def _caught(fn: Callable[[Any], Any], q: Any) -> Any:
 
 
 def _pipelined(queues: list[WorkQueue], name: str, now_ms: int | None) -> list[Any]:
-    """The replies of ``name`` on ``queues`` (one client), in one pipeline; a script the
-    server does not have (NOSCRIPT) is loaded and the pipeline sent once more."""
+    """The replies of ``name`` on ``queues`` (one client), in one pipeline (Caller.run_all)."""
     spec = SPECS[name]
-    for attempt in (1, 2):
-        pipe = queues[0].client.pipeline(transaction=False)
-        for q in queues:
-            q.caller.send(pipe, name, q.script_keys, spec.argv(q.script_head(now_ms), {}, ()))
-        try:
-            replies = pipe.execute(raise_on_error=False)
-        except Exception as exc:  # the connection: every queue's failure
-            return [exc] * len(queues)
-        failed = next((r for r in replies if isinstance(r, Exception)), None)
-        if attempt == 1 and failed is not None and queues[0].caller.recover(failed, name):
-            continue
-        return list(replies)
-    raise AssertionError("not reached")  # pragma: no cover
+    try:
+        return queues[0].caller.run_all(name, [(q.script_keys, spec.argv(q.script_head(now_ms),
+                                                                         {}, ()))
+                                               for q in queues])
+    except Exception as exc:  # the connection: every queue's failure
+        return [exc] * len(queues)
 
 
 def stats_each(queues: Sequence[Any], now_ms: int | None = None) -> list[Stats | Exception]:

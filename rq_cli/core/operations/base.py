@@ -170,28 +170,40 @@ class QueueBase:
         return [as_ref(r) for r in refs]
 
     def per_batch(self, refs: list[ItemRef], name: str, args: Mapping[str, Any],
-                   now_ms: int | None) -> list[Any]:
-        """Run script ``name`` over (id, session) pairs in batches; returns the concatenated
-        replies (a string's characters, or a list's rows)."""
+                  now_ms: int | None, size: int = BATCH) -> list[Any]:
+        """Run script ``name`` over (id, session) pairs, ``size`` pairs a call (each call
+        atomic per item); returns the concatenated replies (a string's characters, or a
+        list's rows). On a plain client the calls of each BATCH pairs go in one pipeline (one
+        round trip); on a cluster, or waiting for replicas, one by one."""
         out: list[Any] = []
         spec = SPECS[name]
-        unconfirmed: Unconfirmed | None = None  # (durability: the first batch not confirmed)
+        unconfirmed: Unconfirmed | None = None  # (durability: the first call not confirmed)
         missed: list[str] = []
-        for batch in batches(refs, BATCH):
-            pairs: list[Any] = []
-            for ref in batch:
-                pairs.append(ref.id)
-                pairs.append(ref.session or "")
-            try:
-                reply = self.call(name, args, pairs, now_ms)
-            except Unconfirmed as exc:  # made: its outcomes count; the next batches go on
-                reply, unconfirmed = exc.reply, unconfirmed or exc
-                missed.extend(ref.id for ref in batch)
-            if isinstance(reply, bytes):
-                out.extend(reply.decode())
+        calls = [(batch, [v for ref in batch for v in (ref.id, ref.session or "")])
+                 for batch in batches(refs, size)]
+        for group in batches(calls, max(BATCH // size, 1)):
+            if self.confirmer is None and not is_cluster(self.client):
+                replies = self.caller.run_all(name, [
+                    (self._script_keys, spec.argv(self.script_head(now_ms), args, pairs))
+                    for _, pairs in group])
+                failed = next((r for r in replies if isinstance(r, Exception)), None)
+                if failed is not None:
+                    raise failed
             else:
-                out.extend(spec.decode(reply).rows)
-        if unconfirmed is not None:  # the replies of every batch, in ``result``
+                replies = []
+                for batch, pairs in group:
+                    try:
+                        replies.append(self.call(name, args, pairs, now_ms))
+                    except Unconfirmed as exc:  # made: its outcomes count; the rest go on
+                        replies.append(exc.reply)
+                        unconfirmed = unconfirmed or exc
+                        missed.extend(ref.id for ref in batch)
+            for reply in replies:
+                if isinstance(reply, bytes):
+                    out.extend(reply.decode())
+                else:
+                    out.extend(spec.decode(reply).rows)
+        if unconfirmed is not None:  # the replies of every call, in ``result``
             shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more"
                                             if len(missed) > 5 else "")
             raise Unconfirmed(f"{str(unconfirmed).rstrip('.')}; its items: {shown}",

@@ -204,11 +204,11 @@ def sweep(q: Any, now_ms: int | None = None) -> int:
 
 
 def complete_results(q: Any, refs: list[Any], now_ms: int | None = None) -> list[Any]:
-    """``WorkQueue.complete`` of refs with results (complete_result.lua, limits.BATCH per
-    call): each ref's ``result`` (none: empty) is kept for a batch item. A result over
+    """``WorkQueue.complete`` of refs with results (complete_result.lua, limits.SETTLE_CHUNK
+    per call): each ref's ``result`` (none: empty) is kept for a batch item. A result over
     limits.RESULT_MAX bytes is refused (UsageError) before anything is done."""
     from ...errors import UsageError
-    from ..contract.limits import BATCH, RESULT_MAX
+    from ..contract.limits import RESULT_MAX, SETTLE_CHUNK
     from ..types import ItemOutcome
     from .base import COMPLETE_OUTCOMES
 
@@ -217,8 +217,8 @@ def complete_results(q: Any, refs: list[Any], now_ms: int | None = None) -> list
             raise UsageError(f"the result of {ref.id!r} is {len(ref.result):,} bytes: at most "
                              f"{RESULT_MAX:,} are kept")
     out: list[Any] = []
-    for i in range(0, len(refs), BATCH):
-        part = refs[i:i + BATCH]
+    for i in range(0, len(refs), SETTLE_CHUNK):
+        part = refs[i:i + SETTLE_CHUNK]
         rest = [v for ref in part for v in (ref.id, ref.session or "", ref.result or b"")]
         codes = q.call("complete_result", {}, rest, now_ms)
         codes = codes.decode() if isinstance(codes, bytes) else codes

@@ -119,6 +119,25 @@ class Caller:
         else:
             pipe.evalsha(self.script(name).sha, len(keys), *keys, *argv)
 
+    def run_all(self, name: str, calls: Sequence[tuple[Sequence[Any], Sequence[Any]]],
+                ) -> list[Any]:
+        """The replies of script ``name`` for each (keys, argv) of ``calls``, sent in one
+        pipeline (a plain client: one round trip), in order; an error reply comes back as its
+        exception, a lost connection is raised. Refused all alike because the server lacks
+        the script (then none ran), it is loaded and the pipeline sent once more."""
+        for attempt in (1, 2):
+            pipe = self.client.pipeline(transaction=False)
+            for keys, argv in calls:
+                self.send(pipe, name, keys, argv)
+            replies = list(pipe.execute(raise_on_error=False))
+            first = replies[0] if replies else None
+            if (attempt == 1 and isinstance(first, Exception)
+                    and all(type(r) is type(first) for r in replies)
+                    and self.recover(first, name)):
+                continue
+            return replies
+        raise AssertionError("not reached")  # pragma: no cover
+
     def recover(self, error: Exception, name: str) -> bool:
         """After :meth:`send` was refused with ``error``: load what was missing (the script,
         or the library) and say True, to send again; False for any other error."""

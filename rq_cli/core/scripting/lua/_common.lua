@@ -112,6 +112,27 @@ local function lease_pttl(id) --@lazy
   return t
 end
 
+-- Attempts so far: P:attempts' field; with none, 1 if P:holders names a last holder (a first
+-- lease writes no P:attempts field: its holder entry says it), else 0. Whatever drops the
+-- holder of an item that stays (fail's del_lease) writes the field first (keep_attempts).
+local function attempts_of(id) --@lazy
+  local n = tonumber(redis.call('HGET', K_ATTEMPTS, id))
+  if n then return n end
+  return redis.call('HEXISTS', K_HOLDERS, id)
+end
+-- attempts_of for an item read in bulk: `n` its P:attempts field (false: none), `holder` its
+-- P:holders value (false: none).
+local function attempts_from(n, holder)
+  return tonumber(n) or (holder and 1 or 0)
+end
+-- Write id's attempts as a P:attempts field when only its holder entry says them (1), before
+-- that entry goes while the item stays.
+local function keep_attempts(id) --@lazy
+  if not redis.call('HGET', K_ATTEMPTS, id) and redis.call('HEXISTS', K_HOLDERS, id) == 1 then
+    redis.call('HSET', K_ATTEMPTS, id, '1')
+  end
+end
+
 local function set_lease(id, session, ms) --@lazy
   if WRITE_V3 then redis.call('SET', lease_key(id), session, 'PX', ms) end
   if WRITE_V1 then redis.call('SET', lbs_key(id), session, 'PX', ms) end
@@ -261,7 +282,7 @@ local function dead_letter(id, reason, err, at) --@lazy
   local data = redis.call('GET', item_key(id))
   if not data then return false end
   at = at or NOW -- (expired: when it expired, not when a lease noticed it)
-  local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
+  local attempts = attempts_of(id)
   if not err or err == '' then err = redis.call('HGET', K_ERRORS, id) end
   redis.call('SET', dead_item_key(id), data)
   redis.call('DEL', item_key(id))
@@ -302,7 +323,7 @@ end
 -- Attempts so far; at or past max_attempts (0 = unlimited) the item is not leased again.
 local function exhausted(id, max_attempts) --@lazy
   if max_attempts <= 0 then return false end
-  return (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) >= max_attempts
+  return attempts_of(id) >= max_attempts
 end
 
 -- True if live item id has never been leased: no attempts recorded, no lease held and not in
@@ -439,7 +460,7 @@ local function complete_one(id, session)
     v3, v1 = WRITE_V3 and v[1], WRITE_V1 and v[2]
     if (v3 and v3 ~= session) or (v1 and v1 ~= session) then return O_CONFLICT end
   end
-  if not v3 and not v1 and not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
+  if not v3 and not v1 and attempts_of(id) == 0 and never_leased(id) then
     return O_NOT_LEASED
   end
   -- (as complete_pairs: with both leases read, one DEL, which removed the data if it
@@ -495,7 +516,10 @@ local function complete_pairs(first)
   end
   if #unleased > 0 then
     local vals = redis.call('HMGET', K_ATTEMPTS, unpack(unleased))
-    for k, id in ipairs(unleased) do atts[id] = vals[k] end
+    local held = redis.call('HMGET', K_HOLDERS, unpack(unleased)) -- (attempts_from)
+    for k, id in ipairs(unleased) do
+      if attempts_from(vals[k], held[k]) > 0 then atts[id] = true end
+    end
   end
   local res, done, lease_keys, gone = {}, {}, {}, {}
   -- (compat with the leases read: both lease keys known, so one DEL per item; see below)

@@ -5,6 +5,7 @@
 --   M missing, Z dead (not live: dead-lettered), N not leased (a live item never leased).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW held_by_other item_key lease_holder never_leased not_live set_lease wrong_type
+--@uses attempts_of
 do local bad = wrong_type(); if bad then return bad end end
 local ms = tonumber(A_LEASE_MS)
 local out = {}
@@ -14,7 +15,7 @@ for i = REST, #ARGV, 2 do
     out[#out + 1] = not_live(id); out[#out + 1] = 0
   else
     local holder = lease_holder(id)
-    if not holder and not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
+    if not holder and attempts_of(id) == 0 and never_leased(id) then
       out[#out + 1] = O_NOT_LEASED; out[#out + 1] = 0
     elseif not holder then
       out[#out + 1] = O_LOST; out[#out + 1] = 0

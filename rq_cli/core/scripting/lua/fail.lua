@@ -11,6 +11,7 @@
 --   (another session holds the lease).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count dead_letter del_lease enqueue exhausted forget_suspect held_by_other item_key
+--@uses attempts_of keep_attempts
 --@uses never_leased not_live unlist wake_waiters wrong_type batch_move
 --@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
@@ -30,11 +31,12 @@ for i = REST, #ARGV, 2 do
     out[#out + 1] = O_CONFLICT; out[#out + 1] = 0
   elseif redis.call('EXISTS', item_key(id)) == 0 then
     out[#out + 1] = not_live(id); out[#out + 1] = 0
-  elseif not redis.call('HGET', K_ATTEMPTS, id) and never_leased(id) then
+  elseif attempts_of(id) == 0 and never_leased(id) then
     out[#out + 1] = O_NOT_LEASED; out[#out + 1] = 0
   else
     failed = failed + 1
     unlist(id)
+    keep_attempts(id) -- (its holder entry goes: the count stays)
     del_lease(id)
     forget_suspect(id)
     if err ~= '' then redis.call('HSET', K_ERRORS, id, err) end

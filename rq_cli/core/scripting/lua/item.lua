@@ -8,6 +8,7 @@
 -- be millions long).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW dead_item_key item_key lease_holder lease_pttl put_item_fields
+--@uses attempts_of
 local id = A_ID
 local data = redis.call('GET', item_key(id))
 local state, score, info, holder, deadline, abandoned = false, -1, false, false, -1, 0
@@ -43,7 +44,7 @@ else
 end
 local out = {
   state, id, data,
-  tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0,
+  state ~= S_DEAD and attempts_of(id) or 0,
   holder, deadline, score, info, abandoned,
 }
 put_item_fields(out, id, state ~= S_DEAD) -- (a dead item's are in dead_info)

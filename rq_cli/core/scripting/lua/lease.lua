@@ -20,7 +20,7 @@
 --@uses forget_suspects item_key lbs_key lease_key lease_fields mget_leases promote_due
 --@uses put_lease_fields put_lease_fields_of remember_completed take_ids wrong_type batch_move
 --@uses LIMITED limit_room limit_took limit_freed
---@uses record_history batch_release_due ABSENT
+--@uses record_history batch_release_due ABSENT attempts_from
 do local bad = wrong_type(); if bad then return bad end end
 record_history()  -- this minute's history bucket (lua/_history.lua)
 local lim = LIMITED -- (the queue's fleet-wide limits, or false: _limits.lua)
@@ -59,12 +59,14 @@ if QUIET and want == 1 and not at_most_once then
   local id = ids[1]
   local v3_key, v1_key = lease_key(id), lbs_key(id)
   local got = redis.call('MGET', item_key(id), v3_key, v1_key)
-  local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
+  local attempts = tonumber(redis.call('HGET', K_ATTEMPTS, id)) or
+    redis.call('HEXISTS', K_HOLDERS, id) -- (attempts_of, inline: this path is hot)
   if got[1] and not (WRITE_V3 and got[2]) and not (WRITE_V1 and got[3]) and
       (max_attempts <= 0 or attempts < max_attempts) then
     if WRITE_V3 then redis.call('SET', v3_key, session, 'PX', px) end
     if WRITE_V1 then redis.call('SET', v1_key, session, 'PX', px) end
-    redis.call('HSET', K_ATTEMPTS, id, attempts == 0 and '1' or attempts + 1)
+    -- (a first attempt: its P:holders entry says it, attempts_of)
+    if attempts > 0 then redis.call('HSET', K_ATTEMPTS, id, attempts + 1) end
     redis.call('LPUSH', K_PROCESSING, id)
     redis.call('ZADD', K_LEASES, deadline, id)
     redis.call('HSET', K_HOLDERS, id, session)
@@ -98,6 +100,7 @@ while taken < want and looked < limit do
   local v3, v1, datas = mget_leases(v3_keys, v1_keys, item_keys)
   local exps = has_expiry and redis.call('ZMSCORE', K_EXPIRES, unpack(ids)) or {}
   local atts = redis.call('HMGET', K_ATTEMPTS, unpack(ids))
+  local held = redis.call('HMGET', K_HOLDERS, unpack(ids)) -- (attempts_from)
   local fields = lease_fields(ids) -- (fields.py: the fields lease carries)
   for k, id in ipairs(ids) do
     local data = datas[k]
@@ -112,7 +115,7 @@ while taken < want and looked < limit do
       end
     else
       local exp = tonumber(exps[k])
-      local attempts = tonumber(atts[k]) or 0
+      local attempts = attempts_from(atts[k], held[k])
       if exp and exp <= NOW then
         dead_letter(id, R_EXPIRED, nil, exp)
       elseif max_attempts > 0 and attempts >= max_attempts then
@@ -131,8 +134,10 @@ while taken < want and looked < limit do
         seen[id] = true
         taken = taken + 1
         leased[#leased + 1] = id
-        stamps[#stamps + 1] = id
-        stamps[#stamps + 1] = attempts == 0 and '1' or attempts + 1 -- (see px)
+        if attempts > 0 then -- (a first attempt: its P:holders entry says it)
+          stamps[#stamps + 1] = id
+          stamps[#stamps + 1] = attempts + 1
+        end
         deadlines[#deadlines + 1] = deadline
         deadlines[#deadlines + 1] = id
         holders[#holders + 1] = id
@@ -148,7 +153,7 @@ while taken < want and looked < limit do
   end
 end
 if #leased > 0 then
-  call_all('HSET', K_ATTEMPTS, stamps)
+  if #stamps > 0 then call_all('HSET', K_ATTEMPTS, stamps) end
   call_all('LPUSH', K_PROCESSING, leased)
   batch_move(leased, S_PROCESSING)
   call_all('ZADD', K_LEASES, deadlines)

@@ -8,6 +8,7 @@
 --   that order (the one list of them, explained there).
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW dead_item_key item_key lease_holder lease_pttl put_item_fields
+--@uses attempts_of
 local state, offset, n, head = A_STATE, tonumber(A_OFFSET), tonumber(A_COUNT), A_FROM == 'head'
 local ids, scores = {}, {}
 if state == S_PENDING or state == S_PROCESSING then
@@ -63,7 +64,7 @@ for i, id in ipairs(ids) do
   local live = state ~= S_DEAD
   out[#out + 1] = id
   out[#out + 1] = data
-  out[#out + 1] = live and tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0
+  out[#out + 1] = live and attempts_of(id) or 0
   out[#out + 1] = holder
   out[#out + 1] = deadline
   out[#out + 1] = scores[i] or -1

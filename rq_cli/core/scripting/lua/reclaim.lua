@@ -9,6 +9,7 @@
 --   SPECS['reclaim'].rows), id2, ...}
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses NOW count forget_suspect item_key lease_holder put_lease_fields_of set_lease
+--@uses attempts_of
 --@uses wrong_type
 --@uses record_history
 do local bad = wrong_type(); if bad then return bad end end
@@ -22,8 +23,9 @@ for i = REST, #ARGV, 2 do
   if data and redis.call('HGET', K_HOLDERS, id) == old then
     local holder = lease_holder(id)
     if holder == old or (not holder and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
+      local attempt = attempts_of(id) + 1 -- (before set_lease names the new holder)
+      redis.call('HSET', K_ATTEMPTS, id, attempt)
       set_lease(id, session, ms)
-      local attempt = redis.call('HINCRBY', K_ATTEMPTS, id, 1)
       forget_suspect(id)
       taken = taken + 1
       out[#out + 1] = id
