@@ -813,6 +813,58 @@ def test_a_session_whose_item_a_peer_leased_again_holds_it_no_more(r: redis.Redi
     assert [o.outcome for o in q.complete([y])] == ["completed"]
 
 
+@pytest.mark.parametrize("together", [1, 3], ids=["one", "pairs"])
+def test_a_stale_v01_peer_complete_and_the_holders_complete_count_once(r: redis.Redis,
+                                                                       together: int) -> None:
+    """A v0.1 worker that lost x (its peer's light_clean re-queued it between the worker's
+    RPOPLPUSH and its SETEX) still completes x while rq-cli's worker holds it live: the peer's
+    complete decides by its LREM from processing, then deletes. rq-cli's complete that comes
+    between the two steps finds x in no list: the peer's True is the one that counts, so
+    rq-cli says missing (one at a time it leaves the data to the peer's second step; a
+    batched complete has deleted it already). In the other order the peer's LREM finds
+    nothing. And a peer's light_clean that took x back (journalled in P:cleaning) means the
+    holder lost it. (Both were seen as an item completed twice in the workers campaign
+    above, beside two CPU-bound processes: the second, traced with MONITOR.)"""
+    p, q = peer(), WorkQueue(r, P)
+    xs = [x.id for x in q.push([f"x{n}".encode() for n in range(together)])]
+    held = q.lease(count=together)
+    assert sorted(h.id for h in held) == sorted(xs)
+    x = xs[0]
+    assert r.lrem(f"{P}:processing", 0, x) == 1  # the stale peer's complete, step 1: True
+    outcomes = {o.id: o.outcome for o in q.complete([ItemRef(h.id, h.session) for h in held])}
+    assert outcomes == {i: "missing" if i == x else "completed" for i in xs}
+    r.delete(f"{P}:item:{x}", f"{P}:lease:{x}")  # step 2 (the peer returns True)
+    assert where(r) == {"queue": Counter(), "processing": Counter(), "cleaning": Counter()}
+    assert r.keys(f"{P}:item:*") == []
+    assert q.stats().processing == 0
+
+    # the other order: rq-cli's complete first, the peer's LREM then finds nothing
+    (y,) = (i.id for i in q.push([b"y"]))
+    (mine,) = q.lease()
+    assert [o.outcome for o in q.complete([ItemRef(y, mine.session)])] == ["completed"]
+    assert r.lrem(f"{P}:processing", 0, y) == 0  # the peer's complete: False
+    # a lease run out and re-queued by a cleaner is still the holder's to complete
+    (z,) = (i.id for i in q.push([b"z"]))
+    (mine,) = q.lease()
+    expire_lease(r, z)
+    q.clean(grace_seconds=0)
+    assert z in where(r)["queue"]
+    assert [o.outcome for o in q.complete([ItemRef(z, mine.session)])] == ["completed"]
+    assert where(r)["queue"] == Counter()
+    # a peer's light_clean between its LREM and its LPUSH (the id in its journal) took the
+    # item back: the holder lost it, and the item, data and all, is leased again, once
+    (w,) = (i.id for i in q.push([b"w"]))
+    (mine,) = q.lease()
+    r.lpush(f"{P}:cleaning", w)
+    assert r.lrem(f"{P}:processing", 0, w) == 1
+    assert [o.outcome for o in q.complete([ItemRef(w, mine.session)])] == ["conflict"]
+    r.lpush(f"{P}:queue", w)
+    r.lrem(f"{P}:cleaning", 0, w)
+    again = p.lease(r, 60, block=False)
+    assert (again.id(), again.data()) == (w, b"w")
+    assert p.complete(r, again)
+
+
 # -- a mixed fleet: what the peer's completions leave behind ------------------------------
 def test_light_clean_prunes_bookkeeping_the_peer_left_behind_in_bounded_samples(
         r: redis.Redis) -> None:

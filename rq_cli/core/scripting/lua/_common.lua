@@ -210,15 +210,14 @@ end
 -- settling the newest leases of a long list costs no more. A second copy of the id (only
 -- when two clients leased it at once) stays behind as a ghost, with no data, and light clean
 -- drops it. `from`: the LREM count to use, where the caller chose it (unlist_all).
+-- Returns true if id was in one of the three (false: in none, as when a peer's complete of
+-- the first generation, which decides by its own LREM from processing, has just taken it).
 local function unlist(id, from)
   if not from then
     from = redis.call('LLEN', K_PROCESSING) > UNLIST_SHORT and near_end(id) or '-1'
   end
-  if redis.call('LREM', K_PROCESSING, from, id) == 0 then
-    if redis.call('ZREM', K_DELAYED, id) == 0 then
-      redis.call('LREM', K_QUEUE, 1, id)
-    end
-  end
+  return redis.call('LREM', K_PROCESSING, from, id) > 0 or redis.call('ZREM', K_DELAYED, id) > 0
+    or redis.call('LREM', K_QUEUE, 1, id) > 0
 end
 
 -- unlist every id of `ids` (each once, each just completed, in the order completed). A
@@ -229,7 +228,8 @@ end
 -- take, or another copy of the same id. Else one unlist each; in a list longer than
 -- UNLIST_SHORT, the ids near its left end (the newest leases) from the leftmost of the
 -- first and the last given: given in lease order, as lease returns them, or against it,
--- each is then the leftmost when its LREM looks.
+-- each is then the leftmost when its LREM looks. Returns the set of the ids found in no list
+-- (see unlist), or nil when there is none.
 local function unlist_all(ids)
   local n = #ids
   if n > 1 then
@@ -248,13 +248,20 @@ local function unlist_all(ids)
         if at == n - 1 then redis.call('DEL', K_PROCESSING)
         else redis.call('LTRIM', K_PROCESSING, 0, at - n) end
         if #run > n then redis.call('RPUSH', K_PROCESSING, unpack(run, n + 1)) end
-        return
+        return nil
       end
     end
   end
+  local absent
+  local function take(id, from)
+    if not unlist(id, from) then
+      absent = absent or {}
+      absent[id] = true
+    end
+  end
   if redis.call('LLEN', K_PROCESSING) <= UNLIST_SHORT then
-    for _, id in ipairs(ids) do unlist(id, '-1') end
-    return
+    for _, id in ipairs(ids) do take(id, '-1') end
+    return absent
   end
   -- (the ends' deadlines read once for the batch, the ids' in one ZMSCORE per chunk)
   local _, first, last = ends_deadlines('')
@@ -264,16 +271,17 @@ local function unlist_all(ids)
     local ats = redis.call('ZMSCORE', K_LEASES, unpack(chunk))
     for k, id in ipairs(chunk) do
       if nearer_end(tonumber(ats[k]), first, last) == '1' then left[#left + 1] = id
-      else unlist(id, '-1') end
+      else take(id, '-1') end
     end
   end
   -- (those near the left end from the one that is leftmost now, the first or the last
   -- given: ids given in or against lease order are each the leftmost when their LREM looks)
   if #left > 1 and redis.call('LINDEX', K_PROCESSING, 0) == left[1] then
-    for _, id in ipairs(left) do unlist(id, '1') end
+    for _, id in ipairs(left) do take(id, '1') end
   else
-    for k = #left, 1, -1 do unlist(left[k], '1') end
+    for k = #left, 1, -1 do take(left[k], '1') end
   end
+  return absent
 end
 
 -- Move a live item to the dead letters. The caller has taken id out of every list.
@@ -450,8 +458,23 @@ local function snapshot_history() --@lazy
   return wrote
 end
 
+-- A v0.1 peer's complete decides by its own LREM from processing, then deletes the data;
+-- its light_clean takes an id it judged abandoned out of processing (journalled in
+-- P:cleaning), then pushes it back to the queue. Either may act on an id that an rq-cli
+-- worker holds now (a stale worker's late complete; a light_clean's earlier sighting).
+-- peer_took(id), for an id the holder's complete found in no list (unlist): "M" when a
+-- peer's complete took it (that one counts; it deletes the data), "X" when a light_clean is
+-- putting it back in line (the holder lost it: the item, data and all, is leased again),
+-- nil where the layout has no v0.1 peers.
+local function peer_took(id)
+  if not WRITE_V1 then return nil end
+  return redis.call('LPOS', K_CLEANING, id) and O_CONFLICT or O_MISSING
+end
+
 -- complete_pairs for one pair, id and session ("" = any): the same outcomes, without its
--- tables (a worker's loop one item at a time). Returns the outcome's character.
+-- tables (a worker's loop one item at a time). Returns the outcome's character. The
+-- holder's complete takes the id out of its list before the DEL: an id in none is a v0.1
+-- peer's (peer_took), and its data stays for that peer.
 local function complete_one(id, session)
   local v3_key, v1_key = lease_key(id), lbs_key(id)
   local v3, v1 = false, false
@@ -463,16 +486,24 @@ local function complete_one(id, session)
   if not v3 and not v1 and attempts_of(id) == 0 and never_leased(id) then
     return O_NOT_LEASED
   end
+  local held = (v3 and 1 or 0) + (v1 and 1 or 0)
+  local listed = false
+  if held > 0 then
+    listed = unlist(id)
+    if not listed then
+      local took = peer_took(id)
+      if took then return took end
+    end
+  end
   -- (as complete_pairs: with both leases read, one DEL, which removed the data if it
   -- removed more keys than the MGET found leases)
-  local held = (v3 and 1 or 0) + (v1 and 1 or 0)
   if session ~= '' and WRITE_V3 and WRITE_V1 then
     if redis.call('DEL', item_key(id), v3_key, v1_key) <= held then return not_live(id) end
   else
     if redis.call('DEL', item_key(id)) == 0 then return not_live(id) end
     redis.call('DEL', v3_key, v1_key)
   end
-  unlist(id)
+  if held == 0 then unlist(id) end
   if QUIET then
     for _, e in ipairs(META_USUAL) do redis.call(e[1], e[2], id) end
   else
@@ -486,7 +517,8 @@ end
 
 -- Complete the items named by pairs id, session ("" = any) in ARGV[first], ARGV[first + 1],
 -- ... Returns a string, one character per pair: "C" completed (this call's DEL removed the
--- data: the one successful complete), "M" missing (not live), "Z" dead (not live: the id is
+-- data: the one successful complete; with a session, only if the id was in a list: see
+-- peer_took), "M" missing (not live, or a peer's complete took it first), "Z" dead (not live: the id is
 -- dead-lettered), "N" not leased (a live item that was never leased: left as it is; purge
 -- deletes items that no worker took), "X" conflict (given a session, another session holds
 -- the lease: see held_by_other). The leases are read in two
@@ -556,7 +588,17 @@ local function complete_pairs(first)
     end
   end
   if #gone > 0 then
-    unlist_all(gone)
+    local absent = unlist_all(gone)
+    if absent then
+      for k, id in ipairs(ids) do
+        -- (a peer's complete took it first; a light_clean putting it back in line finds it
+        -- completed here: its data went in the DEL, unlike complete_one's)
+        if res[k] == O_COMPLETED and absent[id] and ARGV[first + 2 * k - 1] ~= ''
+            and peer_took(id) == O_MISSING then
+          res[k] = O_MISSING
+        end
+      end
+    end
     batch_move(gone, B.COMPLETED)
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
