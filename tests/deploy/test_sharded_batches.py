@@ -249,3 +249,19 @@ def test_every_shard_follows_one_after_ok_verdict_across_a_requeue_dead(rc: Any)
         assert info is not None and json.loads(info)["reason"] == "after_failed", (i, info)
     # nothing held any more: the verdict is dropped, a later round decides anew
     assert not rc.exists(f"{BASE}:batch_verdict:b")
+
+
+def test_a_recorded_verdict_lives_with_the_batch(rc: Any) -> None:
+    """The verdict is kept batch_ttl (a release killed before it finished leaves it for
+    the next), and batch --forget drops it with the batch's other keys."""
+    q = ShardedQueue(rc, BASE, QueueOptions(lease_seconds=60, grace_seconds=0,
+                                            batch_ttl=3600), shards=3)
+    q.push([b"x"], batch="b")
+    assert batchops.verdict(q, "b") is None  # (not done: nothing recorded)
+    assert not rc.exists(f"{BASE}:batch_verdict:b")
+    got = q.lease(1)
+    q.complete([ItemRef(got[0].id, got[0].session)])
+    assert batchops.verdict(q, "b") == "0"
+    assert 0 < rc.pttl(f"{BASE}:batch_verdict:b") <= 3600 * 1000
+    assert batchops.forget(q, "b") >= 2
+    assert not rc.exists(f"{BASE}:batch_verdict:b")

@@ -118,17 +118,20 @@ def release(q: Any, name: str, only: list[Any] | None = None) -> int:
 def verdict(q: Any, name: str) -> str | None:
     """The ``--after-ok`` verdict of sharded queue ``q``'s batch ``name`` ("1": a dead
     item, "0": none), or None while the whole batch is not done. Recorded once, at the base
-    prefix (keys.batch_verdict_key, SET NX GET, kept for batch_ttl): the first release to
-    see the batch done decides, every release after it follows, so a ``requeue-dead`` that
-    reopens the batch between two releases cannot give two shards two verdicts. The
-    release that finds nothing held in any part drops it."""
+    prefix (keys.batch_verdict_key; SET NX and GET in one MULTI, kept for batch_ttl): the
+    first release to see the batch done decides, every release after it follows, so a
+    ``requeue-dead`` that reopens the batch between two releases cannot give two shards
+    two verdicts. The release that finds nothing held in any part drops it."""
     row = read(q, name)
     if row is not None and not row["done"]:
         return None
     seen = "1" if row is not None and row["dead"] else "0"
-    kept = q.client.set(batch_verdict_key(q.prefix, name), seen, nx=True, get=True,
-                        px=max(1, ms(q.options.batch_ttl)))
-    if kept is None:
+    key = batch_verdict_key(q.prefix, name)
+    # (SET NX then GET in one MULTI, one key: SET's NX with GET needs Redis 7.0)
+    with q.client.pipeline(transaction=True) as pipe:
+        _, kept = pipe.set(key, seen, nx=True, px=max(1, ms(q.options.batch_ttl))) \
+            .get(key).execute()
+    if kept is None:  # (not to be: the GET follows the SET in the same transaction)
         return seen
     return kept.decode() if isinstance(kept, bytes) else str(kept)
 
