@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ..console.actions import failure
 from ..output.render import escape_control, human_time
+from .keymap import AUDIT, bindings
 
 if TYPE_CHECKING:
     from ..ops.targets import Target
@@ -39,7 +40,7 @@ def audit_cells(entry: dict[str, Any]) -> list[Text]:
 class AuditScreen(Screen[None]):
     """The audit trail of one queue."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "refresh", "Refresh")]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(AUDIT)  # type: ignore[assignment]
 
     def __init__(self, target: Target) -> None:
         super().__init__()

@@ -113,6 +113,8 @@ QUEUE = (
 )
 #: The batches screen's keys.
 BATCHES = (Key("r", "refresh", "refresh", "Refresh"),)
+#: The audit trail's keys.
+AUDIT = (Key("r", "refresh", "read the trail again", "Refresh"),)
 #: An item's keys.
 ITEM = (
     Key("r", "refresh", "refresh", "Refresh"),
@@ -130,7 +132,8 @@ HELP = (Key("escape,q,question_mark", "close", "close the help", "Close"),)
 #: The help's sections, in order: each screen's keys (the repeated footer keys aside).
 SECTIONS: tuple[tuple[str, Sequence[Key]], ...] = (
     ("Everywhere", APP), ("Overview", OVERVIEW), ("A queue", QUEUE), ("An item", ITEM),
-    ("Batches", BATCHES), ("A question", QUESTION), ("Command bar", BAR), ("This help", HELP))
+    ("Batches", BATCHES), ("Audit trail", AUDIT), ("A question", QUESTION),
+    ("Command bar", BAR), ("This help", HELP))
 #: Lines after the keys (not bindings): the commands and what every action does first.
 NOTES = (
     ("Commands", ":open QUEUE · :sort KEY · :filter ... · :pending (any tab) · :q", False),

@@ -41,6 +41,7 @@ def code_keys() -> dict[str, str | None]:
     found[f"P:{keys.BATCH_WAKE}:<batch>"] = "list"
     found[f"P:{keys.RESULTS}:<batch>"] = "hash"
     found[f"P:{keys.AFTER}:<batch>"] = "list"
+    found[f"P:{keys.BATCH_VERDICT}:<batch>"] = "string"  # (a sharded queue's)
     return found
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 from textual.widgets import Static
 
 from rq_cli.dash.app import DashApp, OverviewScreen
+from rq_cli.dash.audit import AuditScreen
 from rq_cli.dash.batches import BatchesScreen
 from rq_cli.dash.item import ItemScreen
 from rq_cli.dash.keymap import Key
@@ -16,8 +17,8 @@ from rq_cli.dash.queue_screen import QueueScreen
 from rq_cli.dash.widgets import CommandBar, ConfirmScreen, HelpScreen
 
 #: Every class of the console that binds keys.
-BOUND = (DashApp, OverviewScreen, QueueScreen, ItemScreen, BatchesScreen, ConfirmScreen,
-         CommandBar, HelpScreen)
+BOUND = (DashApp, OverviewScreen, QueueScreen, ItemScreen, BatchesScreen, AuditScreen,
+         ConfirmScreen, CommandBar, HelpScreen)
 #: The actions each screen refuses read-only.
 REFUSED = {OverviewScreen: {"pause", "clean"}, ItemScreen: {"requeue", "cancel", "extend"},
            QueueScreen: {"requeue", "requeue_all", "purge", "cancel", "extend", "pause",

@@ -215,3 +215,53 @@ def test_push_after_on_a_sharded_queue_refuses_what_a_plain_one_does(cli: Any) -
     run = cli("push", "jobs", "--after", "b", "--delay", "5", "x")
     assert run.exit_code == 2 and len(run.stderr.strip().splitlines()) == 1, run
     assert cli("stats", "jobs").one["pending"] == 1  # nothing stored
+
+
+def test_every_shard_follows_one_after_ok_verdict_across_a_requeue_dead(rc: Any) -> None:
+    """The --after-ok verdict is recorded once: a release cut short after one shard with
+    the batch's item dead, a requeue-dead that reopens the batch, the item completed (the
+    batch done again, no dead item now), a second release of the rest: every shard's
+    held items follow the first verdict (dead, after_failed), none is queued."""
+    from rq_cli.core.types import NewItem
+
+    q = ShardedQueue(rc, BASE, OPTS, shards=3)
+    q.push([b"x"], batch="b")
+    ok = _ids_by_shard(q, 2)
+    q.push([NewItem(b"after-ok", i) for i in ok], after="b", after_ok=True)
+    got = q.lease(1)
+    q.fail([ItemRef(got[0].id, got[0].session)], error="boom", dead=True)
+    assert sum(held(q, "b")) == 6  # (nobody released yet)
+    first = q.shards[0]
+    assert batchops.release(q, "b", only=[first]) == 1  # cut short after one shard
+    assert held(q, "b")[0] == 0 and sum(held(q, "b")) == 4
+    assert q.requeue_dead([got[0].id]) is not None  # the batch open again
+    row = batchops.read(q, "b")
+    assert row is not None and not row["done"] and row["dead"] == 0
+    again = q.lease(1)
+    q.complete([ItemRef(again[0].id, again[0].session)])
+    row = batchops.read(q, "b")
+    assert row is not None and row["done"] and row["dead"] == 0
+    assert batchops.release(q, "b") == 3  # the rest, by the verdict recorded first
+    assert sum(held(q, "b")) == 0 and not q.lease(10)
+    for i in ok:
+        p = q.shard_for(i)
+        info = p.client.hget(p.keys.dead_info, i)
+        assert info is not None and json.loads(info)["reason"] == "after_failed", (i, info)
+    # nothing held any more: the verdict is dropped, a later round decides anew
+    assert not rc.exists(f"{BASE}:batch_verdict:b")
+
+
+def test_a_recorded_verdict_lives_with_the_batch(rc: Any) -> None:
+    """The verdict is kept batch_ttl (a release killed before it finished leaves it for
+    the next), and batch --forget drops it with the batch's other keys."""
+    q = ShardedQueue(rc, BASE, QueueOptions(lease_seconds=60, grace_seconds=0,
+                                            batch_ttl=3600), shards=3)
+    q.push([b"x"], batch="b")
+    assert batchops.verdict(q, "b") is None  # (not done: nothing recorded)
+    assert not rc.exists(f"{BASE}:batch_verdict:b")
+    got = q.lease(1)
+    q.complete([ItemRef(got[0].id, got[0].session)])
+    assert batchops.verdict(q, "b") == "0"
+    assert 0 < rc.pttl(f"{BASE}:batch_verdict:b") <= 3600 * 1000
+    assert batchops.forget(q, "b") >= 2
+    assert not rc.exists(f"{BASE}:batch_verdict:b")

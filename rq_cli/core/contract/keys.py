@@ -172,6 +172,12 @@ def fronts_key(base: str) -> str:
     return f"{base}:{FRONTS}"
 
 
+def batch_verdict_key(base: str, name: str) -> str:
+    """``B:batch_verdict:<name>``: the recorded ``--after-ok`` verdict of batch ``name`` of
+    the sharded queue with base prefix ``base`` (:data:`BATCH_VERDICT`)."""
+    return f"{base}:{BATCH_VERDICT}:{name}"
+
+
 #: The audit trail's key ``P:audit`` (:meth:`Keys.audit`): not a fixed key (no script reads it).
 AUDIT = "audit"
 #: The family of a worker session's control key ``P:control:<digest>`` (:meth:`Keys.control`).
@@ -187,6 +193,11 @@ RESULTS = "results"
 #: character, batches.AFTER_ANY or AFTER_OK, then the id).
 AFTER = "after"
 BATCH_FAMILIES = (BATCH, BATCH_WAKE, RESULTS, AFTER)
+#: A sharded queue's ``B:batch_verdict:<batch>`` at its base prefix: the ``--after-ok``
+#: verdict of the batch's held items ("1": it has a dead item, "0": none), recorded once
+#: (SET NX) by the first client that releases them, read by every later release, so every
+#: shard's part follows one verdict (core/operations/batchops.py ``release``).
+BATCH_VERDICT = "batch_verdict"
 #: Every family of keys ``P:<family>:<name>`` (a name being an item id or a tenant): what
 #: the name rule below is derived from, with the fixed keys' names.
 NAME_FAMILIES = (*ITEM_FAMILIES, TENANT_QUEUE)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..contract.batches import check_batch, counts, line
+from ..contract.keys import batch_verdict_key
 from ..contract.limits import BLOCK_CHUNK
 from ..contract.util import ms
 
@@ -90,25 +91,49 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-def release(q: Any, name: str) -> int:
+def release(q: Any, name: str, only: list[Any] | None = None) -> int:
     """Release what ``push --after NAME`` holds on sharded queue ``q`` if its whole batch
     is done (every part finished, none held open; or no part left): each shard's part in
     batch_after.lua calls (atomic per shard, AFTER_BATCH items each: each held item is
-    released exactly once, whoever runs this and however often), with the verdict read
-    here (``--after-ok`` items dead-lettered, reason after_failed, if any part has a dead
-    item). A run killed half-way leaves the rest held: the next run (``wait``, a push,
-    ``clean``) finishes it. Returns how many calls it made (0: not done yet)."""
-    row = read(q, name)
-    if row is not None and not row["done"]:
+    released exactly once, whoever runs this and however often), with the batch's one
+    verdict (:func:`verdict`: ``--after-ok`` items dead-lettered, reason after_failed, if
+    a part had a dead item when the first release read it). A run killed half-way leaves
+    the rest held: the next run (``wait``, a push, ``clean``) finishes it, by the same
+    verdict. ``only``: the parts to release (default: every part; a test drives a release
+    cut short with it). Returns how many calls it made (0: not done yet)."""
+    decided = verdict(q, name)
+    if decided is None:
         return 0
-    verdict = "1" if row is not None and row["dead"] else "0"
     calls = 0
-    for p in parts(q):
+    for p in parts(q) if only is None else only:
         while True:
             calls += 1
-            if not int(p.call("batch_after", {"name": name, "verdict": verdict})):
+            if not int(p.call("batch_after", {"name": name, "verdict": decided})):
                 break
+    if only is None:  # (nothing held in any part now: a later round decides anew)
+        q.client.unlink(batch_verdict_key(q.prefix, name))
     return calls
+
+
+def verdict(q: Any, name: str) -> str | None:
+    """The ``--after-ok`` verdict of sharded queue ``q``'s batch ``name`` ("1": a dead
+    item, "0": none), or None while the whole batch is not done. Recorded once, at the base
+    prefix (keys.batch_verdict_key; SET NX and GET in one MULTI, kept for batch_ttl): the
+    first release to see the batch done decides, every release after it follows, so a
+    ``requeue-dead`` that reopens the batch between two releases cannot give two shards
+    two verdicts. The release that finds nothing held in any part drops it."""
+    row = read(q, name)
+    if row is not None and not row["done"]:
+        return None
+    seen = "1" if row is not None and row["dead"] else "0"
+    key = batch_verdict_key(q.prefix, name)
+    # (SET NX then GET in one MULTI, one key: SET's NX with GET needs Redis 7.0)
+    with q.client.pipeline(transaction=True) as pipe:
+        _, kept = pipe.set(key, seen, nx=True, px=max(1, ms(q.options.batch_ttl))) \
+            .get(key).execute()
+    if kept is None:  # (not to be: the GET follows the SET in the same transaction)
+        return seen
+    return kept.decode() if isinstance(kept, bytes) else str(kept)
 
 
 def release_all(q: Any) -> int:
@@ -143,6 +168,8 @@ def forget(q: Any, name: str) -> int:
         gone += int(p.client.unlink(p.keys.batch(name), p.keys.batch_wake(name),
                                     p.keys.results(name)))
         p.client.zrem(p.keys.batches, name)
+    if _sharded(q):  # (the verdict its held items' release recorded, at the base prefix)
+        gone += int(q.client.unlink(batch_verdict_key(q.prefix, name)))
     return gone
 
 
