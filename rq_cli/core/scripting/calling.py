@@ -111,10 +111,10 @@ class Caller:
                 continue  # (down: the scripts are loaded there when it is back, on first use)
 
     def send(self, pipe: Any, name: str, keys: Sequence[Any], argv: Sequence[Any]) -> None:
-        """Queue script ``name`` on ``pipe`` (a plain pipeline): FCALL where it is known to
-        work, else EVALSHA; a refusal of either comes back as the pipeline's reply, for
-        :meth:`recover`."""
-        if self.functions is True and name in HOT:
+        """Queue script ``name`` on ``pipe`` (a plain pipeline): FCALL unless it is known
+        not to work (as :meth:`run`: a fresh client tries the library first), else EVALSHA;
+        a refusal of either comes back as the pipeline's reply, for :meth:`recover`."""
+        if self.functions is not False and name in HOT:
             pipe.fcall(library().functions[name], len(keys), *keys, *argv)
         else:
             pipe.evalsha(self.script(name).sha, len(keys), *keys, *argv)
@@ -131,6 +131,8 @@ class Caller:
                 self.send(pipe, name, keys, argv)
             replies = list(pipe.execute(raise_on_error=False))
             first = replies[0] if replies else None
+            if self.functions is None and name in HOT and not isinstance(first, Exception):
+                self.functions = True
             if (attempt == 1 and isinstance(first, Exception)
                     and all(type(r) is type(first) for r in replies)
                     and self.recover(first, name)):
@@ -146,8 +148,12 @@ class Caller:
         if isinstance(error, NoScriptError):
             self._load_script(source(name))
             return True
-        if _refusal(error) == "missing" and self.functions is True:
+        refusal = _refusal(error)
+        if refusal == "missing" and self.functions is not False and name in HOT:
             self._load(library().code)  # (False: EVALSHA from now on, self.functions says)
+            return True
+        if refusal == "unsupported" and self.functions is not False and name in HOT:
+            self.functions = False  # (no Functions here: EVALSHA from now on)
             return True
         return False
 
