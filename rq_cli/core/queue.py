@@ -311,7 +311,7 @@ class WorkQueue(Reads, Repairs, Limiting):
         expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""
         items = self.ref_args(refs)
         rows = self.per_batch(items, "extend", {"lease_ms": self._lease_ms(lease_seconds)},
-                               now_ms)
+                               now_ms, SETTLE_CHUNK)
         names = SCRIPT_OUTCOME_NAMES["extend"]
         return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
                 for ref, outcome, ms in _coded(items, rows, names, "deadline_ms")]
@@ -321,11 +321,12 @@ class WorkQueue(Reads, Repairs, Limiting):
         """Take back leases of this session that ran out while nobody else took the item
         (the worker after an outage or a hung server), as the same attempt: ``extended``
         (with the new deadline), ``conflict``, ``lost`` (back in line, or another session
-        had it), ``missing`` or ``already_dead``. One call per ``BATCH`` ids, each atomic."""
+        had it), ``missing`` or ``already_dead``. One call per ``SETTLE_CHUNK`` ids, each
+        atomic."""
         names = SCRIPT_OUTCOME_NAMES["retake"]
         args = {"lease_ms": self._lease_ms(lease_seconds), "session": self.session}
         out: list[ItemOutcome] = []
-        for batch in batches(list(ids), BATCH):
+        for batch in batches(list(ids), SETTLE_CHUNK):
             rows = SPECS["retake"].decode(self.call("retake", args, batch, now_ms)).rows
             out.extend(ItemOutcome(i, names[r.code.decode()],
                                    lease_expires_at=secs(int(r.deadline_ms)) or None)
@@ -338,7 +339,7 @@ class WorkQueue(Reads, Repairs, Limiting):
         (``returned``; or ``conflict``, ``lost``, ``missing``, ``already_dead``)."""
         names = SCRIPT_OUTCOME_NAMES["release"]
         out: list[ItemOutcome] = []
-        for batch in batches(list(ids), BATCH):
+        for batch in batches(list(ids), FAIL_CHUNK):  # (per-id work as fail's)
             codes = self.call("release", {"session": self.session}, batch, now_ms)
             out.extend(ItemOutcome(i, names[c])
                        for i, c in zip(batch, codes.decode(), strict=True))
