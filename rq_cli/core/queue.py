@@ -180,18 +180,23 @@ class WorkQueue(Reads, Repairs, Limiting):
                            lease_seconds: float | None = None, now_ms: int | None = None,
                            ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
         """Complete ``refs``, then lease up to ``count`` items, in one step (one round trip):
-        a worker's loop. Does not wait; outcomes are those of :meth:`complete`."""
+        a worker's loop. Does not wait; outcomes are those of :meth:`complete`. Of more than
+        SETTLE_CHUNK refs, all but the last SETTLE_CHUNK are completed first (:meth:`complete`,
+        a round trip more), so the lease call's work stays bounded."""
         items = self.ref_args(refs)
         if len(items) > BATCH:
             raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
         if any(ref.result is not None for ref in items):
             raise UsageError("complete_and_lease keeps no results: complete() them")
         check_count(count)
+        first = (self.complete(items[:-SETTLE_CHUNK], now_ms=now_ms)
+                 if len(items) > SETTLE_CHUNK else [])
+        items = items[len(first):]
         self.sync_tenant_weights()
         def result(done: tuple[list[LeasedItem], int, int, str],
                    ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
-            return [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
-                    for ref, code in zip(items, done[3], strict=True)], done[0]
+            return first + [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
+                            for ref, code in zip(items, done[3], strict=True)], done[0]
 
         with unconfirmed_result(result) as finish:
             return finish(self._lease_once(count, self._lease_ms(lease_seconds), now_ms,

@@ -107,3 +107,17 @@ def test_holding_calls_at_the_far_end_of_a_long_list_keep_every_call_short(r, ho
         assert r.llen(q.keys.queue) == SETTLED
         assert r.lrange(q.keys.processing, 0, 2) == [i.id.encode() for i in
                                                      reversed(leased[-SETTLED - 3:-SETTLED])]
+
+
+@pytest.mark.timeout(300)
+def test_complete_and_lease_of_many_at_the_far_end_keeps_every_call_short(r):
+    q, leased = leased_in_order(r)
+    newest = [i.id for i in leased[-SETTLED:]]
+    q.push([b"next"])
+    cost = spent(r, lambda: q.complete_and_lease(newest, 1))
+    done, got = cost.result
+    assert [o.id for o in done] == newest and {o.outcome for o in done} == {"completed"}
+    assert [i.data for i in got] == [b"next"]
+    assert_bounded(cost, SETTLE_CHUNK)
+    assert int(r.hget(q.keys.counters, "completed")) == SETTLED
+    assert r.llen(q.keys.processing) == IN_FLIGHT - SETTLED + 1
