@@ -4,9 +4,9 @@
 Leases ``in_flight`` items (default 1,000,000; 100 B each, ``lease(1000)`` calls) on a fresh
 server (the bench's, Redis at /usr/bin/redis-server), then settles ``settled`` ids (default
 1,000) per request: complete the newest (the left end, the far end from where an id's LREM
-looked before issue 42), fail the next newest, complete the oldest, fail the next oldest, then extend, retake and
-release the next newest, release the next oldest, and complete_and_lease (one lease) the
-next newest and the next oldest;
+looked before issue 42), fail the next newest, complete the oldest, fail the next oldest,
+then extend, retake and release the next newest, release the next oldest, and
+complete_and_lease (one lease) the next newest and the next oldest;
 how many script calls each took (commandstats), the longest (SLOWLOG: calls of 1 ms or
 more, tests/server_time.py) and the server's CPU time per call. Budget: no call over 20 ms.
 """

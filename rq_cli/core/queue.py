@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from ..errors import Unconfirmed, UsageError
+from ..errors import PartlyDone, Unconfirmed, UsageError
 from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason, Outcome
 from .contract.fields import LEASE, decoded
 from .contract.limits import (
@@ -241,9 +241,9 @@ class WorkQueue(Reads, Repairs, Limiting):
             from .operations.batchops import complete_results
 
             return complete_results(self, items, now_ms)
-        with unconfirmed_result(lambda codes: [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
-                                               for ref, code in zip(items, codes,
-                                                                    strict=True)]) as done:
+        with unconfirmed_result(lambda codes, refs=items: [
+                ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
+                for ref, code in zip(refs, codes, strict=True)]) as done:
             return done(self.per_batch(items, "complete", {}, now_ms, SETTLE_CHUNK))
 
     def fail(self, refs: Iterable[Ref], *, error: str | None = None,
@@ -263,10 +263,10 @@ class WorkQueue(Reads, Repairs, Limiting):
                 "backoff_max_ms": ms(opts.retry_backoff_max),
                 "jitter": repr(_random().uniform(0.75, 1.25))}
         names = SCRIPT_OUTCOME_NAMES["fail"]
-        with unconfirmed_result(lambda rows: [
+        with unconfirmed_result(lambda rows, refs=items: [
                 ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == Outcome.RETRIED
                             else None)
-                for ref, outcome, due in _coded(items, rows, names, "due_ms")]) as done:
+                for ref, outcome, due in _coded(refs, rows, names, "due_ms")]) as done:
             return done(self.per_batch(items, "fail", args, now_ms, FAIL_CHUNK))
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
@@ -315,11 +315,13 @@ class WorkQueue(Reads, Repairs, Limiting):
         """Extend leases: ``extended`` (with the new deadline), ``lost`` (the lease has
         expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""
         items = self.ref_args(refs)
-        rows = self.per_batch(items, "extend", {"lease_ms": self._lease_ms(lease_seconds)},
-                               now_ms, SETTLE_CHUNK)
         names = SCRIPT_OUTCOME_NAMES["extend"]
-        return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
-                for ref, outcome, ms in _coded(items, rows, names, "deadline_ms")]
+        with unconfirmed_result(lambda rows, refs=items: [
+                ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
+                for ref, outcome, ms in _coded(refs, rows, names, "deadline_ms")]) as done:
+            return done(self.per_batch(items, "extend",
+                                       {"lease_ms": self._lease_ms(lease_seconds)}, now_ms,
+                                       SETTLE_CHUNK))
 
     def retake(self, ids: Sequence[str], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
@@ -352,16 +354,20 @@ class WorkQueue(Reads, Repairs, Limiting):
 
 
 @contextlib.contextmanager
-def unconfirmed_result(make: Callable[[Any], T]) -> Iterator[Callable[[Any], T]]:
+def unconfirmed_result(make: Callable[..., T]) -> Iterator[Callable[..., T]]:
     """``with unconfirmed_result(make) as done: return done(raw)``: the operation's result
     made from its raw replies by ``make``; an :class:`Unconfirmed` raised inside gets the
     same made from the replies it carries, in ``result`` (durability: the outcomes the
-    server gave, though not confirmed)."""
+    server gave, though not confirmed); a :class:`PartlyDone`, made from the replies of the
+    calls that ran, for the refs they carried (``make(raw, refs)``)."""
     try:
         yield make
     except Unconfirmed as exc:
         if exc.result is not None:
             exc.result = make(exc.result)
+        raise
+    except PartlyDone as exc:
+        exc.result = make(exc.result, exc.done)
         raise
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from ...errors import ClusterError, ParameterError, Unconfirmed, UsageError
+from ...errors import ClusterError, ParameterError, PartlyDone, Unconfirmed, UsageError
 from ..codes import LAYOUTS, REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, Outcome, RequeueEnd, outcomes
 from ..contract.ages import Clock
 from ..contract.keys import Keys, has_hash_tag, prefix_collision
@@ -179,16 +179,18 @@ class QueueBase:
         spec = SPECS[name]
         unconfirmed: Unconfirmed | None = None  # (durability: the first call not confirmed)
         missed: list[str] = []
+        done: list[ItemRef] = []
         calls = [(batch, [v for ref in batch for v in (ref.id, ref.session or "")])
                  for batch in batches(refs, size)]
-        for group in batches(calls, max(BATCH // size, 1)):
+        per = max(BATCH // size, 1)
+        for g, group in enumerate(batches(calls, per)):
             if self.confirmer is None and not is_cluster(self.client):
                 replies = self.caller.run_all(name, [
                     (self._script_keys, spec.argv(self.script_head(now_ms), args, pairs))
                     for _, pairs in group])
-                failed = next((r for r in replies if isinstance(r, Exception)), None)
-                if failed is not None:
-                    raise failed
+                if any(isinstance(r, Exception) for r in replies):
+                    partly_done(spec, group, replies, done, out, [
+                        ref.id for batch, _ in calls[(g + 1) * per:] for ref in batch])
             else:
                 replies = []
                 for batch, pairs in group:
@@ -198,11 +200,9 @@ class QueueBase:
                         replies.append(exc.reply)
                         unconfirmed = unconfirmed or exc
                         missed.extend(ref.id for ref in batch)
-            for reply in replies:
-                if isinstance(reply, bytes):
-                    out.extend(reply.decode())
-                else:
-                    out.extend(spec.decode(reply).rows)
+            for (batch, _), reply in zip(group, replies, strict=True):
+                out.extend(reply_rows(spec, reply))
+                done.extend(batch)
         if unconfirmed is not None:  # the replies of every call, in ``result``
             shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more"
                                             if len(missed) > 5 else "")
@@ -227,3 +227,32 @@ class QueueBase:
             kwargs["target_nodes"] = self.client.get_node_from_key(self.keys.queue)
         for key in self.client.scan_iter(match=self.keys.item_pattern, count=BATCH, **kwargs):
             yield key[offset:]
+
+
+def reply_rows(spec: Any, reply: Any) -> list[Any]:
+    """A settling script's reply as one row per id: a string's characters, or a list's rows."""
+    return list(reply.decode()) if isinstance(reply, bytes) else spec.decode(reply).rows
+
+
+def partly_done(spec: Any, group: list[Any], replies: list[Any], done: list[ItemRef],
+                out: list[Any], later: list[str]) -> None:
+    """Raise :class:`PartlyDone` for a pipeline of calls (``group``: (refs, argv) each) some
+    of whose ``replies`` are errors: the others ran, so their rows join ``out`` (the rows
+    of the earlier pipelines, for ``done``) and the error names what was not done (with
+    ``later``: the ids of the calls not sent)."""
+    missed: list[str] = []
+    first: Exception | None = None
+    for (batch, _), reply in zip(group, replies, strict=True):
+        if isinstance(reply, Exception):
+            first = first or reply
+            missed.extend(ref.id for ref in batch)
+        else:
+            out.extend(reply_rows(spec, reply))
+            done.extend(batch)
+    missed += later
+    if not done:  # (nothing ran: the server's error as it is)
+        raise first  # type: ignore[misc]
+    shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
+    detail = str(first).splitlines()[0] if str(first) else type(first).__name__
+    raise PartlyDone(f"server error: {detail}; {len(done)} of the items were done, "
+                     f"{len(missed)} not: {shown}", ids=missed, result=out, done=list(done))
