@@ -10,12 +10,11 @@ This module imports neither Typer nor rich.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-from ..errors import PartlyDone, Unconfirmed, UsageError
+from ..errors import Unconfirmed, UsageError
 from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason, Outcome
 from .contract.fields import LEASE, decoded
 from .contract.limits import (
@@ -36,6 +35,7 @@ from .operations.base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
 from .operations.limiting import Limiting, held_back, wait_held_back
 from .operations.reads import Reads
 from .operations.repairs import Repairs
+from .operations.settled import coded, unconfirmed_result
 from .types import (
     ItemOutcome,
     ItemRef,
@@ -43,8 +43,6 @@ from .types import (
     NewItem,
     PushResult,
 )
-
-T = TypeVar("T")
 
 
 class WorkQueue(Reads, Repairs, Limiting):
@@ -266,7 +264,7 @@ class WorkQueue(Reads, Repairs, Limiting):
         with unconfirmed_result(lambda rows, refs=items: [
                 ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == Outcome.RETRIED
                             else None)
-                for ref, outcome, due in _coded(refs, rows, names, "due_ms")]) as done:
+                for ref, outcome, due in coded(refs, rows, names, "due_ms")]) as done:
             return done(self.per_batch(items, "fail", args, now_ms, FAIL_CHUNK))
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
@@ -318,7 +316,7 @@ class WorkQueue(Reads, Repairs, Limiting):
         names = SCRIPT_OUTCOME_NAMES["extend"]
         with unconfirmed_result(lambda rows, refs=items: [
                 ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
-                for ref, outcome, ms in _coded(refs, rows, names, "deadline_ms")]) as done:
+                for ref, outcome, ms in coded(refs, rows, names, "deadline_ms")]) as done:
             return done(self.per_batch(items, "extend",
                                        {"lease_ms": self._lease_ms(lease_seconds)}, now_ms,
                                        SETTLE_CHUNK))
@@ -351,34 +349,6 @@ class WorkQueue(Reads, Repairs, Limiting):
             out.extend(ItemOutcome(i, names[c])
                        for i, c in zip(batch, codes.decode(), strict=True))
         return out
-
-
-@contextlib.contextmanager
-def unconfirmed_result(make: Callable[..., T]) -> Iterator[Callable[..., T]]:
-    """``with unconfirmed_result(make) as done: return done(raw)``: the operation's result
-    made from its raw replies by ``make``; an :class:`Unconfirmed` raised inside gets the
-    same made from the replies it carries, in ``result`` (durability: the outcomes the
-    server gave, though not confirmed); a :class:`PartlyDone`, made from the replies of the
-    calls that ran, for the refs they carried (``make(raw, refs)``)."""
-    try:
-        yield make
-    except Unconfirmed as exc:
-        if exc.result is not None:
-            exc.result = make(exc.result)
-        raise
-    except PartlyDone as exc:
-        exc.result = make(exc.result, exc.done)
-        raise
-
-
-def _coded(items: list[ItemRef], rows: list[Any], names: dict[str, Outcome], number: str,
-           ) -> Iterator[tuple[ItemRef, Outcome, int]]:
-    """(ref, outcome, number) per item from the rows (``code``, ``number``) of a decoded
-    reply."""
-    for ref, row in zip(items, rows, strict=True):
-        code = row.code
-        yield ref, names[code.decode() if isinstance(code, bytes) else code], \
-            int(getattr(row, number))
 
 
 def _random() -> Any:

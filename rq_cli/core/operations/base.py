@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from ...errors import ClusterError, ParameterError, PartlyDone, Unconfirmed, UsageError
+from ...errors import ClusterError, ParameterError, Unconfirmed, UsageError
 from ..codes import LAYOUTS, REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, Outcome, RequeueEnd, outcomes
 from ..contract.ages import Clock
 from ..contract.keys import Keys, has_hash_tag, prefix_collision
@@ -29,6 +29,7 @@ from ..contract.util import (
 from ..scripting.calling import Caller
 from ..types import ItemRef, LeasedItem, QueueOptions
 from .durable import Confirmer, confirms
+from .settled import partly_done, reply_rows
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
@@ -228,31 +229,3 @@ class QueueBase:
         for key in self.client.scan_iter(match=self.keys.item_pattern, count=BATCH, **kwargs):
             yield key[offset:]
 
-
-def reply_rows(spec: Any, reply: Any) -> list[Any]:
-    """A settling script's reply as one row per id: a string's characters, or a list's rows."""
-    return list(reply.decode()) if isinstance(reply, bytes) else spec.decode(reply).rows
-
-
-def partly_done(spec: Any, group: list[Any], replies: list[Any], done: list[ItemRef],
-                out: list[Any], later: list[str]) -> None:
-    """Raise :class:`PartlyDone` for a pipeline of calls (``group``: (refs, argv) each) some
-    of whose ``replies`` are errors: the others ran, so their rows join ``out`` (the rows
-    of the earlier pipelines, for ``done``) and the error names what was not done (with
-    ``later``: the ids of the calls not sent)."""
-    missed: list[str] = []
-    first: Exception | None = None
-    for (batch, _), reply in zip(group, replies, strict=True):
-        if isinstance(reply, Exception):
-            first = first or reply
-            missed.extend(ref.id for ref in batch)
-        else:
-            out.extend(reply_rows(spec, reply))
-            done.extend(batch)
-    missed += later
-    if not done:  # (nothing ran: the server's error as it is)
-        raise first  # type: ignore[misc]
-    shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
-    detail = str(first).splitlines()[0] if str(first) else type(first).__name__
-    raise PartlyDone(f"server error: {detail}; {len(done)} of the items were done, "
-                     f"{len(missed)} not: {shown}", ids=missed, result=out, done=list(done))
