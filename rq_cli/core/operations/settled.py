@@ -67,6 +67,6 @@ def partly_done(spec: Any, group: list[Any], replies: list[Any], done: list[Item
     if not done:  # (nothing ran: the server's error as it is)
         raise first  # type: ignore[misc]
     shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
-    detail = str(first).splitlines()[0] if str(first) else type(first).__name__
+    detail = str(first).splitlines()[0].rstrip(".") if str(first) else type(first).__name__
     raise PartlyDone(f"server error: {detail}; {len(done)} of the items were done, "
                      f"{len(missed)} not: {shown}", ids=missed, result=out, done=list(done))
