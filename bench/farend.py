@@ -4,7 +4,9 @@
 Leases ``in_flight`` items (default 1,000,000; 100 B each, ``lease(1000)`` calls) on a fresh
 server (the bench's, Redis at /usr/bin/redis-server), then settles ``settled`` ids (default
 1,000) per request: complete the newest (the left end, the far end from where an id's LREM
-looked before issue 42), fail the next newest, complete the oldest, fail the next oldest;
+looked before issue 42), fail the next newest, complete the oldest, fail the next oldest,
+then extend, retake and release the next newest, release the next oldest, and
+complete_and_lease (one lease) the next newest and the next oldest;
 how many script calls each took (commandstats), the longest (SLOWLOG: calls of 1 ms or
 more, tests/server_time.py) and the server's CPU time per call. Budget: no call over 20 ms.
 """
@@ -49,12 +51,19 @@ def main(argv: list[str]) -> int:
         steps = (("complete the newest", "complete", leased[-k:]),
                  ("fail the next newest", "fail", leased[-2 * k:-k]),
                  ("complete the oldest", "complete", leased[:k]),
-                 ("fail the next oldest", "fail", leased[k:2 * k]))
+                 ("fail the next oldest", "fail", leased[k:2 * k]),
+                 ("extend the newest", "extend", leased[-3 * k:-2 * k]),
+                 ("retake the newest", "retake", leased[-3 * k:-2 * k]),
+                 ("release the newest", "release", leased[-3 * k:-2 * k]),
+                 ("release the next oldest", "release", leased[2 * k:3 * k]),
+                 ("complete_and_lease newest", "complete_and_lease", leased[-4 * k:-3 * k]),
+                 ("complete_and_lease oldest", "complete_and_lease", leased[3 * k:4 * k]))
         worst = 0
         for name, how, items in steps:
             ids = [i.id for i in items]
-            cost = spent(r, partial(q.complete, ids) if how == "complete"
-                         else partial(q.fail, ids, retry_in=0))
+            call = partial(q.fail, ids, retry_in=0) if how == "fail" \
+                else partial(getattr(q, how), ids)
+            cost = spent(r, call)
             worst = max(worst, cost.longest_us)
             print(f"{name:24s} {cost.calls} script calls, longest "
                   f"{cost.longest_us / 1000:5.1f} ms (SLOWLOG), server CPU "

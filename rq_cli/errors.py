@@ -156,6 +156,21 @@ class Unconfirmed(RqError):
         self.result = result
 
 
+class PartlyDone(ServerError):
+    """A request cut into several script calls, sent in one pipeline, of which the server
+    refused some (an error reply, as out of memory) and ran the others: each call is atomic,
+    so an item is either done or left as it was. ``result``: what the operation returns
+    for the items done (complete, fail, extend: their outcomes, in the order given);
+    ``ids``: the items not done."""
+
+    def __init__(self, message: str, *, ids: list[str], result: object = None,
+                 done: object = None) -> None:
+        super().__init__(message)
+        self.ids = list(ids)
+        self.result = result
+        self.done = done  # (the refs done, which ``result`` is made from)
+
+
 class ParameterError(UsageError):
     """A parameter of an engine call out of its range. The engine names the parameter by its
     keyword (``older_than``) and says what is wrong (``problem``, a phrase that follows the

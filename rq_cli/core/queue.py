@@ -10,10 +10,9 @@ This module imports neither Typer nor rich.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from ..errors import Unconfirmed, UsageError
 from .codes import LEASE_CAPPED, LEASE_FAIR, LEASE_LIMITED, LEASE_PAUSED, DeadReason, Outcome
@@ -36,6 +35,7 @@ from .operations.base import COMPLETE_OUTCOMES, SCRIPT_OUTCOME_NAMES, Ref
 from .operations.limiting import Limiting, held_back, wait_held_back
 from .operations.reads import Reads
 from .operations.repairs import Repairs
+from .operations.settled import coded, unconfirmed_result
 from .types import (
     ItemOutcome,
     ItemRef,
@@ -43,8 +43,6 @@ from .types import (
     NewItem,
     PushResult,
 )
-
-T = TypeVar("T")
 
 
 class WorkQueue(Reads, Repairs, Limiting):
@@ -180,18 +178,23 @@ class WorkQueue(Reads, Repairs, Limiting):
                            lease_seconds: float | None = None, now_ms: int | None = None,
                            ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
         """Complete ``refs``, then lease up to ``count`` items, in one step (one round trip):
-        a worker's loop. Does not wait; outcomes are those of :meth:`complete`."""
+        a worker's loop. Does not wait; outcomes are those of :meth:`complete`. Of more than
+        SETTLE_CHUNK refs, all but the last SETTLE_CHUNK are completed first (:meth:`complete`,
+        a round trip more), so the lease call's work stays bounded."""
         items = self.ref_args(refs)
         if len(items) > BATCH:
             raise UsageError(f"complete at most {BATCH} items per complete_and_lease")
         if any(ref.result is not None for ref in items):
             raise UsageError("complete_and_lease keeps no results: complete() them")
         check_count(count)
+        first = (self.complete(items[:-SETTLE_CHUNK], now_ms=now_ms)
+                 if len(items) > SETTLE_CHUNK else [])
+        items = items[len(first):]
         self.sync_tenant_weights()
         def result(done: tuple[list[LeasedItem], int, int, str],
                    ) -> tuple[list[ItemOutcome], list[LeasedItem]]:
-            return [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
-                    for ref, code in zip(items, done[3], strict=True)], done[0]
+            return first + [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
+                            for ref, code in zip(items, done[3], strict=True)], done[0]
 
         with unconfirmed_result(result) as finish:
             return finish(self._lease_once(count, self._lease_ms(lease_seconds), now_ms,
@@ -236,9 +239,9 @@ class WorkQueue(Reads, Repairs, Limiting):
             from .operations.batchops import complete_results
 
             return complete_results(self, items, now_ms)
-        with unconfirmed_result(lambda codes: [ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
-                                               for ref, code in zip(items, codes,
-                                                                    strict=True)]) as done:
+        with unconfirmed_result(lambda codes, refs=items: [
+                ItemOutcome(ref.id, COMPLETE_OUTCOMES[code])
+                for ref, code in zip(refs, codes, strict=True)]) as done:
             return done(self.per_batch(items, "complete", {}, now_ms, SETTLE_CHUNK))
 
     def fail(self, refs: Iterable[Ref], *, error: str | None = None,
@@ -258,10 +261,10 @@ class WorkQueue(Reads, Repairs, Limiting):
                 "backoff_max_ms": ms(opts.retry_backoff_max),
                 "jitter": repr(_random().uniform(0.75, 1.25))}
         names = SCRIPT_OUTCOME_NAMES["fail"]
-        with unconfirmed_result(lambda rows: [
+        with unconfirmed_result(lambda rows, refs=items: [
                 ItemOutcome(ref.id, outcome, retry_at=secs(due) if outcome == Outcome.RETRIED
                             else None)
-                for ref, outcome, due in _coded(items, rows, names, "due_ms")]) as done:
+                for ref, outcome, due in coded(refs, rows, names, "due_ms")]) as done:
             return done(self.per_batch(items, "fail", args, now_ms, FAIL_CHUNK))
 
     def cancel(self, ids: Iterable[str], *, error: str | None = None,
@@ -310,22 +313,25 @@ class WorkQueue(Reads, Repairs, Limiting):
         """Extend leases: ``extended`` (with the new deadline), ``lost`` (the lease has
         expired), ``conflict`` (another session holds it) or ``missing`` (not live)."""
         items = self.ref_args(refs)
-        rows = self.per_batch(items, "extend", {"lease_ms": self._lease_ms(lease_seconds)},
-                               now_ms)
         names = SCRIPT_OUTCOME_NAMES["extend"]
-        return [ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
-                for ref, outcome, ms in _coded(items, rows, names, "deadline_ms")]
+        with unconfirmed_result(lambda rows, refs=items: [
+                ItemOutcome(ref.id, outcome, lease_expires_at=secs(ms) if ms else None)
+                for ref, outcome, ms in coded(refs, rows, names, "deadline_ms")]) as done:
+            return done(self.per_batch(items, "extend",
+                                       {"lease_ms": self._lease_ms(lease_seconds)}, now_ms,
+                                       SETTLE_CHUNK))
 
     def retake(self, ids: Sequence[str], *, lease_seconds: float | None = None,
                now_ms: int | None = None) -> list[ItemOutcome]:
         """Take back leases of this session that ran out while nobody else took the item
         (the worker after an outage or a hung server), as the same attempt: ``extended``
         (with the new deadline), ``conflict``, ``lost`` (back in line, or another session
-        had it), ``missing`` or ``already_dead``. One call per ``BATCH`` ids, each atomic."""
+        had it), ``missing`` or ``already_dead``. One call per ``SETTLE_CHUNK`` ids, each
+        atomic."""
         names = SCRIPT_OUTCOME_NAMES["retake"]
         args = {"lease_ms": self._lease_ms(lease_seconds), "session": self.session}
         out: list[ItemOutcome] = []
-        for batch in batches(list(ids), BATCH):
+        for batch in batches(list(ids), SETTLE_CHUNK):
             rows = SPECS["retake"].decode(self.call("retake", args, batch, now_ms)).rows
             out.extend(ItemOutcome(i, names[r.code.decode()],
                                    lease_expires_at=secs(int(r.deadline_ms)) or None)
@@ -338,35 +344,11 @@ class WorkQueue(Reads, Repairs, Limiting):
         (``returned``; or ``conflict``, ``lost``, ``missing``, ``already_dead``)."""
         names = SCRIPT_OUTCOME_NAMES["release"]
         out: list[ItemOutcome] = []
-        for batch in batches(list(ids), BATCH):
+        for batch in batches(list(ids), FAIL_CHUNK):  # (per-id work as fail's)
             codes = self.call("release", {"session": self.session}, batch, now_ms)
             out.extend(ItemOutcome(i, names[c])
                        for i, c in zip(batch, codes.decode(), strict=True))
         return out
-
-
-@contextlib.contextmanager
-def unconfirmed_result(make: Callable[[Any], T]) -> Iterator[Callable[[Any], T]]:
-    """``with unconfirmed_result(make) as done: return done(raw)``: the operation's result
-    made from its raw replies by ``make``; an :class:`Unconfirmed` raised inside gets the
-    same made from the replies it carries, in ``result`` (durability: the outcomes the
-    server gave, though not confirmed)."""
-    try:
-        yield make
-    except Unconfirmed as exc:
-        if exc.result is not None:
-            exc.result = make(exc.result)
-        raise
-
-
-def _coded(items: list[ItemRef], rows: list[Any], names: dict[str, Outcome], number: str,
-           ) -> Iterator[tuple[ItemRef, Outcome, int]]:
-    """(ref, outcome, number) per item from the rows (``code``, ``number``) of a decoded
-    reply."""
-    for ref, row in zip(items, rows, strict=True):
-        code = row.code
-        yield ref, names[code.decode() if isinstance(code, bytes) else code], \
-            int(getattr(row, number))
 
 
 def _random() -> Any:

@@ -87,3 +87,37 @@ def test_settling_either_end_of_a_long_list_keeps_every_call_short(r, how):
     assert_bounded(cost, SETTLE_CHUNK)
     assert r.llen(q.keys.processing) == IN_FLIGHT - 2 * SETTLED
 
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("how", ["extend", "retake", "release"])
+def test_holding_calls_at_the_far_end_of_a_long_list_keep_every_call_short(r, how):
+    # extend, retake and release of the newest leases (the far end from where release's
+    # LREM looked before): cut into calls of their chunk, each under the budget
+    q, leased = leased_in_order(r)
+    newest = [i.id for i in leased[-SETTLED:]]
+    chunk = {"extend": SETTLE_CHUNK, "retake": SETTLE_CHUNK, "release": FAIL_CHUNK}[how]
+    cost = spent(r, lambda: getattr(q, how)(newest))
+    assert [o.id for o in cost.result] == newest
+    assert {o.outcome for o in cost.result} == {"returned" if how == "release"
+                                                else "extended"}, cost.result[:3]
+    assert_bounded(cost, chunk)
+    if how == "release":  # each back at the front of the line, out of processing, once
+        assert r.llen(q.keys.processing) == IN_FLIGHT - SETTLED
+        assert r.llen(q.keys.queue) == SETTLED
+        assert r.lrange(q.keys.processing, 0, 2) == [i.id.encode() for i in
+                                                     reversed(leased[-SETTLED - 3:-SETTLED])]
+
+
+@pytest.mark.timeout(300)
+def test_complete_and_lease_of_many_at_the_far_end_keeps_every_call_short(r):
+    q, leased = leased_in_order(r)
+    newest = [i.id for i in leased[-SETTLED:]]
+    q.push([b"next"])
+    cost = spent(r, lambda: q.complete_and_lease(newest, 1))
+    done, got = cost.result
+    assert [o.id for o in done] == newest and {o.outcome for o in done} == {"completed"}
+    assert [i.data for i in got] == [b"next"]
+    assert_bounded(cost, SETTLE_CHUNK)
+    assert int(r.hget(q.keys.counters, "completed")) == SETTLED
+    assert r.llen(q.keys.processing) == IN_FLIGHT - SETTLED + 1

@@ -55,7 +55,9 @@ BATCH = 1000
 #: every such call well under 20 ms of server time wherever the ids sit in a processing list
 #: of millions (a fail of 1,000 ids took 42-56 ms, a complete 14-21 ms, loaded machine;
 #: bench/farend.py). A bigger request is several calls, sent BATCH ids to one pipeline (one
-#: round trip), each call atomic per item (WorkQueue.per_batch).
+#: round trip), each call atomic per item (WorkQueue.per_batch). extend and retake take
+#: SETTLE_CHUNK ids a call (1,000 took 10 ms of CPU), release FAIL_CHUNK (its per-id work is
+#: fail's: 1,000 took 11 ms; bench/farend.py).
 SETTLE_CHUNK = 250
 FAIL_CHUNK = 100
 #: Items per script call for purge and requeue-dead, whose per-item work is heavier: keeps

@@ -29,6 +29,7 @@ from ..contract.util import (
 from ..scripting.calling import Caller
 from ..types import ItemRef, LeasedItem, QueueOptions
 from .durable import Confirmer, confirms
+from .settled import partly_done, reply_rows
 
 Progress = Callable[[int], None]  # called with the number of items just handled
 
@@ -179,16 +180,18 @@ class QueueBase:
         spec = SPECS[name]
         unconfirmed: Unconfirmed | None = None  # (durability: the first call not confirmed)
         missed: list[str] = []
+        done: list[ItemRef] = []
         calls = [(batch, [v for ref in batch for v in (ref.id, ref.session or "")])
                  for batch in batches(refs, size)]
-        for group in batches(calls, max(BATCH // size, 1)):
+        per = max(BATCH // size, 1)
+        for g, group in enumerate(batches(calls, per)):
             if self.confirmer is None and not is_cluster(self.client):
                 replies = self.caller.run_all(name, [
                     (self._script_keys, spec.argv(self.script_head(now_ms), args, pairs))
                     for _, pairs in group])
-                failed = next((r for r in replies if isinstance(r, Exception)), None)
-                if failed is not None:
-                    raise failed
+                if any(isinstance(r, Exception) for r in replies):
+                    partly_done(spec, group, replies, done, out, [
+                        ref.id for batch, _ in calls[(g + 1) * per:] for ref in batch])
             else:
                 replies = []
                 for batch, pairs in group:
@@ -198,11 +201,9 @@ class QueueBase:
                         replies.append(exc.reply)
                         unconfirmed = unconfirmed or exc
                         missed.extend(ref.id for ref in batch)
-            for reply in replies:
-                if isinstance(reply, bytes):
-                    out.extend(reply.decode())
-                else:
-                    out.extend(spec.decode(reply).rows)
+            for (batch, _), reply in zip(group, replies, strict=True):
+                out.extend(reply_rows(spec, reply))
+                done.extend(batch)
         if unconfirmed is not None:  # the replies of every call, in ``result``
             shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more"
                                             if len(missed) > 5 else "")
@@ -227,3 +228,4 @@ class QueueBase:
             kwargs["target_nodes"] = self.client.get_node_from_key(self.keys.queue)
         for key in self.client.scan_iter(match=self.keys.item_pattern, count=BATCH, **kwargs):
             yield key[offset:]
+

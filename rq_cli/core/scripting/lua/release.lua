@@ -8,6 +8,7 @@
 --   L lost (not held by this session any more: left alone), M missing, Z dead.
 -- the definitions of _common.lua and _fair.lua this script names (scripts.py checks):
 --@uses del_lease enqueue forget_suspect item_key lease_holder not_live wrong_type
+--@uses near_end
 do local bad = wrong_type(); if bad then return bad end end
 local session = A_SESSION
 local out = {}
@@ -17,11 +18,17 @@ for i = REST, #ARGV do
     out[#out + 1] = not_live(id)
   else
     local holder = lease_holder(id)
+    -- (processing searched from the end the id is likely near, as unlist does: the newest
+    -- leases of a long list cost what the oldest do)
+    local from = '-1'
+    if (not holder or holder == session) and redis.call('LLEN', K_PROCESSING) > UNLIST_SHORT then
+      from = near_end(id)
+    end
     if holder and holder ~= session then
       out[#out + 1] = O_CONFLICT
     elseif holder or (redis.call('HGET', K_HOLDERS, id) == session
-                      and redis.call('LPOS', K_PROCESSING, id, 'RANK', -1)) then
-      redis.call('LREM', K_PROCESSING, -1, id)
+                      and redis.call('LPOS', K_PROCESSING, id, 'RANK', tonumber(from))) then
+      redis.call('LREM', K_PROCESSING, from, id)
       del_lease(id)
       forget_suspect(id)
       if (tonumber(redis.call('HGET', K_ATTEMPTS, id)) or 0) > 0 then
