@@ -30,7 +30,7 @@ NEEDED: dict[str, str] = {
     "zrevrange": "K 0 0", "zrangebyscore": "K 0 0",
     "zremrangebyscore": "K 0 0", "zpopmin": "K", "zscan": "K 0",
     "zrandmember": "K", "hexists": "K f", "hsetnx": "K f v", "persist": "K", "sadd": "K m",
-    "srem": "K m", "sismember": "K m", "sscan": "K 0",
+    "srem": "K m", "sismember": "K m", "sscan": "K 0", "srandmember": "K",
 }
 #: the faster calls of Functions (Redis >= 7, Valkey): without them, EVALSHA; and the
 #: transactions of a bulk push: without them, push.lua calls (the manual's "ACL")

@@ -16,6 +16,10 @@ ERROR = "e" * 20_000  # (each call stores FAIL_CHUNK of these: 2 MB)
 
 
 def test_a_refused_call_in_a_pipelined_fail_reports_exactly_what_was_done(r):
+    if int(str(r.info("server")["redis_version"]).split(".")[0]) < 7:
+        # (before Redis 7 a script is checked against maxmemory only at its first deny-oom
+        # write, and fail's first write, an LREM, is none: no call is refused)
+        pytest.skip("this server refuses no script call at maxmemory")
     q = WorkQueue(r, "q")
     q.push([f"x{i}".encode() for i in range(ITEMS)])
     ids = [i.id for i in q.lease(ITEMS, lease_seconds=3600)]

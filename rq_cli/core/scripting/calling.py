@@ -124,8 +124,10 @@ class Caller:
         """The replies of script ``name`` for each (keys, argv) of ``calls``, sent in one
         pipeline (a plain client: one round trip), in order; an error reply comes back as its
         exception, a lost connection is raised. Refused all alike because the server lacks
-        the script (then none ran), it is loaded and the pipeline sent once more."""
-        for attempt in (1, 2):
+        the script or the library, or offers no FCALL (then none ran), what was missing is
+        loaded (or EVALSHA chosen) and the pipeline sent again: at most twice more (no
+        FCALL, then the script to load)."""
+        for attempt in (1, 2, 3):
             pipe = self.client.pipeline(transaction=False)
             for keys, argv in calls:
                 self.send(pipe, name, keys, argv)
@@ -133,7 +135,7 @@ class Caller:
             first = replies[0] if replies else None
             if self.functions is None and name in HOT and not isinstance(first, Exception):
                 self.functions = True
-            if (attempt == 1 and isinstance(first, Exception)
+            if (attempt < 3 and isinstance(first, Exception)
                     and all(type(r) is type(first) for r in replies)
                     and self.recover(first, name)):
                 continue
