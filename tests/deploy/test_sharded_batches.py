@@ -5,6 +5,7 @@ shard, each exactly once, and clean finishes a release that a SIGKILL cut short.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -163,7 +164,10 @@ def test_clean_finishes_a_release_a_sigkill_cut_short(rc: Any, cli: Any,
     while waiter.poll() is None and sum(held(q, "b")) == before and \
             time.monotonic() < deadline:
         time.sleep(0.005)
-    os.killpg(waiter.pid, signal.SIGKILL)
+    # (a fast machine may let wait release everything and exit first: nothing to kill then,
+    # and clean finds nothing held)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(waiter.pid, signal.SIGKILL)
     waiter.wait()
     run = cli("clean", "jobs", "--grace", "0")
     assert run.exit_code == 0, run

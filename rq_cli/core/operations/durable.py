@@ -290,15 +290,17 @@ class Confirmer:
 
     def _pipelined(self, caller: Any, name: str, keys: Sequence[Any],
                    argv: Sequence[Any]) -> tuple[Any, list[Any]]:
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             pipe = self.client.pipeline(transaction=False)
             caller.send(pipe, name, keys, argv)
             for command in self.commands():
                 pipe.execute_command(*command)
             reply, *waits = pipe.execute(raise_on_error=False)
             if isinstance(reply, Exception):
-                if attempt == 1 and caller.recover(reply, name):
-                    continue  # (NOSCRIPT, or the library gone: loaded; nothing ran)
+                if attempt < 3 and caller.recover(reply, name):
+                    # (NOSCRIPT, the library gone: loaded; no FCALL here: EVALSHA, which
+                    # may then need its script loaded; nothing ran either time)
+                    continue
                 raise reply
             return reply, waits
         raise AssertionError("not reached")  # pragma: no cover
