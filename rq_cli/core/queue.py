@@ -272,15 +272,16 @@ class WorkQueue(Reads, Repairs, Limiting):
         """Dead-letter items now with reason ``cancelled``, even while another session holds
         the lease (a worker running one finds it dead at its next heartbeat and stops):
         ``dead``, or ``missing``/``already_dead``. Never-leased items are cancelled too."""
-        refs = [ItemRef(check_new_id(i)) for i in ids]
-        out: list[ItemOutcome] = []
-        for batch in batches(refs, FAIL_CHUNK):  # (one call each: its audit count)
-            reply = self.call("cancel", {"error": error or ""}, [r.id for r in batch], now_ms)
+        names = SCRIPT_OUTCOME_NAMES["cancel"]
+
+        def made(batch: list[str], reply: Any) -> list[ItemOutcome]:
             codes = reply.decode() if isinstance(reply, bytes) else reply
-            names = SCRIPT_OUTCOME_NAMES["cancel"]
-            out.extend(ItemOutcome(r.id, names[c]) for r, c in zip(batch, codes, strict=True))
-            note("cancel", sum(1 for o in out[-len(batch):] if o.outcome == Outcome.DEAD))
-        return out
+            out = [ItemOutcome(i, names[c]) for i, c in zip(batch, codes, strict=True)]
+            note("cancel", sum(1 for o in out if o.outcome == Outcome.DEAD))  # (its audit)
+            return out
+
+        return self.in_turn([check_new_id(i) for i in ids], FAIL_CHUNK, "cancel",
+                            {"error": error or ""}, now_ms, made)
 
     def reclaim(self, sessions: Callable[[str], bool], *, lease_seconds: float | None = None,
                 now_ms: int | None = None) -> list[LeasedItem]:
@@ -330,25 +331,20 @@ class WorkQueue(Reads, Repairs, Limiting):
         atomic."""
         names = SCRIPT_OUTCOME_NAMES["retake"]
         args = {"lease_ms": self._lease_ms(lease_seconds), "session": self.session}
-        out: list[ItemOutcome] = []
-        for batch in batches(list(ids), SETTLE_CHUNK):
-            rows = SPECS["retake"].decode(self.call("retake", args, batch, now_ms)).rows
-            out.extend(ItemOutcome(i, names[r.code.decode()],
-                                   lease_expires_at=secs(int(r.deadline_ms)) or None)
-                       for i, r in zip(batch, rows, strict=True))
-        return out
+        return self.in_turn(list(ids), SETTLE_CHUNK, "retake", args, now_ms, lambda batch, raw: [
+            ItemOutcome(i, names[r.code.decode()],
+                        lease_expires_at=secs(int(r.deadline_ms)) or None)
+            for i, r in zip(batch, SPECS["retake"].decode(raw).rows, strict=True)])
 
     def release(self, ids: Sequence[str], *, now_ms: int | None = None) -> list[ItemOutcome]:
         """Give back items this session holds and did not finish: each goes to the front of
         the line at once, and the attempt it was leased with is given back; not a failure
         (``returned``; or ``conflict``, ``lost``, ``missing``, ``already_dead``)."""
         names = SCRIPT_OUTCOME_NAMES["release"]
-        out: list[ItemOutcome] = []
-        for batch in batches(list(ids), FAIL_CHUNK):  # (per-id work as fail's)
-            codes = self.call("release", {"session": self.session}, batch, now_ms)
-            out.extend(ItemOutcome(i, names[c])
-                       for i, c in zip(batch, codes.decode(), strict=True))
-        return out
+        return self.in_turn(  # (FAIL_CHUNK: per-id work as fail's)
+            list(ids), FAIL_CHUNK, "release", {"session": self.session}, now_ms,
+            lambda batch, raw: [ItemOutcome(i, names[c])
+                                for i, c in zip(batch, raw.decode(), strict=True)])
 
 
 def _random() -> Any:

@@ -6,9 +6,11 @@ error texts the first calls of a fail store (each call is refused whole, at its 
 from __future__ import annotations
 
 import pytest
+import redis
 
 from rq_cli.core.contract.limits import FAIL_CHUNK
 from rq_cli.core.queue import WorkQueue
+from rq_cli.core.types import NewItem
 from rq_cli.errors import ExitCode, PartlyDone
 
 ITEMS = 10 * FAIL_CHUNK
@@ -50,3 +52,33 @@ def test_a_refused_call_in_a_pipelined_fail_reports_exactly_what_was_done(r):
     rest = q.fail(exc.ids, error="again", retry_in=3600)
     assert {o.outcome for o in rest} == {"retried"} and len(rest) == len(exc.ids)
     assert r.zcard(q.keys.delayed) == ITEMS and r.llen(q.keys.processing) == 0
+
+
+
+def test_a_refused_call_in_a_cancel_reports_exactly_what_was_done(r):
+    # cancel's calls go one after another (each counted in the audit): a refusal after
+    # some ran is the same PartlyDone as a pipelined settle's, the outcomes of those kept.
+    # The refusal is the server's ACL: this user may touch the item keys of ids a... only,
+    # so the third call is refused at its first id, before it writes anything.
+    q = WorkQueue(r, "q")
+    ids = [f"a{i:04d}" for i in range(2 * FAIL_CHUNK)] + \
+        [f"b{i:04d}" for i in range(2 * FAIL_CHUNK, ITEMS)]
+    q.push([NewItem(b"x", id=i) for i in ids])
+    keys = ["~q:[^i]*", "~q:i[^t]*", "~q:it[^e]*", "~q:ite[^m]*", "~q:item[^:]*", "~q:item:a*"]
+    r.execute_command("ACL", "SETUSER", "part", "reset", "on", "nopass", *keys, "+@all")
+    kwargs = r.connection_pool.connection_kwargs
+    part = redis.Redis(host=kwargs["host"], port=kwargs["port"], username="part")
+    with pytest.raises(PartlyDone) as caught:
+        WorkQueue(part, "q").cancel(ids, error="stop")
+    exc = caught.value
+    assert exc.exit_code == ExitCode.UNAVAILABLE
+    done = exc.result
+    assert [o.id for o in done] == ids[:2 * FAIL_CHUNK] and {o.outcome for o in done} == {"dead"}
+    assert exc.ids == ids[2 * FAIL_CHUNK:]
+    assert f"{2 * FAIL_CHUNK} of the items were done, {ITEMS - 2 * FAIL_CHUNK} not: b0200, " \
+        in str(exc) and "\n" not in str(exc)
+    # the server agrees: those dead, the others pending as they were
+    assert r.zcard(q.keys.dead) == 2 * FAIL_CHUNK and r.llen(q.keys.queue) == ITEMS - 2 * FAIL_CHUNK
+    rest = q.cancel(exc.ids, error="again")
+    assert {o.outcome for o in rest} == {"dead"} and r.zcard(q.keys.dead) == ITEMS
+    part.close()

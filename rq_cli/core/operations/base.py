@@ -8,7 +8,7 @@ this one; :class:`~rq_cli.core.queue.WorkQueue` combines them. No Typer, no rich
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from ...errors import ClusterError, ParameterError, Unconfirmed, UsageError
 from ..codes import LAYOUTS, REQUEUE_ENDS, SCRIPT_OUTCOMES, ItemState, Outcome, RequeueEnd, outcomes
@@ -29,8 +29,9 @@ from ..contract.util import (
 from ..scripting.calling import Caller
 from ..types import ItemRef, LeasedItem, QueueOptions
 from .durable import Confirmer, confirms
-from .settled import partly_done, reply_rows
+from .settled import not_confirmed, partly_done, refused, reply_rows
 
+T = TypeVar("T")
 Progress = Callable[[int], None]  # called with the number of items just handled
 
 #: script -> code -> outcome, of the scripts that reply with an outcome per item (codes.py)
@@ -205,10 +206,36 @@ class QueueBase:
                 out.extend(reply_rows(spec, reply))
                 done.extend(batch)
         if unconfirmed is not None:  # the replies of every call, in ``result``
-            shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more"
-                                            if len(missed) > 5 else "")
-            raise Unconfirmed(f"{str(unconfirmed).rstrip('.')}; its items: {shown}",
-                              ids=missed, reply=unconfirmed.reply, result=out)
+            raise not_confirmed(unconfirmed, missed, out)
+        return out
+
+    def in_turn(self, ids: list[str], size: int, name: str, args: Mapping[str, Any],
+                now_ms: int | None, made: Callable[[list[str], Any], list[T]]) -> list[T]:
+        """One call of script ``name`` per ``size`` of ``ids``, one after another (each
+        call atomic); the outcomes ``made`` of each call's ids and raw reply, in order.
+        A call not confirmed (durability) counts, and the rest go on: :class:`Unconfirmed`
+        at the end, every outcome in its ``result``. A call the server refuses after
+        others ran: :class:`PartlyDone`, with the outcomes of those."""
+        from redis.exceptions import ResponseError
+
+        out: list[T] = []
+        unconfirmed: Unconfirmed | None = None
+        missed: list[str] = []
+        chunks = list(batches(ids, size))
+        for n, batch in enumerate(chunks):
+            try:
+                raw = self.call(name, args, batch, now_ms)
+            except Unconfirmed as exc:  # made: its outcomes count; the rest go on
+                raw, unconfirmed = exc.reply, unconfirmed or exc
+                missed.extend(batch)
+            except ResponseError as exc:
+                if n == 0:  # (nothing ran: the server's error as it is)
+                    raise
+                later = [i for rest in chunks[n:] for i in rest]
+                raise refused(exc, ids[:len(ids) - len(later)], later, out) from exc
+            out.extend(made(batch, raw))
+        if unconfirmed is not None:
+            raise not_confirmed(unconfirmed, missed, out)
         return out
 
     def tenant_keys(self, state: str, tenant: str | None) -> list[str] | None:

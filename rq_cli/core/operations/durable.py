@@ -282,25 +282,10 @@ class Confirmer:
             reply = caller.run(name, keys, argv)
             waits = self.wait_after(keys[0])
         else:
-            reply, waits = self._pipelined(caller, name, keys, argv)
+            (reply,), waits = caller.run_with(name, [(keys, argv)], self.commands())
+            if isinstance(reply, Exception):
+                raise reply
         why = self.shortfall(waits)
         if why is not None and wrote(name, argv, reply):
             raise self.unconfirmed("the write", why, reply=reply)
         return reply
-
-    def _pipelined(self, caller: Any, name: str, keys: Sequence[Any],
-                   argv: Sequence[Any]) -> tuple[Any, list[Any]]:
-        for attempt in (1, 2, 3):
-            pipe = self.client.pipeline(transaction=False)
-            caller.send(pipe, name, keys, argv)
-            for command in self.commands():
-                pipe.execute_command(*command)
-            reply, *waits = pipe.execute(raise_on_error=False)
-            if isinstance(reply, Exception):
-                if attempt < 3 and caller.recover(reply, name):
-                    # (NOSCRIPT, the library gone: loaded; no FCALL here: EVALSHA, which
-                    # may then need its script loaded; nothing ran either time)
-                    continue
-                raise reply
-            return reply, waits
-        raise AssertionError("not reached")  # pragma: no cover

@@ -66,7 +66,26 @@ def partly_done(spec: Any, group: list[Any], replies: list[Any], done: list[Item
     missed += later
     if not done:  # (nothing ran: the server's error as it is)
         raise first  # type: ignore[misc]
-    shown = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
+    raise refused(first, done, missed, out)  # type: ignore[arg-type]
+
+
+def refused(first: Exception, done: list[Any], missed: list[str], result: Any) -> PartlyDone:
+    """The :class:`PartlyDone` of a request some of whose calls ran (``done``, their
+    outcomes or rows in ``result``) before the server refused one with ``first``: the
+    others (``missed``) left as they were."""
     detail = str(first).splitlines()[0].rstrip(".") if str(first) else type(first).__name__
-    raise PartlyDone(f"server error: {detail}; {len(done)} of the items were done, "
-                     f"{len(missed)} not: {shown}", ids=missed, result=out, done=list(done))
+    return PartlyDone(f"server error: {detail}; {len(done)} of the items were done, "
+                      f"{len(missed)} not: {shown(missed)}", ids=missed, result=result,
+                      done=list(done))
+
+
+def shown(ids: list[str]) -> str:
+    """The first five of ``ids``, and how many more."""
+    return ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
+def not_confirmed(first: Unconfirmed, missed: list[str], result: Any) -> Unconfirmed:
+    """The :class:`Unconfirmed` of a request cut into calls, ``first`` the first call not
+    confirmed, ``missed`` the items of every such call; ``result``: every call's outcomes."""
+    return Unconfirmed(f"{str(first).rstrip('.')}; its items: {shown(missed)}",
+                       ids=missed, reply=first.reply, result=result)

@@ -123,15 +123,25 @@ class Caller:
                 ) -> list[Any]:
         """The replies of script ``name`` for each (keys, argv) of ``calls``, sent in one
         pipeline (a plain client: one round trip), in order; an error reply comes back as its
-        exception, a lost connection is raised. Refused all alike because the server lacks
-        the script or the library, or offers no FCALL (then none ran), what was missing is
-        loaded (or EVALSHA chosen) and the pipeline sent again: at most twice more (no
-        FCALL, then the script to load)."""
+        exception, a lost connection is raised (:meth:`run_with`)."""
+        return self.run_with(name, calls)[0]
+
+    def run_with(self, name: str, calls: Sequence[tuple[Sequence[Any], Sequence[Any]]],
+                 after: Sequence[Sequence[Any]] = ()) -> tuple[list[Any], list[Any]]:
+        """(the replies of script ``name`` for each (keys, argv) of ``calls``, the replies
+        of the plain commands ``after``), all sent in one pipeline, in order (durability: a
+        WAIT after the write). Refused all alike because the server lacks the script or the
+        library, or offers no FCALL (then none ran), what was missing is loaded (or EVALSHA
+        chosen) and the pipeline sent again: at most twice more (no FCALL, then the script
+        to load)."""
         for attempt in (1, 2, 3):
             pipe = self.client.pipeline(transaction=False)
             for keys, argv in calls:
                 self.send(pipe, name, keys, argv)
+            for command in after:
+                pipe.execute_command(*command)
             replies = list(pipe.execute(raise_on_error=False))
+            replies, rest = replies[:len(calls)], replies[len(calls):]
             first = replies[0] if replies else None
             if self.functions is None and name in HOT and not isinstance(first, Exception):
                 self.functions = True
@@ -139,7 +149,7 @@ class Caller:
                     and all(type(r) is type(first) for r in replies)
                     and self.recover(first, name)):
                 continue
-            return replies
+            return replies, rest
         raise AssertionError("not reached")  # pragma: no cover
 
     def recover(self, error: Exception, name: str) -> bool:
