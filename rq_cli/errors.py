@@ -161,12 +161,13 @@ class PartlyDone(ServerError):
     refused some (an error reply, as out of memory) and ran the others: each call is atomic,
     so an item is either done or left as it was. ``result``: what the operation returns
     for the items done (complete, fail, extend: their outcomes, in the order given);
-    ``ids``: the items not done."""
+    ``ids``: the items not done; ``reason``: the server's error, in one line."""
 
     def __init__(self, message: str, *, ids: list[str], result: object = None,
-                 done: object = None) -> None:
+                 done: object = None, reason: str = "") -> None:
         super().__init__(message)
         self.ids = list(ids)
+        self.reason = reason or message
         self.result = result
         self.done = done  # (the refs done, which ``result`` is made from)
 

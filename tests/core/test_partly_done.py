@@ -5,11 +5,16 @@ error texts the first calls of a fail store (each call is refused whole, at its 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 import redis
 
 from rq_cli.core.contract.limits import FAIL_CHUNK
 from rq_cli.core.queue import WorkQueue
+from rq_cli.core.sharding.resharding import reshard
+from rq_cli.core.sharding.sharded import ShardedQueue
 from rq_cli.core.types import NewItem
 from rq_cli.errors import ExitCode, PartlyDone
 
@@ -65,10 +70,7 @@ def test_a_refused_call_in_a_cancel_reports_exactly_what_was_done(r):
         [f"b{i:04d}" for i in range(2 * FAIL_CHUNK, ITEMS)]
     q.push([NewItem(b"x", id=i) for i in ids])
     keys = ["~q:[^i]*", "~q:i[^t]*", "~q:it[^e]*", "~q:ite[^m]*", "~q:item[^:]*", "~q:item:a*"]
-    r.execute_command("ACL", "SETUSER", "part", "reset", "on", "nopass", *keys, "+@all")
-    kwargs = r.connection_pool.connection_kwargs
-    part = redis.Redis(host=kwargs["host"], port=kwargs["port"], username="part")
-    with pytest.raises(PartlyDone) as caught:
+    with limited(r, keys) as part, pytest.raises(PartlyDone) as caught:
         WorkQueue(part, "q").cancel(ids, error="stop")
     exc = caught.value
     assert exc.exit_code == ExitCode.UNAVAILABLE
@@ -81,4 +83,48 @@ def test_a_refused_call_in_a_cancel_reports_exactly_what_was_done(r):
     assert r.zcard(q.keys.dead) == 2 * FAIL_CHUNK and r.llen(q.keys.queue) == ITEMS - 2 * FAIL_CHUNK
     rest = q.cancel(exc.ids, error="again")
     assert {o.outcome for o in rest} == {"dead"} and r.zcard(q.keys.dead) == ITEMS
-    part.close()
+
+
+@contextlib.contextmanager
+def limited(r: redis.Redis, keys: list[str]) -> Iterator[redis.Redis]:
+    """A client of ``r``'s server as a user who may touch only the keys ``keys`` match."""
+    r.execute_command("ACL", "SETUSER", "part", "reset", "on", "nopass", *keys, "+@all")
+    kwargs = r.connection_pool.connection_kwargs
+    part = redis.Redis(host=kwargs["host"], port=kwargs["port"], username="part")
+    try:
+        yield part
+    finally:
+        part.close()
+        r.execute_command("ACL", "DELUSER", "part")
+
+
+@pytest.mark.parametrize("how", ["cancel", "complete"])
+def test_a_shard_that_refuses_stops_none_of_the_others(r, how):
+    # one queue's request over three shards, one of which refuses this user every item
+    # key: the other two shards' outcomes are reported exactly, that shard's ids named
+    reshard(r, "sj", 3)
+    sq = ShardedQueue(r, "sj")
+    ids = [p.id for p in sq.push([b"%d" % i for i in range(60)])]
+    refused = sq.meta.live[2]
+    theirs = [i for i in ids if sq.shard_for(i).prefix == refused]
+    assert 0 < len(theirs) < len(ids)
+    keys = ["~sj:*", *(f"~{p}:*" for p in sq.meta.live[:2]), f"~{refused}:[^i]*"]
+    refs = ids if how == "cancel" else sq.lease(60, lease_seconds=600)
+    assert len(refs) == 60
+    with limited(r, keys) as part:
+        mine = ShardedQueue(part, "sj")
+        with pytest.raises(PartlyDone) as caught:
+            getattr(mine, how)(refs)
+    exc = caught.value
+    others = [i for i in (ids if how == "cancel" else [x.id for x in refs]) if i not in theirs]
+    assert [o.id for o in exc.result] == others
+    assert {o.outcome for o in exc.result} == {"dead" if how == "cancel" else "completed"}
+    assert sorted(exc.ids) == sorted(theirs)
+    assert f"{len(others)} of the items were done, {len(theirs)} not: " in str(exc)
+    assert "access" in str(exc) and "\n" not in str(exc)  # (the server's words)
+    assert str(exc).count("server error") == 1
+    # the server agrees: the refused shard's items untouched, the others settled once
+    q = WorkQueue(r, refused)
+    assert r.exists(*(q.keys.item(i) for i in theirs)) == len(theirs)
+    assert sq.stats().dead == (len(others) if how == "cancel" else 0)
+    assert sq.stats().counters["completed"] == (0 if how == "cancel" else len(others))

@@ -69,14 +69,16 @@ def partly_done(spec: Any, group: list[Any], replies: list[Any], done: list[Item
     raise refused(first, done, missed, out)  # type: ignore[arg-type]
 
 
-def refused(first: Exception, done: list[Any], missed: list[str], result: Any) -> PartlyDone:
+def refused(first: Exception | str, done: list[Any], missed: list[str],
+            result: Any) -> PartlyDone:
     """The :class:`PartlyDone` of a request some of whose calls ran (``done``, their
-    outcomes or rows in ``result``) before the server refused one with ``first``: the
-    others (``missed``) left as they were."""
-    detail = str(first).splitlines()[0].rstrip(".") if str(first) else type(first).__name__
+    outcomes or rows in ``result``) before the server refused one with ``first`` (or its
+    text): the others (``missed``) left as they were."""
+    detail = first if isinstance(first, str) else (
+        str(first).splitlines()[0].rstrip(".") if str(first) else type(first).__name__)
     return PartlyDone(f"server error: {detail}; {len(done)} of the items were done, "
                       f"{len(missed)} not: {shown(missed)}", ids=missed, result=result,
-                      done=list(done))
+                      done=list(done), reason=detail)
 
 
 def shown(ids: list[str]) -> str:

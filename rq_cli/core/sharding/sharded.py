@@ -32,6 +32,7 @@ from .shardmeta import (
 )
 from .shardops import EveryShard
 from .shardpush import ShardPush
+from .shardsettle import Settling
 from .shardwait import Waiter, shard_down
 
 if TYPE_CHECKING:
@@ -301,14 +302,16 @@ class ShardedQueue(ShardPush, EveryShard):
                                                           list[ItemOutcome]],
               ) -> list[ItemOutcome]:
         """Run ``op`` on each ref's shard (one call per shard); an outcome ``missing``
-        there is asked again of the id's shards of draining generations."""
+        there is asked again of the id's shards of draining generations. A shard that
+        refuses, or does not confirm, stops none of the others: PartlyDone or Unconfirmed
+        at the end, with every outcome (:class:`~.shardsettle.Settling`)."""
         out: list[ItemOutcome | None] = [None] * len(refs)
+        settling = Settling()
         groups: dict[str, list[int]] = {}
         for n, ref in enumerate(refs):
             groups.setdefault(self.shard_for(ref.id).prefix, []).append(n)
         for prefix, where in groups.items():
-            for n, o in zip(where, op(self.shard(prefix), [refs[n] for n in where]),
-                            strict=True):
+            for n, o in settling.run(op, self.shard(prefix), refs, where):
                 out[n] = o
         for depth in range(len(self.meta.draining)):
             again: dict[str, list[int]] = {}
@@ -317,11 +320,10 @@ class ShardedQueue(ShardPush, EveryShard):
                 if was is not None and was.outcome in _NOT_HERE and depth < len(older):
                     again.setdefault(older[depth].prefix, []).append(n)
             for prefix, where in again.items():
-                for n, o in zip(where, op(self.shard(prefix), [refs[n] for n in where]),
-                                strict=True):
+                for n, o in settling.run(op, self.shard(prefix), refs, where):
                     if o.outcome not in _NOT_HERE:
                         out[n] = o
-        return [o for o in out if o is not None]
+        return settling.result([o for o in out if o is not None])
 
     def complete(self, refs: Iterable[str | ItemRef], *, now_ms: int | None = None,
                  ) -> list[ItemOutcome]:
