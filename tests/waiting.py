@@ -29,3 +29,14 @@ def wait_for(condition: Callable[[], Any], timeout: float = BOUND,
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(step)
+
+
+def clear_of_a_minute_turn(r: Any, seconds: float) -> None:
+    """Return once the server's clock has at least ``seconds`` left in its minute: a test
+    that counts the history's once-a-minute snapshots (lua/_history.lua) then runs in one
+    minute. (A generous ``seconds``: it bounds how long the test may take, not a guess of
+    how fast it runs; at most a minute's wait.)"""
+    now_s, micros = r.time()
+    left = 60 - (now_s % 60 + micros / 1e6)
+    if left < seconds:
+        time.sleep(left + 0.05)

@@ -820,11 +820,11 @@ def test_a_stale_v01_peer_complete_and_the_holders_complete_count_once(r: redis.
     RPOPLPUSH and its SETEX) still completes x while rq-cli's worker holds it live: the peer's
     complete decides by its LREM from processing, then deletes. rq-cli's complete that comes
     between the two steps finds x in no list: the peer's True is the one that counts, so
-    rq-cli says missing (one at a time it leaves the data to the peer's second step; a
-    batched complete has deleted it already). In the other order the peer's LREM finds
-    nothing. And a peer's light_clean that took x back (journalled in P:cleaning) means the
-    holder lost it. (Both were seen as an item completed twice in the workers campaign
-    above, beside two CPU-bound processes: the second, traced with MONITOR.)"""
+    rq-cli says missing, and leaves the data to the peer's second step. In the other order
+    the peer's LREM finds nothing. And a peer's light_clean that took x back (journalled in
+    P:cleaning) means the holder lost it: one at a time or batched, the data stays for the
+    lease after. (Both were seen as an item completed twice in the workers campaign above,
+    beside two CPU-bound processes: the second, traced with MONITOR.)"""
     p, q = peer(), WorkQueue(r, P)
     xs = [x.id for x in q.push([f"x{n}".encode() for n in range(together)])]
     held = q.lease(count=together)
@@ -833,6 +833,7 @@ def test_a_stale_v01_peer_complete_and_the_holders_complete_count_once(r: redis.
     assert r.lrem(f"{P}:processing", 0, x) == 1  # the stale peer's complete, step 1: True
     outcomes = {o.id: o.outcome for o in q.complete([ItemRef(h.id, h.session) for h in held])}
     assert outcomes == {i: "missing" if i == x else "completed" for i in xs}
+    assert r.exists(f"{P}:item:{x}")  # (the peer's step 2 deletes it)
     r.delete(f"{P}:item:{x}", f"{P}:lease:{x}")  # step 2 (the peer returns True)
     assert where(r) == {"queue": Counter(), "processing": Counter(), "cleaning": Counter()}
     assert r.keys(f"{P}:item:*") == []
@@ -853,16 +854,19 @@ def test_a_stale_v01_peer_complete_and_the_holders_complete_count_once(r: redis.
     assert where(r)["queue"] == Counter()
     # a peer's light_clean between its LREM and its LPUSH (the id in its journal) took the
     # item back: the holder lost it, and the item, data and all, is leased again, once
-    (w,) = (i.id for i in q.push([b"w"]))
-    (mine,) = q.lease()
+    ws = [i.id for i in q.push([f"w{n}".encode() for n in range(together)])]
+    mine = q.lease(count=together)
+    w = ws[-1]
     r.lpush(f"{P}:cleaning", w)
     assert r.lrem(f"{P}:processing", 0, w) == 1
-    assert [o.outcome for o in q.complete([ItemRef(w, mine.session)])] == ["conflict"]
+    outcomes = {o.id: o.outcome for o in q.complete([ItemRef(m.id, m.session) for m in mine])}
+    assert outcomes == {i: "conflict" if i == w else "completed" for i in ws}
     r.lpush(f"{P}:queue", w)
     r.lrem(f"{P}:cleaning", 0, w)
     again = p.lease(r, 60, block=False)
-    assert (again.id(), again.data()) == (w, b"w")
+    assert (again.id(), again.data()) == (w, f"w{together - 1}".encode())
     assert p.complete(r, again)
+    assert r.keys(f"{P}:item:*") == [] and q.stats().processing == 0
 
 
 # -- a mixed fleet: what the peer's completions leave behind ------------------------------

@@ -12,6 +12,7 @@ import redis
 from dash_helpers import drive, make_app, press, screen_text, seed, settle, type_in
 from rich.console import Console
 from textual.widgets import DataTable, Static
+from waiting import clear_of_a_minute_turn
 
 from rq_cli.core.queue import WorkQueue
 from rq_cli.core.types import NewItem
@@ -684,6 +685,7 @@ def test_the_queue_view_graphs_its_history_and_the_console_snapshots_it_once_a_m
 
     wq = seed(r, "jobs", pending=3)
     r.delete(wq.keys.history, wq.keys.history_hourly)  # (the seeding push's: made by hand)
+    clear_of_a_minute_turn(r, 40)  # (the console's two refreshes in one minute, as "now")
     now = server_ms(r)
     # two snapshots a minute apart, 30 more pushed between them: 30 a minute in the graph
     wq.call("history", now_ms=now - 120_000)

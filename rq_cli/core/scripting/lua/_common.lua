@@ -554,6 +554,23 @@ local function complete_pairs(first)
     end
   end
   local res, done, lease_keys, gone = {}, {}, {}, {}
+  -- the holder's complete takes its ids out of their lists before the DELs, as
+  -- complete_one: an id in none is a v0.1 peer's (peer_took), and its data stays
+  local took, held_ids, seen = {}, {}, {}
+  for k, id in ipairs(ids) do
+    local session = ARGV[first + 2 * k - 1]
+    if session ~= '' and (v3[k] or v1[k]) and not seen[id] and
+        not ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session)) then
+      seen[id] = true
+      held_ids[#held_ids + 1] = id
+    end
+  end
+  if #held_ids > 0 then
+    local absent = unlist_all(held_ids)
+    if absent then
+      for id in pairs(absent) do took[id] = peer_took(id) end
+    end
+  end
   -- (compat with the leases read: both lease keys known, so one DEL per item; see below)
   local one_del = any_session and WRITE_V3 and WRITE_V1
   for k, id in ipairs(ids) do
@@ -563,6 +580,8 @@ local function complete_pairs(first)
       ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
     if other then
       res[k] = O_CONFLICT
+    elseif took[id] then
+      res[k] = took[id]
     elseif not done[id] and not v3[k] and not v1[k] and not atts[id] and never_leased(id) then
       res[k] = O_NOT_LEASED
     elseif one_del then
@@ -588,17 +607,12 @@ local function complete_pairs(first)
     end
   end
   if #gone > 0 then
-    local absent = unlist_all(gone)
-    if absent then
-      for k, id in ipairs(ids) do
-        -- (a peer's complete took it first; a light_clean putting it back in line finds it
-        -- completed here: its data went in the DEL, unlike complete_one's)
-        if res[k] == O_COMPLETED and absent[id] and ARGV[first + 2 * k - 1] ~= ''
-            and peer_took(id) == O_MISSING then
-          res[k] = O_MISSING
-        end
-      end
+    -- (the ids completed with no lease of theirs held leave their lists now)
+    local rest = {}
+    for _, id in ipairs(gone) do
+      if not seen[id] then rest[#rest + 1] = id end
     end
+    if #rest > 0 then unlist_all(rest) end
     batch_move(gone, B.COMPLETED)
     if #lease_keys > 0 then call_all('DEL', nil, lease_keys) end
     drop_metas(gone, QUIET)
