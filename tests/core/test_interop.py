@@ -598,6 +598,12 @@ def _mixed_worker(url: str, kind: str, add: int, total: int, out: Any) -> None:
         else:
             p3.add_item(r, payload, new_id)
         added.append(new_id)
+    # every worker leases once all have added (an event, not a start-up race: a process that
+    # started late would otherwise find the others done, and its kind would complete none)
+    r.incr(f"{DONE_KEY}:added")
+    ready = time.monotonic() + 60
+    while int(r.get(f"{DONE_KEY}:added") or 0) < total // add and time.monotonic() < ready:
+        time.sleep(0.005)
     leased: list[str] = []
     completed: list[str] = []
     corrupt: list[str] = []
