@@ -76,11 +76,13 @@ def test_lease_gathers_from_several_shards_fairly(rc: Any) -> None:
     q = ShardedQueue(rc, BASE, OPTS)
     q.push([NewItem(b"1", f"id{n}") for n in range(300)])
     firsts: Counter[str] = Counter()
-    for _ in range(60):
+    for _ in range(300):  # (a random first shard each pass: about 100 each)
         got = q.lease(1)
         firsts[got[0].queue] += 1
         q.fail([ItemRef(got[0].id, got[0].session)], retry_in=0)
-    assert len(firsts) == 3 and min(firsts.values()) >= 8, firsts
+    # (at least 60 of 300: 4.9 standard deviations below the mean, about once in a million
+    # runs by chance; 8 of 60 was 3.6, and a clean clone's CI saw 7 once)
+    assert not q.unreachable and len(firsts) == 3 and min(firsts.values()) >= 60, firsts
     many = q.lease(250)
     assert len(many) == 250 and len({i.queue for i in many}) == 3
     outcomes = q.complete([ItemRef(i.id, i.session) for i in many])
