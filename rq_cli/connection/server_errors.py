@@ -88,12 +88,12 @@ def translate_error(err: BaseException, url: str, *, password: str | None = None
     if names & {"ConnectionError", "TimeoutError"}:
         reason = _tls_reason(detail, url, timed_out="TimeoutError" in names)
         if reason is None and _cut_off(detail) and read_only:
-            what = ("the read timed out waiting for {} to answer (a hung or overloaded "
-                    "server?)" if "TimeoutError" in names else
-                    "the connection was lost waiting for {} to answer (the server stopped, "
-                    "or the network dropped it?)").format(where)
-            return ServerError(f"{what}; this command only reads, so nothing was changed: "
-                               f"{_one_line(detail)}")
+            what, why = (("the read timed out", "a hung or overloaded server?")
+                         if "TimeoutError" in names else
+                         ("the connection was lost", "the server stopped, or the network "
+                                                     "dropped it?"))
+            return ServerError(f"{what} waiting for {where} to answer ({why}); this command "
+                               f"only reads, so nothing was changed: {_one_line(detail)}")
         if reason is None and _cut_off(detail):
             return ServerError(f"lost the connection to {where} during the command, so its "
                                f"outcome is unknown (the server may have done it): "

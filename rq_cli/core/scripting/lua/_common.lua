@@ -556,11 +556,13 @@ local function complete_pairs(first)
   local res, done, lease_keys, gone = {}, {}, {}, {}
   -- the holder's complete takes its ids out of their lists before the DELs, as
   -- complete_one: an id in none is a v0.1 peer's (peer_took), and its data stays
-  local took, held_ids, seen = {}, {}, {}
+  -- (as held_by_other: either key naming another session means a peer leased id again)
+  local took, held_ids, seen, others = {}, {}, {}, {}
   for k, id in ipairs(ids) do
     local session = ARGV[first + 2 * k - 1]
-    if session ~= '' and (v3[k] or v1[k]) and not seen[id] and
-        not ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session)) then
+    others[k] = session ~= '' and
+      ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
+    if session ~= '' and (v3[k] or v1[k]) and not others[k] and not seen[id] then
       seen[id] = true
       held_ids[#held_ids + 1] = id
     end
@@ -574,11 +576,7 @@ local function complete_pairs(first)
   -- (compat with the leases read: both lease keys known, so one DEL per item; see below)
   local one_del = any_session and WRITE_V3 and WRITE_V1
   for k, id in ipairs(ids) do
-    local session = ARGV[first + 2 * k - 1]
-    -- (as held_by_other: either key naming another session means a peer leased id again)
-    local other = session ~= '' and not done[id] and
-      ((v3[k] and v3[k] ~= session) or (v1[k] and v1[k] ~= session))
-    if other then
+    if others[k] and not done[id] then
       res[k] = O_CONFLICT
     elseif took[id] then
       res[k] = took[id]
